@@ -1,0 +1,71 @@
+"""Command-line entry point. Subcommands are imported only when chosen, so `mlptui summary`
+never pays for (or needs) textual or torch."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from tui import __version__
+
+# name -> (module with add_arguments(parser) and run(args) -> int, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "view": ("tui.commands.view", "open traces (files, folders, host:path, hf://) in the explorer"),
+    "summary": ("tui.commands.summary", "headless report of one trace (text, --json, --md)"),
+    "diff": ("tui.commands.diff", "headless diff of two traces (text, --json, --md)"),
+    "run": ("runners.cli_run", "profile a workload on the GPU and write a trace + manifest"),
+    "bench": ("runners.cli_bench", "unprofiled timings of every mode of a workload"),
+    "push": ("tui.commands.push", "upload traces to the Hugging Face Hub and print Perfetto links"),
+    "perfetto": ("tui.commands.perfetto", "serve a trace to ui.perfetto.dev from 127.0.0.1"),
+    "serve": ("tui.commands.serve", "run the explorer in a browser (textual-serve, 127.0.0.1)"),
+}
+
+
+def _usage() -> str:
+    width = max(len(n) for n in COMMANDS)
+    lines = [
+        f"mlptui {__version__}: profile PyTorch on the GPU and explore the traces in a terminal",
+        "",
+        "usage: mlptui [COMMAND] [ARGS...]     (no command: open the bundled sample traces)",
+        "",
+        "commands:",
+    ]
+    lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", "`mlptui COMMAND --help` shows a command's options."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return 0
+    if argv and argv[0] == "--version":
+        print(f"mlptui {__version__}")
+        return 0
+    name = argv.pop(0) if argv and not argv[0].startswith("-") else "view"
+    if name not in COMMANDS:
+        print(f"mlptui: unknown command {name!r} (try `mlptui --help`)", file=sys.stderr)
+        return 2
+    module_name, help_ = COMMANDS[name]
+    from tui.trace.errors import MlptuiError
+
+    try:
+        module = importlib.import_module(module_name)
+        parser = argparse.ArgumentParser(prog=f"mlptui {name}", description=help_)
+        module.add_arguments(parser)
+        args = parser.parse_args(argv)
+        return int(module.run(args) or 0)
+    except MlptuiError as exc:
+        print(f"mlptui: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("mlptui: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

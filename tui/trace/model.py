@@ -1,0 +1,139 @@
+"""The indexed, immutable view of one trace that every consumer (summary, diff, the app) reads.
+
+Built once by `tui.trace.index.build_trace` from the decoded events; nothing here parses JSON
+except `Trace.args`, which decodes one event's args on demand. Times are µs relative to the
+trace's first event (`Trace.origin_us` is that instant on the trace's own clock).
+
+Ids are plain ints: `Op.id` indexes `Trace.ops`, `GpuOp.id` indexes `Trace.gpu`,
+`Step.index` indexes `Trace.steps`; -1 means "none".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+# Normalised categories (raw `cat` values vary by torch version and vendor).
+CPU_OP = "cpu_op"                  # cpu_op, Operator
+ANNOTATION = "user_annotation"     # record_function, ProfilerStep#N, compiled-region markers
+PYTHON = "python_function"         # with_stack python frames
+RUNTIME = "cuda_runtime"           # cudaLaunchKernel, cudaMemsetAsync, hipLaunchKernel, ... (cat cuda_runtime/Runtime)
+DRIVER = "cuda_driver"             # cuLaunchKernel, cuLaunchKernelEx
+KERNEL = "kernel"
+MEMCPY = "gpu_memcpy"
+MEMSET = "gpu_memset"
+GPU_ANNOTATION = "gpu_user_annotation"
+SYNC = "cuda_sync"
+OTHER = "other"
+
+LAUNCH_CATS = frozenset({RUNTIME, DRIVER})
+GPU_CATS = frozenset({KERNEL, MEMCPY, MEMSET})
+
+
+@dataclass(slots=True)
+class Op:
+    """A CPU slice ('X' event on a host thread): an op, an annotation, or a runtime/driver call."""
+
+    id: int
+    name: str
+    cat: str                # one of the normalised categories above
+    pid: int
+    tid: int
+    ts: float               # µs from trace origin
+    dur: float              # µs
+    event: int              # index of the raw event, for Trace.args
+    parent: int = -1
+    children: list[int] = field(default_factory=list)
+    depth: int = 0
+    external_id: int | None = None
+    correlation: int | None = None      # runtime/driver calls only
+    step: int = -1                      # Step.index this op falls in
+    self_us: float = 0.0                # dur minus children's dur
+    gpu_us: float = 0.0                 # GPU time of work launched by this op or anything beneath it
+    gpu: list[int] = field(default_factory=list)  # GpuOp ids launched by this op itself (runtime calls: its kernels)
+
+    @property
+    def end(self) -> float:
+        return self.ts + self.dur
+
+
+@dataclass(slots=True)
+class GpuOp:
+    """Work on a device stream: a kernel, a memcpy or a memset."""
+
+    id: int
+    name: str
+    cat: str                # KERNEL, MEMCPY or MEMSET
+    device: int
+    stream: int
+    ts: float
+    dur: float
+    event: int
+    correlation: int | None = None
+    external_id: int | None = None
+    launch: int = -1        # Op id of the runtime/driver call that launched it
+    op: int = -1            # Op id of the innermost non-launch CPU op that was open at launch
+    step: int = -1          # Step of the launching op (not of where the kernel ran)
+
+    @property
+    def end(self) -> float:
+        return self.ts + self.dur
+
+
+@dataclass(slots=True)
+class Step:
+    """One `ProfilerStep#N` annotation."""
+
+    index: int
+    name: str
+    ts: float
+    dur: float
+    op: int                 # Op id of the ProfilerStep annotation
+
+
+@dataclass(slots=True)
+class Thread:
+    pid: int
+    tid: int
+    name: str
+    roots: list[int] = field(default_factory=list)   # Op ids of top-level slices, by ts
+
+
+@dataclass(slots=True)
+class Stream:
+    device: int
+    stream: int
+    name: str
+
+
+@dataclass
+class Trace:
+    source: str                                   # what the user named (path, host:path, hf://...)
+    ops: list[Op]
+    gpu: list[GpuOp]
+    steps: list[Step]
+    threads: list[Thread]
+    streams: list[Stream]
+    device: dict[str, Any] | None = None          # deviceProperties[0] (name, numSms, computeMajor, ...)
+    devices: list[dict[str, Any]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)   # schemaVersion, cuda_runtime_version, trace_name, ...
+    warnings: list[str] = field(default_factory=list)
+    manifest: dict[str, Any] | None = None        # the runner's manifest entry for this trace, if found
+    origin_us: float = 0.0
+    format: str = "kineto"
+    _args: Callable[[int], dict[str, Any]] | None = field(default=None, repr=False)
+
+    def args(self, event: int) -> dict[str, Any]:
+        """The raw `args` of event number `event`, decoded now (never kept for the whole trace)."""
+        return self._args(event) if self._args is not None else {}
+
+    def op_args(self, op_id: int) -> dict[str, Any]:
+        return self.args(self.ops[op_id].event)
+
+    def gpu_args(self, gpu_id: int) -> dict[str, Any]:
+        return self.args(self.gpu[gpu_id].event)
+
+    @property
+    def device_name(self) -> str | None:
+        return None if self.device is None else self.device.get("name")
