@@ -24,7 +24,7 @@ Progress = Callable[[int, int], None]
 HANDLERS: dict[str, str] = {
     "local": "tui.trace.local_source",
     "ssh": "tui.trace.remote_ssh",
-    "hf": "tui.trace.hf_source",
+    "hf": "tui.trace.hub",
 }
 
 # URL-like prefixes -> kind; anything else is scp-like `host:path` (ssh) or a local path.
