@@ -1,0 +1,243 @@
+"""`mlptui run WORKLOAD`: profile one workload (or the whole ladder) and write gzipped Kineto traces
+plus the folder's manifest.json. torch is imported only inside `run`, so `--help` stays fast."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shlex
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from runners.workloads import DTYPES, MODES, SHAPE_KINDS, WORKLOADS, Shape, Workload, ladder, workload
+from tui.trace.errors import MlptuiError
+
+DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def _flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    names = ", ".join([*WORKLOADS, "ladder"])
+    parser.add_argument("workload", metavar="WORKLOAD", help=f"one of: {names} (ladder = all, in their modes)")
+    parser.add_argument("--compile", action="store_true", help="same as --mode compile")
+    parser.add_argument("--mode", choices=MODES, help="eager (default), compile, reduce-overhead, max-autotune")
+    for kind in SHAPE_KINDS.values():
+        group = parser.add_argument_group(f"{kind.name} shape (defaults are the article's)")
+        for field, default in zip(kind.fields, kind.defaults, strict=True):
+            spellings = [_flag(field)] + ([f"--{field}"] if "_" in field else [])
+            group.add_argument(*spellings, dest=field, metavar="N",
+                               help=f"{kind.help.get(field, field)} (default {default})")
+    parser.add_argument("--dtype", choices=DTYPES, default="bf16", help="default bf16")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="default cuda")
+    sched = parser.add_argument_group("profiler schedule (steps of one call each)")
+    sched.add_argument("--wait", type=int, default=1, metavar="N", help="default 1")
+    sched.add_argument("--warmup", type=int, default=1, metavar="N", help="default 1")
+    sched.add_argument("--active", type=int, default=3, metavar="N", help="default 3")
+    parser.add_argument("--with-stack", action="store_true", help="record Python stacks (larger traces)")
+    parser.add_argument("--out", default="traces", metavar="DIR", help="run folder (default ./traces)")
+    parser.add_argument("--open", action="store_true", help="open the result in the explorer afterwards")
+
+
+def resolve_mode(args: argparse.Namespace) -> str | None:
+    """The mode asked for, or None when none was (a workload then runs eager, the ladder its own)."""
+    if args.compile and args.mode not in (None, "compile"):
+        raise MlptuiError(f"--compile and --mode {args.mode} disagree; give one of them")
+    return "compile" if args.compile else args.mode
+
+
+def resolve_shape(w: Workload, args: argparse.Namespace, *, strict: bool) -> Shape:
+    """The workload's shape from its flags and the article's defaults. `strict` rejects flags of the
+    other shape family (a single workload); the ladder passes each family its own."""
+    kind = SHAPE_KINDS[w.shape_kind]
+    if strict:
+        for other in SHAPE_KINDS.values():
+            for field in other.fields:
+                if field not in kind.fields and getattr(args, field, None) is not None:
+                    takes = ", ".join(_flag(f) for f in kind.fields)
+                    raise MlptuiError(f"{_flag(field)} is not a shape flag of {w.name} (it takes {takes})")
+    values = []
+    for field, default in zip(kind.fields, kind.defaults, strict=True):
+        raw = getattr(args, field, None)
+        if raw is None:
+            values.append(default)
+            continue
+        try:
+            value = int(str(raw), 10)
+        except ValueError:
+            raise MlptuiError(f"{_flag(field)} must be a positive integer (got {raw!r})") from None
+        if value <= 0:
+            raise MlptuiError(f"{_flag(field)} must be a positive integer (got {value})")
+        values.append(value)
+    return Shape(kind.name, tuple(values))
+
+
+def check_schedule(args: argparse.Namespace) -> None:
+    if args.wait < 0 or args.warmup < 0 or args.active < 1:
+        raise MlptuiError(
+            f"profiler schedule needs --wait ≥ 0, --warmup ≥ 0, --active ≥ 1 "
+            f"(got {args.wait}, {args.warmup}, {args.active})"
+        )
+
+
+def plan(args: argparse.Namespace) -> list[tuple[Workload, str, Shape]]:
+    """Every (workload, mode, shape) this command records, all checked before anything runs."""
+    mode = resolve_mode(args)
+    check_schedule(args)
+    if args.workload == "ladder":
+        if mode is not None:
+            raise MlptuiError("ladder records each workload in its own modes; drop --mode/--compile")
+        return [(w, m, resolve_shape(w, args, strict=False)) for w, m in ladder()]
+    w = workload(args.workload)
+    return [(w, mode or "eager", resolve_shape(w, args, strict=True))]
+
+
+def command_line(args: argparse.Namespace, w: Workload, mode: str, shape: Shape) -> str:
+    """The single-workload command that reproduces one run of this invocation."""
+    parts = ["mlptui", "run", w.name, "--mode", mode]
+    for field, value in shape.as_dict().items():
+        parts += [_flag(field), str(value)]
+    parts += ["--dtype", args.dtype, "--device", args.device, "--wait", str(args.wait),
+              "--warmup", str(args.warmup), "--active", str(args.active)]
+    if args.with_stack:
+        parts.append("--with-stack")
+    return shlex.join(parts)
+
+
+def run(args: argparse.Namespace) -> int:
+    runs = plan(args)
+    import torch  # only now: `mlptui run --help` and the plan's errors never pay for it
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise MlptuiError("CUDA is not available here; try --device cpu")
+    folder = Path(args.out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MlptuiError(f"cannot create the run folder {folder}: {exc.strerror or exc}") from None
+    from runners.output import read_manifest
+    from runners.progress import Progress
+
+    read_manifest(folder)  # a broken manifest stops the run before any work, not after it
+    progress = Progress()
+    done: list[dict[str, Any]] = []
+    failed: list[str] = []
+    for w, mode, shape in runs:
+        if w.needs_cuda and args.device != "cuda" and not os.environ.get("TRITON_INTERPRET"):
+            message = f"{w.name} runs Triton kernels and needs --device cuda (or TRITON_INTERPRET=1)"
+            if args.workload != "ladder":
+                raise MlptuiError(message)
+            progress.note(f"[yellow]skipped[/] {w.name} {mode}: {message}")
+            continue
+        try:
+            done.append(record_one(args, w, mode, shape, folder, progress))
+        except MlptuiError as exc:
+            if args.workload != "ladder":
+                raise
+            failed.append(f"{w.name} {mode}")
+            progress.note(f"[red]failed[/] {w.name} {mode}: {exc}")
+    progress.results(done, str(folder))
+    if args.open and done:
+        _open_viewer(folder if len(done) > 1 else folder / done[0]["trace"], progress)
+    if failed:
+        progress.note(f"mlptui: {len(failed)} run(s) failed: {', '.join(failed)}")
+        return 1
+    return 0
+
+
+def record_one(args: argparse.Namespace, w: Workload, mode: str, shape: Shape, folder: Path,
+               progress: Any) -> dict[str, Any]:
+    """Build, compile, check, profile and time one workload; publish its trace and manifest entry.
+    The trace is written under a temporary name and renamed only once everything succeeded."""
+    import torch
+
+    from runners import output, profiling
+    from runners.environment import device_info, versions
+    from runners.liger_source import one_line
+
+    dtype = getattr(torch, DTYPE_NAMES[args.dtype])
+    title = f"{w.name} {mode} {shape.slug} {args.dtype} {args.device}"
+    when = datetime.now()
+    dev = device_info(args.device)
+    tmp: Path | None = None
+    try:
+        with torch.no_grad():
+            with progress.stage(f"{title}: building"):
+                try:
+                    built = w.build_function()(shape, dtype, args.device)
+                except (MlptuiError, KeyboardInterrupt):
+                    raise
+                except torch.cuda.OutOfMemoryError:
+                    raise MlptuiError(f"{title}: out of GPU memory building the workload") from None
+                except Exception as exc:
+                    raise MlptuiError(f"{title}: building failed: {one_line(exc)}") from None
+            fn = profiling.compiled(built.module, mode)
+            with progress.stage(f"{title}: {'first call' if mode == 'eager' else 'compiling'}"):
+                try:
+                    out, compile_s = profiling.first_calls(fn, built.inputs, args.device, mode)
+                except KeyboardInterrupt:
+                    raise
+                except Exception as exc:
+                    what = "the first call" if mode == "eager" else "compile"
+                    raise MlptuiError(f"{title}: {what} failed: {one_line(exc)}") from None
+            ref = built.reference(*(x.float() for x in built.inputs))
+            err = profiling.max_rel_err(out, ref)
+            del out, ref
+            name = output.trace_name(w.name, mode, shape.slug, args.dtype, dev["slug"], when)
+            tmp = output.temp_path(folder, name)
+            meta = {"workload": w.name, "mode": mode, "shape": shape.as_dict(), "dtype": args.dtype,
+                    "kernel_source": built.kernel_source}
+            with progress.stage(f"{title}: profiling"):
+                profiling.profile_to(
+                    tmp, fn, built.inputs, device=args.device, label=w.label, wait=args.wait,
+                    warmup=args.warmup, active=args.active, with_stack=args.with_stack, metadata=meta,
+                    on_step=lambda i, n: progress.update(f"{title}: profiling step {i}/{n}"),
+                )
+            with progress.stage(f"{title}: timing"):
+                timing = profiling.time_calls(fn, built.inputs, args.device)
+        final = output.publish_trace(tmp, folder, name)
+        tmp = None
+    finally:
+        if tmp is not None and tmp.exists():
+            tmp.unlink()
+    median_s = timing["median_us"] / 1e6
+    record = {
+        "trace": final.name,
+        "workload": w.name,
+        "mode": mode,
+        "label": w.label,
+        "shape": shape.as_dict(),
+        "dtype": args.dtype,
+        "args": {**{k: v for k, v in vars(args).items() if not callable(v)}, **shape.as_dict(),
+                 "workload": w.name, "mode": mode, "requested": args.workload},
+        "command": command_line(args, w, mode, shape),
+        "device": dev,
+        "versions": versions(),
+        "kernel_source": built.kernel_source,
+        "kernel_tried": list(built.kernel_tried),
+        "recorder": (f"torch.profiler, schedule wait={args.wait} warmup={args.warmup} active={args.active}, "
+                     f"record_shapes=True, with_stack={args.with_stack}"),
+        "recorded_at": when.isoformat(timespec="seconds"),
+        "compile_s": round(compile_s, 4),
+        "timing": timing,
+        "flops": built.flops,
+        "tflops": round(built.flops / median_s / 1e12, 4) if median_s > 0 else 0.0,
+        "max_rel_err_vs_fp32": err,
+    }
+    output.add_run(folder, record)
+    progress.note(f"  wrote {final}")
+    return record
+
+
+def _open_viewer(target: Path, progress: Any) -> None:
+    """The explorer runs in its own process, so this command never imports the UI."""
+    if importlib.util.find_spec("tui.commands.view") is None:
+        progress.note(f"the explorer is not installed here; open the result later with `mlptui view {target}`")
+        return
+    subprocess.call([sys.executable, "-m", "tui.cli", "view", str(target)])
