@@ -1,0 +1,262 @@
+"""Bytes -> typed raw events, the fast way.
+
+The bulk event stream is decoded by msgspec into small typed structs (no dict per event, no GC
+tracking); each event's `args` stays a `msgspec.Raw` slice of the input and is decoded only when
+asked for (`event_args`) or, for the few keys linking needs, by `link_args`. When a trace holds
+values of unexpected types (a hand-edited file, an exotic exporter) the typed decode fails and
+`decode_document` falls back to a tolerant per-event path that skips what it cannot use and says so.
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import orjson
+from msgspec import Raw, Struct
+
+from tui.trace.errors import TraceError
+
+_NO_ARGS = Raw(b"")
+
+
+class RawEvent(Struct, gc=False):
+    """One Chrome-trace event; only the keys the index reads. Unknown keys are skipped by the decoder."""
+
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: int | str = 0
+    tid: int | str = 0
+    ts: float | None = None
+    dur: float | None = None
+    id: int | str | None = None
+    bp: str = ""
+    args: Raw = _NO_ARGS
+
+
+class LinkArgs(Struct, gc=False):
+    """The args keys used to link CPU ops, launch calls and GPU work (old traces spell one in lower case)."""
+
+    correlation: int | None = None
+    external_id: int | None = msgspec.field(default=None, name="External id")
+    external_id_lc: int | None = msgspec.field(default=None, name="external id")
+
+
+class MetaArgs(Struct, gc=False):
+    """Args of `M` events: process/thread names, labels, sort indices."""
+
+    name: str | None = None
+    labels: str | None = None
+    sort_index: int | None = None
+
+
+# Top-level keys kept as Raw and decoded after the events (a handful of small values).
+_META_KEYS = (
+    "schemaVersion", "deviceProperties", "distributedInfo", "record_shapes", "with_stack", "profile_memory",
+    "with_flops", "with_modules", "cuda_runtime_version", "cuda_driver_version", "cupti_version",
+    "hip_runtime_version", "roctracer_version", "displayTimeUnit", "baseTimeNanoseconds", "traceName",
+    "trace_id", "INFO",
+)
+
+
+class _Document(Struct, gc=False):
+    traceEvents: list[RawEvent] | None = None
+    schemaVersion: Raw = _NO_ARGS
+    deviceProperties: Raw = _NO_ARGS
+    distributedInfo: Raw = _NO_ARGS
+    record_shapes: Raw = _NO_ARGS
+    with_stack: Raw = _NO_ARGS
+    profile_memory: Raw = _NO_ARGS
+    with_flops: Raw = _NO_ARGS
+    with_modules: Raw = _NO_ARGS
+    cuda_runtime_version: Raw = _NO_ARGS
+    cuda_driver_version: Raw = _NO_ARGS
+    cupti_version: Raw = _NO_ARGS
+    hip_runtime_version: Raw = _NO_ARGS
+    roctracer_version: Raw = _NO_ARGS
+    displayTimeUnit: Raw = _NO_ARGS
+    baseTimeNanoseconds: Raw = _NO_ARGS
+    traceName: Raw = _NO_ARGS
+    trace_id: Raw = _NO_ARGS
+    INFO: Raw = _NO_ARGS
+    # Keys of a PyTorch *execution* trace (a different file that users confuse with a profiler trace).
+    nodes: Raw = _NO_ARGS
+    schema: Raw = _NO_ARGS
+
+
+_DOC = msgspec.json.Decoder(_Document)
+_ARRAY = msgspec.json.Decoder(list[RawEvent])
+_LINK = msgspec.json.Decoder(LinkArgs)
+_META = msgspec.json.Decoder(MetaArgs)
+
+
+@dataclass
+class Decoded:
+    events: list[RawEvent]
+    meta: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    # Keeps the input alive: every Raw in `events` points into it.
+    buffer: Any = None
+
+
+def decode_document(data: bytes | bytearray | memoryview, source: str) -> Decoded:
+    """Decode a whole trace. Raises TraceError with one line saying what is wrong and where."""
+    view = memoryview(data)
+    first = _first_byte(view)
+    if first is None:
+        raise TraceError(f"{source}: empty file")
+    if first not in (ord("{"), ord("[")):
+        raise TraceError(f"{source}: not JSON (starts with {bytes(view[:12])!r})")
+    warnings: list[str] = []
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        try:
+            decoded = _decode_fast(data, first)
+        except UnicodeDecodeError as exc:
+            # Usable after repair: a stray byte in a name or an args string should not cost the whole trace.
+            warnings.append(f"invalid UTF-8 at byte {exc.start}; replaced bad bytes with U+FFFD")
+            data = bytes(data).decode("utf-8", "replace").encode("utf-8")
+            decoded = _decode_repaired(data, first, source)
+        except msgspec.ValidationError:
+            decoded = _decode_tolerant(data, source)
+        except msgspec.DecodeError as exc:
+            raise TraceError(f"{source}: {_json_problem(exc, len(view))}") from None
+    finally:
+        if was_enabled:
+            gc.enable()
+    decoded.warnings[:0] = warnings
+    if decoded.buffer is None:
+        decoded.buffer = data
+    return decoded
+
+
+def _decode_repaired(data: bytes, first: int, source: str) -> Decoded:
+    try:
+        return _decode_fast(data, first)
+    except msgspec.ValidationError:
+        return _decode_tolerant(data, source)
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        raise TraceError(f"{source}: {_json_problem(exc, len(data))}") from None
+
+
+def _first_byte(view: memoryview) -> int | None:
+    for i in range(min(len(view), 4096)):
+        b = view[i]
+        if b not in (0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF):  # whitespace and a UTF-8 BOM
+            return b
+    return None
+
+
+def _json_problem(exc: Exception, size: int) -> str:
+    msg = str(exc)
+    if "truncated" in msg:
+        return f"truncated JSON: the file ends early ({size} bytes read)"
+    return f"not valid JSON ({msg.replace('JSON is malformed: ', '')})"
+
+
+def _decode_fast(data: Any, first: int) -> Decoded:
+    if first == ord("["):
+        return Decoded(events=_ARRAY.decode(data), meta={"bare_array": True})
+    doc = _DOC.decode(data)
+    if doc.traceEvents is None:
+        return Decoded(events=[], meta=_not_a_trace(doc))
+    return Decoded(events=doc.traceEvents, meta=_meta_of(doc))
+
+
+def _not_a_trace(doc: _Document) -> dict[str, Any]:
+    return {"not_a_trace": "execution" if (doc.nodes or doc.schema) else "no_events"}
+
+
+def _meta_of(doc: _Document) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    for key in _META_KEYS:
+        raw = getattr(doc, key)
+        if raw:
+            try:
+                meta[key] = orjson.loads(memoryview(raw))
+            except orjson.JSONDecodeError:
+                continue
+    return meta
+
+
+def _decode_tolerant(data: Any, source: str) -> Decoded:
+    """Slow path for traces with odd value types: keep every event that can be used, count the rest."""
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise TraceError(f"{source}: {_json_problem(exc, len(data))}") from None
+    meta: dict[str, Any] = {}
+    if isinstance(doc, list):
+        items: Any = doc
+        meta["bare_array"] = True
+    elif isinstance(doc, dict):
+        items = doc.get("traceEvents")
+        if not isinstance(items, list):
+            kind = "execution" if ("nodes" in doc or "schema" in doc) else "no_events"
+            return Decoded(events=[], meta={"not_a_trace": kind})
+        meta = {k: doc[k] for k in _META_KEYS if k in doc}
+    else:
+        raise TraceError(f"{source}: JSON is not a trace (top level is a {type(doc).__name__})")
+    events: list[RawEvent] = []
+    bad = 0
+    for item in items:
+        event = _event_from_obj(item)
+        if event is None:
+            bad += 1
+        else:
+            events.append(event)
+    warnings = [f"skipped {bad} malformed event(s) (not an object or fields of the wrong type)"] if bad else []
+    return Decoded(events=events, meta=meta, warnings=warnings)
+
+
+def _event_from_obj(item: Any) -> RawEvent | None:
+    if not isinstance(item, dict):
+        return None
+    args = item.get("args")
+    fields = {k: item[k] for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "bp") if k in item}
+    for key in ("cat", "name", "ph", "bp"):
+        if key in fields and fields[key] is None:
+            del fields[key]
+    try:
+        event = msgspec.convert(fields, RawEvent, strict=False)
+    except msgspec.ValidationError:
+        return None
+    if isinstance(args, dict):
+        event.args = Raw(orjson.dumps(args))
+    return event
+
+
+def link_args(raw: Raw) -> LinkArgs | None:
+    if not raw:
+        return None
+    try:
+        return _LINK.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+        return None
+
+
+def meta_args(raw: Raw) -> MetaArgs | None:
+    if not raw:
+        return None
+    try:
+        return _META.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+        return None
+
+
+def event_args(raw: Raw) -> dict[str, Any]:
+    """One event's full args, decoded now; never raises (a broken args value reads as empty)."""
+    if not raw:
+        return {}
+    try:
+        value = orjson.loads(memoryview(raw))
+    except orjson.JSONDecodeError:
+        try:
+            value = orjson.loads(bytes(raw).decode("utf-8", "replace"))
+        except orjson.JSONDecodeError:
+            return {}
+    return value if isinstance(value, dict) else {}

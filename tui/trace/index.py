@@ -1,0 +1,397 @@
+"""Decoded events -> the immutable, linked Trace (tui.trace.model).
+
+What is linked, and how:
+- CPU slices ('X' on host threads) nest by time per thread (tui.trace.tree), ids in per-thread
+  pre-order, so a parent's id is always smaller than its children's.
+- A runtime/driver call and the GPU work it launched share `args.correlation` (a cudaGraphLaunch shares
+  one correlation with every kernel of the replay). Where a GPU event lacks it, the `ac2g` flow ending
+  on it (`f`, matched by thread and timestamp) gives the id of the flow's start, which is the correlation.
+- The launching CPU op is the innermost non-launch slice around the launch call; with no such slice,
+  the op whose `External id` the GPU event (or launch call) carries.
+- GPU time goes to the launch call and every slice above it (Op.gpu_us); GpuOp.step is the step of
+  the launching op, so work queued in step N and run during step N+1 counts for step N.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tui.trace.decode import Decoded, RawEvent, event_args, link_args, meta_args
+from tui.trace.model import (
+    ANNOTATION,
+    CPU_OP,
+    DRIVER,
+    GPU_ANNOTATION,
+    GPU_CATS,
+    KERNEL,
+    LAUNCH_CATS,
+    MEMCPY,
+    MEMSET,
+    OTHER,
+    PYTHON,
+    RUNTIME,
+    SYNC,
+    GpuOp,
+    Op,
+    Step,
+    Stream,
+    Thread,
+    Trace,
+)
+from tui.trace.tree import build_forest
+
+# Raw `cat` -> normalised category. Old traces capitalise; ROCm reuses the CUDA names; vendors add theirs.
+CATEGORY: dict[str, str] = {
+    "cpu_op": CPU_OP, "Operator": CPU_OP, "operator": CPU_OP,
+    "user_annotation": ANNOTATION, "User annotation": ANNOTATION,
+    "python_function": PYTHON, "python_function_call": PYTHON,
+    "cuda_runtime": RUNTIME, "Runtime": RUNTIME, "runtime": RUNTIME,
+    "mtia_runtime": RUNTIME, "xpu_runtime": RUNTIME, "privateuse1_runtime": RUNTIME, "hip_runtime": RUNTIME,
+    "cuda_driver": DRIVER, "Driver": DRIVER, "xpu_driver": DRIVER, "privateuse1_driver": DRIVER,
+    "kernel": KERNEL, "Kernel": KERNEL,
+    "gpu_memcpy": MEMCPY, "Memcpy": MEMCPY,
+    "gpu_memset": MEMSET, "Memset": MEMSET,
+    "gpu_user_annotation": GPU_ANNOTATION,
+    "cuda_sync": SYNC,
+}
+# Device-side events that are not kernels/memcpys/memsets: kept out of the CPU trees.
+_DEVICE_SIDE = frozenset({GPU_ANNOTATION, SYNC})
+_DEVICE_SIDE_RAW = frozenset({"mtia_ccp_events"})
+_SKIPPED_RAW = frozenset({"Trace"})        # the profiler's own span ("PyTorch Profiler (0)")
+_FLOW_CATS = frozenset({"ac2g", "async_gpu", "async_cpu_to_gpu"})
+STEP_PREFIX = "ProfilerStep#"
+
+
+def _id_of(value: int | str, names: dict[str, int]) -> int:
+    """pid/tid as int; string ids ("Spans", "") get stable negative numbers."""
+    if isinstance(value, int):
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        return names.setdefault(value, -2 - len(names))
+
+
+def _ns(values: list[float], origin_us: float) -> np.ndarray:
+    """µs -> integer ns from `origin_us`. Subtract first: epoch µs times 1000 would exceed 2**53."""
+    arr = np.asarray(values, dtype=np.float64)
+    if origin_us:
+        arr -= origin_us
+    return np.rint(arr * 1000.0).astype(np.int64)
+
+
+def build_trace(decoded: Decoded, source: str) -> Trace:
+    """Index `decoded`. Consumes `decoded.events` (the structs are freed once their fields are read)."""
+    events = decoded.events
+    warnings = list(decoded.warnings)
+    string_ids: dict[str, int] = {}
+
+    # ---- one pass: sort events into CPU slices, GPU work, metadata and flows
+    cpu_ev: list[int] = []
+    cpu_cat: list[str] = []
+    gpu_ev: list[int] = []
+    gpu_cat: list[str] = []
+    meta_ev: list[int] = []
+    flow_ev: list[int] = []
+    no_ts = no_dur = ignored_phases = device_side = 0
+    category = CATEGORY
+    gpu_cats = GPU_CATS
+    for i, e in enumerate(events):
+        ph = e.ph
+        if ph == "X":
+            if e.ts is None:
+                no_ts += 1
+                continue
+            if e.dur is None:
+                no_dur += 1
+            cat = category.get(e.cat)
+            if cat is None:
+                if e.cat in _SKIPPED_RAW:
+                    continue
+                if e.cat in _DEVICE_SIDE_RAW:
+                    device_side += 1
+                    continue
+                cat = OTHER
+            if cat in gpu_cats:
+                gpu_ev.append(i)
+                gpu_cat.append(cat)
+            elif cat in _DEVICE_SIDE:
+                device_side += 1
+            else:
+                cpu_ev.append(i)
+                cpu_cat.append(cat)
+        elif ph == "M":
+            meta_ev.append(i)
+        elif ph == "s" or ph == "f":
+            flow_ev.append(i)
+        elif ph == "B" or ph == "E":
+            ignored_phases += 1
+    if no_ts:
+        warnings.append(f"skipped {no_ts} complete event(s) without a 'ts'")
+    if no_dur:
+        warnings.append(f"{no_dur} complete event(s) without a 'dur' read as zero-length")
+    if ignored_phases:
+        warnings.append(f"ignored {ignored_phases} begin/end ('B'/'E') event(s); only complete events are indexed")
+    if not events:
+        warnings.append("the trace has no events")
+
+    # ---- columns; names interned (a trace repeats a few hundred names hundreds of thousands of times)
+    intern: dict[str, str] = {}
+    cpu_name = [intern.setdefault(events[i].name, events[i].name) for i in cpu_ev]
+    gpu_name = [intern.setdefault(events[i].name, events[i].name) for i in gpu_ev]
+    cpu_ts = [events[i].ts for i in cpu_ev]
+    gpu_ts = [events[i].ts for i in gpu_ev]
+    cpu_link = [link_args(events[i].args) for i in cpu_ev]
+    gpu_link = [link_args(events[i].args) for i in gpu_ev]
+    thread_of: dict[tuple, int] = {}
+    cpu_thread_list = [thread_of.setdefault((e.pid, e.tid), len(thread_of)) for e in map(events.__getitem__, cpu_ev)]
+    thread_keys = [(_id_of(p, string_ids), _id_of(t, string_ids)) for p, t in thread_of]
+    gpu_where = [(_id_of(e.pid, string_ids), _id_of(e.tid, string_ids)) for e in map(events.__getitem__, gpu_ev)]
+
+    origin_us = float(min(min(cpu_ts, default=np.inf), min(gpu_ts, default=np.inf)))
+    if origin_us == np.inf:
+        origin_us = 0.0
+    # Times as integer ns from the first event, so containment never compares floats.
+    cpu_start = _ns(cpu_ts, origin_us)
+    cpu_dur = _ns([events[i].dur or 0.0 for i in cpu_ev], 0.0)
+    gpu_start = _ns(gpu_ts, origin_us)
+    gpu_dur = _ns([events[i].dur or 0.0 for i in gpu_ev], 0.0)
+    del cpu_ts, gpu_ts
+    negative = int((cpu_dur < 0).sum()) + int((gpu_dur < 0).sum())
+    if negative:
+        warnings.append(f"{negative} slice(s) with a negative duration read as zero-length")
+        np.maximum(cpu_dur, 0, out=cpu_dur)
+        np.maximum(gpu_dur, 0, out=gpu_dur)
+
+    # Where a launch call or GPU event lacks a correlation, the ac2g flow on it carries the same id.
+    flow_corr: dict[int, int] = {}   # event index -> flow id
+    if flow_ev and any(la is None or la.correlation is None for la in gpu_link):
+        starts, ends = _flow_index(events, flow_ev, string_ids)
+        for j, i in enumerate(cpu_ev):
+            la = cpu_link[j]
+            if cpu_cat[j] in LAUNCH_CATS and (la is None or la.correlation is None):
+                e = events[i]
+                fid = starts.get((_id_of(e.pid, string_ids), _id_of(e.tid, string_ids), e.ts))
+                if fid is not None:
+                    flow_corr[i] = fid
+        for j, i in enumerate(gpu_ev):
+            la = gpu_link[j]
+            if la is None or la.correlation is None:
+                fid = ends.get((*gpu_where[j], events[i].ts))
+                if fid is not None:
+                    flow_corr[i] = fid
+    thread_names, process_names = _names(events, meta_ev, string_ids)
+    raws = [e.args for e in events]
+    # Free the decoded structs now: from here on only columns, names and the args slices are needed.
+    events.clear()
+    decoded.events = []
+
+    # ---- per-thread trees
+    cpu_thread = np.asarray(cpu_thread_list, dtype=np.int64)
+    forest = build_forest(cpu_thread, cpu_start, cpu_dur)
+    if forest.partial_overlaps:
+        warnings.append(f"{forest.partial_overlaps} CPU slice(s) end after the slice they start in "
+                        "(partial overlap); nested where they start")
+    order = forest.order.tolist()
+    parent = forest.parent
+    depth = forest.depth
+    start_sorted = cpu_start[forest.order]
+    dur_sorted = cpu_dur[forest.order]
+    ts_us = (start_sorted / 1000.0).tolist()
+    dur_us = (dur_sorted / 1000.0).tolist()
+    thread_sorted = cpu_thread[forest.order].tolist()
+
+    # ---- ops
+    ops: list[Op] = []
+    append = ops.append
+    ext_to_op: dict[int, int] = {}
+    corr_to_launch: dict[int, int] = {}
+    launch_cats = LAUNCH_CATS
+    for k, j in enumerate(order):
+        cat = cpu_cat[j]
+        pid, tid = thread_keys[thread_sorted[k]]
+        la = cpu_link[j]
+        if la is None:
+            ext = corr = None
+        else:
+            ext = la.external_id if la.external_id is not None else la.external_id_lc
+            corr = la.correlation
+        if corr is None and flow_corr:
+            corr = flow_corr.get(cpu_ev[j])
+        append(Op(k, cpu_name[j], cat, pid, tid, ts_us[k], dur_us[k], cpu_ev[j], parent[k], [], depth[k], ext, corr))
+        if cat in launch_cats:
+            if corr is not None:
+                corr_to_launch[corr] = k
+        elif ext is not None and (cat == CPU_OP or cat == ANNOTATION) and ext not in ext_to_op:
+            ext_to_op[ext] = k
+    del cpu_link, cpu_name
+
+    roots_by_thread: list[list[int]] = [[] for _ in thread_keys]
+    for op, t in zip(ops, thread_sorted, strict=True):
+        if op.parent >= 0:
+            ops[op.parent].children.append(op.id)
+        else:
+            roots_by_thread[t].append(op.id)
+
+    n_ops = len(ops)
+    parent_arr = np.asarray(parent, dtype=np.int64)
+    if n_ops:
+        # self time = duration minus the children's, in one vectorised pass
+        child_sum = np.zeros(n_ops, dtype=np.int64)
+        has_parent = parent_arr >= 0
+        np.add.at(child_sum, parent_arr[has_parent], dur_sorted[has_parent])
+        for op, s in zip(ops, (np.maximum(dur_sorted - child_sum, 0) / 1000.0).tolist(), strict=True):
+            op.self_us = s
+
+    # ---- GPU work, in time order
+    gorder = np.argsort(gpu_start, kind="stable").tolist()
+    gts = (gpu_start / 1000.0).tolist()
+    gdur = (gpu_dur / 1000.0).tolist()
+    gpu: list[GpuOp] = []
+    streams: dict[tuple[int, int], None] = {}
+    direct_gpu = np.zeros(n_ops, dtype=np.float64)
+    unlinked = 0
+    for g, j in enumerate(gorder):
+        device, stream = gpu_where[j]
+        la = gpu_link[j]
+        if la is None:
+            ext = corr = None
+        else:
+            ext = la.external_id if la.external_id is not None else la.external_id_lc
+            corr = la.correlation
+        if corr is None and flow_corr:
+            corr = flow_corr.get(gpu_ev[j])
+        launch = corr_to_launch.get(corr, -1) if corr is not None else -1
+        op_id = -1
+        if launch >= 0:
+            op_id = ops[launch].parent
+            while op_id >= 0 and ops[op_id].cat in launch_cats:
+                op_id = ops[op_id].parent
+            if op_id < 0 and ops[launch].external_id:
+                op_id = ext_to_op.get(ops[launch].external_id, -1)
+        elif ext:
+            op_id = ext_to_op.get(ext, -1)
+        gpu.append(GpuOp(g, gpu_name[j], gpu_cat[j], device, stream, gts[j], gdur[j], gpu_ev[j],
+                         corr, ext, launch, op_id))
+        streams[(device, stream)] = None
+        if launch >= 0:
+            ops[launch].gpu.append(g)
+            direct_gpu[launch] += gdur[j]
+        elif op_id >= 0:
+            direct_gpu[op_id] += gdur[j]
+        else:
+            unlinked += 1
+        if op_id >= 0:
+            ops[op_id].gpu.append(g)
+
+    # GPU time up the tree: a parent's id is smaller than its children's, so sweep the depths bottom-up.
+    if n_ops and gpu:
+        depth_arr = np.asarray(depth, dtype=np.int64)
+        total = direct_gpu
+        for d in range(int(depth_arr.max()), 0, -1):
+            at = np.nonzero(depth_arr == d)[0]
+            np.add.at(total, parent_arr[at], total[at])
+        for op, v in zip(ops, total.tolist(), strict=True):
+            op.gpu_us = v
+
+    # ---- steps
+    steps = _steps(ops)
+    if steps and n_ops:
+        starts_ns = np.asarray([round(s.ts * 1000.0) for s in steps], dtype=np.int64)
+        ends_ns = np.asarray([round((s.ts + s.dur) * 1000.0) for s in steps], dtype=np.int64)
+        where = np.searchsorted(starts_ns, start_sorted, side="right") - 1
+        inside = (where >= 0) & (start_sorted < ends_ns[np.maximum(where, 0)])
+        for op, s in zip(ops, np.where(inside, where, -1).tolist(), strict=True):
+            op.step = s
+        for gop in gpu:
+            owner = gop.op if gop.op >= 0 else gop.launch
+            if owner >= 0:
+                gop.step = ops[owner].step
+
+    # ---- names, devices, meta
+    threads = [
+        Thread(pid, tid, thread_names.get((pid, tid)) or f"thread {tid}", roots_by_thread[t])
+        for t, (pid, tid) in enumerate(thread_keys)
+    ]
+    stream_list = [
+        Stream(dev, st, (thread_names.get((dev, st)) or f"stream {st}").strip())
+        for dev, st in sorted(streams)
+    ]
+    meta = dict(decoded.meta)
+    devices = meta.pop("deviceProperties", None)
+    devices = [d for d in devices if isinstance(d, dict)] if isinstance(devices, list) else []
+    meta["process_names"] = {str(k): v for k, v in process_names.items()}
+    meta["unlinked_gpu_ops"] = unlinked
+    meta["device_side_events"] = device_side
+    if "traceName" in meta:
+        meta["trace_name"] = meta["traceName"]
+    buffer = decoded.buffer
+
+    def args_of(event: int) -> dict:
+        # `buffer` is what every Raw slice points into; the closure keeps it alive with them.
+        return event_args(raws[event]) if buffer is not None and 0 <= event < len(raws) else {}
+
+    return Trace(
+        source=source, ops=ops, gpu=gpu, steps=steps, threads=threads, streams=stream_list,
+        device=_main_device(devices, gpu), devices=devices, meta=meta, warnings=warnings,
+        origin_us=origin_us, _args=args_of,
+    )
+
+
+def _flow_index(events: list[RawEvent], flow_ev: list[int], string_ids: dict[str, int]):
+    """Launch flows by where they start and end: ({(pid, tid, ts): id}, {(pid, tid, ts): id})."""
+    starts: dict[tuple[int, int, float | None], int] = {}
+    ends: dict[tuple[int, int, float | None], int] = {}
+    for i in flow_ev:
+        e = events[i]
+        if e.cat not in _FLOW_CATS and e.cat != "":
+            continue
+        fid = e.id
+        if isinstance(fid, str):
+            try:
+                fid = int(fid, 0)
+            except ValueError:
+                continue
+        if fid is None:
+            continue
+        key = (_id_of(e.pid, string_ids), _id_of(e.tid, string_ids), e.ts)
+        (starts if e.ph == "s" else ends)[key] = fid
+    return starts, ends
+
+
+def _steps(ops: list[Op]) -> list[Step]:
+    marks = [op for op in ops if op.cat == ANNOTATION and op.name.startswith(STEP_PREFIX)]
+    marks.sort(key=lambda op: (op.ts, op.id))
+    return [Step(n, op.name, op.ts, op.dur, op.id) for n, op in enumerate(marks)]
+
+
+def _names(events: list[RawEvent], meta_ev: list[int], string_ids: dict[str, int]):
+    threads: dict[tuple[int, int], str] = {}
+    processes: dict[int, str] = {}
+    for i in meta_ev:
+        e = events[i]
+        if e.name not in ("thread_name", "process_name"):
+            continue
+        a = meta_args(e.args)
+        if a is None or not a.name:
+            continue
+        pid = _id_of(e.pid, string_ids)
+        if e.name == "process_name":
+            processes[pid] = a.name
+        else:
+            threads[(pid, _id_of(e.tid, string_ids))] = a.name
+    return threads, processes
+
+
+def _main_device(devices: list[dict], gpu: list[GpuOp]) -> dict | None:
+    if not devices:
+        return None
+    if gpu:
+        counts: dict[int, int] = {}
+        for g in gpu:
+            counts[g.device] = counts.get(g.device, 0) + 1
+        busiest = max(counts, key=counts.__getitem__)
+        for d in devices:
+            if d.get("id") == busiest:
+                return d
+    return devices[0]

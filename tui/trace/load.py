@@ -1,0 +1,154 @@
+"""Open a trace file (plain or gzip, told apart by magic bytes) and build the indexed Trace.
+
+    load_trace(path, source=None, progress=None) -> Trace
+    load_trace_bytes(data, source=..., progress=None) -> Trace
+
+`progress(done_bytes, total_bytes)` is called while the file is read (bytes of the file as stored,
+compressed or not) and once more when indexing is done. Every failure is a one-line TraceError.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+
+from tui.trace.decode import decode_document
+from tui.trace.errors import TraceError
+from tui.trace.index import build_trace
+from tui.trace.model import Trace
+
+Progress = Callable[[int, int], None]
+
+_CHUNK = 8 << 20
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
+               progress: Progress | None = None) -> Trace:
+    """Read, decode and index the trace at `path`. `source` is what to call it in messages and in Trace.source."""
+    p = Path(path)
+    name = source if source is not None else str(path)
+    if p.is_dir():
+        raise TraceError(f"{name}: is a folder, not a trace file")
+    try:
+        with open(p, "rb") as f:
+            total = os.fstat(f.fileno()).st_size
+            head = f.read(2)
+            f.seek(0)
+            if head == _GZIP_MAGIC:
+                data = _read_gzip(f, total, name, progress)
+            else:
+                data = _read_plain(f, total, progress)
+    except FileNotFoundError:
+        raise TraceError(f"{name}: no such file") from None
+    except PermissionError:
+        raise TraceError(f"{name}: permission denied") from None
+    except IsADirectoryError:
+        raise TraceError(f"{name}: is a folder, not a trace file") from None
+    except OSError as exc:
+        raise TraceError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    trace = _build(data, name, total, progress)
+    trace.meta.setdefault("file_bytes", total)
+    trace.meta.setdefault("path", str(p))
+    return trace
+
+
+def load_trace_bytes(data: bytes, *, source: str, progress: Progress | None = None) -> Trace:
+    """The same as load_trace for bytes already in memory (from ssh, the Hub, a test)."""
+    total = len(data)
+    if data[:2] == _GZIP_MAGIC:
+        data = _gunzip_bytes(data, source, progress)
+    elif progress is not None:
+        progress(total, total)
+    trace = _build(data, source, total, progress)
+    trace.meta.setdefault("file_bytes", total)
+    return trace
+
+
+def _build(data: bytes | bytearray, source: str, total: int, progress: Progress | None) -> Trace:
+    # Building millions of small objects with the collector running costs more than the parse itself.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        decoded = decode_document(data, source)
+        if "not_a_trace" in decoded.meta:
+            if decoded.meta["not_a_trace"] == "execution":
+                raise TraceError(f"{source}: this is a PyTorch execution trace, not a profiler trace "
+                                 "(record one with torch.profiler)")
+            raise TraceError(f"{source}: JSON without 'traceEvents': not a PyTorch profiler trace")
+        trace = build_trace(decoded, source)
+    finally:
+        if was_enabled:
+            gc.enable()
+    # The trace lives as long as the app: keep its objects out of every later collection.
+    gc.freeze()
+    if progress is not None:
+        progress(total, total)
+    return trace
+
+
+def _read_plain(f, total: int, progress: Progress | None) -> bytearray:
+    buf = bytearray(total)
+    view = memoryview(buf)
+    done = 0
+    while done < total:
+        n = f.readinto(view[done:done + _CHUNK])
+        if not n:
+            break
+        done += n
+        if progress is not None:
+            progress(done, total)
+    view.release()
+    if done < total:
+        del buf[done:]
+    else:
+        rest = f.read()  # the file grew while we read it
+        if rest:
+            buf += rest
+    return buf
+
+
+def _read_gzip(f, total: int, source: str, progress: Progress | None) -> bytes:
+    out: list[bytes] = []
+    d = zlib.decompressobj(wbits=31)
+    done = 0
+    try:
+        while True:
+            chunk = f.read(_CHUNK)
+            if not chunk:
+                break
+            done += len(chunk)
+            out.append(_inflate(d, chunk))
+            while d.eof and d.unused_data:   # concatenated gzip members
+                rest = d.unused_data
+                d = zlib.decompressobj(wbits=31)
+                out.append(_inflate(d, rest))
+            if progress is not None:
+                progress(done, total)
+    except zlib.error as exc:
+        raise TraceError(f"{source}: corrupt gzip data near byte {done} ({exc})") from None
+    if not d.eof:
+        raise TraceError(f"{source}: truncated gzip file (stream ends early after {done} bytes)")
+    return b"".join(out)
+
+
+def _inflate(d, chunk: bytes) -> bytes:
+    if d.eof and not d.unused_data:
+        return b""   # trailing garbage after the last member is ignored, like gzip(1)
+    return d.decompress(chunk)
+
+
+def _gunzip_bytes(data: bytes, source: str, progress: Progress | None) -> bytes:
+    class _Reader:
+        def __init__(self) -> None:
+            self.pos = 0
+
+        def read(self, n: int) -> bytes:
+            chunk = data[self.pos:self.pos + n]
+            self.pos += len(chunk)
+            return chunk
+
+    return _read_gzip(_Reader(), len(data), source, progress)
