@@ -1,0 +1,403 @@
+"""A GeGLU MLP whose gate and up projections run as one Triton GEMM with the GeGLU in its epilogue.
+
+`fused_geglu_gateup_kernel` reads each x tile once, multiplies it by the paired gate and up weight
+tiles into two fp32 accumulators, applies gelu_tanh(gate) * up in registers and writes only
+h = [M, hidden]; the gate and up activations never reach device memory. The down projection is a
+cuBLAS GEMM (`torch.mm`). Forward only.
+
+Two load paths share the tile loop and the epilogue: tensor descriptors (`tl.make_tensor_descriptor`,
+TMA on Hopper, for 16-byte aligned rows) and plain masked pointer loads (any strides, and what the
+CPU interpreter runs in tests). The grid is persistent: one program per SM walks the output tiles.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+from torch import nn
+
+# Below this many rows the fused kernel has too little work to beat cuBLAS + one pointwise kernel;
+# FusedGeGLUMLP then runs the unfused path. Measured on an H100 and an H200 (benchmarks/FUSED_NOTES.md).
+FUSED_MIN_ROWS = 128
+
+
+@triton.jit
+def geglu_tanh(gate, up):
+    """gelu(gate, approximate="tanh") * up, in fp32.
+
+    gelu_tanh(g) = g * sigmoid(2*sqrt(2/pi) * (g + 0.044715 g^3)) and sigmoid(z) = 1 / (1 + 2^(-z log2 e)):
+    one exp2 and one fast division per element. Constants: 2*sqrt(2/pi) = 1.5957691216057308,
+    times 0.044715 = 0.07135481627159072, log2(e) = 1.4426950408889634.
+    """
+    g = gate.to(tl.float32)
+    z = g * (1.5957691216057308 + 0.07135481627159072 * (g * g))
+    return tl.fdiv(g * up.to(tl.float32), 1.0 + tl.exp2(z * -1.4426950408889634))
+
+
+@triton.jit
+def _dot_wt(a, w, acc, UPCAST: tl.constexpr):
+    """acc + a @ w.T. UPCAST is set only under TRITON_INTERPRET, whose numpy dot has no bf16."""
+    if UPCAST:
+        acc = tl.dot(a.to(tl.float32), w.to(tl.float32).T, acc)
+    else:
+        acc = tl.dot(a, w.T, acc)
+    return acc
+
+
+@triton.jit
+def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    # Grouped order: GROUP_M row-blocks share each weight column block while it is hot in L2.
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = tile_id // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + (tile_id % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def fused_geglu_gateup_kernel(
+    x_ptr, wg_ptr, wu_ptr, h_ptr,
+    M, N, K,
+    stride_xm, stride_wg, stride_wu, stride_hm,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr,
+    USE_TMA: tl.constexpr, INTERLEAVED: tl.constexpr, FLATTEN: tl.constexpr, UPCAST: tl.constexpr = False,
+):
+    """h[M, N] = gelu_tanh(x @ wg.T) * (x @ wu.T); x [M, K], wg/wu [N, K], unit stride in the last dim.
+
+    INTERLEAVED: wg_ptr holds both weights as [2 * cdiv(N, BLOCK_N) * BLOCK_N, K], alternating BLOCK_N
+    gate rows and BLOCK_N up rows (interleave_gate_up), so each k-step is one [BLOCK_M, 2*BLOCK_N] dot.
+    """
+    start_pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    num_tiles = num_pid_m * num_pid_n
+    out_dtype = h_ptr.dtype.element_ty
+
+    if USE_TMA:
+        # Out-of-range rows and columns read as zero and are not written: no masks needed.
+        x_desc = tl.make_tensor_descriptor(x_ptr, shape=[M, K], strides=[stride_xm, 1],
+                                           block_shape=[BLOCK_M, BLOCK_K])
+        h_desc = tl.make_tensor_descriptor(h_ptr, shape=[M, N], strides=[stride_hm, 1],
+                                           block_shape=[BLOCK_M, BLOCK_N])
+        if INTERLEAVED:
+            w_desc = tl.make_tensor_descriptor(wg_ptr, shape=[2 * num_pid_n * BLOCK_N, K],
+                                               strides=[stride_wg, 1], block_shape=[2 * BLOCK_N, BLOCK_K])
+        else:
+            wg_desc = tl.make_tensor_descriptor(wg_ptr, shape=[N, K], strides=[stride_wg, 1],
+                                                block_shape=[BLOCK_N, BLOCK_K])
+            wu_desc = tl.make_tensor_descriptor(wu_ptr, shape=[N, K], strides=[stride_wu, 1],
+                                                block_shape=[BLOCK_N, BLOCK_K])
+
+    # The epilogue recomputes its tile's coordinates from its own counter so that, with FLATTEN, the
+    # loads of the next tile do not wait on the stores of this one.
+    tile_id_c = start_pid - NUM_PROGRAMS
+    for tile_id in tl.range(start_pid, num_tiles, NUM_PROGRAMS, flatten=FLATTEN):
+        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        rk = tl.arange(0, BLOCK_K)
+        # Pointer loads: rows past M wrap onto valid rows (their results are never stored), so only
+        # the K tail needs a mask.
+        rm = (off_m + tl.arange(0, BLOCK_M)) % M
+        if INTERLEAVED:
+            acc = tl.zeros((BLOCK_M, 2 * BLOCK_N), dtype=tl.float32)
+            if USE_TMA:
+                for ki in range(k_tiles):
+                    a = x_desc.load([off_m, ki * BLOCK_K])
+                    b = w_desc.load([2 * off_n, ki * BLOCK_K])
+                    acc = _dot_wt(a, b, acc, UPCAST)
+            else:
+                rw = 2 * off_n + tl.arange(0, 2 * BLOCK_N)  # the interleaved weight is padded: in range
+                x_ptrs = x_ptr + rm[:, None] * stride_xm + rk[None, :]
+                w_ptrs = wg_ptr + rw[:, None] * stride_wg + rk[None, :]
+                for ki in range(k_tiles):
+                    k_mask = rk[None, :] < K - ki * BLOCK_K
+                    a = tl.load(x_ptrs, mask=k_mask, other=0.0)
+                    b = tl.load(w_ptrs, mask=k_mask, other=0.0)
+                    acc = _dot_wt(a, b, acc, UPCAST)
+                    x_ptrs += BLOCK_K
+                    w_ptrs += BLOCK_K
+            # columns [0, BLOCK_N) are gate, [BLOCK_N, 2*BLOCK_N) up; each thread holds both halves
+            acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N)), (0, 2, 1)))
+        else:
+            acc_g = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            acc_u = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            if USE_TMA:
+                for ki in range(k_tiles):
+                    a = x_desc.load([off_m, ki * BLOCK_K])
+                    bg = wg_desc.load([off_n, ki * BLOCK_K])
+                    bu = wu_desc.load([off_n, ki * BLOCK_K])
+                    acc_g = _dot_wt(a, bg, acc_g, UPCAST)
+                    acc_u = _dot_wt(a, bu, acc_u, UPCAST)
+            else:
+                rn = (off_n + tl.arange(0, BLOCK_N)) % N
+                x_ptrs = x_ptr + rm[:, None] * stride_xm + rk[None, :]
+                wg_ptrs = wg_ptr + rn[:, None] * stride_wg + rk[None, :]
+                wu_ptrs = wu_ptr + rn[:, None] * stride_wu + rk[None, :]
+                for ki in range(k_tiles):
+                    k_mask = rk[None, :] < K - ki * BLOCK_K
+                    a = tl.load(x_ptrs, mask=k_mask, other=0.0)
+                    bg = tl.load(wg_ptrs, mask=k_mask, other=0.0)
+                    bu = tl.load(wu_ptrs, mask=k_mask, other=0.0)
+                    acc_g = _dot_wt(a, bg, acc_g, UPCAST)
+                    acc_u = _dot_wt(a, bu, acc_u, UPCAST)
+                    x_ptrs += BLOCK_K
+                    wg_ptrs += BLOCK_K
+                    wu_ptrs += BLOCK_K
+
+        tile_id_c += NUM_PROGRAMS
+        pid_m_c, pid_n_c = _tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
+        h = geglu_tanh(acc_g, acc_u).to(out_dtype)
+        if USE_TMA:
+            h_desc.store([pid_m_c * BLOCK_M, pid_n_c * BLOCK_N], h)
+        else:
+            cm = pid_m_c * BLOCK_M + tl.arange(0, BLOCK_M)
+            cn = pid_n_c * BLOCK_N + tl.arange(0, BLOCK_N)
+            h_ptrs = h_ptr + cm[:, None] * stride_hm + cn[None, :]
+            tl.store(h_ptrs, h, mask=(cm[:, None] < M) & (cn[None, :] < N))
+
+
+@dataclass(frozen=True)
+class GateUpConfig:
+    """One launch configuration of fused_geglu_gateup_kernel."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    num_warps: int
+    num_stages: int
+    group_m: int = 8
+    flatten: bool = False
+    interleaved: bool = False
+
+    def fits(self, smem_limit: int = 227 * 1024) -> bool:
+        stage = (self.block_m + 2 * self.block_n) * self.block_k * 2
+        epilogue = self.block_m * self.block_n * 2
+        # two fp32 accumulators spread over the CTA's threads; past ~128 registers each they spill
+        acc_regs = 2 * self.block_m * self.block_n // (32 * self.num_warps)
+        box_ok = 2 * self.block_n <= 256 or not self.interleaved  # a TMA box has at most 256 rows
+        return self.num_stages * stage + epilogue <= smem_limit and acc_regs <= 128 and box_ok
+
+    def label(self) -> str:
+        flags = ("-flat" if self.flatten else "") + ("-il" if self.interleaved else "")
+        return (f"{self.block_m}x{self.block_n}x{self.block_k}-w{self.num_warps}-s{self.num_stages}"
+                f"-g{self.group_m}{flags}")
+
+    def as_dict(self) -> dict[str, int | bool]:
+        return asdict(self)
+
+
+def candidate_configs(m: int) -> list[GateUpConfig]:
+    """The small set of configurations tried for a row count (tuned once per m_bucket)."""
+    C = GateUpConfig
+    if m <= 64:  # decode-like: weight-bandwidth bound; narrow N tiles give enough programs
+        cands = [C(16, 32, 128, 4, 4), C(16, 64, 128, 4, 4), C(32, 32, 128, 4, 4), C(64, 64, 64, 4, 4),
+                 C(64, 32, 128, 4, 3)]
+    elif m <= 512:
+        cands = [C(64, 64, 64, 4, 4), C(64, 128, 64, 4, 4), C(128, 64, 64, 4, 4), C(128, 128, 64, 8, 3),
+                 C(64, 64, 64, 4, 4, interleaved=True), C(128, 64, 64, 4, 4, interleaved=True)]
+    else:
+        cands = [C(128, 128, 64, 8, 3), C(128, 128, 64, 8, 4), C(128, 128, 64, 8, 4, flatten=True),
+                 C(128, 64, 64, 4, 4), C(64, 128, 64, 4, 4), C(256, 64, 64, 8, 3), C(128, 128, 128, 8, 2),
+                 C(128, 128, 64, 8, 3, interleaved=True), C(128, 128, 64, 8, 4, interleaved=True),
+                 C(128, 128, 64, 8, 4, flatten=True, interleaved=True), C(128, 64, 64, 4, 4, interleaved=True)]
+    return [c for c in cands if c.fits()]
+
+
+def m_bucket(m: int) -> int:
+    """Row counts share a tuned configuration within a power-of-two bucket (16 … 8192+)."""
+    return min(max(16, 1 << (max(m, 1) - 1).bit_length()), 8192)
+
+
+def interleave_gate_up(w_gate: torch.Tensor, w_up: torch.Tensor, block_n: int) -> torch.Tensor:
+    """[2 * cdiv(N, block_n) * block_n, K]: block_n gate rows, then block_n up rows, and so on.
+
+    Rows past N are zero, so the padded columns of a tile compute gelu(0) * 0 and are never stored.
+    """
+    n, k = w_gate.shape
+    blocks = triton.cdiv(n, block_n)
+    pair = w_gate.new_zeros((blocks, 2, block_n, k))
+    for i, w in enumerate((w_gate, w_up)):
+        padded = w.new_zeros((blocks * block_n, k))
+        padded[:n] = w
+        pair[:, i] = padded.view(blocks, block_n, k)
+    return pair.view(2 * blocks * block_n, k)
+
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "") == "1"
+
+
+def _num_programs(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 4
+
+
+def _tma_ok(*tensors: torch.Tensor) -> bool:
+    # TMA needs 16-byte aligned base addresses and row strides.
+    return all(t.data_ptr() % 16 == 0 and (t.stride(0) * t.element_size()) % 16 == 0 for t in tensors)
+
+
+_allocator_set = False
+
+
+def _ensure_allocator() -> None:
+    # Device-side tensor descriptors live in a small global scratch buffer that Triton asks for.
+    global _allocator_set
+    if not _allocator_set:
+        device = "cpu" if _interpreting() else "cuda"
+        triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=device))
+        _allocator_set = True
+
+
+# Interleaved copies of (gate, up) weights. Entries hold the source tensors so that their storage
+# cannot be reused while cached; a hit needs the same objects at the same version.
+_INTERLEAVED: dict[tuple[int, int, int], tuple[torch.Tensor, torch.Tensor, int, int, torch.Tensor]] = {}
+_INTERLEAVED_MAX = 8
+
+
+def _interleaved_weight(w_gate: torch.Tensor, w_up: torch.Tensor, block_n: int) -> torch.Tensor:
+    key = (id(w_gate), id(w_up), block_n)
+    hit = _INTERLEAVED.get(key)
+    if hit is not None and hit[0] is w_gate and hit[1] is w_up and \
+            (hit[2], hit[3]) == (w_gate._version, w_up._version):
+        return hit[4]
+    w = interleave_gate_up(w_gate.detach(), w_up.detach(), block_n)
+    if len(_INTERLEAVED) >= _INTERLEAVED_MAX:
+        _INTERLEAVED.pop(next(iter(_INTERLEAVED)))
+    _INTERLEAVED[key] = (w_gate, w_up, w_gate._version, w_up._version, w)
+    return w
+
+
+# (m_bucket, N, K, dtype, use_tma, device index) -> chosen config
+_TUNED: dict[tuple, GateUpConfig] = {}
+
+
+def _launch(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, h: torch.Tensor,
+            cfg: GateUpConfig, use_tma: bool):
+    M, K = x.shape
+    N = wg.shape[0]
+    if cfg.interleaved:
+        wg = wu = _interleaved_weight(wg, wu, cfg.block_n)
+    tiles = triton.cdiv(M, cfg.block_m) * triton.cdiv(N, cfg.block_n)
+    programs = max(1, min(_num_programs(x.device), tiles))
+    if use_tma:
+        _ensure_allocator()
+    return fused_geglu_gateup_kernel[(programs,)](
+        x, wg, wu, h, M, N, K,
+        x.stride(0), wg.stride(0), wu.stride(0), h.stride(0),
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
+        NUM_PROGRAMS=programs, USE_TMA=use_tma, INTERLEAVED=cfg.interleaved, FLATTEN=cfg.flatten,
+        UPCAST=_interpreting() and x.dtype == torch.bfloat16,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )
+
+
+def _tune(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, h: torch.Tensor, use_tma: bool,
+          candidates: list[GateUpConfig]) -> GateUpConfig:
+    from triton.testing import do_bench
+
+    best: tuple[float, GateUpConfig] | None = None
+    for cfg in candidates:
+        try:
+            _launch(x, wg, wu, h, cfg, use_tma)
+            ms = do_bench(lambda c=cfg: _launch(x, wg, wu, h, c, use_tma), warmup=5, rep=20,
+                          return_mode="median")
+        except Exception:  # a configuration this GPU / compiler cannot build is skipped
+            continue
+        if best is None or ms < best[0]:
+            best = (ms, cfg)
+    if best is None:
+        raise RuntimeError("no configuration of fused_geglu_gateup_kernel could run")
+    return best[1]
+
+
+def fused_geglu_gateup(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, *,
+                       config: GateUpConfig | None = None, use_tma: bool | None = None,
+                       out: torch.Tensor | None = None) -> torch.Tensor:
+    """gelu_tanh(x @ w_gate.T) * (x @ w_up.T) for x [M, K] and weights [N, K], one kernel launch.
+
+    `out` ([M, N], x's dtype, unit last stride) receives h; by default a new tensor.
+    """
+    if x.dim() != 2 or w_gate.dim() != 2 or w_gate.shape != w_up.shape or w_gate.shape[1] != x.shape[1]:
+        raise ValueError(f"shapes do not match: x {tuple(x.shape)}, gate {tuple(w_gate.shape)}, "
+                         f"up {tuple(w_up.shape)}")
+    if x.dtype not in (torch.bfloat16, torch.float16) or w_gate.dtype != x.dtype or w_up.dtype != x.dtype:
+        raise ValueError(f"fused_geglu_gateup takes bf16 or fp16 for all inputs, got {x.dtype}, "
+                         f"{w_gate.dtype}, {w_up.dtype}")
+    x, w_gate, w_up = (t if t.stride(-1) == 1 else t.contiguous() for t in (x, w_gate, w_up))
+    M, K = x.shape
+    N = w_gate.shape[0]
+    if out is None:
+        out = torch.empty((M, N), device=x.device, dtype=x.dtype)
+    elif out.shape != (M, N) or out.dtype != x.dtype or out.stride(-1) != 1:
+        raise ValueError(f"out must be [{M}, {N}] {x.dtype} with unit last stride")
+    if M == 0 or N == 0:
+        return out
+    if K == 0:
+        return out.zero_()
+    if use_tma is None:
+        use_tma = _tma_ok(x, w_gate, w_up, out)
+    if config is None:
+        key = (m_bucket(M), N, K, x.dtype, use_tma, x.device.index)
+        config = _TUNED.get(key)
+        if config is None:
+            cands = candidate_configs(M)
+            config = cands[0] if _interpreting() or x.device.type != "cuda" else \
+                _tune(x, w_gate, w_up, out, use_tma, cands)
+            _TUNED[key] = config
+    _launch(x, w_gate, w_up, out, config, use_tma)
+    return out
+
+
+def tuned_configs() -> dict[str, str]:
+    """What the tuner chose so far, for benchmark reports."""
+    return {f"m{k[0]}-n{k[1]}-k{k[2]}-{str(k[3]).removeprefix('torch.')}-{'tma' if k[4] else 'ptr'}":
+            v.label() for k, v in _TUNED.items()}
+
+
+class FusedGeGLUMLP(nn.Module):
+    """Same parameters and function as SimpleGeGLUMLP: down(gelu_tanh(gate(x)) * up(x)).
+
+    On a GPU (or under TRITON_INTERPRET=1), bf16/fp16, and at least FUSED_MIN_ROWS rows, gate+up+GeGLU
+    run as fused_geglu_gateup_kernel and the down projection as one cuBLAS GEMM; otherwise the unfused
+    eager path runs. `path_for(rows)` says which one a call takes.
+    """
+
+    def __init__(self, dim: int, hidden: int, *, min_rows: int = FUSED_MIN_ROWS,
+                 device: torch.device | str | None = None, dtype: torch.dtype | None = None) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(dim, hidden, bias=False, device=device, dtype=dtype)
+        self.up_proj = nn.Linear(dim, hidden, bias=False, device=device, dtype=dtype)
+        self.down_proj = nn.Linear(hidden, dim, bias=False, device=device, dtype=dtype)
+        self.min_rows = min_rows
+
+    def path_for(self, rows: int, device: torch.device | None = None, dtype: torch.dtype | None = None) -> str:
+        device = device or self.gate_proj.weight.device
+        dtype = dtype or self.gate_proj.weight.dtype
+        runs_triton = device.type == "cuda" or _interpreting()
+        if runs_triton and dtype in (torch.bfloat16, torch.float16) and rows >= self.min_rows:
+            return "fused"
+        return "unfused"
+
+    def forward_unfused(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
+        if self.path_for(rows, x.device, x.dtype) != "fused" or x.dtype != self.gate_proj.weight.dtype:
+            return self.forward_unfused(x)
+        x2 = x.reshape(rows, x.shape[-1])
+        h = fused_geglu_gateup(x2, self.gate_proj.weight, self.up_proj.weight)
+        out = torch.mm(h, self.down_proj.weight.t())
+        return out.reshape(*x.shape[:-1], out.shape[-1])
