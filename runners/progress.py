@@ -12,15 +12,16 @@ from rich.console import Console
 from rich.table import Table
 
 
-def _wide_when_piped(console: Console) -> Console:
+def _console(*, stderr: bool) -> Console:
     """A piped console defaults to 80 columns, which folds the trace names; logs can be wider."""
-    return console if console.is_terminal else Console(highlight=False, width=240)
+    console = Console(stderr=stderr, highlight=False)
+    return console if console.is_terminal else Console(stderr=stderr, highlight=False, width=240)
 
 
 class Progress:
     def __init__(self, err: Console | None = None, out: Console | None = None) -> None:
-        self.err = err or Console(stderr=True, highlight=False)
-        self.out = out or _wide_when_piped(Console(highlight=False))
+        self.err = err or _console(stderr=True)
+        self.out = out or _console(stderr=False)
         self._status: Any = None
 
     @contextlib.contextmanager
