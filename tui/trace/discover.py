@@ -1,0 +1,54 @@
+"""Which files in a folder are profiler traces.
+
+`*.pt.trace.json(.gz)` (torch.profiler's tensorboard_trace_handler) always counts. Any other
+`*.json(.gz)` counts when its first bytes look like a Chrome trace: a bare event array, or an object
+with a "traceEvents" key near the top (Kineto writes it after the small header). manifest.json and
+hidden files never count.
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+_TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
+_JSON_SUFFIXES = (".json", ".json.gz")
+_SNIFF_BYTES = 1 << 20
+_NOT_TRACES = frozenset({"manifest.json"})
+
+
+def is_trace_name(name: str) -> bool:
+    """True for names a trace may have (`.json`, `.json.gz`), manifest.json and hidden files excluded."""
+    base = name.rsplit("/", 1)[-1]
+    if base.startswith(".") or base in _NOT_TRACES:
+        return False
+    return base.lower().endswith(_JSON_SUFFIXES)
+
+
+def looks_like_trace(path: Path) -> bool:
+    """Cheap check of a file's first bytes (decompressed when gzip): a trace, or certainly not one."""
+    if path.name.lower().endswith(_TRACE_SUFFIXES):
+        return True
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_SNIFF_BYTES)
+    except OSError:
+        return False
+    if head[:2] == b"\x1f\x8b":
+        try:
+            head = zlib.decompressobj(wbits=31).decompress(head, _SNIFF_BYTES)
+        except zlib.error:
+            return False
+    text = head.lstrip(b" \t\r\n\xef\xbb\xbf")
+    return text.startswith(b"[") or (text.startswith(b"{") and b'"traceEvents"' in head)
+
+
+def find_traces(folder: str | Path) -> list[Path]:
+    """Trace files directly inside `folder`, sorted by name."""
+    root = Path(folder)
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return []
+    found = [p for p in entries if p.is_file() and is_trace_name(p.name) and looks_like_trace(p)]
+    return sorted(found, key=lambda p: p.name)
