@@ -1,0 +1,52 @@
+"""`mlptui diff A B [--json|--md] [--step-a N --step-b N]`: the headless diff of two traces."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+
+from tui.trace.errors import MlptuiError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("a", metavar="A", help="the reference trace (file, host:path, hf://...)")
+    parser.add_argument("b", metavar="B", help="the trace compared with A")
+    fmt = parser.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
+    fmt.add_argument("--md", action="store_true", help="Markdown (for a pull request)")
+    parser.add_argument("--step-a", type=int, metavar="N",
+                        help="align ProfilerStep#N of A (default: A's median-duration step)")
+    parser.add_argument("--step-b", type=int, metavar="N",
+                        help="align ProfilerStep#N of B (default: B's median-duration step)")
+    parser.add_argument("--raw", action="store_true", help="raw kernel names instead of short ones")
+    parser.add_argument("--only-diff", action="store_true", help="leave out rows whose status is `same`")
+
+
+def run(args: argparse.Namespace) -> int:
+    import orjson
+
+    from tui.trace.diff import diff_traces, step_by_number
+    from tui.trace.diff_render import render_markdown, render_text
+    from tui.trace.sources import open_trace
+
+    a = open_trace(args.a)
+    b = open_trace(args.b)
+    step_a = None if args.step_a is None else step_by_number(a, args.step_a, "A")
+    step_b = None if args.step_b is None else step_by_number(b, args.step_b, "B")
+    doc = diff_traces(a, b, step_a, step_b).to_json()
+    if args.json:
+        out = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
+    elif args.md:
+        out = render_markdown(doc, raw=args.raw, only_diff=args.only_diff)
+    else:
+        width = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
+        out = render_text(doc, raw=args.raw, width=max(80, width), only_diff=args.only_diff)
+    try:
+        sys.stdout.write(out)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise MlptuiError(f"cannot write the report ({exc.strerror or exc})") from None
+    return 0
