@@ -39,11 +39,11 @@ def open_trace(spec: str, progress: Callable[[int, int], None] | None = None) ->
 
 
 def list_traces(spec: str) -> list[str]:
-    from tui.trace.discover import find_traces
-
     path = _path(spec)
     if not path.is_dir():
         raise MlptuiError(f"{spec}: not a folder")
+    from tui.trace.discover import find_traces
+
     return sorted(_respell(spec, path, p) for p in find_traces(path))
 
 

@@ -96,6 +96,10 @@ class CacheWriter:
     def abort(self) -> None:
         self.file.close()
         self.tmp.unlink(missing_ok=True)
+        try:
+            self.version.rmdir()   # only when empty: a complete copy may share this folder
+        except OSError:
+            pass
 
     @staticmethod
     def refresh_manifest(trace_path: Path, data: bytes) -> None:

@@ -78,8 +78,9 @@ def remote_word(path: str) -> str:
     m = _TILDE_RE.match(path)
     if not m:
         return shlex.quote(path)
-    rest = path[m.end():]
-    return m.group(0) + (shlex.quote(rest) if rest else "")
+    rest = path[m.end() + 1:]
+    # The slash after `~user` must stay unquoted too, or the shell does not expand the tilde.
+    return m.group(0) + ("/" + shlex.quote(rest) if m.end() < len(path) else "")
 
 
 def ssh_command() -> list[str]:

@@ -1,0 +1,238 @@
+"""Remote traces through a real sshd on 127.0.0.1 (tests/sshd_fixture.py): what comes over ssh equals
+what is read locally, folders list, the cache makes reopening cheap, errors are one line and quick."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.sshd_fixture import Sshd, ssh_env, sshd  # noqa: F401
+from tui.trace import remote_cache, remote_ssh, sources
+from tui.trace.errors import MlptuiError
+
+pytestmark = pytest.mark.ssh
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_traces"
+MLPTUI = [sys.executable, "-m", "tui.cli"]
+
+
+def _sample(pattern: str) -> Path:
+    found = sorted(SAMPLES.glob(pattern))
+    if not found:
+        pytest.skip(f"no sample trace matching {pattern}")
+    return found[0]
+
+
+def fingerprint(trace) -> dict:
+    """What a reader of the trace sees, minus where the bytes came from."""
+    fp = {
+        "ops": len(trace.ops),
+        "gpu": len(trace.gpu),
+        "op_names": Counter(op.name for op in trace.ops),
+        "gpu_names": Counter(g.name for g in trace.gpu),
+        "steps": [(s.name, round(s.dur, 3)) for s in trace.steps],
+        "device": trace.device,
+        "threads": len(trace.threads),
+        "streams": len(trace.streams),
+        "gpu_us": round(sum(g.dur for g in trace.gpu), 3),
+    }
+    try:
+        from tui.trace.steps import all_step_stats
+    except ImportError:
+        return fp
+    fp["step_stats"] = [(s.name, round(s.gpu_busy_us, 3), s.kernels, s.launches) for s in all_step_stats(trace)]
+    return fp
+
+
+def test_remote_trace_equals_local(ssh_env: Sshd) -> None:
+    path = _sample("mlp-eager-*.pt.trace.json.gz")
+    local = sources.open_trace(str(path))
+    seen: list[tuple[int, int]] = []
+    remote = sources.open_trace(f"testbox:{path}", progress=lambda d, t: seen.append((d, t)))
+    assert remote.source == f"testbox:{path}"
+    assert fingerprint(remote) == fingerprint(local)
+    assert remote.manifest == local.manifest
+    assert seen and seen[0] == (0, path.stat().st_size)   # streaming progress, then the loader's own
+    url = sources.open_trace(f"ssh://{ssh_env.user}@testbox:{ssh_env.port}{path}")
+    assert fingerprint(url) == fingerprint(local)
+
+
+def test_plain_json_is_compressed_on_the_wire_and_stored_as_is(ssh_env: Sshd, tmp_path: Path) -> None:
+    src = _sample("linear-eager-*bf16*.pt.trace.json.gz")
+    plain = tmp_path / "remote" / "plain.pt.trace.json"
+    plain.parent.mkdir()
+    plain.write_bytes(gzip.decompress(src.read_bytes()))
+    copy = remote_ssh.fetch(f"testbox:{plain}")
+    assert copy.read_bytes() == plain.read_bytes()
+    assert fingerprint(sources.open_trace(f"testbox:{plain}")) == fingerprint(sources.open_trace(str(src)))
+
+
+def test_cache_reuses_the_copy_and_notices_changes(ssh_env: Sshd, tmp_path: Path) -> None:
+    src = _sample("linear-eager-*bf16*.pt.trace.json.gz")
+    remote = tmp_path / "r" / src.name
+    remote.parent.mkdir()
+    shutil.copy(src, remote)
+    first = remote_ssh.fetch(f"testbox:{remote}")
+    assert first.is_relative_to(tmp_path / "cache" / "mlptui" / "remote")
+    stamp = first.stat().st_mtime_ns
+    progress: list[tuple[int, int]] = []
+    again = remote_ssh.fetch(f"testbox:{remote}", progress=lambda d, t: progress.append((d, t)))
+    assert again == first and again.stat().st_mtime_ns == stamp and progress == []   # nothing streamed
+    # A new version of the remote file (other bytes, other mtime) is fetched and replaces the old copy.
+    other = _sample("linear-compile-*.pt.trace.json.gz")
+    shutil.copy(other, remote)
+    os.utime(remote, (time.time() + 5, time.time() + 5))
+    newer = remote_ssh.fetch(f"testbox:{remote}")
+    assert newer.read_bytes() == other.read_bytes() and not first.exists()
+
+
+def test_cached_copy_is_used_when_the_host_is_unreachable(ssh_env: Sshd, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    src = _sample("linear-eager-*bf16*.pt.trace.json.gz")
+    copy = remote_ssh.fetch(f"testbox:{src}")
+    # Same endpoint name, but the port is now closed.
+    cfg = tmp_path / "closed_config"
+    cfg.write_text(ssh_env.config.read_text().replace(f"Port {ssh_env.port}", f"Port {_closed_port()}"))
+    monkeypatch.setenv("MLPTUI_SSH", f"ssh -F {cfg}")
+    assert remote_ssh.fetch(f"testbox:{src}") == copy
+    with pytest.raises(MlptuiError, match="connection refused"):
+        remote_ssh.fetch(f"testbox:{src}.other")
+
+
+def test_remote_folder_listing(ssh_env: Sshd, tmp_path: Path) -> None:
+    folder = tmp_path / "traces"
+    (folder / "sub").mkdir(parents=True)
+    src = _sample("linear-eager-*bf16*.pt.trace.json.gz")
+    names = ["a.pt.trace.json.gz", "b c.pt.trace.json", "sub/d.pt.trace.json.gz"]
+    for name in names:
+        shutil.copy(src, folder / name)
+    (folder / "notes.txt").write_text("not a trace")
+    (folder / "manifest.json").write_text('{"mlptui_manifest": 1, "runs": []}')
+    spec = f"testbox:{folder}"
+    assert sources.is_folder(spec) and sources.is_folder(spec + "/")
+    listed = sources.list_traces(spec + "/")
+    assert listed == sorted(f"testbox:{folder}/{n}" for n in names)
+    assert not sources.is_folder(listed[0])
+    # The same folder through ssh://, answered in that form.
+    url = f"ssh://testbox:{ssh_env.port}{folder}"
+    assert sources.list_traces(url) == sorted(f"ssh://testbox:{ssh_env.port}{folder}/{n}" for n in names)
+    with pytest.raises(MlptuiError, match="not a folder"):
+        sources.list_traces(listed[0])
+    with pytest.raises(MlptuiError, match="is a folder"):
+        sources.open_trace(spec)
+
+
+def test_tilde_and_relative_paths_expand_on_the_remote_side(ssh_env: Sshd) -> None:
+    src = _sample("linear-eager-*bf16*.pt.trace.json.gz")
+    home_dir = Path(ssh_env.home)
+    folder = Path(os.path.realpath(home_dir)) / f".mlptui-test-{os.getpid()}"
+    folder.mkdir()
+    try:
+        shutil.copy(src, folder / "x y.pt.trace.json.gz")
+        rel = f"{folder.name}/x y.pt.trace.json.gz"
+        expected = fingerprint(sources.open_trace(str(src)))
+        assert fingerprint(sources.open_trace(f"testbox:~/{rel}")) == expected
+        assert fingerprint(sources.open_trace(f"testbox:{rel}")) == expected           # relative to home, as scp
+        assert fingerprint(sources.open_trace(f"ssh://testbox/~/{rel}")) == expected   # as git's ssh URLs
+        assert sources.list_traces(f"testbox:~/{folder.name}") == [f"testbox:{folder}/x y.pt.trace.json.gz"]
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_missing_file_and_folder_as_file(ssh_env: Sshd, tmp_path: Path) -> None:
+    with pytest.raises(MlptuiError) as err:
+        sources.open_trace(f"testbox:{tmp_path}/missing.pt.trace.json.gz")
+    assert str(err.value) == f"testbox:{tmp_path}/missing.pt.trace.json.gz: no such file or folder"
+    with pytest.raises(MlptuiError, match="no such file"):
+        sources.list_traces(f"testbox:{tmp_path}/missing/")
+
+
+def test_permission_denied_is_reported(ssh_env: Sshd) -> None:
+    # A folder anyone may enter (pytest's tmp folders are private), holding a file no one may read.
+    open_dir = Path(tempfile.mkdtemp(prefix="mlptui-perm-"))
+    try:
+        open_dir.chmod(0o755)
+        secret = open_dir / "secret.pt.trace.json"
+        secret.write_text("[]")
+        secret.chmod(0)
+        if os.geteuid() != 0:
+            with pytest.raises(MlptuiError, match="permission denied"):
+                sources.open_trace(f"testbox:{secret}")
+            return
+        # root reads everything, so run the same remote script as an unprivileged user to see its answer.
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root and setpriv is missing")
+        out = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c",
+                              remote_ssh._SCRIPT, "mlptui", "open", str(secret), "-", "-"],
+                             capture_output=True, timeout=10, cwd="/")
+        assert out.stdout == b"MLPTUI1 ERR perm\n"
+        err = remote_ssh._error(remote_ssh.parse_ssh_spec(f"box:{secret}"), ["ERR", "perm"])
+        assert str(err) == f"box:{secret}: permission denied"
+    finally:
+        shutil.rmtree(open_dir)
+
+
+def test_auth_failure_is_one_line(sshd: Sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    stranger = tmp_path / "stranger"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
+    cfg = tmp_path / "cfg"
+    cfg.write_text(sshd.config.read_text().replace(str(sshd.key), str(stranger)))
+    monkeypatch.setenv("MLPTUI_SSH", f"ssh -F {cfg}")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with pytest.raises(MlptuiError) as err:
+        sources.open_trace("testbox:/x.json")
+    assert "authentication failed" in str(err.value) and "\n" not in str(err.value)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_wrong_port_exits_2_with_one_line(sshd: Sshd, tmp_path: Path) -> None:
+    port = _closed_port()
+    env = sshd.env(XDG_CACHE_HOME=str(tmp_path / "cache"))
+    start = time.monotonic()
+    out = subprocess.run(MLPTUI + ["perfetto", f"ssh://127.0.0.1:{port}/x.pt.trace.json.gz"], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert time.monotonic() - start < 15
+    assert out.returncode == 2
+    assert out.stderr == f"mlptui: ssh://127.0.0.1:{port}/x.pt.trace.json.gz: connection refused " \
+                         "(is sshd running there, on that port?)\n"
+
+
+def test_silent_server_hits_the_watchdog(sshd: Sshd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A port that accepts connections and never says a word: ssh would wait; the watchdog must not.
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    held: list[socket.socket] = []
+    threading.Thread(target=lambda: held.append(server.accept()[0]), daemon=True).start()
+    monkeypatch.setenv("MLPTUI_SSH", f"ssh -F {sshd.config}")
+    monkeypatch.setenv("MLPTUI_SSH_TIMEOUT", "2")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    start = time.monotonic()
+    try:
+        with pytest.raises(MlptuiError) as err:
+            sources.open_trace(f"ssh://127.0.0.1:{server.getsockname()[1]}/x.json")
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
+    assert time.monotonic() - start < 6
+    assert "\n" not in str(err.value)
+    assert "timed out" in str(err.value) or "no answer" in str(err.value)
