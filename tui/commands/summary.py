@@ -1,0 +1,59 @@
+"""`mlptui summary PATH [--json|--md]`: a headless report of one trace (a folder lists its traces)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+
+import orjson
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", help="trace file (.json, .json.gz, *.pt.trace.json[.gz]), folder, host:path or hf://")
+    fmt = parser.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="machine-readable JSON (shape documented in README)")
+    fmt.add_argument("--md", action="store_true", help="Markdown, for a pull-request comment")
+    parser.add_argument("--top", type=int, default=15, metavar="N",
+                        help="rows per table in text and Markdown (default 15; --json has everything)")
+
+
+def _sources():
+    """tui.trace.sources when installed (ssh, hf:// and local), else local files only."""
+    if importlib.util.find_spec("tui.trace.sources") is not None:
+        from tui.trace import sources
+
+        return sources.open_trace, sources.is_folder, sources.list_traces
+    from pathlib import Path
+
+    from tui.trace.discover import find_traces
+    from tui.trace.load import load_trace
+
+    return (lambda spec, progress=None: load_trace(spec, progress=progress),
+            lambda spec: Path(spec).is_dir(),
+            lambda spec: [str(p) for p in find_traces(spec)])
+
+
+def run(args: argparse.Namespace) -> int:
+    from tui.trace.summary import render_markdown, render_text, summarize
+
+    open_trace, is_folder, list_traces = _sources()
+    if is_folder(args.path):
+        found = list_traces(args.path)
+        if args.json:
+            sys.stdout.write(orjson.dumps({"folder": args.path, "traces": found}, option=orjson.OPT_INDENT_2).decode() + "\n")
+        elif not found:
+            print(f"{args.path}: no traces in this folder")
+        else:
+            print(f"{len(found)} trace(s) in {args.path}; `mlptui summary <one of them>` reports one:")
+            print("\n".join(found))
+        return 0
+    trace = open_trace(args.path)
+    report = summarize(trace)
+    if args.json:
+        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
+    elif args.md:
+        sys.stdout.write(render_markdown(report, top=args.top))
+    else:
+        sys.stdout.write(render_text(report, top=args.top))
+    return 0
