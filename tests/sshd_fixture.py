@@ -5,7 +5,8 @@ authorized user key and an sshd_config that touches nothing global (PidFile, key
 AuthorizedKeysFile all in the temp folder, ListenAddress 127.0.0.1 only). Clients use the written
 ssh config via `ssh -F <cfg>` (and `MLPTUI_SSH`), so ~/.ssh is never read or written. Tests skip
 with the reason when sshd cannot start (not installed, no ssh-keygen, ...). Import the fixtures
-into a test module with `from tests.sshd_fixture import sshd, ssh_env  # noqa: F401`.
+into a test module with `from tests.sshd_fixture import ssh_env_fixture, sshd_fixture  # noqa: F401`
+(they register as `sshd` and `ssh_env`).
 """
 
 from __future__ import annotations
@@ -148,8 +149,8 @@ def _start(tmp: Path) -> tuple[Sshd, subprocess.Popen]:
     return server, proc
 
 
-@pytest.fixture(scope="session")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+@pytest.fixture(scope="session", name="sshd")
+def sshd_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     server, proc = _start(tmp_path_factory.mktemp("sshd"))
     try:
         yield server
@@ -162,8 +163,8 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
             proc.wait()
 
 
-@pytest.fixture
-def ssh_env(sshd: Sshd, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Sshd:
+@pytest.fixture(name="ssh_env")
+def ssh_env_fixture(sshd: Sshd, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Sshd:
     """MLPTUI_SSH pointed at the test server and a private cache folder, for in-process calls."""
     monkeypatch.setenv("MLPTUI_SSH", sshd.ssh_cmd)
     monkeypatch.setenv("MLPTUI_SSH_TIMEOUT", "10")

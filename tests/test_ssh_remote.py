@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.sshd_fixture import Sshd, ssh_env, sshd  # noqa: F401
-from tui.trace import remote_cache, remote_ssh, sources
+from tests.sshd_fixture import Sshd, ssh_env_fixture, sshd_fixture  # noqa: F401
+from tui.trace import remote_ssh, sources
 from tui.trace.errors import MlptuiError
 
 pytestmark = pytest.mark.ssh
