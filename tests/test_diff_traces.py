@@ -1,0 +1,113 @@
+"""The diff on real GPU traces: the article's three comparisons and an A100 vs V100 pair."""
+
+from __future__ import annotations
+
+import pytest
+from diff_support import corpus_pair, load, sample
+
+from tui.trace.diff import FUSED, SAME, diff_traces, median_step, step_by_number
+from tui.trace.errors import MlptuiError
+
+CONTRACT_SIDE = {"source": str, "step": str, "cpu_us": float, "gpu_busy_us": float, "kernels": int,
+                 "launches": int}
+
+
+def _kernel_rows(d):
+    return [r for r in d.rows if r.a and r.a[0].kind == "kernel" or r.b and r.b[0].kind == "kernel"]
+
+
+def test_linear_eager_vs_compile_same_gemm_t_removed_compile_preops_added() -> None:
+    d = diff_traces(load(sample("linear", "eager")), load(sample("linear", "compile")))
+    rows = _kernel_rows(d)
+    assert [r.status for r in rows] == [SAME]
+    assert rows[0].a[0].name == rows[0].b[0].name and rows[0].a[0].name.startswith("nvjet_")
+    assert {"aten::linear", "aten::t", "aten::transpose"} <= set(d.cpu.removed_ops)
+    assert "TorchDynamo Cache Lookup" in d.cpu.added_ops
+    assert any(n.startswith("Torch-Compiled Region") for n in d.cpu.added_ops)
+    assert "AOTDispatcher Runtime Wrapper Prologue" in d.cpu.added_ops
+    # The same kernel, reached through two different CPU chains.
+    assert "aten::linear" in rows[0].a[0].chain and "aten::addmm" in rows[0].a[0].chain
+    assert "aten::linear" not in rows[0].b[0].chain and "aten::addmm" in rows[0].b[0].chain
+    assert any(n.startswith("Torch-Compiled Region") for n in rows[0].b[0].chain)
+
+
+def test_mlp_eager_vs_compile_three_gemms_same_gelu_mul_fused() -> None:
+    d = diff_traces(load(sample("mlp", "eager")), load(sample("mlp", "compile")))
+    rows = _kernel_rows(d)
+    assert [r.status for r in rows] == [SAME, SAME, FUSED, SAME]
+    gemms = [r for r in rows if r.status == SAME]
+    assert all(r.a[0].family == "gemm" and r.a[0].name == r.b[0].name for r in gemms)
+    fused = rows[2]
+    assert [k.launcher for k in fused.a] == ["aten::gelu", "aten::mul"]
+    assert fused.b[0].name.startswith("triton_poi_fused") and "gelu_mul" in fused.b[0].name
+    assert fused.delta_us is not None and fused.delta_us < 0       # one pass over memory, not two
+    # the memsets before the gate/up GEMMs are reported, and aligned with each other
+    memsets = [r for r in d.rows if (r.a or r.b)[0].kind == "memset"]
+    assert memsets and all(r.status == SAME for r in memsets)
+    assert {"aten::gelu", "aten::mul", "aten::t"} <= set(d.cpu.removed_ops)
+    assert "triton_poi_fused__unsafe_view_gelu_mul_0" in d.cpu.added_ops
+    assert d.a.kernels == 5 and d.b.kernels == 4
+
+
+def test_mlp_eager_vs_liger_gelu_mul_fused_into_geglu_kernel() -> None:
+    d = diff_traces(load(sample("mlp", "eager")), load(sample("kernels-mlp", "eager")))
+    rows = _kernel_rows(d)
+    assert [r.status for r in rows] == [SAME, SAME, FUSED, SAME]
+    fused = rows[2]
+    assert [k.launcher for k in fused.a] == ["aten::gelu", "aten::mul"]
+    assert fused.b[0].name == "_geglu_tanh_forward_kernel"
+    assert "LigerGELUMulFunction" in d.cpu.added_ops
+
+
+def test_swapped_mirrors_statuses_and_speedup() -> None:
+    d = diff_traces(load(sample("mlp", "eager")), load(sample("mlp", "compile")))
+    s = d.swapped()
+    assert s.a.source == d.b.source and s.cpu.added_ops == d.cpu.removed_ops
+    assert [r.status for r in s.rows] == [r.status for r in d.rows]
+    assert s.speedup == pytest.approx(1 / d.speedup)
+    assert s.rows[4].a == d.rows[4].b
+
+
+def test_json_contract_fields_and_types() -> None:
+    doc = diff_traces(load(sample("mlp", "eager")), load(sample("mlp", "compile"))).to_json()
+    for side in ("a", "b"):
+        for key, typ in CONTRACT_SIDE.items():
+            assert isinstance(doc[side][key], typ), (side, key)
+    assert doc["a"]["step"] == "ProfilerStep#3"
+    for row in doc["kernels"]:
+        assert row["status"] in {"same", "changed", "added", "removed", "fused"}
+        assert isinstance(row["a"], list) and isinstance(row["b"], list)
+        assert (row["a_us"] is None) == (not row["a"]) and (row["b_us"] is None) == (not row["b"])
+    assert set(doc["cpu"]) >= {"removed_ops", "added_ops"}
+    assert isinstance(doc["speedup"], float) and doc["speedup"] > 0
+
+
+def test_median_step_and_chosen_steps() -> None:
+    t = load(sample("mlp", "eager"))
+    durs = sorted(s.dur for s in t.steps)
+    assert t.steps[median_step(t)].dur == durs[(len(durs) - 1) // 2]
+    first = step_by_number(t, int(t.steps[0].name.rpartition("#")[2]), "A")
+    d = diff_traces(t, load(sample("mlp", "compile")), step_a=first, step_b=0)
+    assert d.a.step == t.steps[0].name and d.a.step_index == first
+    with pytest.raises(MlptuiError, match="no ProfilerStep#999"):
+        step_by_number(t, 999, "A")
+
+
+def test_a100_vs_v100_pair_finishes_and_pairs_gemms_by_role() -> None:
+    control, test = corpus_pair()
+    d = diff_traces(load(control), load(test))
+    assert "A100" in (d.a.device or "") and "V100" in (d.b.device or "")
+    counts = d.counts()
+    assert counts["same"] > 500                      # most of the ATen kernels are byte-identical
+    changed = [r for r in d.rows if r.status == "changed" and r.a[0].family == "gemm"]
+    assert changed, "Ampere cutlass GEMMs should pair with Volta sgemm ones"
+    assert any("cutlass" in r.a[0].name for r in changed) and any("volta" in r.b[0].name for r in changed)
+    assert all(r.b[0].family == "gemm" for r in changed)
+    # the V100 run copies far more (DtoD memcpys): reported as added, never paired with kernels
+    added = [r for r in d.rows if r.status == "added"]
+    assert sum(1 for r in added if r.b[0].kind == "memcpy") > 500
+    assert d.speedup is not None and d.speedup < 1    # the V100 steps are slower
+    n_a = sum(len(r.a) for r in d.rows)
+    n_b = sum(len(r.b) for r in d.rows)
+    assert n_a == sum(1 for g in d.trace_a.gpu if g.step == d.a.step_index)
+    assert n_b == sum(1 for g in d.trace_b.gpu if g.step == d.b.step_index)
