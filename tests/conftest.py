@@ -1,0 +1,66 @@
+"""Shared fixtures: the real-trace corpus, the bundled sample traces, and tiny synthetic traces."""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_traces"
+# CI clones the repository with shared/ beside it, as on the development machine.
+CORPUS = ROOT.parent / "shared" / "corpus" / "hta"
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    if not CORPUS.is_dir():
+        pytest.skip(f"trace corpus not found at {CORPUS}")
+    return CORPUS
+
+
+def find_sample(workload: str, mode: str, dtype: str | None = None) -> Path:
+    """The bundled sample trace of `workload` in `mode` (by glob: file names carry a timestamp)."""
+    pattern = f"{workload}-{mode}-*{'-' + dtype + '-' if dtype else ''}*.pt.trace.json*"
+    matches = sorted(SAMPLES.glob(pattern))
+    # "mlp-*" must not pick up "kernels-mlp-*": the glob is anchored at the start of the name.
+    matches = [m for m in matches if m.name.startswith(f"{workload}-{mode}-")]
+    if not matches:
+        pytest.skip(f"no sample trace for {workload} {mode} in {SAMPLES}")
+    return matches[-1]
+
+
+@pytest.fixture(scope="session")
+def sample_trace() -> Callable[..., Path]:
+    """sample_trace(workload, mode, dtype=None) -> Path of the bundled trace."""
+    return find_sample
+
+
+def x(name: str, cat: str, ts: float, dur: float, *, pid: int = 1, tid: int = 1, **args: Any) -> dict[str, Any]:
+    """A complete ('X') event for synthetic traces."""
+    event: dict[str, Any] = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur}
+    if args:
+        event["args"] = {k.replace("_", " ") if k == "External_id" else k: v for k, v in args.items()}
+    return event
+
+
+def trace_bytes(events: list[dict[str, Any]], *, gz: bool = False, **top: Any) -> bytes:
+    doc = {"schemaVersion": 1, "traceEvents": events, **top}
+    data = orjson.dumps(doc)
+    return gzip.compress(data) if gz else data
+
+
+@pytest.fixture
+def write_trace(tmp_path: Path) -> Callable[..., Path]:
+    """write_trace(events, name="t.json", gz=False, **top) -> Path of a synthetic trace file."""
+
+    def write(events: list[dict[str, Any]], name: str = "t.json", gz: bool = False, **top: Any) -> Path:
+        path = tmp_path / name
+        path.write_bytes(trace_bytes(events, gz=gz, **top))
+        return path
+
+    return write
