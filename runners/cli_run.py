@@ -226,7 +226,7 @@ def record_one(args: argparse.Namespace, w: Workload, mode: str, shape: Shape, f
         "compile_s": round(compile_s, 4),
         "timing": timing,
         "flops": built.flops,
-        "tflops": round(built.flops / median_s / 1e12, 4) if median_s > 0 else 0.0,
+        "tflops": built.flops / median_s / 1e12 if median_s > 0 else 0.0,
         "max_rel_err_vs_fp32": err,
     }
     output.add_run(folder, record)
