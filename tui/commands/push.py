@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--repo", metavar="NS/NAME", help="a Hub repo instead of a bucket (created if missing)")
     parser.add_argument("--namespace", metavar="NS",
                         help="owner of the bucket (default: the token's user; needed with --dry-run)")
-    parser.add_argument("--repo-type", choices=("dataset", "model", "space"), default="dataset",
+    parser.add_argument("--repo-type", choices=("dataset", "model"), default="dataset",
                         help="kind of --repo (default: dataset)")
     parser.add_argument("--prefix", default="", metavar="PATH",
                         help="folder inside the bucket or repo to push into (default: its root)")

@@ -257,10 +257,16 @@ def _ensure_target(api: Any, target: HubSpec, private: bool | None, err: TextIO)
         info = api.bucket_info(target.repo_id) if target.is_bucket else \
             api.repo_info(target.repo_id, repo_type=target.kind)
     except (errors.BucketNotFoundError, errors.RepositoryNotFoundError):
-        if target.is_bucket:
-            api.create_bucket(target.repo_id, private=private, exist_ok=True)
-        else:
-            api.create_repo(target.repo_id, repo_type=target.kind, private=private, exist_ok=True)
+        try:
+            if target.is_bucket:
+                api.create_bucket(target.repo_id, private=private, exist_ok=True)
+            else:
+                api.create_repo(target.repo_id, repo_type=target.kind, private=private, exist_ok=True)
+        except errors.HfHubHTTPError as exc:
+            if exc.response is None or exc.response.status_code not in (401, 403, 404):
+                raise
+            raise MlptuiError(f"{target.uri()}: no such {target.kind} on {hub_endpoint()}, and this token may "
+                              f"not create it there ({exc.response.status_code})") from None
         print(f"created {'private ' if private else ''}{target.kind} {target.repo_id}", file=err)
         return bool(private)
     is_private = bool(getattr(info, "private", False))
