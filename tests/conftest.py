@@ -24,11 +24,12 @@ def corpus_dir() -> Path:
 
 
 def find_sample(workload: str, mode: str, dtype: str | None = None) -> Path:
-    """The bundled sample trace of `workload` in `mode` (by glob: file names carry a timestamp)."""
-    pattern = f"{workload}-{mode}-*{'-' + dtype + '-' if dtype else ''}*.pt.trace.json*"
+    """The bundled sample trace of `workload` in `mode` (by glob: file names carry shapes and a timestamp).
+    Without `dtype`, a bf16 recording is preferred."""
+    pattern = f"{workload}-{mode}-*" + (f"-{dtype}-*" if dtype else "") + ".pt.trace.json*"
     matches = sorted(SAMPLES.glob(pattern))
-    # "mlp-*" must not pick up "kernels-mlp-*": the glob is anchored at the start of the name.
-    matches = [m for m in matches if m.name.startswith(f"{workload}-{mode}-")]
+    if dtype is None:
+        matches.sort(key=lambda p: ("-bf16-" in p.name, p.name))
     if not matches:
         pytest.skip(f"no sample trace for {workload} {mode} in {SAMPLES}")
     return matches[-1]
