@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tui.trace.discover import is_trace_name
 from tui.trace.errors import MlptuiError
 from tui.trace.hub_spec import HubSpec, hub_endpoint, parse_hf_spec, resolve_url
 
@@ -24,15 +25,6 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int, int], None]
 MANIFEST = "manifest.json"
-
-
-def is_trace_name(name: str) -> bool:
-    """Trace files by name: the engine's rule when it is there, else *.json[.gz] other than the manifest."""
-    try:
-        from tui.trace.discover import is_trace_name as engine_rule
-    except ImportError:
-        return name != MANIFEST and name.endswith((".json", ".json.gz"))
-    return name != MANIFEST and engine_rule(name)
 
 
 # --- errors -----------------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ atomically after the upload succeeded; the copy sent to the Hub merges the remot
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
 import os
 import sys
@@ -20,8 +19,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
+from tui.trace.discover import is_trace_name, looks_like_trace
 from tui.trace.errors import MlptuiError
-from tui.trace.hub import MANIFEST, hub_errors, is_trace_name
+from tui.trace.hub import MANIFEST, hub_errors
 from tui.trace.hub_spec import HubSpec, hub_endpoint, perfetto_url, resolve_url
 
 PRIVATE_NOTE = (
@@ -50,23 +50,6 @@ class PushPlan:
 
 # --- what to send -----------------------------------------------------------------------------------
 
-def looks_like_trace(path: Path) -> bool:
-    """A trace by name (*.pt.trace.json[.gz]) or, for other *.json[.gz], by its first bytes."""
-    name = path.name
-    if not is_trace_name(name):
-        return False
-    if name.endswith((".pt.trace.json", ".pt.trace.json.gz")):
-        return True
-    try:
-        opener = gzip.open if name.endswith(".gz") else open
-        with opener(path, "rb") as f:
-            head = f.read(1 << 16)
-    except (OSError, EOFError):
-        return False
-    text = head.lstrip()
-    return b'"traceEvents"' in head or (text.startswith(b"[") and b'"ph"' in head)
-
-
 def collect(folder: Path) -> tuple[list[Path], list[Path]]:
     """(trace files, manifest.json files) under `folder`, recursively, sorted; dot-folders skipped."""
     traces: list[Path] = []
@@ -77,7 +60,7 @@ def collect(folder: Path) -> tuple[list[Path], list[Path]]:
             p = Path(dirpath) / name
             if name == MANIFEST:
                 manifests.append(p)
-            elif looks_like_trace(p):
+            elif is_trace_name(name) and looks_like_trace(p):
                 traces.append(p)
     return traces, manifests
 
