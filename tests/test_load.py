@@ -66,7 +66,7 @@ def test_progress_reports_file_bytes(tmp_path: Path) -> None:
         path = tmp_path / ("p.json.gz" if gz else "p.json")
         path.write_bytes(trace_bytes(EVENTS * 50, gz=gz))
         seen: list[tuple[int, int]] = []
-        load_trace(path, progress=lambda d, t: seen.append((d, t)))
+        load_trace(path, progress=lambda d, t, seen=seen: seen.append((d, t)))
         size = path.stat().st_size
         assert seen and seen[-1] == (size, size)
         assert all(t == size for _, t in seen)

@@ -18,6 +18,7 @@ from pathlib import Path
 from tui.trace.decode import decode_document
 from tui.trace.errors import TraceError
 from tui.trace.index import build_trace
+from tui.trace.manifest import manifest_for
 from tui.trace.model import Trace
 
 Progress = Callable[[int, int], None]
@@ -53,6 +54,7 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
     trace = _build(data, name, total, progress)
     trace.meta.setdefault("file_bytes", total)
     trace.meta.setdefault("path", str(p))
+    trace.manifest = manifest_for(p)
     return trace
 
 

@@ -1,0 +1,36 @@
+"""The trace core and `mlptui summary` never import torch or textual (the summary runs on any machine)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SCRIPT = r"""
+import contextlib, importlib, io, pkgutil, sys
+import tui.trace
+mods = sorted(m.name for m in pkgutil.iter_modules(tui.trace.__path__, "tui.trace."))
+for name in mods:
+    importlib.import_module(name)
+importlib.import_module("tui.commands.summary")
+from tui.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    rc = main(["summary", sys.argv[1], "--json"])
+assert rc == 0, rc
+assert '"steps"' in out.getvalue()
+bad = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "textual"))
+print(len(mods), bad)
+"""
+
+
+def test_trace_core_and_summary_import_neither_torch_nor_textual() -> None:
+    sample = sorted((ROOT / "sample_traces").glob("*.pt.trace.json*"))[0]
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(sample)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    count, bad = proc.stdout.strip().split(" ", 1)
+    assert int(count) >= 8          # load, index, decode, tree, steps, launches, summary, ...
+    assert bad == "[]"
