@@ -236,3 +236,74 @@ def test_silent_server_hits_the_watchdog(sshd: Sshd, tmp_path: Path, monkeypatch
     assert time.monotonic() - start < 6
     assert "\n" not in str(err.value)
     assert "timed out" in str(err.value) or "no answer" in str(err.value)
+
+
+def _cli_json(args: list[str], env: dict[str, str]) -> dict:
+    import json
+
+    out = subprocess.run(MLPTUI + args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _without_where(value, where: set[str]):
+    """The report with every mention of where the file was read from taken out."""
+    if isinstance(value, dict):
+        return {k: _without_where(v, where) for k, v in value.items() if k not in ("source", "path")}
+    if isinstance(value, list):
+        return [_without_where(v, where) for v in value]
+    if isinstance(value, str) and value in where:
+        return "<source>"
+    return value
+
+
+@pytest.mark.skipif(not (ROOT / "tui" / "commands" / "summary.py").exists(), reason="mlptui summary not built")
+def test_remote_summary_cli_equals_local(sshd: Sshd, tmp_path: Path) -> None:
+    path = _sample("mlp-compile-*.pt.trace.json.gz")
+    env = sshd.env(XDG_CACHE_HOME=str(tmp_path / "cache"))
+    local = _cli_json(["summary", str(path), "--json"], env)
+    remote_spec = f"ssh://{sshd.user}@testbox:{sshd.port}{path}"
+    remote = _cli_json(["summary", remote_spec, "--json"], env)
+    assert remote["source"] == remote_spec
+    where = {str(path), remote_spec}
+    assert _without_where(remote, where) == _without_where(local, where)
+    text = subprocess.run(MLPTUI + ["summary", f"testbox:{path}"], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=60).stdout
+    assert text.replace(f"testbox:{path}", str(path)) == subprocess.run(
+        MLPTUI + ["summary", str(path)], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
+    listing = _cli_json(["summary", f"testbox:{path.parent}/", "--json"], env)
+    assert f"testbox:{path}" in listing["traces"]
+
+
+@pytest.mark.skipif(not (ROOT / "tui" / "commands" / "diff.py").exists(), reason="mlptui diff not built")
+def test_remote_diff_cli_equals_local(sshd: Sshd, tmp_path: Path) -> None:
+    a = _sample("mlp-eager-*.pt.trace.json.gz")
+    b = _sample("mlp-compile-*.pt.trace.json.gz")
+    env = sshd.env(XDG_CACHE_HOME=str(tmp_path / "cache"))
+    local = _cli_json(["diff", str(a), str(b), "--json"], env)
+    remote = _cli_json(["diff", f"testbox:{a}", f"testbox:{b}", "--json"], env)
+    where = {str(a), str(b), f"testbox:{a}", f"testbox:{b}"}
+    assert _without_where(remote, where) == _without_where(local, where)
+    assert f"testbox:{a}" in str(remote)
+
+
+def test_perfetto_serves_a_remote_trace(sshd: Sshd, tmp_path: Path) -> None:
+    import urllib.request
+
+    path = _sample("linear-compile-*.pt.trace.json.gz")
+    env = sshd.env(XDG_CACHE_HOME=str(tmp_path / "cache"))
+    proc = subprocess.Popen(MLPTUI + ["perfetto", f"testbox:{path}", "--port", "0"], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline().strip()
+        assert first.startswith("https://ui.perfetto.dev/#!/?url=http://127.0.0.1:"), proc.stderr.read()
+        url = first.split("url=", 1)[1]
+        got = urllib.request.urlopen(url, timeout=10)
+        assert got.headers["Access-Control-Allow-Origin"] == "https://ui.perfetto.dev"
+        assert got.read() == path.read_bytes()
+        assert proc.wait(timeout=10) == 0
+    finally:
+        proc.kill()
+        proc.wait()
