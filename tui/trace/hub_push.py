@@ -213,6 +213,8 @@ def push(plan: PushPlan, opts: PushOptions, err: TextIO = sys.stderr) -> bool:
     leaving the local folder untouched; the local manifest is rewritten only after every upload succeeded."""
     from huggingface_hub import HfApi
 
+    own_path = plan.folder / MANIFEST
+    own = read_manifest(own_path)  # a manifest we could not rewrite stops the push before anything is sent
     token = resolve_token(opts.token)
     api = HfApi(endpoint=hub_endpoint(), token=token)
     target = plan.target
@@ -220,8 +222,7 @@ def push(plan: PushPlan, opts: PushOptions, err: TextIO = sys.stderr) -> bool:
         private = _ensure_target(api, target, opts.private, err)
         remote = _remote_manifest(target.with_path(_manifest_dest(plan)))
         when = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        own_path = plan.folder / MANIFEST
-        local_manifest = with_published(read_manifest(own_path), plan, private, when)
+        local_manifest = with_published(own, plan, private, when)
         upload_manifest = _dumps(merge_remote(local_manifest, remote))
         others = [m for m in plan.manifests if m.local != own_path]
         if target.is_bucket:
