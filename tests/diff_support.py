@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.trace.load import load_trace
+from tui.trace.sources import open_trace
 from tui.trace.model import Trace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,7 +27,7 @@ def sample(workload: str, mode: str, dtype: str = "bf16") -> Path:
 
 @lru_cache(maxsize=16)
 def _load(path: str) -> Trace:
-    return load_trace(path)
+    return open_trace(path)
 
 
 def load(path: Path) -> Trace:

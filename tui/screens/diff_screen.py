@@ -1,0 +1,193 @@
+"""Two traces side by side: GPU work aligned row for row, a header with the step totals and the
+speed-up, keys to walk the differences, open a pair, swap the sides and change the aligned step.
+
+    app.push_screen(DiffScreen(trace_a, trace_b))
+
+The diff itself is tui.trace.diff; this screen only lays it out. Re-aligning another step runs in
+a worker thread; swapping sides mirrors the rows without aligning again.
+"""
+
+from __future__ import annotations
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, Static
+
+from tui.screens.diff_lines import DiffList
+from tui.trace.diff import Side, TraceDiff, diff_traces
+from tui.trace.diff_cpu import op_key
+from tui.trace.diff_details import pair_details
+from tui.trace.diff_render import MARKERS, fmt_speedup
+from tui.trace.model import Trace
+from tui.widgets.fmt import us
+
+DIFF_KEYS = [
+    Binding("n", "difference(1)", "Next diff", id="diff-next"),
+    Binding("p", "difference(-1)", "Prev diff", id="diff-previous"),
+    Binding("enter", "details", "Pair details", id="diff-details"),
+    Binding("x", "swap", "Swap A⇄B", id="diff-swap"),
+    Binding("left_square_bracket", "step(-1)", "Prev step", id="prev-step", key_display="["),
+    Binding("right_square_bracket", "step(1)", "Next step", id="next-step", key_display="]"),
+    Binding("r", "toggle_raw", "Raw names", id="raw-names"),
+    Binding("question_mark", "help", "Keys", id="help", key_display="?"),
+    Binding("escape", "back", "Back", id="back"),
+]
+
+
+def header_text(d: TraceDiff) -> str:
+    """Three lines: the two sides, then the speed-up and the row counts per status."""
+    c = d.counts()
+    counts = " ".join(f"{MARKERS[s]}{n}" for s, n in c.items())
+    busy = d.a.gpu_busy_us / d.b.gpu_busy_us if d.a.gpu_busy_us and d.b.gpu_busy_us else None
+    return "\n".join([
+        *(_side_line(tag, side) for tag, side in (("A", d.a), ("B", d.b))),
+        f"speed-up B vs A {fmt_speedup(d.speedup)} (median step) · GPU busy {fmt_speedup(busy)} · rows {counts}",
+    ])
+
+
+def _side_line(tag: str, side: Side) -> str:
+    device = (side.device or "?").removeprefix("NVIDIA ")
+    return (f"{tag} {side.label} · {device} · {side.step} │ step {us(side.step_us)} · GPU {us(side.gpu_busy_us)}"
+            f" · {side.kernels} kernels · {side.launches} launches")
+
+
+class PairDetails(ModalScreen[None]):
+    """Both kernels of one row: chains, configs, launch geometry, occupancy, roofline."""
+
+    BINDINGS = [
+        Binding("escape,enter,q", "dismiss", "Close", id="details-close"),
+    ]
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__()
+        self.lines = lines
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="pair-details"):
+            yield Static("\n".join(self.lines), markup=False)
+        yield Footer()
+
+
+class DiffHelp(ModalScreen[None]):
+    """The diff screen's keys (used when the app has no help screen of its own)."""
+
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close", id="help-close")]
+
+    def __init__(self, bindings: list[Binding]) -> None:
+        super().__init__()
+        self.bindings = bindings
+
+    def compose(self) -> ComposeResult:
+        lines = ["Diff keys", ""]
+        for bind in self.bindings:
+            keys = bind.key_display or bind.key
+            lines.append(f"  {keys:<8} {bind.description:<14} ({bind.id})")
+        lines += ["", "  j/k ↑/↓ move, pgup/pgdn page, home/end ends", "",
+                  "  " + "  ".join(f"{m} {s}" for s, m in MARKERS.items())]
+        with VerticalScroll(id="diff-help"):
+            yield Static("\n".join(lines), markup=False)
+
+
+class DiffScreen(Screen[None]):
+    CSS_PATH = "../diff.tcss"
+    BINDINGS = DIFF_KEYS
+
+    def __init__(self, a: Trace, b: Trace, *, step_a: int | None = None, step_b: int | None = None,
+                 diff: TraceDiff | None = None) -> None:
+        super().__init__()
+        self.diff = diff if diff is not None else diff_traces(a, b, step_a, step_b)
+
+    def compose(self) -> ComposeResult:
+        yield Static(header_text(self.diff), id="diff-header", markup=False)
+        yield DiffList(self.diff, id="diff-rows")
+        yield Static("", id="diff-status", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        rows = self.query_one(DiffList)
+        rows.focus()
+        self._update_status()
+
+    @property
+    def rows(self) -> DiffList:
+        return self.query_one(DiffList)
+
+    def _show(self, d: TraceDiff) -> None:
+        self.diff = d
+        self.query_one("#diff-header", Static).update(header_text(d))
+        self.rows.set_diff(d)
+        self._update_status()
+
+    def _update_status(self, note: str = "") -> None:
+        row = self.rows.current_row
+        diffs = self.diff.differences()
+        text = note
+        if not text and row is not None:
+            a = " → ".join(map(op_key, row.a[0].chain[-3:])) if row.a else "—"
+            b = " → ".join(map(op_key, row.b[0].chain[-3:])) if row.b else "—"
+            text = f"A: {a}   ⇄   B: {b}"
+        if not diffs:
+            text = "no differences: every row is the same kernel · " + text
+        self.query_one("#diff-status", Static).update(text)
+
+    def on_line_list_cursor_moved(self, event: DiffList.CursorMoved) -> None:
+        self._update_status()
+
+    def on_line_list_chosen(self, event: DiffList.Chosen) -> None:
+        self.action_details()
+
+    # -- actions -----------------------------------------------------------------------------
+    def action_difference(self, direction: int) -> None:
+        if not self.rows.jump_difference(direction):
+            self._update_status("no further difference " + ("below" if direction > 0 else "above"))
+
+    def action_details(self) -> None:
+        row = self.rows.current_row
+        if row is not None:
+            self.app.push_screen(PairDetails(pair_details(self.diff, row)))
+
+    def action_swap(self) -> None:
+        cursor = self.rows.cursor
+        self._show(self.diff.swapped())
+        self.rows.move_cursor(cursor, center=True)
+
+    def action_toggle_raw(self) -> None:
+        self.rows.raw = not self.rows.raw
+        self.rows.refresh_text()
+
+    def action_step(self, delta: int) -> None:
+        ta, tb = self.diff.trace_a, self.diff.trace_b
+        if ta is None or tb is None or not (ta.steps and tb.steps):
+            self._update_status("these traces have no ProfilerStep to switch between")
+            return
+        # Both sides move together, each within its own steps.
+        now = [max(self.diff.a.step_index, 0), max(self.diff.b.step_index, 0)]
+        pos = [max(0, min(p + delta, len(t.steps) - 1)) for p, t in zip(now, (ta, tb), strict=True)]
+        if pos == now:
+            self._update_status("no " + ("later" if delta > 0 else "earlier") + " step on either side")
+            return
+        self._update_status(f"aligning {ta.steps[pos[0]].name} ⇄ {tb.steps[pos[1]].name}…")
+        self._realign(ta, tb, pos[0], pos[1])
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="diff-realign")
+    def _realign(self, ta: Trace, tb: Trace, sa: int, sb: int) -> None:
+        d = diff_traces(ta, tb, sa, sb)
+        self.app.call_from_thread(self._show, d)
+
+    def action_help(self) -> None:
+        app_help = getattr(self.app, "action_help", None)
+        if app_help is not None:
+            app_help()
+        else:
+            self.app.push_screen(DiffHelp(DIFF_KEYS))
+
+    def action_back(self) -> None:
+        # Back to the screen that opened the diff; a diff opened from the command line stays (q quits).
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+        else:
+            self._update_status("q quits")
+
