@@ -10,6 +10,7 @@ values of unexpected types (a hand-edited file, an exotic exporter) the typed de
 from __future__ import annotations
 
 import gc
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,7 +189,11 @@ def _decode_tolerant(data: Any, source: str) -> Decoded:
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise TraceError(f"{source}: {_json_problem(exc, len(data))}") from None
+        # The stdlib parser also takes what orjson refuses but JSON allows: integers beyond 64 bits, NaN.
+        try:
+            doc = json.loads(bytes(data))
+        except (ValueError, RecursionError):
+            raise TraceError(f"{source}: {_json_problem(exc, len(data))}") from None
     meta: dict[str, Any] = {}
     if isinstance(doc, list):
         items: Any = doc

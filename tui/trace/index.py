@@ -80,6 +80,41 @@ def _ns(values: list[float], origin_us: float) -> np.ndarray:
     return np.rint(arr * 1000.0).astype(np.int64)
 
 
+# Beyond this distance from the median start (µs, about three years) a timestamp is corrupt, not data.
+_MAX_SPREAD_US = 1e14
+_MAX_DUR_US = 1e13
+
+
+def _drop_outlying_times(events, cpu_ev, cpu_cat, gpu_ev, gpu_cat, warnings):
+    """Drop slices whose start is not finite or lies absurdly far from the rest (a corrupt file)."""
+    ts = np.asarray([events[i].ts for i in cpu_ev] + [events[i].ts for i in gpu_ev], dtype=np.float64)
+    if not len(ts):
+        return cpu_ev, cpu_cat, gpu_ev, gpu_cat
+    finite = np.isfinite(ts)
+    ref = float(np.median(ts[finite])) if finite.any() else 0.0
+    with np.errstate(invalid="ignore"):
+        ok = finite & (np.abs(ts - ref) < _MAX_SPREAD_US)
+    if ok.all():
+        return cpu_ev, cpu_cat, gpu_ev, gpu_cat
+    warnings.append(f"skipped {int((~ok).sum())} slice(s) with a timestamp far outside the trace")
+    n = len(cpu_ev)
+    keep_cpu = ok[:n].tolist()
+    keep_gpu = ok[n:].tolist()
+    return ([i for i, k in zip(cpu_ev, keep_cpu, strict=True) if k], [c for c, k in zip(cpu_cat, keep_cpu, strict=True) if k],
+            [i for i, k in zip(gpu_ev, keep_gpu, strict=True) if k], [c for c, k in zip(gpu_cat, keep_gpu, strict=True) if k])
+
+
+def _durations(values: list[float | None], warnings: list[str]) -> np.ndarray:
+    """Durations in integer ns; missing ones are zero (counted earlier), bad ones are zero and counted here."""
+    arr = np.asarray([v if v is not None else 0.0 for v in values], dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(arr) | (arr < 0) | (arr > _MAX_DUR_US)
+    if bad.any():
+        warnings.append(f"{int(bad.sum())} slice(s) with a negative or impossible duration read as zero-length")
+        arr[bad] = 0.0
+    return np.rint(arr * 1000.0).astype(np.int64)
+
+
 def build_trace(decoded: Decoded, source: str) -> Trace:
     """Index `decoded`. Consumes `decoded.events` (the structs are freed once their fields are read)."""
     events = decoded.events
@@ -135,6 +170,8 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
     if not events:
         warnings.append("the trace has no events")
 
+    cpu_ev, cpu_cat, gpu_ev, gpu_cat = _drop_outlying_times(events, cpu_ev, cpu_cat, gpu_ev, gpu_cat, warnings)
+
     # ---- columns; names interned (a trace repeats a few hundred names hundreds of thousands of times)
     intern: dict[str, str] = {}
     cpu_name = [intern.setdefault(events[i].name, events[i].name) for i in cpu_ev]
@@ -153,15 +190,10 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
         origin_us = 0.0
     # Times as integer ns from the first event, so containment never compares floats.
     cpu_start = _ns(cpu_ts, origin_us)
-    cpu_dur = _ns([events[i].dur or 0.0 for i in cpu_ev], 0.0)
     gpu_start = _ns(gpu_ts, origin_us)
-    gpu_dur = _ns([events[i].dur or 0.0 for i in gpu_ev], 0.0)
     del cpu_ts, gpu_ts
-    negative = int((cpu_dur < 0).sum()) + int((gpu_dur < 0).sum())
-    if negative:
-        warnings.append(f"{negative} slice(s) with a negative duration read as zero-length")
-        np.maximum(cpu_dur, 0, out=cpu_dur)
-        np.maximum(gpu_dur, 0, out=gpu_dur)
+    cpu_dur = _durations([events[i].dur for i in cpu_ev], warnings)
+    gpu_dur = _durations([events[i].dur for i in gpu_ev], warnings)
 
     # Where a launch call or GPU event lacks a correlation, the ac2g flow on it carries the same id.
     flow_corr: dict[int, int] = {}   # event index -> flow id
