@@ -100,6 +100,11 @@ WORKLOADS: dict[str, Workload] = {
             "the same MLP with Liger's fused GeGLU kernel, fetched through `kernels`",
             ladder_modes=("eager",), needs_cuda=True,
         ),
+        Workload(
+            "fused-mlp", "fused_mlp_fwd", "mlp", "runners.fused_mlp:build_fused_mlp",
+            "the same MLP with gate+up+GeGLU in one Triton kernel (fused_geglu_gateup_kernel), cuBLAS down",
+            ladder_modes=("eager",), needs_cuda=True,
+        ),
     )
 }
 
