@@ -197,19 +197,25 @@ class GateUpConfig:
 
 
 def candidate_configs(m: int) -> list[GateUpConfig]:
-    """The small set of configurations tried for a row count (tuned once per m_bucket)."""
+    """The small set of configurations tried for a row count (tuned once per m_bucket).
+
+    From the sweep in benchmarks/FUSED_NOTES.md: at large M, 128x128 tiles over interleaved weights
+    (one 128x256 wgmma per k-step) with the tile loop flattened into the k loop win by 10-15 %.
+    """
     C = GateUpConfig
     if m <= 64:  # decode-like: weight-bandwidth bound; narrow N tiles give enough programs
-        cands = [C(16, 32, 128, 4, 4), C(16, 64, 128, 4, 4), C(32, 32, 128, 4, 4), C(64, 64, 64, 4, 4),
-                 C(64, 32, 128, 4, 3)]
+        cands = [C(16, 32, 128, 4, 4), C(16, 64, 128, 4, 4), C(32, 32, 128, 4, 4), C(64, 32, 128, 4, 3),
+                 C(64, 64, 64, 4, 4, interleaved=True)]
     elif m <= 512:
-        cands = [C(64, 64, 64, 4, 4), C(64, 128, 64, 4, 4), C(128, 64, 64, 4, 4), C(128, 128, 64, 8, 3),
-                 C(64, 64, 64, 4, 4, interleaved=True), C(128, 64, 64, 4, 4, interleaved=True)]
+        cands = [C(64, 64, 64, 4, 4, interleaved=True), C(128, 64, 64, 4, 4, interleaved=True),
+                 C(64, 128, 64, 4, 4, interleaved=True), C(128, 128, 64, 8, 4, flatten=True, interleaved=True),
+                 C(64, 64, 64, 4, 4)]
     else:
-        cands = [C(128, 128, 64, 8, 3), C(128, 128, 64, 8, 4), C(128, 128, 64, 8, 4, flatten=True),
-                 C(128, 64, 64, 4, 4), C(64, 128, 64, 4, 4), C(256, 64, 64, 8, 3), C(128, 128, 128, 8, 2),
-                 C(128, 128, 64, 8, 3, interleaved=True), C(128, 128, 64, 8, 4, interleaved=True),
-                 C(128, 128, 64, 8, 4, flatten=True, interleaved=True), C(128, 64, 64, 4, 4, interleaved=True)]
+        cands = [C(128, 128, 64, 8, 4, flatten=True, interleaved=True),
+                 C(128, 128, 64, 8, 3, flatten=True, interleaved=True),
+                 C(128, 128, 64, 8, 4, group_m=16, flatten=True, interleaved=True),
+                 C(128, 128, 64, 8, 3, interleaved=True), C(128, 64, 64, 4, 4, flatten=True, interleaved=True),
+                 C(128, 128, 64, 8, 3)]
     return [c for c in cands if c.fits()]
 
 
@@ -237,10 +243,16 @@ def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "") == "1"
 
 
+_SMS: dict[int | None, int] = {}
+
+
 def _num_programs(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    return 4
+    if device.type != "cuda":
+        return 4
+    sms = _SMS.get(device.index)
+    if sms is None:
+        sms = _SMS[device.index] = torch.cuda.get_device_properties(device).multi_processor_count
+    return sms
 
 
 def _tma_ok(*tensors: torch.Tensor) -> bool:
@@ -279,8 +291,8 @@ def _interleaved_weight(w_gate: torch.Tensor, w_up: torch.Tensor, block_n: int) 
     return w
 
 
-# (m_bucket, N, K, dtype, use_tma, device index) -> chosen config
-_TUNED: dict[tuple, GateUpConfig] = {}
+# (m_bucket, N, K, dtype, TMA allowed, device index) -> chosen (config, use_tma)
+_TUNED: dict[tuple, tuple[GateUpConfig, bool]] = {}
 
 
 def _launch(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, h: torch.Tensor,
@@ -303,23 +315,23 @@ def _launch(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, h: torch.Tensor
     )
 
 
-def _tune(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, h: torch.Tensor, use_tma: bool,
-          candidates: list[GateUpConfig]) -> GateUpConfig:
+def _tune(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, h: torch.Tensor,
+          candidates: list[tuple[GateUpConfig, bool]]) -> tuple[GateUpConfig, bool]:
     from triton.testing import do_bench
 
-    best: tuple[float, GateUpConfig] | None = None
-    for cfg in candidates:
+    best: tuple[float, GateUpConfig, bool] | None = None
+    for cfg, use_tma in candidates:
         try:
             _launch(x, wg, wu, h, cfg, use_tma)
-            ms = do_bench(lambda c=cfg: _launch(x, wg, wu, h, c, use_tma), warmup=5, rep=20,
+            ms = do_bench(lambda c=cfg, t=use_tma: _launch(x, wg, wu, h, c, t), warmup=5, rep=20,
                           return_mode="median")
         except Exception:  # a configuration this GPU / compiler cannot build is skipped
             continue
         if best is None or ms < best[0]:
-            best = (ms, cfg)
+            best = (ms, cfg, use_tma)
     if best is None:
         raise RuntimeError("no configuration of fused_geglu_gateup_kernel could run")
-    return best[1]
+    return best[1], best[2]
 
 
 def fused_geglu_gateup(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, *,
@@ -346,32 +358,39 @@ def fused_geglu_gateup(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor
         return out
     if K == 0:
         return out.zero_()
-    if use_tma is None:
-        use_tma = _tma_ok(x, w_gate, w_up, out)
     if config is None:
-        key = (m_bucket(M), N, K, x.dtype, use_tma, x.device.index)
-        config = _TUNED.get(key)
-        if config is None:
+        aligned = _tma_ok(x, w_gate, w_up, out)
+        key = (m_bucket(M), N, K, x.dtype, aligned if use_tma is None else use_tma, x.device.index)
+        tuned = _TUNED.get(key)
+        if tuned is None:
             cands = candidate_configs(M)
-            config = cands[0] if _interpreting() or x.device.type != "cuda" else \
-                _tune(x, w_gate, w_up, out, use_tma, cands)
-            _TUNED[key] = config
+            # TMA where the rows allow it; at decode-like M the pointer path (no descriptor set-up)
+            # competes too
+            paths = [use_tma] if use_tma is not None else [True, False] if aligned and M <= 64 else [aligned]
+            if _interpreting() or x.device.type != "cuda":
+                tuned = (cands[0], paths[0])
+            else:
+                tuned = _tune(x, w_gate, w_up, out, [(c, t) for t in paths for c in cands])
+            _TUNED[key] = tuned
+        config, use_tma = tuned
+    elif use_tma is None:
+        use_tma = _tma_ok(x, w_gate, w_up, out)
     _launch(x, w_gate, w_up, out, config, use_tma)
     return out
 
 
 def tuned_configs() -> dict[str, str]:
     """What the tuner chose so far, for benchmark reports."""
-    return {f"m{k[0]}-n{k[1]}-k{k[2]}-{str(k[3]).removeprefix('torch.')}-{'tma' if k[4] else 'ptr'}":
-            v.label() for k, v in _TUNED.items()}
+    return {f"m{k[0]}-n{k[1]}-k{k[2]}-{str(k[3]).removeprefix('torch.')}":
+            f"{cfg.label()}-{'tma' if tma else 'ptr'}" for k, (cfg, tma) in _TUNED.items()}
 
 
 class FusedGeGLUMLP(nn.Module):
     """Same parameters and function as SimpleGeGLUMLP: down(gelu_tanh(gate(x)) * up(x)).
 
-    On a GPU (or under TRITON_INTERPRET=1), bf16/fp16, and at least FUSED_MIN_ROWS rows, gate+up+GeGLU
-    run as fused_geglu_gateup_kernel and the down projection as one cuBLAS GEMM; otherwise the unfused
-    eager path runs. `path_for(rows)` says which one a call takes.
+    On a GPU (or under TRITON_INTERPRET=1), bf16/fp16, at least FUSED_MIN_ROWS rows and no autograd,
+    gate+up+GeGLU run as fused_geglu_gateup_kernel and the down projection as one cuBLAS GEMM;
+    otherwise the unfused eager path runs (the kernel has no backward). `path_for(rows)` says which.
     """
 
     def __init__(self, dim: int, hidden: int, *, min_rows: int = FUSED_MIN_ROWS,
@@ -382,22 +401,49 @@ class FusedGeGLUMLP(nn.Module):
         self.down_proj = nn.Linear(hidden, dim, bias=False, device=device, dtype=dtype)
         self.min_rows = min_rows
 
-    def path_for(self, rows: int, device: torch.device | None = None, dtype: torch.dtype | None = None) -> str:
+    def fallback_reason(self, rows: int, device: torch.device | None = None, dtype: torch.dtype | None = None,
+                        *, grad: bool = False) -> str | None:
+        """Why a call with `rows` rows takes the unfused path, or None when it runs the fused kernel."""
         device = device or self.gate_proj.weight.device
         dtype = dtype or self.gate_proj.weight.dtype
-        runs_triton = device.type == "cuda" or _interpreting()
-        if runs_triton and dtype in (torch.bfloat16, torch.float16) and rows >= self.min_rows:
-            return "fused"
-        return "unfused"
+        if device.type != "cuda" and not _interpreting():
+            return f"no Triton on {device.type}"
+        if dtype not in (torch.bfloat16, torch.float16):
+            return f"{str(dtype).removeprefix('torch.')} (the kernel takes bf16/fp16)"
+        if grad:
+            return "autograd is on (the kernel is forward only)"
+        if rows < self.min_rows:
+            return f"{rows} rows < {self.min_rows}: too little work for the fused kernel to win"
+        return None
+
+    def path_for(self, rows: int, device: torch.device | None = None, dtype: torch.dtype | None = None,
+                 *, grad: bool = False) -> str:
+        return "unfused" if self.fallback_reason(rows, device, dtype, grad=grad) else "fused"
 
     def forward_unfused(self, x: torch.Tensor) -> torch.Tensor:
         return self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
-        if self.path_for(rows, x.device, x.dtype) != "fused" or x.dtype != self.gate_proj.weight.dtype:
+        grad = torch.is_grad_enabled() and (x.requires_grad or any(p.requires_grad for p in self.parameters()))
+        if self.path_for(rows, x.device, x.dtype, grad=grad) != "fused" or x.dtype != self.gate_proj.weight.dtype:
             return self.forward_unfused(x)
         x2 = x.reshape(rows, x.shape[-1])
         h = fused_geglu_gateup(x2, self.gate_proj.weight, self.up_proj.weight)
         out = torch.mm(h, self.down_proj.weight.t())
         return out.reshape(*x.shape[:-1], out.shape[-1])
+
+
+def build_fused_mlp(shape, dtype: torch.dtype, device: str):
+    """Registry builder of the `fused-mlp` workload (runners.workloads): the article's MLP, same seeded
+    weights and input, as FusedGeGLUMLP. The manifest's kernel_source says which path runs and why."""
+    from runners.modules import Built, mlp_flops, mlp_input, reference_mlp
+
+    ref = reference_mlp(shape, device)
+    module = FusedGeGLUMLP(shape.dim, shape.hidden, device=device, dtype=dtype)
+    module.load_state_dict(ref.state_dict())
+    why = module.fallback_reason(shape.batch * shape.seq)
+    source = ("triton fused_geglu_gateup_kernel (runners/fused_mlp.py) + cuBLAS down projection" if why is None
+              else f"unfused eager path: {why}")
+    return Built(module, (mlp_input(shape, dtype, device),), ref, mlp_flops(shape), source)
+
