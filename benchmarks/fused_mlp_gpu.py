@@ -160,12 +160,54 @@ def run_shape(name: str, use_compile: bool) -> dict:
     return row
 
 
+def _decode_rows(m: int, graph_us) -> None:
+    M, K, N = m, 768, 3072
+    x, wg, wu, wd = make_weights(M, K, N, torch.bfloat16, seed=3)
+    h = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+    eager = Eager(wg, wu, wd)
+    rows = {"eager": lambda: eager(x), "cublas-gateup-2mm": lambda: (torch.mm(x, wg.T), torch.mm(x, wu.T)),
+            "gelu-mul": lambda: F.gelu(h, approximate="tanh") * h}
+    for cfg in fm.candidate_configs(M):
+        for t in (True, False):
+            rows[f"{cfg.label()}-{'tma' if t else 'ptr'}"] = lambda c=cfg, tt=t: fm._launch(x, wg, wu, h, c, tt)
+    with torch.no_grad():
+        for name, fn in rows.items():
+            try:
+                fn()
+                a, g = bench_us(fn), graph_us(fn)
+                t0 = time.perf_counter()
+                for _ in range(200):
+                    fn()
+                torch.cuda.synchronize()
+                loop = (time.perf_counter() - t0) / 200 * 1e6
+            except Exception as exc:
+                log(f"  m={m} {name}: {type(exc).__name__}")
+                continue
+            log(f"  m={m:3d} {name:40s} do_bench {a:7.1f}  graph {g:7.1f}  loop {loop:7.1f} us")
+
+
+def decode_diagnosis() -> int:
+    """At decode-like M: each candidate on both paths, timed with do_bench (L2 flushed; host launch
+    cost hidden behind the flush) and do_bench_cudagraph (GPU time only), next to eager and cuBLAS."""
+    from triton.testing import do_bench_cudagraph
+
+    def graph_us(fn) -> float:
+        return do_bench_cudagraph(fn, rep=50, return_mode="median") * 1e3
+
+    for m in (16, 64):
+        _decode_rows(m, graph_us)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-sweep", action="store_true")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--shapes", default="article,seed,decode16,decode64")
+    ap.add_argument("--decode", action="store_true", help="only the decode-size diagnosis")
     args = ap.parse_args()
+    if args.decode:
+        return decode_diagnosis()
     out_dir = Path(os.environ.get("OUT", ".bench"))
     out_dir.mkdir(parents=True, exist_ok=True)
     props = torch.cuda.get_device_properties(0)

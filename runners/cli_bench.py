@@ -79,9 +79,9 @@ def run(args: argparse.Namespace) -> int:
         import torch
         import triton
     except ImportError as exc:
-        raise MlptuiError(f"mlptui bench needs torch and triton (pip install 'mlptui[gpu]'): {exc}") from None
+        raise MlptuiError(f"bench needs torch and triton (pip install 'mlptui[gpu]'): {exc}") from None
     if not torch.cuda.is_available():
-        raise MlptuiError("mlptui bench needs a CUDA GPU, and torch sees none")
+        raise MlptuiError("bench needs a CUDA GPU, and torch sees none")
 
     from runners import bench
     from runners.environment import device_info, versions
