@@ -14,7 +14,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tui.trace.discover import is_trace_name
 from tui.trace.errors import MlptuiError
@@ -73,6 +73,8 @@ def hub_errors(what: str) -> Iterator[None]:
     except Exception as exc:
         if _is_network_error(exc):
             raise MlptuiError(f"{what}: cannot reach the Hub at {hub_endpoint()} (network down?)") from None
+        if isinstance(exc, (OSError, ValueError, RuntimeError)):  # the client's own failures, said in one line
+            raise MlptuiError(f"{what}: {_first_line(exc)}") from None
         raise
 
 
@@ -162,11 +164,12 @@ def _fetch_bucket_file(s: HubSpec) -> Path:
         raise MlptuiError(f"{s.uri()}: HF_HUB_OFFLINE=1 and this bucket file is not in the local cache")
     api = HfApi(endpoint=hub_endpoint())
     try:
-        infos = list(api.get_bucket_paths_info(s.repo_id, [s.path]))
+        _probe(api, s)
     except Exception as exc:
         if _is_network_error(exc) and link.exists():
             return link  # the Hub is unreachable: the cached copy is the best we have
         raise
+    infos = list(api.get_bucket_paths_info(s.repo_id, [s.path]))
     if not infos:
         raise MlptuiError(f"{s.uri()}: no such file in the bucket")
     info = infos[0]
@@ -227,10 +230,20 @@ def _list_paths(s: HubSpec) -> list[str]:
         return cached
 
 
+def _probe(api: Any, s: HubSpec) -> None:
+    """One request without retries: fails at once when the Hub is unreachable (the listing and paths-info
+    calls retry with backoff for ~20 s) and says "no such repo or bucket" before anything else."""
+    if s.is_bucket:
+        api.bucket_info(s.repo_id)
+    else:
+        api.repo_info(s.repo_id, repo_type=s.kind, revision=s.revision)
+
+
 def _list_remote(s: HubSpec) -> list[str]:
     from huggingface_hub import HfApi
 
     api = HfApi(endpoint=hub_endpoint())
+    _probe(api, s)
     if s.is_bucket:
         entries = api.list_bucket_tree(s.repo_id, prefix=s.path or None, recursive=True)
     else:

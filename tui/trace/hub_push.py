@@ -211,11 +211,13 @@ def whoami(token: str) -> str:
 def push(plan: PushPlan, opts: PushOptions, err: TextIO = sys.stderr) -> bool:
     """Upload the plan; return whether the target is private. Raises MlptuiError (one line) on failure,
     leaving the local folder untouched; the local manifest is rewritten only after every upload succeeded."""
-    from huggingface_hub import HfApi
+    from huggingface_hub import HfApi, constants
 
     own_path = plan.folder / MANIFEST
     own = read_manifest(own_path)  # a manifest we could not rewrite stops the push before anything is sent
     token = resolve_token(opts.token)
+    if constants.HF_HUB_OFFLINE:
+        raise MlptuiError("HF_HUB_OFFLINE=1: pushing needs the Hub; unset it, or use --dry-run")
     api = HfApi(endpoint=hub_endpoint(), token=token)
     target = plan.target
     with hub_errors(target.uri()):
