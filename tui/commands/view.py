@@ -1,0 +1,59 @@
+"""`mlptui view [PATH [PATH]]`: open traces in the explorer; no path opens the bundled samples.
+
+Local paths are checked before the app starts, so a typo or a file that is not a trace ends with one
+line and exit code 2 instead of a full-screen error.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tui.trace.errors import MlptuiError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH",
+        help="a trace (.json / .json.gz), a folder of traces, host:path or hf://; two traces open the "
+             "diff; none opens the bundled sample traces",
+    )
+
+
+def check_spec(spec: str, *, allow_folder: bool) -> None:
+    """Refuse a local path that does not exist or is certainly not a trace (remote specs are checked
+    when they are opened)."""
+    from tui.trace.discover import find_traces, looks_like_trace
+    from tui.trace.sources import source_kind
+
+    if source_kind(spec) != "local":
+        return
+    path = Path(spec).expanduser()
+    if not path.exists():
+        raise MlptuiError(f"no such file or folder: {spec}")
+    if path.is_dir():
+        if not allow_folder:
+            raise MlptuiError(f"{spec} is a folder: give two trace files to diff, or one folder")
+        if not find_traces(path):
+            raise MlptuiError(f"no traces (*.json, *.json.gz) in {spec}")
+        return
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise MlptuiError(f"cannot read {spec}: {exc.strerror or exc}") from None
+    if not looks_like_trace(path):
+        raise MlptuiError(f"{spec} is not a PyTorch profiler trace (Chrome trace JSON, optionally gzipped)")
+
+
+def run(args: argparse.Namespace) -> int:
+    specs: list[str] = list(args.paths)
+    if len(specs) > 2:
+        raise MlptuiError("view takes one or two traces, or one folder")
+    for spec in specs:
+        check_spec(spec, allow_folder=len(specs) == 1)
+    from tui.app import make_app
+
+    app = make_app(specs)
+    app.run()
+    return int(app.return_code or 0)

@@ -1,0 +1,88 @@
+"""Every key binding of the explorer, each with an id so users can remap it.
+
+Remap with the environment variable MLPTUI_KEYS, e.g. `MLPTUI_KEYS="quit=ctrl+q,search=s"`: ids on
+the left (see the `?` help screen), Textual key names on the right. Only plain keys, ctrl combos and
+named keys are used, so everything arrives through tmux and ssh.
+"""
+
+from __future__ import annotations
+
+import os
+
+from textual.binding import Binding
+
+APP_KEYS = [
+    Binding("q", "quit", "Quit", id="quit"),
+    Binding("question_mark", "help", "Keys", id="help", key_display="?"),
+]
+
+# Movement inside any list pane (tree, tables, step list).
+LIST_KEYS = [
+    Binding("down,j", "cursor_down", "Down", show=False, id="down"),
+    Binding("up,k", "cursor_up", "Up", show=False, id="up"),
+    Binding("pagedown,ctrl+f", "page_down", "Page down", show=False, id="page-down"),
+    Binding("pageup,ctrl+b", "page_up", "Page up", show=False, id="page-up"),
+    Binding("home", "first", "First row", show=False, id="first"),
+    Binding("end,G", "last", "Last row", show=False, id="last"),
+    Binding("enter", "select", "Select", show=False, id="select"),
+]
+
+TREE_KEYS = [
+    Binding("right,l", "expand", "Expand", show=False, id="expand"),
+    Binding("left,h", "collapse", "Collapse / parent", show=False, id="collapse"),
+    Binding("e", "expand_all", "Expand all below", id="expand-all"),
+]
+
+TABLE_KEYS = [
+    Binding("s", "sort_next", "Sort column", id="sort"),
+    Binding("S", "sort_reverse", "Reverse sort", show=False, id="sort-reverse"),
+    Binding("right,l", "scroll_right", "Scroll right", show=False, id="table-right"),
+    Binding("left,h", "scroll_left", "Scroll left", show=False, id="table-left"),
+]
+
+TIMELINE_KEYS = [
+    Binding("plus,equals_sign", "zoom_in", "Zoom in", id="zoom-in", key_display="+"),
+    Binding("minus", "zoom_out", "Zoom out", id="zoom-out", key_display="-"),
+    Binding("right,l", "pan_right", "Pan right", show=False, id="pan-right"),
+    Binding("left,h", "pan_left", "Pan left", show=False, id="pan-left"),
+    Binding("0", "zoom_reset", "Fit step", show=False, id="zoom-reset"),
+]
+
+TRACE_KEYS = [
+    Binding("tab", "app.focus_next", "Next pane", show=False, id="next-pane"),
+    Binding("shift+tab", "app.focus_previous", "Previous pane", show=False, id="previous-pane"),
+    Binding("left_square_bracket", "step(-1)", "Prev step", id="prev-step", key_display="["),
+    Binding("right_square_bracket", "step(1)", "Next step", id="next-step", key_display="]"),
+    Binding("slash", "search", "Search", id="search", key_display="/"),
+    Binding("n", "search_next(1)", "Next match", show=False, id="search-next"),
+    Binding("N", "search_next(-1)", "Previous match", show=False, id="search-previous"),
+    Binding("g", "jump", "Op/launch/kernel", id="jump"),
+    Binding("r", "toggle_raw", "Raw names", id="raw-names"),
+    Binding("z", "zoom_pane", "Zoom pane", id="zoom-pane"),
+    Binding("d", "diff", "Diff with…", id="diff"),
+    Binding("escape", "back", "Back", id="back"),
+    Binding("1", "focus_pane('steps')", "Steps pane", show=False, id="pane-steps"),
+    Binding("2", "focus_pane('tree')", "CPU tree pane", show=False, id="pane-tree"),
+    Binding("3", "focus_pane('kernels')", "Kernels pane", show=False, id="pane-kernels"),
+    Binding("4", "focus_pane('launches')", "Launches pane", show=False, id="pane-launches"),
+    Binding("5", "focus_pane('timeline')", "Timeline pane", show=False, id="pane-timeline"),
+    Binding("6", "focus_pane('details')", "Details pane", show=False, id="pane-details"),
+]
+
+PICKER_KEYS = [
+    Binding("enter", "open", "Open", id="open"),
+    Binding("m", "mark", "Mark for diff", id="mark"),
+    Binding("d", "diff", "Diff marked", id="picker-diff"),
+    Binding("escape", "back", "Back", show=False, id="picker-back"),
+]
+
+
+def user_keymap(env: str | None = None) -> dict[str, str]:
+    """The remaps from MLPTUI_KEYS ("id=key,id=key"); malformed pairs are ignored."""
+    text = os.environ.get("MLPTUI_KEYS", "") if env is None else env
+    keymap: dict[str, str] = {}
+    for pair in text.split(","):
+        binding_id, sep, key = pair.partition("=")
+        if sep and binding_id.strip() and key.strip():
+            keymap[binding_id.strip()] = key.strip()
+    return keymap

@@ -1,0 +1,13 @@
+"""The real GPU traces shipped in the wheel (package `sample_traces`): what `mlptui` opens by default."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+
+from tui.trace.discover import is_trace_name
+
+
+def sample_trace_paths() -> list[Path]:
+    root = files("sample_traces")
+    return sorted(Path(str(entry)) for entry in root.iterdir() if is_trace_name(entry.name))

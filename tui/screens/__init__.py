@@ -1,0 +1,1 @@
+"""Screens of the explorer: the trace picker, loading, one trace's panes, help."""

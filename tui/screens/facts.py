@@ -1,0 +1,66 @@
+"""Everything the trace screen shows that costs more than a key press to compute, computed once per
+trace off the UI thread: step stats, per-step kernel and launch lists, timeline lanes, findings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tui.trace.launches import OpLaunches, launch_calls, launches_by_op
+from tui.trace.model import KERNEL, Trace
+from tui.trace.steps import StepStats, all_step_stats, step_stats
+from tui.widgets.findings import focus_step, trace_findings
+from tui.widgets.timeline import Lane, build_lanes
+
+
+@dataclass
+class TraceFacts:
+    trace: Trace
+    stats: list[StepStats]                               # [all steps, step 0, step 1, ...]
+    gpu_by_step: dict[int | None, list[int]]             # None: all steps
+    launches_by_step: dict[int | None, list[OpLaunches]]
+    calls_by_step: dict[int | None, list[Any]] = field(default_factory=dict)
+    lanes: list[Lane] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return trace_label(self.trace)
+
+    def per_step(self) -> StepStats:
+        """The stats of the step the findings speak of (or of the whole trace)."""
+        step = focus_step(self.trace)
+        return self.stats[0] if step is None else self.stats[step + 1]
+
+
+def trace_label(trace: Trace) -> str:
+    """`mlp · eager · bf16` from the manifest, else the file name."""
+    run = trace.manifest or {}
+    parts = [str(run[k]) for k in ("workload", "mode", "dtype") if run.get(k)]
+    if parts:
+        return " · ".join(parts)
+    name = Path(trace.source.rstrip("/")).name
+    return name.removesuffix(".gz").removesuffix(".json").removesuffix(".pt.trace")
+
+
+def build_facts(trace: Trace) -> TraceFacts:
+    stats = [step_stats(trace, None), *all_step_stats(trace)]
+    gpu_by_step: dict[int | None, list[int]] = {None: [g.id for g in trace.gpu]}
+    for g in trace.gpu:
+        gpu_by_step.setdefault(g.step, []).append(g.id)
+    launches = launches_by_op(trace, None)
+    launches_by_step: dict[int | None, list[OpLaunches]] = {None: launches}
+    for row in launches:
+        step = trace.ops[row.calls[0]].step if row.calls else (trace.ops[row.op].step if row.op >= 0 else -1)
+        launches_by_step.setdefault(step, []).append(row)
+    calls_by_step: dict[int | None, list[Any]] = {None: launch_calls(trace, None)}
+    for step in trace.steps:
+        calls_by_step[step.index] = launch_calls(trace, step.index)
+    return TraceFacts(trace, stats, gpu_by_step, launches_by_step, calls_by_step, build_lanes(trace),
+                      trace_findings(trace))
+
+
+def kernel_count(facts: TraceFacts) -> int:
+    step = focus_step(facts.trace)
+    return sum(1 for g in facts.gpu_by_step.get(step, []) if facts.trace.gpu[g].cat == KERNEL)

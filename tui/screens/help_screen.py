@@ -1,0 +1,64 @@
+"""`?`: every key, grouped by where it works, as currently mapped (remaps included)."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from tui import keys
+
+GROUPS = [
+    ("Everywhere", keys.APP_KEYS),
+    ("Trace screen", keys.TRACE_KEYS),
+    ("Lists (steps, tree, kernels, launches)", keys.LIST_KEYS),
+    ("CPU dispatch tree", keys.TREE_KEYS),
+    ("Kernels & launches tables", keys.TABLE_KEYS),
+    ("Timeline", keys.TIMELINE_KEYS),
+    ("Trace list", keys.PICKER_KEYS),
+]
+
+LEGEND = """[b]Reading the panes[/b]
+  no GPU      in the GPU column of the CPU tree: the op launches nothing on the GPU (aten::t is metadata only)
+  >  *        the cursor row; rows linked to the selection (kernels of the selected op)
+  ░▒▓█  ·     timeline: busy fraction of each time slice; · is an idle GPU
+  occ.th      theoretical occupancy from registers, shared memory and block size (occ.rep: the profiler's)
+"""
+
+
+def key_text(binding: Binding, keymap: dict[str, str]) -> str:
+    if binding.id and binding.id in keymap:
+        return keymap[binding.id]
+    if binding.key_display:
+        return binding.key_display
+    return " ".join(k.replace("_", " ") for k in binding.key.split(","))
+
+
+def help_markup(keymap: dict[str, str]) -> str:
+    lines = ["[b]mlptui keys[/b]   (remap with MLPTUI_KEYS=\"id=key,...\"; esc or ? closes)", ""]
+    for title, bindings in GROUPS:
+        lines.append(f"[b]{escape(title)}[/b]")
+        for b in bindings:
+            lines.append(f"  {escape(key_text(b, keymap)):<18} {escape(b.description):<24} [dim]{b.id}[/dim]")
+        lines.append("")
+    lines.append(LEGEND)
+    return "\n".join(lines)
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [
+        Binding("escape,question_mark,q", "dismiss", "Close", id="help-close"),
+        Binding("down,j", "scroll('down')", "Down", show=False, id="help-down"),
+        Binding("up,k", "scroll('up')", "Up", show=False, id="help-up"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-body"):
+            yield Static(help_markup(getattr(self.app, "_keymap", {}) or {}), id="help-text")
+
+    def action_scroll(self, direction: str) -> None:
+        body = self.query_one("#help-body", VerticalScroll)
+        body.scroll_relative(y=1 if direction == "down" else -1, animate=False)

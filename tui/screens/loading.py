@@ -1,0 +1,97 @@
+"""Opens one or two traces in a worker thread with a progress bar; a bad file shows its message."""
+
+from __future__ import annotations
+
+import time
+
+from rich.markup import escape
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Center, Middle
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, ProgressBar, Static
+
+from tui.screens.facts import TraceFacts, build_facts
+from tui.trace.errors import MlptuiError
+
+
+class LoadingScreen(Screen):
+    BINDINGS = [Binding("escape", "back", "Back", id="loading-back")]
+
+    class Progress(Message):
+        def __init__(self, done: int, total: int) -> None:
+            self.done = done
+            self.total = total
+            super().__init__()
+
+    class Loaded(Message):
+        def __init__(self, facts: list[TraceFacts]) -> None:
+            self.facts = facts
+            super().__init__()
+
+    class Failed(Message):
+        def __init__(self, text: str) -> None:
+            self.text = text
+            super().__init__()
+
+    def __init__(self, specs: list[str], *, with_facts: TraceFacts | None = None) -> None:
+        super().__init__()
+        self.specs = specs
+        self.with_facts = with_facts      # the trace already open on the other side of a diff
+
+    def compose(self) -> ComposeResult:
+        with Middle(), Center():
+            yield Static(f"opening {escape(', '.join(self.specs))}", id="loading-title")
+            yield ProgressBar(total=None, show_eta=False, id="loading-bar")
+            yield Static("", id="loading-error")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.load()
+
+    @work(thread=True, exclusive=True, exit_on_error=False)
+    def load(self) -> None:
+        from tui.trace.sources import open_trace
+
+        last = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            now = time.monotonic()
+            if now - last[0] > 0.05 or done >= total:
+                last[0] = now
+                self.post_message(self.Progress(done, total))
+
+        facts: list[TraceFacts] = []
+        try:
+            for spec in self.specs:
+                facts.append(build_facts(open_trace(spec, progress)))
+        except MlptuiError as exc:
+            self.post_message(self.Failed(str(exc)))
+            return
+        except (OSError, ValueError) as exc:
+            self.post_message(self.Failed(f"cannot read {', '.join(self.specs)}: {exc}"))
+            return
+        self.post_message(self.Loaded(facts))
+
+    def on_loading_screen_progress(self, message: Progress) -> None:
+        bar = self.query_one(ProgressBar)
+        bar.update(total=max(message.total, 1), progress=message.done)
+
+    def on_loading_screen_failed(self, message: Failed) -> None:
+        self.query_one(ProgressBar).display = False
+        self.query_one("#loading-error", Static).update(
+            f"[b]mlptui: {escape(message.text)}[/b]\n\nesc: back   q: quit")
+
+    def on_loading_screen_loaded(self, message: Loaded) -> None:
+        facts = message.facts
+        if self.with_facts is not None:
+            facts = [self.with_facts, *facts]
+        self.app.show_loaded(self, facts)
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+        else:
+            self.app.exit()

@@ -1,0 +1,71 @@
+"""`d` on a trace: choose the other side of a diff among the traces of the same folder."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from tui.screens.picker import TraceList, ladder_key
+from tui.trace.errors import MlptuiError
+from tui.widgets.lines import LineList
+
+
+class PartnerScreen(ModalScreen[str | None]):
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="partner-cancel")]
+
+    class Listed(Message):
+        def __init__(self, specs: list[str], error: str | None) -> None:
+            self.specs = specs
+            self.error = error
+            super().__init__()
+
+    def __init__(self, folder: str, current: str) -> None:
+        super().__init__()
+        self.folder = folder
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="partner-box", classes="pane"):
+            yield Static(f"diff [b]{escape(self.current.rsplit('/', 1)[-1])}[/b] (A) with… "
+                         "enter: choose, esc: cancel", id="partner-title")
+            yield TraceList([], id="partner-list")
+
+    def on_mount(self) -> None:
+        self.query_one("#partner-box").border_title = f"traces in {self.folder}"
+        self.query_one(TraceList).facts.update(self.app.facts_cache)
+        self.query_one(TraceList).focus()
+        self.list_folder()
+
+    @work(thread=True, exclusive=True, exit_on_error=False)
+    def list_folder(self) -> None:
+        from tui.trace.sources import list_traces
+
+        try:
+            specs = [s for s in list_traces(self.folder) if s != self.current]
+        except MlptuiError as exc:
+            self.post_message(self.Listed([], str(exc)))
+            return
+        self.post_message(self.Listed(sorted(specs, key=ladder_key), None))
+
+    def on_partner_screen_listed(self, message: Listed) -> None:
+        if message.error or not message.specs:
+            self.query_one("#partner-title", Static).update(
+                escape(message.error or f"no other trace in {self.folder}") + "   esc: back")
+            return
+        table = self.query_one(TraceList)
+        table.specs = message.specs
+        table.reset_rows(0)
+
+    def on_line_list_chosen(self, message: LineList.Chosen) -> None:
+        message.stop()
+        table = self.query_one(TraceList)
+        self.dismiss(table.specs[message.index])
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

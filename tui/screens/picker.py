@@ -1,0 +1,191 @@
+"""The trace list: every trace of a folder (or the bundled samples) with what it holds at a glance.
+
+Traces small enough are opened in a worker as soon as the list shows, so each row gets its device,
+kernels, launches and findings, and `enter` opens an already-loaded trace at once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.markup import escape
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from tui.keys import PICKER_KEYS
+from tui.screens.facts import TraceFacts, build_facts, kernel_count
+from tui.screens.trace_screen import device_line
+from tui.trace.errors import MlptuiError
+from tui.widgets import fmt
+from tui.widgets.lines import Cell, Column, LineList
+
+PRELOAD_BYTES = 20_000_000     # local traces up to this size are summarised while the list shows
+LADDER = ["linear", "mlp", "kernels-mlp", "fused-mlp"]
+MODES = ["eager", "compile", "reduce-overhead", "max-autotune"]
+
+
+def ladder_key(spec: str) -> tuple:
+    """Sort the article's ladder in its order: linear, mlp, Liger, fused; eager before compile."""
+    name = spec.rstrip("/").rsplit("/", 1)[-1]
+    workload = max((w for w in LADDER if name.startswith(w + "-")), key=len, default="")
+    rest = name[len(workload) + 1:] if workload else name
+    mode = max((m for m in MODES if rest.startswith(m + "-")), key=len, default="")
+    return (LADDER.index(workload) if workload else len(LADDER), "-fp32-" in name,
+            MODES.index(mode) if mode else len(MODES), name)
+
+
+class TraceList(LineList):
+    def __init__(self, specs: list[str], *, id: str | None = None) -> None:
+        super().__init__(
+            [Column("#", 2, ">"), Column("trace", 0, min_width=22), Column("device", 11, drop=2),
+             Column("kernels", 7, ">"), Column("launches", 8, ">"), Column("GPU busy", 9, ">", drop=3),
+             Column("CPU", 9, ">", drop=4), Column("occ.q", 5, ">", drop=1), Column("file", 30, drop=5)],
+            id=id,
+        )
+        self.specs = specs
+        self.facts: dict[str, TraceFacts] = {}
+        self.errors: dict[str, str] = {}
+        self.marked_spec: str | None = None
+
+    def row_count(self) -> int:
+        return len(self.specs)
+
+    def row_cells(self, index: int) -> list[Cell]:
+        spec = self.specs[index]
+        name = spec.rstrip("/").rsplit("/", 1)[-1]
+        mark = "[A] " if spec == self.marked_spec else ""
+        facts = self.facts.get(spec)
+        if facts is None:
+            state = self.errors.get(spec, "…")
+            return [str(index + 1), (mark + name, "base"), (state, "dim"), "", "", "", "", "", name]
+        s = facts.per_step()
+        device = (facts.trace.device_name or "-").replace("NVIDIA ", "")
+        occupancy = sum(c.count for c in facts.calls_by_step.get(s.index if s.index >= 0 else None, [])
+                        if c.kind == "occupancy")
+        return [str(index + 1), mark + facts.label, device, str(kernel_count(facts)), str(s.launches),
+                fmt.us(s.gpu_busy_us), fmt.us(s.cpu_us), (str(occupancy), "warn" if occupancy else "dim"), name]
+
+
+class PickerScreen(Screen):
+    BINDINGS = PICKER_KEYS + [
+        Binding(str(n), f"jump({n})", f"Trace {n}", show=False, id=f"trace-{n}") for n in range(1, 10)
+    ]
+
+    class Summarised(Message):
+        def __init__(self, spec: str, facts: TraceFacts | None, error: str | None) -> None:
+            self.spec = spec
+            self.facts = facts
+            self.error = error
+            super().__init__()
+
+    def __init__(self, specs: list[str], title: str) -> None:
+        super().__init__()
+        self.specs = sorted(specs, key=ladder_key)
+        self.title_text = title
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"[b]mlptui[/b]  {escape(self.title_text)}  ·  enter: open   m then d: diff two   ?: keys",
+                     id="picker-title")
+        with Vertical(id="picker-list-pane", classes="pane"):
+            yield TraceList(self.specs, id="picker-list")
+        with Vertical(id="picker-findings-pane", classes="pane"):
+            yield Static("", id="picker-findings")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#picker-list-pane").border_title = f"{len(self.specs)} traces (kernels, launches: per step)"
+        self.query_one("#picker-findings-pane").border_title = "findings"
+        table = self.query_one(TraceList)
+        table.facts.update(self.app.facts_cache)
+        table.reset_rows(0)
+        table.focus()
+        self._show_findings()
+        self.summarise()
+
+    @work(thread=True, exclusive=True, exit_on_error=False)
+    def summarise(self) -> None:
+        from tui.trace.sources import open_trace, source_kind
+
+        for spec in self.specs:
+            if spec in self.app.facts_cache:
+                continue
+            if source_kind(spec) != "local":
+                continue
+            try:
+                if Path(spec).stat().st_size > PRELOAD_BYTES:
+                    self.post_message(self.Summarised(spec, None, "large: enter opens"))
+                    continue
+                self.post_message(self.Summarised(spec, build_facts(open_trace(spec)), None))
+            except (MlptuiError, OSError, ValueError) as exc:
+                self.post_message(self.Summarised(spec, None, f"unreadable: {exc}"))
+
+    def on_picker_screen_summarised(self, message: Summarised) -> None:
+        table = self.query_one(TraceList)
+        if message.facts is not None:
+            self.app.facts_cache[message.spec] = message.facts
+            table.facts[message.spec] = message.facts
+        elif message.error:
+            table.errors[message.spec] = message.error
+        table.refresh_text()
+        if table.specs and table.specs[table.cursor] == message.spec:
+            self._show_findings()
+
+    def on_line_list_cursor_moved(self, message: LineList.CursorMoved) -> None:
+        self._show_findings()
+
+    def on_line_list_chosen(self, message: LineList.Chosen) -> None:
+        self.action_open()
+
+    def _current(self) -> str | None:
+        table = self.query_one(TraceList)
+        return table.specs[table.cursor] if table.specs else None
+
+    def _show_findings(self) -> None:
+        spec = self._current()
+        target = self.query_one("#picker-findings", Static)
+        if spec is None:
+            target.update("no traces here")
+            return
+        facts = self.app.facts_cache.get(spec)
+        if facts is None:
+            table = self.query_one(TraceList)
+            target.update(escape(table.errors.get(spec, f"{spec}\nreading…")))
+            return
+        lines = [f"[b]{escape(device_line(facts))}[/b]  [dim]{escape(spec.rsplit('/', 1)[-1])}[/dim]"]
+        lines += [escape(line) for line in facts.findings]
+        target.update("\n".join(lines))
+
+    def action_open(self) -> None:
+        spec = self._current()
+        if spec is not None:
+            self.app.open_specs([spec])
+
+    def action_jump(self, n: int) -> None:
+        table = self.query_one(TraceList)
+        if n <= table.row_count():
+            table.move_cursor(n - 1)
+
+    def action_mark(self) -> None:
+        table = self.query_one(TraceList)
+        spec = self._current()
+        table.marked_spec = None if table.marked_spec == spec else spec
+        table.refresh_text()
+        if table.marked_spec:
+            self.notify("marked as A: move to another trace and press d to diff", timeout=3)
+
+    def action_diff(self) -> None:
+        table = self.query_one(TraceList)
+        spec = self._current()
+        if table.marked_spec is None or spec is None or spec == table.marked_spec:
+            self.notify("mark one trace with m, move to another, then press d", timeout=3)
+            return
+        self.app.open_specs([table.marked_spec, spec])
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()

@@ -1,0 +1,352 @@
+"""One trace: header with findings, steps, CPU dispatch tree, GPU kernels, launches, details, timeline.
+
+Choosing a step scopes every pane. Moving a cursor selects an op or a kernel; the details pane, the
+timeline highlight and the linked rows follow. Everything here reacts to one key press with work
+proportional to the screen, not to the trace (the lists were computed by `facts.build_facts`).
+"""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from tui.keys import TRACE_KEYS
+from tui.screens.facts import TraceFacts
+from tui.trace.model import LAUNCH_CATS
+from tui.widgets.details import Details, gpu_details, op_details
+from tui.widgets.kernels import KernelTable
+from tui.widgets.launches import LaunchTable, summary_line
+from tui.widgets.lines import LineList
+from tui.widgets.op_tree import OpTree
+from tui.widgets.steps import StepList
+from tui.widgets.timeline import Timeline
+
+MARKED_KERNELS_CAP = 2000
+PANES = {"steps": "#steps", "tree": "#tree", "kernels": "#kernels", "launches": "#launches",
+         "timeline": "#timeline", "details": "#details"}
+
+
+class Pane(Vertical):
+    """A titled box around one pane; `z` maximizes it with its title."""
+
+    ALLOW_MAXIMIZE = True
+
+
+def device_line(facts: TraceFacts) -> str:
+    trace = facts.trace
+    parts = [facts.label]
+    device = trace.device or {}
+    if device.get("name"):
+        arch = f"sm{device.get('computeMajor', '?')}{device.get('computeMinor', '')}"
+        sms = f", {device['numSms']} SMs" if device.get("numSms") else ""
+        parts.append(f"{device['name']} ({arch}{sms})")
+    versions = (trace.manifest or {}).get("versions") or {}
+    if versions.get("torch"):
+        parts.append(f"torch {versions['torch']}")
+    cuda = trace.meta.get("cuda_runtime_version")
+    if isinstance(cuda, int) and cuda:
+        parts.append(f"CUDA {cuda // 1000}.{cuda % 1000 // 10}")
+    return "  ·  ".join(parts)
+
+
+class TraceScreen(Screen):
+    BINDINGS = TRACE_KEYS
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
+
+    def __init__(self, facts: TraceFacts) -> None:
+        super().__init__()
+        self.facts = facts
+        self.scope: int | None = None
+        self.selected: tuple[str, int] = ("none", -1)
+        self.matches: list[tuple[str, int]] = []
+        self.match_index = -1
+
+    def compose(self) -> ComposeResult:
+        header = [f"[b]{escape(device_line(self.facts))}[/b]"]
+        header += [f"  {escape(line)}" for line in self.facts.findings]
+        header.append(f"[dim]{escape(self.facts.trace.source)}[/dim]")
+        yield Static("\n".join(header), id="trace-header")
+        with Pane(id="steps-pane", classes="pane"):
+            yield StepList(id="steps")
+        with Horizontal(id="middle"):
+            with Pane(id="tree-pane", classes="pane"):
+                yield OpTree(id="tree")
+            with Pane(id="kernels-pane", classes="pane"):
+                yield KernelTable(id="kernels")
+        with Horizontal(id="lower"):
+            with Pane(id="launches-pane", classes="pane"):
+                yield Static("", id="launch-summary")
+                yield LaunchTable(id="launches")
+            with Pane(id="details-pane", classes="pane"):
+                yield Details(id="details")
+        with Pane(id="timeline-pane", classes="pane"):
+            yield Timeline(id="timeline")
+        yield Input(placeholder="search op, call and kernel names (enter: go, esc: cancel)", id="search")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        titles = {"steps-pane": "1 steps", "tree-pane": "2 CPU dispatch", "kernels-pane": "3 GPU kernels",
+                  "launches-pane": "4 launches & occupancy queries", "details-pane": "6 details",
+                  "timeline-pane": "5 timeline"}
+        for pane_id, title in titles.items():
+            self.query_one(f"#{pane_id}").border_title = title
+        trace = self.facts.trace
+        self.query_one(OpTree).set_trace(trace)
+        self.query_one(KernelTable).set_trace(trace)
+        self.query_one(LaunchTable).set_trace(trace)
+        self.query_one(Timeline).set_lanes(self.facts.lanes)
+        steps = self.query_one(StepList)
+        start = trace.steps[-1].index if trace.steps else None
+        steps.show(self.facts.stats, 0 if start is None else start + 1)
+        self.set_scope(start)
+        self.query_one(OpTree).focus()
+
+    # -- scope -------------------------------------------------------------------------------
+    def set_scope(self, step: int | None) -> None:
+        trace = self.facts.trace
+        self.scope = step
+        if step is None:
+            start = end = None
+        else:
+            s = trace.steps[step]
+            start, end = s.ts, s.ts + s.dur
+        self.query_one(OpTree).show_scope(start, end)
+        self.query_one(KernelTable).show(self.facts.gpu_by_step.get(step, []))
+        self.query_one(LaunchTable).show(self.facts.launches_by_step.get(step, []))
+        calls = self.facts.calls_by_step.get(step, [])
+        self.query_one("#launch-summary", Static).update(escape(summary_line(calls)) if calls else "no launch calls")
+        timeline = self.query_one(Timeline)
+        if step is None:
+            span = self._extent()
+            timeline.show_scope(*span)
+        else:
+            kernels = self.facts.gpu_by_step.get(step, [])
+            gpu_end = max((trace.gpu[g].end for g in kernels[-64:]), default=end)
+            timeline.show_scope(start, max(end, gpu_end))
+        steps = self.query_one(StepList)
+        row = 0 if step is None else step + 1
+        if steps.cursor != row:
+            steps.cursor = row
+            steps.refresh()
+        scope_name = "all steps" if step is None else trace.steps[step].name
+        self.query_one("#steps-pane").border_subtitle = f"scope: {scope_name}"
+        self._select_from(self.query_one(OpTree))
+
+    def _extent(self) -> tuple[float, float]:
+        trace = self.facts.trace
+        starts = [trace.ops[r].ts for th in trace.threads for r in th.roots[:1]]
+        ends = [trace.ops[th.roots[-1]].end for th in trace.threads if th.roots]
+        if trace.gpu:
+            starts.append(trace.gpu[0].ts)
+            ends.append(trace.gpu[-1].end)
+        return (min(starts, default=0.0), max(ends, default=1.0))
+
+    def action_step(self, delta: int) -> None:
+        count = len(self.facts.trace.steps)
+        if not count:
+            return
+        row = 0 if self.scope is None else self.scope + 1
+        row = (row + delta) % (count + 1)
+        self.set_scope(None if row == 0 else row - 1)
+
+    # -- selection ---------------------------------------------------------------------------
+    def on_line_list_cursor_moved(self, message: LineList.CursorMoved) -> None:
+        if isinstance(message.pane, StepList):
+            row = message.index
+            step = None if row == 0 else row - 1
+            if step != self.scope:
+                self.set_scope(step)
+            return
+        self._select_from(message.pane)
+
+    def on_line_list_chosen(self, message: LineList.Chosen) -> None:
+        if isinstance(message.pane, KernelTable | LaunchTable):
+            self._select_from(message.pane)
+
+    def _select_from(self, pane: LineList) -> None:
+        if isinstance(pane, OpTree):
+            op = pane.current_op()
+            self._select("op", op)
+        elif isinstance(pane, KernelTable):
+            self._select("gpu", pane.current())
+        elif isinstance(pane, LaunchTable):
+            row = pane.current()
+            if row is not None:
+                self._select("op", row.op if row.op >= 0 else (row.calls[0] if row.calls else -1))
+
+    def _select(self, kind: str, ident: int) -> None:
+        self.selected = (kind, ident)
+        trace = self.facts.trace
+        details = self.query_one(Details)
+        kernels = self.query_one(KernelTable)
+        timeline = self.query_one(Timeline)
+        if ident < 0:
+            details.show_text("")
+            timeline.set_marks([], [])
+            kernels.set_marked([])
+            return
+        if kind == "op":
+            op = trace.ops[ident]
+            details.show_text(op_details(trace, ident))
+            linked = self._kernels_below(ident)
+            kernels.set_marked(linked)
+            self.query_one(LaunchTable).set_marked_op(ident)
+            timeline.set_marks([((op.pid, op.tid), op.ts, op.end)],
+                               [((trace.gpu[g].device, trace.gpu[g].stream), trace.gpu[g].ts, trace.gpu[g].end)
+                                for g in linked[:64]])
+        else:
+            g = trace.gpu[ident]
+            details.show_text(gpu_details(trace, ident))
+            cpu = []
+            if g.launch >= 0:
+                call = trace.ops[g.launch]
+                cpu.append(((call.pid, call.tid), call.ts, call.end))
+            kernels.set_marked([])
+            timeline.set_marks(cpu, [((g.device, g.stream), g.ts, g.end)])
+
+    def _kernels_below(self, op_id: int) -> list[int]:
+        """GPU work launched by an op or anything beneath it (capped: a root may hold a whole run)."""
+        ops = self.facts.trace.ops
+        found: list[int] = []
+        stack = [op_id]
+        while stack and len(found) < MARKED_KERNELS_CAP:
+            node = stack.pop()
+            found.extend(ops[node].gpu)
+            stack.extend(ops[node].children)
+        return sorted(set(found))
+
+    # -- jump: op → launch call → kernel → op -------------------------------------------------
+    def action_jump(self) -> None:
+        trace = self.facts.trace
+        kernels = self.query_one(KernelTable)
+        kind, ident = self.selected
+        if ident < 0:
+            self.notify("nothing selected", timeout=1.5)
+            return
+        if kind == "gpu":
+            target = trace.gpu[ident].op if trace.gpu[ident].op >= 0 else trace.gpu[ident].launch
+            if target >= 0 and self._reveal_op(target):
+                return
+            self.notify("this kernel has no CPU op in the trace", timeout=2)
+            return
+        op = trace.ops[ident]
+        if op.cat in LAUNCH_CATS:
+            if not op.gpu:
+                self.notify(f"{op.name} launched no GPU work", timeout=2)
+                return
+            gid = op.gpu[0]
+            if not kernels.select_gpu(gid):
+                self.set_scope(trace.gpu[gid].step if trace.gpu[gid].step >= 0 else None)
+                if not kernels.select_gpu(gid):
+                    self.set_scope(None)
+                    kernels.select_gpu(gid)
+            kernels.focus()
+            self._select("gpu", gid)
+            return
+        call = self._first_launch_below(ident)
+        if call < 0:
+            self.notify(f"{op.name} launches nothing on the GPU", timeout=2)
+            return
+        self._reveal_op(call)
+
+    def _first_launch_below(self, op_id: int) -> int:
+        ops = self.facts.trace.ops
+        stack = [op_id]
+        visited = 0
+        while stack and visited < 100_000:
+            node = stack.pop()
+            visited += 1
+            if ops[node].cat in LAUNCH_CATS and ops[node].gpu:
+                return node
+            stack.extend(reversed(ops[node].children))
+        return -1
+
+    def _reveal_op(self, op_id: int) -> bool:
+        tree = self.query_one(OpTree)
+        if not tree.reveal(op_id):
+            step = self.facts.trace.ops[op_id].step
+            self.set_scope(step if step >= 0 else None)
+            if not tree.reveal(op_id):
+                self.set_scope(None)
+                if not tree.reveal(op_id):
+                    return False
+        tree.focus()
+        self._select("op", op_id)
+        return True
+
+    # -- search ------------------------------------------------------------------------------
+    def action_search(self) -> None:
+        search = self.query_one("#search", Input)
+        search.display = True
+        search.value = ""
+        search.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        needle = event.value.strip()
+        event.input.display = False
+        if not needle:
+            return
+        self.matches = self._find(needle)
+        self.match_index = -1
+        if not self.matches:
+            self.notify(f"no name contains {needle!r}", timeout=2)
+            self.query_one(OpTree).focus()
+            return
+        self.action_search_next(1)
+
+    def _find(self, needle: str) -> list[tuple[str, int]]:
+        tree = self.query_one(OpTree)
+        found: list[tuple[str, int]] = []
+        for n, op in enumerate(tree.search_ops(needle)):
+            if n >= 10_000:
+                break
+            found.append(("tree", op))
+        found += [("kernels", i) for i in self.query_one(KernelTable).search_rows(needle)]
+        found += [("launches", i) for i in self.query_one(LaunchTable).search_rows(needle)]
+        return found
+
+    def action_search_next(self, delta: int) -> None:
+        if not self.matches:
+            self.notify("no search yet: press / to search", timeout=1.5)
+            return
+        self.match_index = (self.match_index + delta) % len(self.matches)
+        pane, ident = self.matches[self.match_index]
+        if pane == "tree":
+            self._reveal_op(ident)
+        else:
+            table = self.query_one(KernelTable if pane == "kernels" else LaunchTable)
+            table.focus()
+            table.move_cursor(ident, center=True)
+            self._select_from(table)
+        self.notify(f"match {self.match_index + 1} of {len(self.matches)} ({pane})", timeout=1.5)
+
+    # -- other keys ---------------------------------------------------------------------------
+    def action_toggle_raw(self) -> None:
+        self.query_one(KernelTable).toggle_raw()
+        self.query_one(LaunchTable).toggle_raw()
+
+    def action_zoom_pane(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+        elif self.focused is not None:
+            self.maximize(self.focused)
+
+    def action_focus_pane(self, name: str) -> None:
+        self.query_one(PANES[name]).focus()
+
+    def action_back(self) -> None:
+        search = self.query_one("#search", Input)
+        if search.display:
+            search.display = False
+            self.query_one(OpTree).focus()
+        elif self.maximized is not None:
+            self.minimize()
+        elif len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+
+    def action_diff(self) -> None:
+        self.app.choose_diff_partner(self.facts)

@@ -1,0 +1,1 @@
+"""Widgets of the explorer. Big lists render only the lines on screen (`lines.LineList`)."""

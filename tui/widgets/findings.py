@@ -1,0 +1,115 @@
+"""The facts a trace tells at a glance, computed from its data (never from its file name).
+
+For the steady-state step (the last profiled step): which kernels ran and what they fuse, how they
+were launched (occupancy queries or not), and the CPU dispatch chain of the first GEMM with the ops
+that launch nothing marked.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from tui.trace.launches import classify_call
+from tui.trace.model import CPU_OP, KERNEL, LAUNCH_CATS, Trace
+from tui.trace.names import decode_kernel
+
+
+def focus_step(trace: Trace) -> int | None:
+    """The step the findings speak of: the last one (warm), or None for a trace without steps."""
+    return trace.steps[-1].index if trace.steps else None
+
+
+def step_gpu(trace: Trace, step: int | None) -> list[int]:
+    return [g.id for g in trace.gpu if step is None or g.step == step]
+
+
+def step_ops(trace: Trace, step: int | None) -> list[int]:
+    return [o.id for o in trace.ops if o.cat == CPU_OP and (step is None or o.step == step)]
+
+
+def kernel_line(trace: Trace, gpu_ids: list[int]) -> str:
+    kernels = [g for g in gpu_ids if trace.gpu[g].cat == KERNEL]
+    others = len(gpu_ids) - len(kernels)
+    groups: Counter[str] = Counter()
+    for g in kernels:
+        k = trace.gpu[g]
+        name = decode_kernel(k.name)
+        if name.family == "gemm":
+            groups[f"GEMM ({name.library})"] += 1
+        else:
+            label = k.name if len(k.name) <= 48 else name.short
+            ops = f" = {'·'.join(name.ops)}" if name.ops and not all(o in label for o in name.ops) else ""
+            groups[f"{label}{ops} ({name.family}, {name.library})"] += 1
+    parts = [f"{n}× {label}" if n > 1 else label for label, n in groups.items()]
+    extra = f" + {others} memset/memcpy" if others else ""
+    return f"{len(kernels)} kernel{'s' if len(kernels) != 1 else ''}{extra}: " + "; ".join(parts)
+
+
+def launch_line(trace: Trace, gpu_ids: list[int]) -> str:
+    calls: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    step_calls = {trace.ops[trace.gpu[g].launch].parent for g in gpu_ids if trace.gpu[g].launch >= 0}
+    seen: set[int] = set()
+    for parent in step_calls:
+        children = trace.ops[parent].children if parent >= 0 else []
+        for c in children:
+            op = trace.ops[c]
+            if op.cat in LAUNCH_CATS and c not in seen:
+                seen.add(c)
+                kind = classify_call(op.name)
+                if kind != "sync":
+                    calls[op.name] += 1
+                    kinds[kind] += 1
+    if not calls:
+        return "no launch calls recorded"
+    text = ", ".join(f"{name} ×{n}" for name, n in calls.most_common(5))
+    occupancy = kinds.get("occupancy", 0)
+    return f"launch calls: {text}; occupancy queries: {occupancy if occupancy else 'none'}"
+
+
+def chain_line(trace: Trace, gpu_ids: list[int]) -> str | None:
+    """`aten::linear → aten::t (no GPU) → aten::addmm ⇒ kernel` for the first GEMM of the step."""
+    for g in gpu_ids:
+        k = trace.gpu[g]
+        name = decode_kernel(k.name)
+        if k.launch >= 0 and classify_call(trace.ops[k.launch].name) != "launch":
+            continue
+        if name.family != "gemm" or k.op < 0:
+            continue
+        outer = k.op
+        while trace.ops[outer].parent >= 0 and trace.ops[trace.ops[outer].parent].cat == CPU_OP:
+            outer = trace.ops[outer].parent
+        chain: list[str] = [trace.ops[outer].name]
+        for c in trace.ops[outer].children:
+            child = trace.ops[c]
+            if child.cat != CPU_OP:
+                continue
+            chain.append(child.name + ("" if child.gpu_us > 0 else " (no GPU)"))
+        if k.op != outer and trace.ops[k.op].parent != outer:
+            chain.append(trace.ops[k.op].name)
+        epilogue = f" (epilogue: {name.epilogue})" if name.epilogue else ""
+        return " → ".join(chain) + f" ⇒ {name.short}{epilogue}"
+    return None
+
+
+def trace_findings(trace: Trace) -> list[str]:
+    step = focus_step(trace)
+    gpu_ids = step_gpu(trace, step)
+    where = trace.steps[step].name if step is not None else "whole trace"
+    lines = [f"{where}: {kernel_line(trace, gpu_ids)}", launch_line(trace, gpu_ids)]
+    chain = chain_line(trace, gpu_ids)
+    if chain:
+        lines.append("first GEMM: " + chain)
+    ops = step_ops(trace, step)
+    idle = sum(1 for o in ops if trace.ops[o].gpu_us == 0)
+    compiled = any(trace.ops[o].name.startswith("Torch-Compiled Region") for o in ops) or any(
+        op.name.startswith("Torch-Compiled Region") and (step is None or op.step == step) for op in trace.ops)
+    cpu = f"CPU: {len(ops)} ops, {idle} of them launch nothing on the GPU"
+    if compiled:
+        cpu += "; runs a torch.compile region"
+    graphs = sum(1 for o in trace.ops if o.cat in LAUNCH_CATS and (step is None or o.step == step)
+                 and classify_call(o.name) == "graph")
+    if graphs:
+        cpu += f"; {graphs} CUDA graph launch{'es' if graphs > 1 else ''}"
+    lines.append(cpu)
+    return lines

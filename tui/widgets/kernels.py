@@ -1,0 +1,200 @@
+"""The GPU kernels table: one row per kernel, memset and memcpy of the scope, sortable by any column.
+
+Cells come from `tui.trace` (decoded names, occupancy, roofline) for the rows on screen only; a sort
+computes its one column for every row, once per sort.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tui.keys import TABLE_KEYS
+from tui.trace.model import Trace
+from tui.trace.names import KernelName, decode_kernel
+from tui.widgets import fmt
+from tui.widgets.lines import Cell, Column, LineList
+from tui.widgets.perf import occupancy as kernel_occupancy
+from tui.widgets.perf import roofline as kernel_roofline
+
+
+def _triple(value: Any) -> str:
+    if isinstance(value, list):
+        return "x".join(str(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def _num(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) else -1.0
+
+
+def _dims(value: Any) -> float:
+    if isinstance(value, list):
+        product = 1
+        for v in value:
+            product *= v if isinstance(v, int) else 1
+        return float(product)
+    return -1.0
+
+
+class KernelTable(LineList):
+    BINDINGS = TABLE_KEYS
+
+    COLUMNS = [
+        Column("#", 3, ">", drop=20), Column("kernel", 0, min_width=30), Column("time", 9, ">"),
+        Column("family", 9, drop=8), Column("library", 12, drop=9), Column("tile", 9, drop=10),
+        Column("layout", 6, drop=12), Column("dtype", 5, drop=11), Column("grid", 11, drop=6),
+        Column("block", 9, drop=7), Column("regs", 4, ">", drop=5), Column("smem", 8, ">", drop=4),
+        Column("occ.th", 6, ">", drop=3), Column("occ.rep", 7, ">", drop=13), Column("perf", 12, ">", drop=2),
+        Column("%peak", 5, ">", drop=1),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(self.COLUMNS, id=id)
+        self.trace: Trace | None = None
+        self.rows: list[int] = []          # GpuOp ids, in display order
+        self.order: list[int] = []         # the same ids in time order (the default sort)
+        self.position: dict[int, int] = {}
+        self.raw = False
+        self.sort_column = 0
+        self.sort_reverse = False
+        self._occ: dict[int, Any] = {}
+        self._roof: dict[int, Any] = {}
+        self._time_index: dict[int, int] = {}
+
+    def set_trace(self, trace: Trace) -> None:
+        self.trace = trace
+        self._occ.clear()
+        self._roof.clear()
+
+    def show(self, gpu_ids: list[int]) -> None:
+        self.order = gpu_ids
+        self._apply_sort()
+
+    def decoded(self, gid: int) -> KernelName:
+        return decode_kernel(self.trace.gpu[gid].name)
+
+    def occupancy(self, gid: int) -> Any:
+        if gid not in self._occ:
+            self._occ[gid] = kernel_occupancy(self.trace, gid)
+        return self._occ[gid]
+
+    def roofline(self, gid: int) -> Any:
+        if gid not in self._roof:
+            self._roof[gid] = kernel_roofline(self.trace, gid)
+        return self._roof[gid]
+
+    # -- rows --------------------------------------------------------------------------------
+    def row_count(self) -> int:
+        return len(self.rows)
+
+    def header_cells(self) -> list[str]:
+        heads = [c.title for c in self.columns]
+        if self.sort_column or self.sort_reverse:
+            heads[self.sort_column] += "▼" if self.sort_reverse else "▲"
+        return heads
+
+    def row_cells(self, index: int) -> list[Cell]:
+        gid = self.rows[index]
+        trace = self.trace
+        op = trace.gpu[gid]
+        name = self.decoded(gid)
+        args = trace.gpu_args(gid)
+        occ = self.occupancy(gid)
+        roof = self.roofline(gid)
+        reported = args.get("est. achieved occupancy %")
+        perf: Cell = ""
+        peak: Cell = ""
+        if roof is not None:
+            if roof.bound == "compute" and roof.tflops is not None:
+                perf = f"{roof.tflops:.1f} TFLOP/s"
+            elif roof.gbps is not None:
+                perf = f"{roof.gbps:.0f} GB/s"
+            if roof.pct_of_peak is not None:
+                peak = (f"{roof.pct_of_peak * 100:.0f}%", "good" if roof.pct_of_peak >= 0.5 else "warn")
+        tone = {"gemm": "hot", "memset": "dim", "copy": "dim"}.get(name.family, "base")
+        return [
+            str(self.order_index(gid) + 1),
+            (op.name if self.raw else name.short, tone), fmt.us(op.dur),
+            name.family, name.library, name.tile or "", name.layout or "", name.dtype or "",
+            _triple(args.get("grid")), _triple(args.get("block")),
+            str(args.get("registers per thread", "")), fmt.size_bytes(args.get("shared memory")),
+            fmt.pct(occ.fraction) if occ is not None else "",
+            f"{reported}%" if isinstance(reported, int | float) else "",
+            perf, peak,
+        ]
+
+    def order_index(self, gid: int) -> int:
+        return self._time_index.get(gid, 0)
+
+    def current(self) -> int:
+        return self.rows[self.cursor] if self.rows else -1
+
+    def select_gpu(self, gid: int) -> bool:
+        index = self.position.get(gid)
+        if index is None:
+            return False
+        self.move_cursor(index, center=True)
+        return True
+
+    def set_marked(self, gpu_ids: list[int]) -> None:
+        marked = {self.position[g] for g in gpu_ids if g in self.position}
+        if marked != self.marked:
+            self.marked = marked
+            self.refresh()
+
+    def toggle_raw(self) -> None:
+        self.raw = not self.raw
+        self.refresh_text()
+
+    # -- sorting -----------------------------------------------------------------------------
+    def _sort_key(self, column: int) -> Callable[[int], Any]:
+        trace = self.trace
+        gpu = trace.gpu
+        args = trace.gpu_args
+        by_name: dict[int, Callable[[int], Any]] = {
+            1: lambda g: (gpu[g].name if self.raw else self.decoded(g).short), 2: lambda g: gpu[g].dur,
+            3: lambda g: self.decoded(g).family, 4: lambda g: self.decoded(g).library,
+            5: lambda g: self.decoded(g).tile or "", 6: lambda g: self.decoded(g).layout or "",
+            7: lambda g: self.decoded(g).dtype or "",
+            8: lambda g: _dims(args(g).get("grid")), 9: lambda g: _dims(args(g).get("block")),
+            10: lambda g: _num(args(g).get("registers per thread")), 11: lambda g: _num(args(g).get("shared memory")),
+            12: lambda g: (o.fraction if (o := self.occupancy(g)) is not None else -1.0),
+            13: lambda g: _num(args(g).get("est. achieved occupancy %")),
+            14: lambda g: (r.tflops or r.gbps or 0.0) if (r := self.roofline(g)) is not None else -1.0,
+            15: lambda g: (r.pct_of_peak or 0.0) if (r := self.roofline(g)) is not None else -1.0,
+        }
+        return by_name.get(column, lambda g: gpu[g].ts)
+
+    def _apply_sort(self, keep: int | None = None) -> None:
+        self._time_index = {g: i for i, g in enumerate(self.order)}
+        if self.sort_column == 0 and not self.sort_reverse:
+            self.rows = list(self.order)
+        else:
+            self.rows = sorted(self.order, key=self._sort_key(self.sort_column), reverse=self.sort_reverse)
+        self.position = {g: i for i, g in enumerate(self.rows)}
+        cursor = self.position.get(keep, 0) if keep is not None else 0
+        self.marked = set()
+        self.reset_rows(cursor)
+
+    def action_sort_next(self) -> None:
+        self.sort_column = (self.sort_column + 1) % len(self.columns)
+        self.sort_reverse = self.sort_column in (2, 8, 9, 10, 11, 12, 13, 14, 15)
+        self._apply_sort(self.current())
+        self.app.notify(f"kernels sorted by {self.columns[self.sort_column].title}", timeout=1.5)
+
+    def action_sort_reverse(self) -> None:
+        self.sort_reverse = not self.sort_reverse
+        self._apply_sort(self.current())
+
+    def action_scroll_right(self) -> None:
+        self.scroll_to(x=self.scroll_offset.x + 10, animate=False)
+
+    def action_scroll_left(self) -> None:
+        self.scroll_to(x=max(0, self.scroll_offset.x - 10), animate=False)
+
+    def search_rows(self, needle: str) -> list[int]:
+        needle = needle.lower()
+        gpu = self.trace.gpu
+        return [i for i, g in enumerate(self.rows)
+                if needle in gpu[g].name.lower() or needle in self.decoded(g).short.lower()]

@@ -1,0 +1,136 @@
+"""Launches & occupancy queries: for each launching CPU op, the runtime/driver calls it made, in order.
+
+"A linear is query + launch, a pointwise op is just launch" on Ampere; memset + cuLaunchKernelEx on
+Hopper; cuLaunchKernel for Triton; cudaGraphLaunch for graphs. The rows come from
+`tui.trace.launches.launches_by_op`, computed once per trace and grouped by step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tui.keys import TABLE_KEYS
+from tui.trace.launches import classify_call
+from tui.trace.model import Trace
+from tui.trace.names import decode_kernel
+from tui.widgets import fmt
+from tui.widgets.lines import Cell, Column, LineList
+
+
+def call_chain(trace: Trace, calls: list[int]) -> str:
+    """`cudaMemsetAsync 3.1µs → cuLaunchKernelEx 10.7µs`, repeated calls folded as `×N`."""
+    parts: list[str] = []
+    last, run, run_us = None, 0, 0.0
+    for call in calls + [-1]:
+        name = trace.ops[call].name if call >= 0 else None
+        if name == last:
+            run += 1
+            run_us += trace.ops[call].dur
+            continue
+        if last is not None:
+            parts.append(f"{last}{f' ×{run}' if run > 1 else ''} {fmt.us(run_us)}")
+        if call >= 0:
+            last, run, run_us = name, 1, trace.ops[call].dur
+    return " → ".join(parts)
+
+
+class LaunchTable(LineList):
+    BINDINGS = TABLE_KEYS
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(
+            [Column("launching op", 16), Column("runtime / driver calls, in order", 0, min_width=36),
+             Column("kernels launched", 30, drop=2), Column("call time", 9, ">", drop=1)],
+            id=id,
+        )
+        self.trace: Trace | None = None
+        self.rows: list[Any] = []     # OpLaunches
+        self.raw = False
+
+    def set_trace(self, trace: Trace) -> None:
+        self.trace = trace
+
+    def show(self, rows: list[Any]) -> None:
+        self.rows = rows
+        self.marked = set()
+        self.reset_rows(0)
+
+    def row_count(self) -> int:
+        return len(self.rows)
+
+    def row_cells(self, index: int) -> list[Cell]:
+        row = self.rows[index]
+        trace = self.trace
+        kinds = {classify_call(trace.ops[c].name) for c in row.calls}
+        tone = "warn" if "occupancy" in kinds else "base"
+        names = []
+        for g in row.kernels[:4]:
+            raw = trace.gpu[g].name
+            names.append(raw if self.raw else decode_kernel(raw).short)
+        if len(row.kernels) > 4:
+            names.append(f"+{len(row.kernels) - 4}")
+        op_name = trace.ops[row.op].name if row.op >= 0 else "(no CPU op)"
+        return [
+            op_name, (call_chain(trace, list(row.calls)), tone), ", ".join(names),
+            fmt.us(sum(trace.ops[c].dur for c in row.calls)),
+        ]
+
+    def current(self) -> Any:
+        return self.rows[self.cursor] if self.rows else None
+
+    def select_op(self, op_id: int) -> bool:
+        for i, row in enumerate(self.rows):
+            if row.op == op_id or op_id in row.calls:
+                self.move_cursor(i, center=True)
+                return True
+        return False
+
+    def set_marked_op(self, op_id: int) -> None:
+        marked = {i for i, row in enumerate(self.rows) if row.op == op_id or op_id in row.calls} \
+            if len(self.rows) < 5000 else set()
+        if marked != self.marked:
+            self.marked = marked
+            self.refresh()
+
+    def toggle_raw(self) -> None:
+        self.raw = not self.raw
+        self.refresh_text()
+
+    def action_sort_next(self) -> None:
+        self.rows = sorted(self.rows, key=lambda r: -sum(self.trace.ops[c].dur for c in r.calls))
+        self.reset_rows(0)
+        self.app.notify("launches sorted by call time", timeout=1.5)
+
+    def action_sort_reverse(self) -> None:
+        self.rows = list(reversed(self.rows))
+        self.reset_rows(0)
+
+    def action_scroll_right(self) -> None:
+        self.scroll_to(x=self.scroll_offset.x + 10, animate=False)
+
+    def action_scroll_left(self) -> None:
+        self.scroll_to(x=max(0, self.scroll_offset.x - 10), animate=False)
+
+    def search_rows(self, needle: str) -> list[int]:
+        needle = needle.lower()
+        ops = self.trace.ops
+        return [i for i, r in enumerate(self.rows)
+                if (r.op >= 0 and needle in ops[r.op].name.lower())
+                or any(needle in ops[c].name.lower() for c in r.calls)]
+
+
+def summary_line(stats: list[Any]) -> str:
+    """One line per kind from `launch_calls`: the counts that tell Ampere from Hopper at a glance."""
+    by_kind: dict[str, list[Any]] = {}
+    for stat in stats:
+        by_kind.setdefault(stat.kind, []).append(stat)
+    parts = []
+    for kind in ("launch", "occupancy", "memset", "memcpy", "graph", "sync", "attribute", "other"):
+        group = by_kind.get(kind)
+        if not group:
+            if kind == "occupancy":
+                parts.append("occupancy queries: none")
+            continue
+        names = ", ".join(f"{s.name} ×{s.count}" for s in sorted(group, key=lambda s: -s.count)[:3])
+        parts.append(f"{kind}: {names}")
+    return "  ·  ".join(parts)

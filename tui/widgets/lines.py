@@ -1,0 +1,286 @@
+"""A list pane that formats only the rows on screen (the Line API), so a million rows cost nothing.
+
+Textual's DataTable measures every cell and Tree re-measures on rebuild; this renders each visible
+line from the row's cells, caches the text per row, and never walks all rows on a key press.
+Subclasses say how many rows there are and what is in each (`row_count`, `row_cells`).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.cells import cell_len, set_cell_size
+from rich.segment import Segment
+from rich.style import Style
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from tui.keys import LIST_KEYS
+
+# A cell is its text, or (text, tone) where tone names a component class suffix: dim, warn, good, hot.
+Cell = str | tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Column:
+    title: str
+    width: int = 0          # 0: takes the room the other columns leave (at least `min_width`)
+    align: str = "<"        # "<" or ">"
+    min_width: int = 16
+    drop: int = 0           # when the pane is too narrow, columns with the highest `drop` go first (0: never)
+
+
+class LineList(ScrollView, can_focus=True):
+    """Rows of cells, a cursor, an optional header line; only visible lines are rendered."""
+
+    DEFAULT_CSS = """
+    LineList { height: 1fr; overflow-x: hidden; }
+    LineList > .line-list--header { text-style: bold; color: $text-primary; }
+    LineList > .line-list--cursor { background: $boost; text-style: bold; }
+    LineList:focus > .line-list--cursor { background: $accent 60%; text-style: bold; }
+    LineList > .line-list--mark { text-style: bold underline; }
+    LineList > .line-list--dim { color: $text-muted; }
+    LineList > .line-list--warn { color: $text-warning; }
+    LineList > .line-list--good { color: $text-success; }
+    LineList > .line-list--hot { color: $text-error; text-style: bold; }
+    """
+    COMPONENT_CLASSES = {
+        "line-list--header", "line-list--cursor", "line-list--mark", "line-list--dim",
+        "line-list--warn", "line-list--good", "line-list--hot",
+    }
+    BINDINGS = LIST_KEYS
+    SEPARATOR = " "
+    CACHE_ROWS = 2048
+
+    class CursorMoved(Message):
+        """The cursor is on another row (posted on every move; handlers must stay cheap)."""
+
+        def __init__(self, pane: LineList, index: int) -> None:
+            self.pane = pane
+            self.index = index
+            super().__init__()
+
+    class Chosen(Message):
+        """`enter` on a row."""
+
+        def __init__(self, pane: LineList, index: int) -> None:
+            self.pane = pane
+            self.index = index
+            super().__init__()
+
+    def __init__(self, columns: Sequence[Column], *, header: bool = True, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.columns = list(columns)
+        self.header = header
+        self.cursor = 0
+        self.marked: set[int] = set()
+        self._cells: OrderedDict[int, list[Cell]] = OrderedDict()
+        self._widths: list[int] = []
+        self._styles: dict[str, Style] = {}
+
+    # -- what subclasses provide -------------------------------------------------------------
+    def row_count(self) -> int:
+        return 0
+
+    def row_cells(self, index: int) -> list[Cell]:
+        return []
+
+    def header_cells(self) -> list[str]:
+        return [c.title for c in self.columns]
+
+    def sample_rows(self) -> range:
+        """Rows measured to size the fixed columns (a sample, never all rows)."""
+        return range(min(self.row_count(), 200))
+
+    # -- data changes ------------------------------------------------------------------------
+    def reset_rows(self, cursor: int = 0) -> None:
+        """The rows changed: forget cached text, re-measure a sample, keep the cursor in range."""
+        self._cells.clear()
+        self._measure()
+        self.cursor = max(0, min(cursor, self.row_count() - 1))
+        self._scroll_to_cursor()
+        self.call_after_refresh(self._scroll_to_cursor)
+        self.refresh()
+
+    def _scroll_to_cursor(self) -> None:
+        page = self._page()
+        top = round(self.scroll_offset.y)
+        if not top <= self.cursor < top + page:
+            self.scroll_to(y=max(0, self.cursor - page // 2), animate=False, immediate=True)
+
+    def rows_changed(self) -> None:
+        """Rows were inserted or removed (tree expansion): only the row count and cache move."""
+        self._cells.clear()
+        self._set_virtual_size()
+        self.refresh()
+
+    def refresh_text(self) -> None:
+        """Cell text changed (raw names toggled) without the rows changing."""
+        self._cells.clear()
+        self._measure()
+        self.refresh()
+
+    def _measure(self) -> None:
+        heads = self.header_cells()
+        widths = [max(c.width, cell_len(heads[i]) if i < len(heads) else 0) for i, c in enumerate(self.columns)]
+        for i in self.sample_rows():
+            for j, cell in enumerate(self.cells(i)):
+                if j < len(widths) and self.columns[j].width:
+                    text = cell if isinstance(cell, str) else cell[0]
+                    widths[j] = max(widths[j], min(cell_len(text), 48))
+        self._widths = widths
+        self._set_virtual_size()
+
+    def _layout_widths(self) -> list[int]:
+        """Column widths for the pane's width: the flexible column takes the room left; when even
+        its minimum does not fit, droppable columns are hidden (width 0), highest `drop` first."""
+        if not self._widths:
+            self._measure()
+        widths = list(self._widths)
+        room = self.scrollable_content_region.width - 1
+        shown = [True] * len(widths)
+
+        def need() -> int:
+            cols = [j for j in range(len(widths)) if shown[j]]
+            fixed = sum(widths[j] if self.columns[j].width else self.columns[j].min_width for j in cols)
+            return fixed + len(self.SEPARATOR) * (len(cols) - 1)
+
+        for j in sorted((j for j, c in enumerate(self.columns) if c.drop), key=lambda j: -self.columns[j].drop):
+            if need() <= room:
+                break
+            shown[j] = False
+        cols = [j for j in range(len(widths)) if shown[j]]
+        fixed = sum(widths[j] for j in cols if self.columns[j].width) + len(self.SEPARATOR) * (len(cols) - 1)
+        for j, column in enumerate(self.columns):
+            if not shown[j]:
+                widths[j] = 0
+            elif not column.width:
+                widths[j] = max(min(column.min_width, 12), room - fixed)
+        return widths
+
+    def _set_virtual_size(self) -> None:
+        widths = self._layout_widths()
+        width = 1 + sum(widths) + len(self.SEPARATOR) * (sum(1 for w in widths if w) - 1)
+        self.virtual_size = Size(width, self.row_count() + (1 if self.header else 0))
+
+    def on_resize(self) -> None:
+        self._set_virtual_size()
+
+    # -- rendering ---------------------------------------------------------------------------
+    def cells(self, index: int) -> list[Cell]:
+        cached = self._cells.get(index)
+        if cached is None:
+            cached = self.row_cells(index)
+            self._cells[index] = cached
+            if len(self._cells) > self.CACHE_ROWS:
+                self._cells.popitem(last=False)
+        return cached
+
+    def notify_style_update(self) -> None:
+        self._styles.clear()
+        super().notify_style_update()
+
+    def _style(self, name: str) -> Style:
+        style = self._styles.get(name)
+        if style is None:
+            style = self.rich_style + self.get_component_rich_style(f"line-list--{name}", partial=True) \
+                if name != "base" else self.rich_style
+            self._styles[name] = style
+        return style
+
+    def _page(self) -> int:
+        return max(1, self.scrollable_content_region.height - (1 if self.header else 0))
+
+    def _line(self, texts: Sequence[Cell], widths: list[int], gutter: str, tone: str) -> list[Segment]:
+        segments = [Segment(gutter, self._style(tone))]
+        first = True
+        for j, cell in enumerate(texts[: len(widths)]):
+            width = widths[j]
+            if not width:
+                continue
+            text, cell_tone = (cell, tone) if isinstance(cell, str) else (cell[0], cell[1])
+            if cell_len(text) > width:
+                text = set_cell_size(text, width - 1) + "…" if width > 1 else text[:width]
+            pad = width - cell_len(text)
+            text = text + " " * pad if self.columns[j].align == "<" else " " * pad + text
+            if not first:
+                segments.append(Segment(self.SEPARATOR, self._style(tone)))
+            first = False
+            style = self._style(tone)
+            if cell_tone != tone and tone == "base":
+                style = self._style(cell_tone)
+            elif cell_tone != tone:
+                style = self._style(cell_tone) + self._style(tone)
+            segments.append(Segment(text, style))
+        return segments
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        widths = self._layout_widths()
+        total = max(width, 1 + sum(widths) + len(self.SEPARATOR) * (sum(1 for w in widths if w) - 1))
+        if self.header and y == 0:
+            heads = self.header_cells()
+            segments = self._line(heads, widths, " ", "header")
+            strip = Strip(segments).adjust_cell_length(total, self._style("header"))
+            return strip.crop(scroll_x, scroll_x + width)
+        index = scroll_y + y - (1 if self.header else 0)
+        if index >= self.row_count() or index < 0:
+            return Strip.blank(width, self._style("base"))
+        tone = "cursor" if index == self.cursor else "mark" if index in self.marked else "base"
+        gutter = ">" if index == self.cursor else "*" if index in self.marked else " "
+        segments = self._line(self.cells(index), widths, gutter, tone)
+        strip = Strip(segments).adjust_cell_length(total, self._style(tone))
+        return strip.crop(scroll_x, scroll_x + width)
+
+    # -- cursor ------------------------------------------------------------------------------
+    def move_cursor(self, index: int, *, center: bool = False) -> None:
+        count = self.row_count()
+        if count == 0:
+            return
+        index = max(0, min(index, count - 1))
+        previous, self.cursor = self.cursor, index
+        page = self._page()
+        top = round(self.scroll_offset.y)
+        if center and not top <= index < top + page:
+            self.scroll_to(y=max(0, index - page // 2), animate=False, immediate=True)
+        elif index < top:
+            self.scroll_to(y=index, animate=False, immediate=True)
+        elif index >= top + page:
+            self.scroll_to(y=index - page + 1, animate=False, immediate=True)
+        self.refresh()
+        if previous != index or center:
+            self.post_message(self.CursorMoved(self, index))
+
+    def action_cursor_down(self) -> None:
+        self.move_cursor(self.cursor + 1)
+
+    def action_cursor_up(self) -> None:
+        self.move_cursor(self.cursor - 1)
+
+    def action_page_down(self) -> None:
+        self.move_cursor(self.cursor + self._page())
+
+    def action_page_up(self) -> None:
+        self.move_cursor(self.cursor - self._page())
+
+    def action_first(self) -> None:
+        self.move_cursor(0)
+
+    def action_last(self) -> None:
+        self.move_cursor(self.row_count() - 1)
+
+    def action_select(self) -> None:
+        if self.row_count():
+            self.post_message(self.Chosen(self, self.cursor))
+
+    def on_click(self, event) -> None:
+        index = round(self.scroll_offset.y) + event.y - (1 if self.header else 0)
+        if 0 <= index < self.row_count():
+            self.focus()
+            self.move_cursor(index)
