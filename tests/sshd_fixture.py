@@ -16,6 +16,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ class Sshd:
     config: Path         # ssh client config: Host testbox -> 127.0.0.1:port with our key
     key: Path
     dir: Path
+    control: Path        # folder of the shared-connection socket
 
     @property
     def ssh_cmd(self) -> str:
@@ -113,6 +115,7 @@ def _start(tmp: Path) -> tuple[Sshd, subprocess.Popen]:
     )
     (tmp / "known_hosts").write_text(f"[127.0.0.1]:{port} {Path(f'{host_key}.pub').read_text()}")
     config = tmp / "ssh_config"
+    control = tempfile.mkdtemp(prefix="mlptui-cm-")
     config.write_text(
         "\n".join([
             f"Host {HOST_ALIAS} 127.0.0.1",
@@ -126,6 +129,11 @@ def _start(tmp: Path) -> tuple[Sshd, subprocess.Popen]:
             "  StrictHostKeyChecking yes",
             "  GlobalKnownHostsFile /dev/null",
             "  LogLevel ERROR",
+            # One TCP connection shared by all the tests' ssh calls, as many users configure it;
+            # the socket lives in a short folder (unix socket paths are limited to ~100 bytes).
+            "  ControlMaster auto",
+            f"  ControlPath {control}/%C",
+            "  ControlPersist 60",
             "",
         ])
     )
@@ -134,17 +142,19 @@ def _start(tmp: Path) -> tuple[Sshd, subprocess.Popen]:
     proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(tmp / "sshd_config")], stdout=log,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     if not _wait_for_port(port, proc, 10):
+        shutil.rmtree(control, ignore_errors=True)
         proc.kill()
         proc.wait()
         log.close()
         pytest.skip(f"sshd did not start: {(tmp / 'sshd.log').read_text(errors='replace')[-300:]!r}")
     home = Path(os.path.expanduser("~"))
-    server = Sshd(port=port, user=user, home=home, config=config, key=user_key, dir=tmp)
+    server = Sshd(port=port, user=user, home=home, config=config, key=user_key, dir=tmp, control=Path(control))
     probe = server.run("echo ok")
     if probe.stdout.strip() != "ok":
         proc.kill()
         proc.wait()
         log.close()
+        shutil.rmtree(control, ignore_errors=True)
         pytest.skip(f"cannot log in to the test sshd: {probe.stderr.strip()[-300:]!r}")
     return server, proc
 
@@ -155,12 +165,15 @@ def sshd_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     try:
         yield server
     finally:
+        subprocess.run(["ssh", "-F", str(server.config), "-O", "exit", HOST_ALIAS], capture_output=True,
+                       timeout=10, stdin=subprocess.DEVNULL)
         proc.terminate()
         try:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        shutil.rmtree(server.control, ignore_errors=True)
 
 
 @pytest.fixture(name="ssh_env")

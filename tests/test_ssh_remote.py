@@ -189,7 +189,9 @@ def test_auth_failure_is_one_line(sshd: Sshd, tmp_path: Path, monkeypatch: pytes
     stranger = tmp_path / "stranger"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)], check=True)
     cfg = tmp_path / "cfg"
-    cfg.write_text(sshd.config.read_text().replace(str(sshd.key), str(stranger)))
+    # No shared connection here: the test's master connection is already authenticated.
+    cfg.write_text(sshd.config.read_text().replace(str(sshd.key), str(stranger))
+                   .replace("ControlMaster auto", "ControlMaster no").replace("ControlPath ", "ControlPath none #"))
     monkeypatch.setenv("MLPTUI_SSH", f"ssh -F {cfg}")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     with pytest.raises(MlptuiError) as err:

@@ -18,7 +18,6 @@ import re
 import selectors
 import shlex
 import subprocess
-import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -118,7 +117,11 @@ def build_argv(spec: SshSpec, mode: str, cached: remote_cache.CachedCopy | None 
 
 
 class _Session:
-    """One running ssh: reads stdout with a watchdog (no bytes for `timeout` s -> kill, error)."""
+    """One running ssh: reads stdout with a watchdog (no bytes for `timeout` s -> kill, error).
+
+    stderr is read in the same loop, never waited on to its end: with ControlPersist the master
+    ssh lives on in the background holding it open.
+    """
 
     def __init__(self, spec: SshSpec, argv: list[str]) -> None:
         self.spec = spec
@@ -129,31 +132,43 @@ class _Session:
             )
         except FileNotFoundError:
             raise MlptuiError(f"{spec.display}: ssh client {argv[0]!r} not found") from None
+        assert self.proc.stdout is not None and self.proc.stderr is not None
         self.stderr = bytearray()
-        self._err_thread = threading.Thread(target=self._drain_stderr, daemon=True)
-        self._err_thread.start()
+        self._out = self.proc.stdout.fileno()
+        self._err = self.proc.stderr.fileno()
         self._sel = selectors.DefaultSelector()
-        assert self.proc.stdout is not None
-        self._fd = self.proc.stdout.fileno()
-        self._sel.register(self._fd, selectors.EVENT_READ)
+        self._sel.register(self._out, selectors.EVENT_READ)
+        self._sel.register(self._err, selectors.EVENT_READ)
         self._buf = b""
         self._eof = False
+        self._closed = False
 
-    def _drain_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            if len(self.stderr) < 65536:
-                self.stderr += line
+    def _read_err(self) -> None:
+        data = os.read(self._err, 65536)
+        if not data:
+            self._sel.unregister(self._err)
+        elif len(self.stderr) < 65536:
+            self.stderr += data
 
     def _fill(self) -> bool:
         """Read more bytes into the buffer; False at EOF."""
         if self._eof:
             return False
-        if not self._sel.select(self.timeout):
-            self.close()
-            raise MlptuiError(f"{self.spec.display}: no answer from {self.spec.endpoint} "
-                              f"for {self.timeout:g} s (MLPTUI_SSH_TIMEOUT); gave up")
-        data = os.read(self._fd, 1 << 20)
+        while True:
+            ready = self._sel.select(self.timeout)
+            if not ready:
+                self.close()
+                raise MlptuiError(f"{self.spec.display}: no answer from {self.spec.endpoint} "
+                                  f"for {self.timeout:g} s (MLPTUI_SSH_TIMEOUT); gave up")
+            got_out = False
+            for key, _ in ready:
+                if key.fd == self._err:
+                    self._read_err()
+                else:
+                    got_out = True
+            if got_out:
+                break
+        data = os.read(self._out, 1 << 20)
         if not data:
             self._eof = True
             return False
@@ -199,13 +214,27 @@ class _Session:
         return MlptuiError(f"{self.spec.display}: {explain_ssh_error(code, self.stderr.decode('utf-8', 'replace'), fallback)}")
 
     def close(self) -> int:
+        if self._closed:
+            return self.proc.returncode
+        self._closed = True
+        if self.proc.poll() is None and self._eof:
+            try:   # output ended: ssh is exiting (and may still be writing why to stderr)
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
         if self.proc.poll() is None:
             self.proc.kill()
         code = self.proc.wait()
-        self._err_thread.join(timeout=2)
+        # Whatever ssh wrote to stderr before it exited is in the pipe now; take it without blocking.
+        os.set_blocking(self._err, False)
+        try:
+            while len(self.stderr) < 65536 and (data := os.read(self._err, 65536)):
+                self.stderr += data
+        except BlockingIOError:
+            pass
         self._sel.close()
-        if self.proc.stdout:
-            self.proc.stdout.close()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
         return code
 
 
