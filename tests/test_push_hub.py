@@ -4,14 +4,22 @@ HF_ENDPOINT points the real huggingface_hub client at it; nothing here reaches t
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import pty
 import shutil
+import struct
+import subprocess
+import sys
+import termios
 from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
 from test_hub_standin import (
     CLOSED_PORT_ENDPOINT,
+    ROOT,
     WRITE_TOKEN,
     HubStandIn,
     hub_env,
@@ -164,3 +172,35 @@ def test_push_errors_are_one_line_exit_2_and_change_nothing(folder: Path, tmp_pa
             assert hub.requests == []
     assert (folder / "manifest.json").read_bytes() == manifest_before
     assert not list(folder.glob(".*.tmp"))
+
+
+def _run_in_pty(args: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """Run `mlptui ARGS` with a 100x30 terminal as stdin/stdout/stderr (as a person at a terminal)."""
+    main_fd, child_fd = pty.openpty()
+    fcntl.ioctl(child_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-m", "tui.cli", *args], cwd=ROOT, env=env,
+                            stdin=child_fd, stdout=child_fd, stderr=child_fd)
+    os.close(child_fd)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(main_fd, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(main_fd)
+    return proc.wait(timeout=60), out.decode(errors="replace")
+
+
+def test_progress_bar_on_a_terminal_and_none_with_no_progress(folder: Path, tmp_path: Path) -> None:
+    """Stand-in for the Hub: HubStandIn; the push runs on a pseudo-terminal, as typed by a person."""
+    with HubStandIn() as hub:
+        env = hub_env(tmp_path / "hf", hub.endpoint)
+        code, screen = _run_in_pty(["push", str(folder), "--repo", "me/a"], env)
+        assert code == 0, screen
+        assert "push 3 file(s)" in screen and "%|" in screen
+        code, screen = _run_in_pty(["push", str(folder), "--repo", "me/b", "--no-progress"], env)
+        assert code == 0, screen
+        assert "push 3 file(s)" not in screen and "pushed 3 trace(s)" in screen
