@@ -9,8 +9,10 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from tui.trace.names import FAMILIES, KernelName, decode_kernel
+from tui.trace.names import FAMILIES, KernelName, _decode, decode_kernel
 from tui.trace.names_common import function_path
 from tui.trace.names_triton import split_fused_ops
 
@@ -134,6 +136,23 @@ EXPECTED: list[tuple[str, dict]] = [
     ("void cub::DeviceRadixSortOnesweepKernel<cub::DeviceRadixSortPolicy<long, int, int>::Policy800, false, "
      "long, int, int, int>(int*, int*, int*, int const*, long*, long const*, int*, int const*, int, int, int)",
      dict(library="CUB", kind="sort")),
+    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_cgasize1x2x1_warpgroupsize2x1x1_execute_"
+     "segment_k_off_kernel__5x_cublas",
+     dict(family="gemm", library="cuBLAS", tile="128x256", k_tile=64, cluster="1x2", layout="tn")),
+    ("cutlass3x_sm90_tensorop_gemm_f16_f16_f32_f16_f16_256x128x64_2x1x1_0_ntn_align8_warpspecialized_pingpong_epi_tma",
+     dict(family="gemm", library="CUTLASS", dtype="f16", tile="256x128", k_tile=64, cluster="2x1", layout="ntn",
+          short="CUTLASS GEMM f16 256x128 ntn pingpong")),
+    ("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90"
+     "<2, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, 128, cutlass::bfloat16_t, float, cutlass::arch::Sm90, "
+     "true, false>>>>(flash::Params)",
+     dict(family="attention", library="FlashAttention", dtype="bf16")),
+    ("cudnn_generated_fort_native_sdpa_sm90_knob_7_64x128x64_4x1x1_kernel0_0",
+     dict(family="attention", library="cuDNN")),
+    ("triton_tem_fused_addmm_gelu_0", dict(family="gemm", kind="template", ops=("addmm", "gelu"))),
+    ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, c10::BFloat16, "
+     "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::BFloat16*, c10::BFloat16 const*, int)",
+     dict(family="reduction", kind="softmax", dtype="bf16")),
+    ("__amd_rocclr_fillBufferAligned", dict(family="memset", library="HIP")),
     ("std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, float, float, float, float, false, "
      "true, false, false, 7, cublasGemvParams<cublasGemvTensorStridedBatched<float const>, "
      "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float> >(...)",
@@ -164,6 +183,20 @@ def test_degenerate_names_decode(raw: str) -> None:
     assert kn.raw == raw
     assert kn.family in FAMILIES
     assert kn.short
+
+
+_PIECES = st.sampled_from([
+    "void ", "at::native::", "(anonymous namespace)::", "<", ">", "(", ")", ", ", "::", "{lambda()#1}", "_", "x",
+    "gemm", "nvjet_", "triton_poi_fused_", "Cijk_", "cutlass_", "128x64", "_tn", "Functor<float>", "kernel",
+    "ncclDevKernel_", "Memcpy ", "_Z", "N", "3foo", "sm90_xmma_", "stages_", "tilesize", "bf16", " const", "#",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=24).map("".join) | st.text(max_size=80))
+def test_decoders_never_raise(raw: str) -> None:
+    kn = _decode(raw)       # the routed decoders themselves, without decode_kernel's last-resort guard
+    assert kn.family in FAMILIES and isinstance(kn.short, str) and kn.short
 
 
 def test_split_fused_ops_uses_the_aten_vocabulary() -> None:

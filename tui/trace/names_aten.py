@@ -9,6 +9,7 @@ ATen names are demangled templates: the kernel template says the *shape* of the 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from tui.trace.names_common import KernelName, last_component, short_dtype, snake
 
@@ -119,6 +120,11 @@ def _norm_op(fn: str) -> str:
 
 def decode_aten(raw: str, fn: str, targs: list[str]) -> KernelName:
     """An `at::native::...` (or other `at::`) kernel; `fn` is its qualified name, `targs` its template args."""
+    kn = _decode_aten(raw, fn, targs)
+    return kn if kn.dtype is not None else replace(kn, dtype=element_dtype(raw))
+
+
+def _decode_aten(raw: str, fn: str, targs: list[str]) -> KernelName:
     base = last_component(fn)
     if base in ("vectorized_elementwise_kernel", "elementwise_kernel", "unrolled_elementwise_kernel",
                 "elementwise_kernel_with_index", "vectorized_templated_elementwise_kernel"):

@@ -45,6 +45,11 @@ def _gemm_fields(tokens: list[str]) -> dict:
     epis: list[str] = []
     for i, tok in enumerate(tokens):
         low = tok.lower()
+        if low.startswith("cgasize"):          # Hopper xmma: thread-block cluster ("CGA") shape
+            m = _DIM3.match(low[7:])
+            if m:
+                out["cluster"] = f"{m.group(1)}x{m.group(2)}" + ("" if m.group(3) == "1" else f"x{m.group(3)}")
+            continue
         if low.startswith("tilesize"):
             m = _DIM3.match(low[8:]) or _DIM2.match(low[8:])
             if m:
@@ -196,6 +201,8 @@ def decode_cutlass(raw: str, name: str, library: str = "CUTLASS") -> KernelName:
     conv = re.search(r"(fprop|dgrad|wgrad)", name)
     align = next((t for t in tokens if t.startswith("align")), None)
     variant = "wmma" if "wmma" in tokens else ("simt" if "simt" in tokens else None)
+    schedule = next((t for t in tokens if t in ("cooperative", "pingpong", "ptr")), None)
+    variant = " ".join(x for x in (variant, schedule) if x) or None
     if conv:
         what, base = f"conv {conv.group(1)}", "conv"
         layout = next((t for t in tokens if t in ("nhwc", "nchw", "ndhwc", "ncdhw")), None)

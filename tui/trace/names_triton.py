@@ -110,7 +110,7 @@ def decode_inductor(raw: str) -> KernelName | None:
 _OP_WORDS = {
     "geglu": "geglu", "swiglu": "swiglu", "gelu": "gelu", "silu": "silu", "relu": "relu", "softmax": "softmax",
     "dropout": "dropout", "rope": "rope", "embedding": "embedding", "matmul": "matmul", "mm": "mm",
-    "gemm": "gemm", "attn": "attention", "attention": "attention", "add": "add", "mul": "mul",
+    "gemm": "gemm", "gemv": "gemv", "bmm": "bmm", "dot": "dot", "attn": "attention", "attention": "attention", "add": "add", "mul": "mul",
     "layernorm": "layer_norm", "rmsnorm": "rms_norm", "jsd": "jsd", "swish": "silu", "mlp": "mlp",
     "linear": "linear", "sum": "sum", "mean": "mean", "copy": "copy", "transpose": "transpose",
     "quant": "quantize", "quantize": "quantize", "dequant": "dequantize", "dequantize": "dequantize",
@@ -121,7 +121,8 @@ _PAIRS = {("rms", "norm"): "rms_norm", ("layer", "norm"): "layer_norm", ("group"
 _QUALIFIERS = frozenset({"tanh", "erf", "exact", "approx", "fused", "fwd", "forward", "bwd", "backward", "kernel",
                          "inplace", "persistent", "tma", "ws", "splitk", "impl", "inner", "outer"})
 _FAMILY_OF_OP = {
-    "matmul": "gemm", "mm": "gemm", "gemm": "gemm", "mlp": "gemm", "linear": "gemm",
+    "matmul": "gemm", "mm": "gemm", "gemm": "gemm", "gemv": "gemm", "bmm": "gemm", "dot": "gemm", "mlp": "gemm",
+    "linear": "gemm",
     "attention": "attention", "rms_norm": "norm", "layer_norm": "norm", "group_norm": "norm",
     "softmax": "reduction", "cross_entropy": "reduction", "kl_div": "reduction", "jsd": "reduction",
     "sum": "reduction", "mean": "reduction", "copy": "copy", "transpose": "copy",
