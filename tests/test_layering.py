@@ -1,0 +1,81 @@
+"""The layering rules, checked two ways: statically (no import statement anywhere in a layer names a
+forbidden package, even inside a function) and at run time (importing the layer's modules and
+running headless commands leaves the forbidden packages out of sys.modules)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# layer folder -> top-level packages it must never import
+RULES: dict[str, set[str]] = {
+    "tui": {"torch", "triton", "kernels", "liger_kernel"},
+    "tui/trace": {"torch", "triton", "textual", "textual_serve", "rich"},
+    "runners": {"textual", "textual_serve"},
+}
+
+
+def _imported_packages(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "import_module":
+            if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                names.add(node.args[0].value.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("layer", sorted(RULES))
+def test_no_forbidden_import_statements(layer: str) -> None:
+    files = sorted((ROOT / layer).rglob("*.py"))
+    assert files, f"{layer} has no Python files"
+    offenders = {
+        str(f.relative_to(ROOT)): sorted(_imported_packages(f) & RULES[layer])
+        for f in files
+        if _imported_packages(f) & RULES[layer]
+    }
+    assert offenders == {}
+
+
+def test_static_check_sees_imports_inside_functions(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f():\n    import torch.nn as nn\n    from textual.app import App\n")
+    assert {"torch", "textual"} <= _imported_packages(probe)
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys; print(' '.join(sorted(sys.modules)))"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.split()
+    return {name.split(".")[0] for name in out}
+
+
+def test_headless_core_loads_without_ui_or_torch() -> None:
+    code = "import pkgutil, importlib, tui.trace\n" + (
+        "for m in pkgutil.iter_modules(tui.trace.__path__):\n"
+        "    importlib.import_module('tui.trace.' + m.name)"
+    )
+    loaded = _modules_after(code)
+    assert "torch" not in loaded and "textual" not in loaded
+
+
+def test_cli_help_and_command_parsers_import_neither_torch_nor_textual() -> None:
+    code = (
+        "import argparse, importlib, contextlib, io\n"
+        "from tui.cli import COMMANDS\n"
+        "for name, (mod, _) in COMMANDS.items():\n"
+        "    importlib.import_module(mod).add_arguments(argparse.ArgumentParser())\n"
+    )
+    loaded = _modules_after(code)
+    assert "torch" not in loaded and "textual" not in loaded
