@@ -56,6 +56,7 @@ async def test_enter_opens_both_chains_and_configs() -> None:
         assert "aten::gelu → cudaLaunchKernel" in text and "aten::mul → cudaLaunchKernel" in text
         assert "triton_poi_fused__unsafe_view_gelu_mul_0 → cuLaunchKernel" in text
         assert "library=Triton" in text and "registers per thread" in text
+        assert "occupancy: 100% theoretical" in text and "memory-bound" in text
         await pilot.press("escape")
         assert isinstance(app.screen, DiffScreen)
 

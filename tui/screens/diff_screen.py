@@ -17,6 +17,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 
 from tui.screens.diff_lines import DiffList
+from tui.screens.help_screen import GROUPS, HelpScreen, key_text
 from tui.trace.diff import Side, TraceDiff, diff_traces
 from tui.trace.diff_cpu import op_key
 from tui.trace.diff_details import pair_details
@@ -71,24 +72,21 @@ class PairDetails(ModalScreen[None]):
         yield Footer()
 
 
-class DiffHelp(ModalScreen[None]):
-    """The diff screen's keys (used when the app has no help screen of its own)."""
-
-    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close", id="help-close")]
-
-    def __init__(self, bindings: list[Binding]) -> None:
-        super().__init__()
-        self.bindings = bindings
+class DiffHelp(HelpScreen):
+    """The explorer's help with the diff screen's keys first (same box, same remaps); plain text, so
+    keys such as `[` need no markup escaping."""
 
     def compose(self) -> ComposeResult:
-        lines = ["Diff keys", ""]
-        for bind in self.bindings:
-            keys = bind.key_display or bind.key
-            lines.append(f"  {keys:<8} {bind.description:<14} ({bind.id})")
-        lines += ["", "  j/k ↑/↓ move, pgup/pgdn page, home/end ends", "",
-                  "  " + "  ".join(f"{m} {s}" for s, m in MARKERS.items())]
-        with VerticalScroll(id="diff-help"):
-            yield Static("\n".join(lines), markup=False)
+        keymap = getattr(self.app, "_keymap", {}) or {}
+        lines = ["mlptui keys   (remap with MLPTUI_KEYS=\"id=key,...\"; esc or ? closes)", ""]
+        for title, bindings in [("Diff screen", DIFF_KEYS), *GROUPS]:
+            lines.append(title)
+            lines += [f"  {key_text(b, keymap):<18} {b.description:<24} {b.id}" for b in bindings]
+            if title == "Diff screen":
+                lines.append("  " + "  ".join(f"{m} {s}" for s, m in MARKERS.items()) + "   (row markers)")
+            lines.append("")
+        with VerticalScroll(id="help-body"):
+            yield Static("\n".join(lines), id="help-text", markup=False)
 
 
 class DiffScreen(Screen[None]):
@@ -178,11 +176,8 @@ class DiffScreen(Screen[None]):
         self.app.call_from_thread(self._show, d)
 
     def action_help(self) -> None:
-        app_help = getattr(self.app, "action_help", None)
-        if app_help is not None:
-            app_help()
-        else:
-            self.app.push_screen(DiffHelp(DIFF_KEYS))
+        if not isinstance(self.app.screen, HelpScreen):
+            self.app.push_screen(DiffHelp())
 
     def action_back(self) -> None:
         # Back to the screen that opened the diff; a diff opened from the command line stays (q quits).

@@ -37,14 +37,13 @@ def _roofline(trace: Trace, gpu_id: int) -> str | None:
     if roof is None:
         return None
     parts = []
-    if getattr(roof, "tflops", None):
+    if roof.tflops:
         parts.append(f"{roof.tflops:.1f} TFLOP/s")
-    if getattr(roof, "gbps", None):
+    if roof.gbps:
         parts.append(f"{roof.gbps:.0f} GB/s")
-    pct = getattr(roof, "pct_of_peak", None)
-    if pct is not None:
-        parts.append(f"{pct * 100 if pct <= 1.5 else pct:.0f}% of peak")
-    bound = getattr(roof, "bound", None)
+    if roof.pct_of_peak is not None:
+        parts.append(f"{roof.pct_of_peak:.0f}% of peak")
+    bound = roof.bound
     if bound:
         parts.append(f"{bound}-bound")
     return ", ".join(parts) or None

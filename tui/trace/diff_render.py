@@ -33,7 +33,9 @@ def fmt_us(x: float | None) -> str:
 def fmt_delta(x: float | None) -> str:
     if x is None:
         return ""
-    return ("+" if x > 0 else "−" if x < 0 else "±") + fmt_us(abs(x))
+    if abs(x) < 0.05:
+        return "±0.0 µs"
+    return ("+" if x > 0 else "−") + fmt_us(abs(x))
 
 
 def fmt_speedup(x: float | None) -> str:
