@@ -12,6 +12,7 @@ from tui.trace.load import load_trace
 from tui.trace.model import KERNEL
 from tui.trace.names import decode_kernel
 from tui.trace.occupancy import (
+    kernel_launch,
     kernel_occupancy,
     kineto_estimate_pct,
     launch_config,
@@ -168,6 +169,22 @@ def test_sample_mlp_eager_kernels() -> None:
     gemm = next(g for g in trace.gpu if g.name.startswith("nvjet_sm90_tst_256x128"))
     occ = kernel_occupancy(trace, gemm.id)
     assert occ is not None and waves(occ, 132, 132) == 1.0
+
+
+def test_kernel_launch_puts_ours_beside_kinetos() -> None:
+    trace = load_trace(_sample("mlp-eager-*bf16*.pt.trace.json.gz"))
+    gelu = next(g for g in trace.gpu if "GeluCUDAKernelImpl" in g.name)
+    launch = kernel_launch(trace, gelu.id)
+    assert launch is not None
+    assert launch.grid == (24576, 1, 1) and launch.block == (128, 1, 1)
+    assert launch.threads_per_block == 128 and launch.regs_per_thread == 32 and launch.smem_per_block == 0
+    assert launch.occupancy is not None and launch.occupancy.blocks_per_sm == 16
+    # Kineto's "blocks per SM" is the grid spread over 132 SMs; ours is residency: 24576 / (16 x 132) waves
+    assert launch.reported_blocks_per_sm == pytest.approx(24576 / 132, rel=1e-6)
+    assert launch.waves == pytest.approx(24576 / (16 * 132))
+    assert launch.reported_occupancy_pct == 100
+    memset = next(g for g in trace.gpu if g.cat != KERNEL)
+    assert kernel_launch(trace, memset.id) is None
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="corpus not present")

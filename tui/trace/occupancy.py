@@ -188,6 +188,53 @@ def kernel_occupancy(trace: Trace, gpu_id: int) -> Occupancy | None:
     return theoretical_occupancy(device_for(trace, g.device), threads, regs, smem)
 
 
+@dataclass(frozen=True, slots=True)
+class KernelLaunch:
+    """One kernel's launch as recorded, our theoretical occupancy, and Kineto's own figures beside it.
+
+    Kineto's "blocks per SM" is grid blocks / SMs — how much work each SM gets, not how many blocks
+    fit at once — and its "est. achieved occupancy %" is explained by `kineto_estimate_pct`.
+    """
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    threads_per_block: int
+    regs_per_thread: int
+    smem_per_block: int
+    occupancy: Occupancy | None
+    waves: float | None                      # grid blocks / (resident blocks per SM x SMs)
+    reported_blocks_per_sm: float | None
+    reported_warps_per_sm: float | None
+    reported_occupancy_pct: float | None
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def kernel_launch(trace: Trace, gpu_id: int) -> KernelLaunch | None:
+    """Launch geometry, theoretical occupancy and waves of kernel `gpu_id`; None when not a kernel
+    or its event carries no launch data (ROCm traces, old torch)."""
+    g = trace.gpu[gpu_id]
+    if g.cat != KERNEL:
+        return None
+    args = trace.gpu_args(gpu_id)
+    cfg = launch_config(args)
+    block = _triple(args.get("block"))
+    if cfg is None or block is None:
+        return None
+    grid = _triple(args.get("grid")) or (0, 0, 0)
+    grid_blocks, threads, regs, smem = cfg
+    device = device_for(trace, g.device)
+    occ = theoretical_occupancy(device, threads, regs, smem)
+    num_sms = _get(device, "numSms") if device else None
+    return KernelLaunch(
+        grid=grid, block=block, threads_per_block=threads, regs_per_thread=regs, smem_per_block=smem,
+        occupancy=occ, waves=waves(occ, grid_blocks, num_sms) if occ is not None and num_sms else None,
+        reported_blocks_per_sm=_num(args.get("blocks per SM")), reported_warps_per_sm=_num(args.get("warps per SM")),
+        reported_occupancy_pct=_num(args.get("est. achieved occupancy %")))
+
+
 def waves(occ: Occupancy, grid_blocks: int, num_sms: int) -> float:
     """How many full-GPU rounds of resident blocks the grid takes (1.05 = a tiny tail wave)."""
     per_wave = occ.blocks_per_sm * num_sms
