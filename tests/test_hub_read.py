@@ -155,3 +155,32 @@ def test_private_repo_without_a_token_is_one_clear_error(tmp_path: Path) -> None
         hub.add_repo_files("dataset", "me/secret", files, private=True)
         got = _read([f"hf://datasets/me/secret/run-1/{first.name}"], hub_env(tmp_path, hub.endpoint, token=None))
     assert "no such repo" in got["error"] and "\n" not in got["error"]
+
+
+def test_download_progress_goes_to_the_callers_callback_and_draws_no_bar(tmp_path: Path) -> None:
+    """Stand-in for the Hub: HubStandIn (dataset resolve and bucket resolve URLs). The app passes a progress
+    callback and owns the screen, so the download must report to it and print nothing."""
+    files, first = _seed()
+    size = len(files[f"run-1/{first.name}"])
+    code = (
+        "import json, sys\n"
+        "from tui.trace.hub import fetch_file\n"
+        "from tui.trace.hub_spec import parse_hf_spec\n"
+        "calls = {}\n"
+        "for spec in sys.argv[1:]:\n"
+        "    seen = calls.setdefault(spec, [])\n"
+        "    fetch_file(parse_hf_spec(spec), progress=lambda done, total, seen=seen: seen.append([done, total]))\n"
+        "print(json.dumps(calls))\n"
+    )
+    specs = [f"hf://datasets/me/t/run-1/{first.name}", f"hf://buckets/me/b/run-1/{first.name}"]
+    with HubStandIn() as hub:
+        hub.add_repo_files("dataset", "me/t", files)
+        hub.add_bucket_files("me/b", files)
+        env = hub_env(tmp_path, hub.endpoint)
+        env.pop("HF_HUB_DISABLE_PROGRESS_BARS")
+        r = run_python("import sys; sys.argv = [''] + " + repr(specs) + "\n" + code, env)
+    assert r.returncode == 0, r.stderr
+    assert "%|" not in r.stderr and "it/s" not in r.stderr
+    calls = json.loads(r.stdout.splitlines()[-1])
+    for spec in specs:
+        assert calls[spec] and calls[spec][-1] == [size, size], spec  # the download, told in bytes of the file

@@ -112,7 +112,7 @@ def open_trace(spec: str, progress: Progress | None = None) -> Trace:
     s = parse_hf_spec(spec)
     if is_folder(spec):
         raise MlptuiError(f"{spec}: is a folder, not a trace file")
-    local = fetch_file(s)
+    local = fetch_file(s, progress)
     try:
         fetch_file(s.with_path(_sibling(s.path, MANIFEST)))
     except MlptuiError:
@@ -134,17 +134,38 @@ def _sibling(path: str, name: str) -> str:
 
 # --- fetching one file ------------------------------------------------------------------------------
 
-def fetch_file(s: HubSpec) -> Path:
-    """A local path holding the file `s`, downloaded into (or found in) the cache."""
+def fetch_file(s: HubSpec, progress: Progress | None = None) -> Path:
+    """A local path holding the file `s`, downloaded into (or found in) the cache. With `progress`, the
+    download reports (done, total) bytes to it and draws no bar of its own (the app shows its own)."""
+    bar = _forwarding_bar(progress) if progress is not None else None
     with hub_errors(s.uri()):
-        return _fetch_bucket_file(s) if s.is_bucket else _fetch_repo_file(s)
+        return _fetch_bucket_file(s, bar) if s.is_bucket else _fetch_repo_file(s, bar)
 
 
-def _fetch_repo_file(s: HubSpec) -> Path:
+def _forwarding_bar(progress: Progress) -> type:
+    """A tqdm class that draws nothing and hands the bytes downloaded so far to `progress`."""
+    from tqdm import tqdm
+
+    class ForwardingBar(tqdm):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs["disable"] = True
+            super().__init__(*args, **kwargs)
+            self.done = int(kwargs.get("initial") or 0)
+            self.size = int(kwargs.get("total") or 0)
+
+        def update(self, n: float | None = 1) -> bool | None:
+            self.done += int(n or 0)
+            progress(self.done, max(self.size, self.done))
+            return None
+
+    return ForwardingBar
+
+
+def _fetch_repo_file(s: HubSpec, bar: type | None = None) -> Path:
     from huggingface_hub import hf_hub_download
 
     return Path(hf_hub_download(s.repo_id, s.path, repo_type=s.kind, revision=s.revision,
-                                endpoint=hub_endpoint()))
+                                endpoint=hub_endpoint(), tqdm_class=bar))
 
 
 def bucket_cache_dir(bucket_id: str) -> Path:
@@ -153,7 +174,7 @@ def bucket_cache_dir(bucket_id: str) -> Path:
     return Path(constants.HF_HOME) / "mlptui" / "buckets" / bucket_id.replace("/", "--")
 
 
-def _fetch_bucket_file(s: HubSpec) -> Path:
+def _fetch_bucket_file(s: HubSpec, bar: type | None = None) -> Path:
     from huggingface_hub import HfApi
 
     root = bucket_cache_dir(s.repo_id)
@@ -175,12 +196,12 @@ def _fetch_bucket_file(s: HubSpec) -> Path:
     info = infos[0]
     blob = root / "blobs" / info.xet_hash
     if not (blob.exists() and blob.stat().st_size == info.size):
-        _download(resolve_url(s), blob, info.size)
+        _download(resolve_url(s), blob, info.size, bar)
     _point(link, blob)
     return link
 
 
-def _download(url: str, dest: Path, size: int) -> None:
+def _download(url: str, dest: Path, size: int, bar: type | None = None) -> None:
     """GET `url` into `dest` atomically (temp file in the same folder, then os.replace)."""
     from huggingface_hub.file_download import http_get
     from huggingface_hub.utils import build_hf_headers
@@ -189,7 +210,8 @@ def _download(url: str, dest: Path, size: int) -> None:
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".incomplete-")
     try:
         with os.fdopen(fd, "wb") as f:
-            http_get(url, f, headers=build_hf_headers(), expected_size=size, displayed_filename=dest.name)
+            http_get(url, f, headers=build_hf_headers(), expected_size=size, displayed_filename=dest.name,
+                     _tqdm_bar=bar(total=size) if bar is not None else None)
         os.replace(tmp, dest)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
