@@ -54,11 +54,10 @@ H200_SXM = GpuPeak("NVIDIA H200 SXM", 989.5, 989.5, 494.5, 67, 1979, 4.8, _H200)
 H200_NVL = GpuPeak("NVIDIA H200 NVL", 835.5, 835.5, 417.5, 60, 1670.5, 4.8, _H200)
 L4 = GpuPeak("NVIDIA L4", 121, 121, 60, 30.3, 242.5, 0.3, "NVIDIA L4 Tensor Core GPU datasheet")
 L40S = GpuPeak("NVIDIA L40S", 362.05, 362.05, 183, 91.6, 733, 0.864, "NVIDIA L40S GPU datasheet")
-V100_SXM2 = GpuPeak("NVIDIA V100 SXM2", None, 125, None, 15.7, None, 0.9,
-                    "NVIDIA Tesla V100 GPU Accelerator datasheet")
-V100_PCIE = GpuPeak("NVIDIA V100 PCIe", None, 112, None, 14, None, 0.9, "NVIDIA Tesla V100 GPU Accelerator datasheet")
-V100S_PCIE = GpuPeak("NVIDIA V100S PCIe", None, 130, None, 16.4, None, 1.134,
-                     "NVIDIA V100S Tensor Core GPU datasheet")
+_V100 = "NVIDIA V100 Tensor Core GPU datasheet"
+V100_SXM2 = GpuPeak("NVIDIA V100 SXM2", None, 125, None, 15.7, None, 0.9, _V100)
+V100_PCIE = GpuPeak("NVIDIA V100 PCIe", None, 112, None, 14, None, 0.9, _V100)
+V100S_PCIE = GpuPeak("NVIDIA V100S PCIe", None, 130, None, 16.4, None, 1.134, _V100)
 MI250X = GpuPeak("AMD Instinct MI250X", 383, 383, None, 47.9, None, 3.2768, "AMD Instinct MI250X Accelerator datasheet",
                  devices_per_package=2)
 MI250 = GpuPeak("AMD Instinct MI250", 362.1, 362.1, None, 45.3, None, 3.2768, "AMD Instinct MI250 Accelerator datasheet",
