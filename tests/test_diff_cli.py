@@ -26,6 +26,7 @@ def test_text_report_tells_the_mlp_story() -> None:
     assert "removed (A only): aten::linear, aten::t" in text
     assert "TorchDynamo Cache Lookup" in text
     assert "speed-up B vs A" in text
+    assert "GPU time by kernel family" in text and "cuLaunchKernelEx" in text
 
 
 def test_json_is_the_contract_and_raw_names() -> None:

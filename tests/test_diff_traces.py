@@ -111,3 +111,36 @@ def test_a100_vs_v100_pair_finishes_and_pairs_gemms_by_role() -> None:
     n_b = sum(len(r.b) for r in d.rows)
     assert n_a == sum(1 for g in d.trace_a.gpu if g.step == d.a.step_index)
     assert n_b == sum(1 for g in d.trace_b.gpu if g.step == d.b.step_index)
+
+
+def test_time_by_family_and_launch_calls_tell_the_hopper_story() -> None:
+    d = diff_traces(load(sample("mlp", "eager")), load(sample("mlp", "compile")))
+    fam = {p.name: p for p in d.families}
+    assert (fam["gemm"].a_count, fam["gemm"].b_count) == (3, 3)
+    assert (fam["pointwise"].a_count, fam["pointwise"].b_count) == (2, 1)
+    assert fam["pointwise"].b_us < fam["pointwise"].a_us
+    assert (fam["memset"].a_count, fam["memset"].b_count) == (2, 2)   # nvjet's memsets, on both sides
+    calls = {p.name: p for p in d.launch_calls}
+    # eager launches ATen kernels with cudaLaunchKernel, Inductor's Triton kernel goes through cuLaunchKernel;
+    # cuBLAS nvjet GEMMs use cuLaunchKernelEx after a cudaMemsetAsync on both sides
+    assert (calls["cudaLaunchKernel"].a_count, calls["cudaLaunchKernel"].b_count) == (2, 0)
+    assert (calls["cuLaunchKernel"].a_count, calls["cuLaunchKernel"].b_count) == (0, 1)
+    assert (calls["cuLaunchKernelEx"].a_count, calls["cuLaunchKernelEx"].b_count) == (3, 3)
+    assert (calls["cudaMemsetAsync"].a_count, calls["cudaMemsetAsync"].b_count) == (2, 2)
+    doc = d.to_json()
+    assert doc["biggest"][0] == 5 and doc["kernels"][4]["status"] == "fused"
+    s = d.swapped()
+    assert {p.name: (p.a_count, p.b_count) for p in s.launch_calls}["cuLaunchKernel"] == (1, 0)
+
+
+def test_a_side_without_gpu_work_makes_every_row_added() -> None:
+    from diff_support import CORPUS
+
+    cpu_only = sorted(CORPUS.glob("cpu_only__*.json.gz"))
+    if not cpu_only:
+        pytest.skip("no CPU-only corpus trace")
+    d = diff_traces(load(cpu_only[0]), load(sample("mlp", "eager")))
+    assert d.rows and all(r.status == "added" for r in d.rows)
+    from tui.trace.diff_render import render_text
+
+    assert "A has no GPU work" in render_text(d.to_json())

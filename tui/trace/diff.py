@@ -31,7 +31,9 @@ from tui.trace.diff_align import (
 )
 from tui.trace.diff_cpu import CpuDiff, cpu_diff, launch_chain, step_op_counts
 from tui.trace.diff_tokens import name_words, op_words
+from tui.trace.diff_totals import Pair, biggest_rows, family_totals, launch_totals
 from tui.trace.errors import MlptuiError
+from tui.trace.launches import launch_calls
 from tui.trace.model import MEMCPY as CAT_MEMCPY
 from tui.trace.model import MEMSET as CAT_MEMSET
 from tui.trace.model import Trace
@@ -120,6 +122,8 @@ class TraceDiff:
     rows: list[DiffRow]
     cpu: CpuDiff
     speedup: float | None            # A's median step time / B's: > 1 means B is faster
+    families: list[Pair] = field(default_factory=list)      # GPU time per kernel family, aligned steps
+    launch_calls: list[Pair] = field(default_factory=list)  # runtime/driver calls, aligned steps
     trace_a: Trace | None = field(default=None, repr=False)
     trace_b: Trace | None = field(default=None, repr=False)
 
@@ -135,7 +139,9 @@ class TraceDiff:
 
     def swapped(self) -> TraceDiff:
         return TraceDiff(self.b, self.a, [r.swapped() for r in self.rows], self.cpu.swapped(),
-                         None if not self.speedup else 1.0 / self.speedup, self.trace_b, self.trace_a)
+                         None if not self.speedup else 1.0 / self.speedup,
+                         [p.swapped() for p in self.families], [p.swapped() for p in self.launch_calls],
+                         self.trace_b, self.trace_a)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -146,6 +152,9 @@ class TraceDiff:
             "speedup": _r(self.speedup, 4),
             "counts": self.counts(),
             "gpu_busy_speedup": _r(_ratio(self.a.gpu_busy_us, self.b.gpu_busy_us), 4),
+            "by_family": [p.to_json("family") for p in self.families],
+            "launch_calls": [p.to_json("name") for p in self.launch_calls],
+            "biggest": [i + 1 for i in biggest_rows(self.rows)],
         }
 
 
@@ -159,7 +168,8 @@ def diff_traces(a: Trace, b: Trace, step_a: int | None = None, step_b: int | Non
             for r in align(items_a, items_b)]
     side_a, side_b = _side(a, sa), _side(b, sb)
     cpu = cpu_diff(step_op_counts(a, sa), step_op_counts(b, sb))
-    return TraceDiff(side_a, side_b, rows, cpu, _ratio(side_a.step_us, side_b.step_us), a, b)
+    return TraceDiff(side_a, side_b, rows, cpu, _ratio(side_a.step_us, side_b.step_us), family_totals(rows),
+                     launch_totals(launch_calls(a, sa), launch_calls(b, sb)), a, b)
 
 
 def median_step(trace: Trace) -> int | None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui.trace.diff_cpu import op_key
+
 MARKERS = {"same": "=", "changed": "~", "added": "+", "removed": "-", "fused": "⊕"}
 
 # Distinct dispatch-chain pairs shown in the text report before "... and N more".
@@ -71,6 +73,26 @@ def headline(doc: dict[str, Any]) -> str:
     return f"speed-up B vs A: {s:.2f}× (B is {word}; median step time), GPU busy {fmt_speedup(doc.get('gpu_busy_speedup'))}"
 
 
+def pair_table(items: list[dict[str, Any]], key: str) -> list[tuple[str, str, str, str]]:
+    """(name, "n × time" on A, on B, B−A) for by_family / launch_calls entries."""
+    out = []
+    for p in items:
+        delta = p["b_us"] - p["a_us"] if p["a_count"] and p["b_count"] else None
+        out.append((p[key], f"{p['a_count']} × {fmt_us(p['a_us'])}" if p["a_count"] else "—",
+                    f"{p['b_count']} × {fmt_us(p['b_us'])}" if p["b_count"] else "—", fmt_delta(delta)))
+    return out
+
+
+def empty_notes(doc: dict[str, Any]) -> list[str]:
+    """Say so when a side ran nothing on the GPU in its aligned step (a CPU-only trace, a bad step)."""
+    notes = []
+    for side in ("a", "b"):
+        if not any(row[side] for row in doc["kernels"]):
+            notes.append(f"note: {side.upper()} has no GPU work in {doc[side]['step']}: every row is "
+                         f"{'added' if side == 'a' else 'removed'}")
+    return notes
+
+
 def _names(row: dict[str, Any], side: str, raw: bool) -> list[str]:
     names = row[side] if raw else row.get(f"{side}_short") or row[side]
     return list(names)
@@ -122,6 +144,16 @@ def render_text(doc: dict[str, Any], *, raw: bool = False, width: int = 100, onl
                              f"  {right:<{name_w}} {fmt_us(row['b_us']) if nb else '':>9} {fmt_delta(row['delta_us']):>9}")
             else:
                 lines.append(f"{'':>4} {'│'} {left:<{name_w}} {'':>9}  {right:<{name_w}}")
+    lines += empty_notes(doc)
+    if doc.get("biggest"):
+        lines += ["", "Largest changes in GPU time: " + ", ".join(
+            f"row {n} ({MARKERS[doc['kernels'][n - 1]['status']]} {fmt_delta(_row_delta(doc['kernels'][n - 1]))})"
+            for n in doc["biggest"])]
+    for title, key, items in (("GPU time by kernel family", "family", doc.get("by_family") or []),
+                              ("Launch calls (runtime/driver)", "name", doc.get("launch_calls") or [])):
+        if items:
+            lines += ["", f"{title}, aligned steps:", f"  {'':<34} {'A':>16} {'B':>16} {'Δ':>10}"]
+            lines += [f"  {_cut(n, 34):<34} {va:>16} {vb:>16} {d:>10}" for n, va, vb, d in pair_table(items, key)]
     cpu = doc["cpu"]
     lines += ["", "CPU ops in one step only:",
               "  removed (A only): " + (", ".join(cpu["removed_ops"]) or "none"),
@@ -132,13 +164,17 @@ def render_text(doc: dict[str, Any], *, raw: bool = False, width: int = 100, onl
     lines += ["", f"Dispatch chains, A ⇒ B ({len(groups)} distinct):"]
     for rows, ca, cb in groups[:_MAX_CHAINS]:
         lines.append(f"  rows {_row_numbers(rows)}")
-        lines.append("    A: " + (" → ".join(ca) or "(nothing on A)"))
-        lines.append("    B: " + (" → ".join(cb) or "(nothing on B)"))
+        lines.append("    A: " + (" → ".join(map(op_key, ca)) or "(nothing on A)"))
+        lines.append("    B: " + (" → ".join(map(op_key, cb)) or "(nothing on B)"))
     if len(groups) > _MAX_CHAINS:
         lines.append(f"  … and {len(groups) - _MAX_CHAINS} more (see --json)")
     lines.append("")
     lines.append("markers: " + "  ".join(f"{m} {s}" for s, m in MARKERS.items()))
     return "\n".join(lines) + "\n"
+
+
+def _row_delta(row: dict[str, Any]) -> float:
+    return (row["b_us"] or 0.0) - (row["a_us"] or 0.0)
 
 
 def _md(text: str) -> str:
@@ -169,6 +205,12 @@ def render_markdown(doc: dict[str, Any], *, raw: bool = False, only_diff: bool =
         b_us = "" if row["b_us"] is None else f"{row['b_us']:.1f}"
         d_us = "" if row["delta_us"] is None else f"{row['delta_us']:+.1f}"
         lines.append(f"| {n} | {MARKERS[row['status']]} {row['status']} | {na} | {a_us} | {nb} | {b_us} | {d_us} |")
+    lines += [""] + empty_notes(doc) if empty_notes(doc) else []
+    for title, key, items in (("GPU time by kernel family", "family", doc.get("by_family") or []),
+                              ("Launch calls", "name", doc.get("launch_calls") or [])):
+        if items:
+            lines += ["", f"### {title} (aligned steps)", "", f"| {key} | A | B | Δ |", "|---|---:|---:|---:|"]
+            lines += [f"| `{_md(n)}` | {va} | {vb} | {d} |" for n, va, vb, d in pair_table(items, key)]
     cpu = doc["cpu"]
     lines += ["", "### CPU ops in one step only", "",
               "- removed (A only): " + (", ".join(f"`{_md(x)}`" for x in cpu["removed_ops"]) or "none"),
@@ -178,7 +220,9 @@ def render_markdown(doc: dict[str, Any], *, raw: bool = False, only_diff: bool =
     groups = _chain_groups(doc)
     lines += ["", "### Dispatch chains (A ⇒ B)", ""]
     for rows, ca, cb in groups[:_MAX_CHAINS]:
-        lines.append(f"- rows {_row_numbers(rows)}: `{_md(' → '.join(ca) or '—')}` ⇒ `{_md(' → '.join(cb) or '—')}`")
+        chain_a = " → ".join(map(op_key, ca)) or "—"
+        chain_b = " → ".join(map(op_key, cb)) or "—"
+        lines.append(f"- rows {_row_numbers(rows)}: `{_md(chain_a)}` ⇒ `{_md(chain_b)}`")
     if len(groups) > _MAX_CHAINS:
         lines.append(f"- … and {len(groups) - _MAX_CHAINS} more")
     return "\n".join(lines) + "\n"
