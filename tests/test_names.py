@@ -153,6 +153,9 @@ EXPECTED: list[tuple[str, dict]] = [
      "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::BFloat16*, c10::BFloat16 const*, int)",
      dict(family="reduction", kind="softmax", dtype="bf16")),
     ("__amd_rocclr_fillBufferAligned", dict(family="memset", library="HIP")),
+    ("_ZN19cutlass_cudnn_train6KernelINS_4conv6kernel23ImplicitGemmConvolutionINS1_11threadblock22ImplicitGemm"
+     "MultistageINS_4gemm9GemmShapeILi128ELi128ELi32EEENS4_52Conv2dWgradOutputGradientTileAccessIteratorOptimized",
+     dict(family="gemm", library="cuDNN", kind="conv wgrad", short="cuDNN conv wgrad (implicit GEMM)")),
     ("std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, float, float, float, float, false, "
      "true, false, false, 7, cublasGemvParams<cublasGemvTensorStridedBatched<float const>, "
      "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float> >(...)",

@@ -69,10 +69,13 @@ _FBGEMM_PREFIXES = ("split_embedding", "bounds_check_indices", "linearize_index"
                     "recat_copy", "batched_unary_embeddings", "dense_embedding", "jagged_", "permute_2D")
 
 
-def _cudnn_ns(raw: str, fn: str) -> KernelName:
-    """cuDNN's namespaced helpers (`cudnn::bn_fw_tr_...`, `cudnn::winograd...`) and conv engines."""
+def _cudnn_ns(raw: str, fn: str, detail: str | None = None) -> KernelName:
+    """cuDNN's namespaced helpers (`cudnn::bn_fw_tr_...`, `cudnn::winograd...`) and conv engines.
+    `detail` is searched for the conv direction when `fn` alone does not say it (mangled names)."""
     base = last_component(fn)
     low = fn.lower()
+    if detail is not None and "implicitgemmconvolution" in detail.lower():
+        base = "implicit GEMM"
     if any(k in low for k in _CUDNN_NORM):
         return KernelName(raw=raw, short=f"cuDNN batch_norm ({base})", family="norm", library="cuDNN", kind="norm",
                           ops=("batch_norm",))
@@ -89,10 +92,13 @@ def _cudnn_ns(raw: str, fn: str) -> KernelName:
         return KernelName(raw=raw, short=f"cuDNN scale ({base})", family="pointwise", library="cuDNN",
                           kind="pointwise", ops=("scale",))
     kind = "conv winograd" if "winograd" in low else ("conv fft" if "fft" in low else "conv")
-    if "wgrad" in low:
+    where = (detail or fn).lower()
+    if "wgrad" in where:
         kind += " wgrad"
-    elif "dgrad" in low:
+    elif "dgrad" in where:
         kind += " dgrad"
+    elif "fprop" in where:
+        kind += " fprop"
     return KernelName(raw=raw, short=f"cuDNN {kind} ({base})", family="gemm", library="cuDNN", kind=kind,
                       ops=("conv",))
 
@@ -176,7 +182,7 @@ def _decode(raw: str) -> KernelName:
     if outline is not None:
         kn = _cpp(outline + "(" if "(" not in outline else outline)
         if "cudnn" in outline and ("Conv" in name or "conv" in name):
-            kn = _cudnn_ns(name, outline)
+            kn = _cudnn_ns(name, outline, detail=name)
         return replace(kn, raw=raw)
     if _BARE.match(name):
         if name.startswith("_") or name.endswith("kernel") or "_kernel_" in name:
