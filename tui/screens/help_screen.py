@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -37,15 +37,18 @@ def key_text(binding: Binding, keymap: dict[str, str]) -> str:
     return " ".join(k.replace("_", " ") for k in binding.key.split(","))
 
 
-def help_markup(keymap: dict[str, str]) -> str:
-    lines = ["[b]mlptui keys[/b]   (remap with MLPTUI_KEYS=\"id=key,...\"; esc or ? closes)", ""]
+def help_text(keymap: dict[str, str]) -> Text:
+    text = Text()
+    text.append("mlptui keys", "bold")
+    text.append('   (remap with MLPTUI_KEYS="id=key,..."; esc or ? closes)\n\n')
     for title, bindings in GROUPS:
-        lines.append(f"[b]{escape(title)}[/b]")
+        text.append(title + "\n", "bold")
         for b in bindings:
-            lines.append(f"  {escape(key_text(b, keymap)):<18} {escape(b.description):<24} [dim]{b.id}[/dim]")
-        lines.append("")
-    lines.append(LEGEND)
-    return "\n".join(lines)
+            text.append(f"  {key_text(b, keymap):<18} {b.description:<24} ")
+            text.append(f"{b.id}\n", "dim")
+        text.append("\n")
+    text.append_text(Text.from_markup(LEGEND))
+    return text
 
 
 class HelpScreen(ModalScreen[None]):
@@ -57,7 +60,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
-            yield Static(help_markup(getattr(self.app, "_keymap", {}) or {}), id="help-text")
+            yield Static(help_text(getattr(self.app, "_keymap", {}) or {}), id="help-text")
 
     def action_scroll(self, direction: str) -> None:
         body = self.query_one("#help-body", VerticalScroll)

@@ -333,7 +333,8 @@ class TraceScreen(Screen):
         if self.maximized is not None:
             self.minimize()
         elif self.focused is not None:
-            self.maximize(self.focused)
+            pane = next((a for a in self.focused.ancestors_with_self if isinstance(a, Pane)), self.focused)
+            self.maximize(pane, container=False)
 
     def action_focus_pane(self, name: str) -> None:
         self.query_one(PANES[name]).focus()

@@ -11,9 +11,9 @@ from textual.widgets import Static
 
 from tui.trace.model import LAUNCH_CATS, Trace
 from tui.trace.names import decode_kernel
+from tui.trace.occupancy import kernel_occupancy
+from tui.trace.roofline import kernel_roofline
 from tui.widgets import fmt
-from tui.widgets.perf import occupancy as kernel_occupancy
-from tui.widgets.perf import roofline as kernel_roofline
 
 ARG_CHARS = 160
 
@@ -88,7 +88,7 @@ def gpu_details(trace: Trace, gid: int) -> str:
         if roof.gbps is not None:
             parts.append(f"{roof.gbps:.0f} GB/s")
         if roof.pct_of_peak is not None:
-            parts.append(f"{roof.pct_of_peak * 100:.0f}% of peak")
+            parts.append(f"{roof.pct_of_peak:.0f}% of peak")
         _kv(lines, "roofline", f"{', '.join(parts)} ({roof.bound}-bound)")
     if g.launch >= 0:
         call = trace.ops[g.launch]
@@ -121,6 +121,9 @@ class Details(VerticalScroll, can_focus=True):
     def compose(self):
         yield Static("", id="details-text", markup=True)
 
+    text = ""
+
     def show_text(self, markup: str) -> None:
+        self.text = markup
         self.query_one("#details-text", Static).update(Text.from_markup(markup) if markup else "")
         self.scroll_home(animate=False)

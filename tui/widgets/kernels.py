@@ -12,10 +12,10 @@ from typing import Any
 from tui.keys import TABLE_KEYS
 from tui.trace.model import Trace
 from tui.trace.names import KernelName, decode_kernel
+from tui.trace.occupancy import kernel_occupancy
+from tui.trace.roofline import kernel_roofline
 from tui.widgets import fmt
 from tui.widgets.lines import Cell, Column, LineList
-from tui.widgets.perf import occupancy as kernel_occupancy
-from tui.widgets.perf import roofline as kernel_roofline
 
 
 def _triple(value: Any) -> str:
@@ -111,14 +111,15 @@ class KernelTable(LineList):
             elif roof.gbps is not None:
                 perf = f"{roof.gbps:.0f} GB/s"
             if roof.pct_of_peak is not None:
-                peak = (f"{roof.pct_of_peak * 100:.0f}%", "good" if roof.pct_of_peak >= 0.5 else "warn")
+                peak = (f"{roof.pct_of_peak:.0f}%", "good" if roof.pct_of_peak >= 50 else "warn")
         tone = {"gemm": "hot", "memset": "dim", "copy": "dim"}.get(name.family, "base")
         return [
             str(self.order_index(gid) + 1),
             (op.name if self.raw else name.short, tone), fmt.us(op.dur),
             name.family, name.library, name.tile or "", name.layout or "", name.dtype or "",
             _triple(args.get("grid")), _triple(args.get("block")),
-            str(args.get("registers per thread", "")), fmt.size_bytes(args.get("shared memory")),
+            str(args.get("registers per thread", "")),
+            fmt.size_bytes(args["shared memory"]) if "shared memory" in args else "",
             fmt.pct(occ.fraction) if occ is not None else "",
             f"{reported}%" if isinstance(reported, int | float) else "",
             perf, peak,

@@ -1,0 +1,38 @@
+"""Helpers for driving the explorer in tests: wait for a screen, read a pane's rows as text."""
+
+from __future__ import annotations
+
+import asyncio
+
+from textual.app import App
+from textual.pilot import Pilot
+from textual.screen import Screen
+
+from tui.widgets.lines import LineList
+
+
+async def wait_for_screen(app: App, pilot: Pilot, kind: type[Screen], timeout: float = 20.0) -> Screen:
+    """Let workers finish and messages land until `kind` is the active screen."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not isinstance(app.screen, kind):
+        if loop.time() > deadline:
+            raise AssertionError(f"{kind.__name__} never showed; screen is {app.screen!r}")
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.05)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    return app.screen
+
+
+def row_text(pane: LineList, index: int) -> str:
+    cells = pane.cells(index)
+    return " | ".join(c if isinstance(c, str) else c[0] for c in cells)
+
+
+def rows_text(pane: LineList) -> list[str]:
+    return [row_text(pane, i) for i in range(pane.row_count())]
+
+
+def cursor_text(pane: LineList) -> str:
+    return row_text(pane, pane.cursor)
