@@ -1,8 +1,8 @@
 """Bytes -> typed raw events, the fast way.
 
 The bulk event stream is decoded by msgspec into small typed structs (no dict per event, no GC
-tracking); each event's `args` stays a `msgspec.Raw` slice of the input and is decoded only when
-asked for (`event_args`) or, for the few keys linking needs, by `link_args`. When a trace holds
+tracking). Of each event's `args` only the keys that linking and naming need are read (LinkArgs);
+the rest is skipped by the parser and read back on demand (tui.trace.args_store). When a trace holds
 values of unexpected types (a hand-edited file, an exotic exporter) the typed decode fails and
 `decode_document` falls back to a tolerant per-event path that skips what it cannot use and says so.
 """
@@ -23,6 +23,16 @@ from tui.trace.errors import TraceError
 _NO_ARGS = Raw(b"")
 
 
+class LinkArgs(Struct, gc=False):
+    """The args keys read during the load: linking ids (old traces spell one in lower case) and the
+    `name` of process/thread metadata events."""
+
+    correlation: int | None = None
+    external_id: int | None = msgspec.field(default=None, name="External id")
+    external_id_lc: int | None = msgspec.field(default=None, name="external id")
+    name: str | None = None
+
+
 class RawEvent(Struct, gc=False):
     """One Chrome-trace event; only the keys the index reads. Unknown keys are skipped by the decoder."""
 
@@ -34,24 +44,7 @@ class RawEvent(Struct, gc=False):
     ts: float | None = None
     dur: float | None = None
     id: int | str | None = None
-    bp: str = ""
-    args: Raw = _NO_ARGS
-
-
-class LinkArgs(Struct, gc=False):
-    """The args keys used to link CPU ops, launch calls and GPU work (old traces spell one in lower case)."""
-
-    correlation: int | None = None
-    external_id: int | None = msgspec.field(default=None, name="External id")
-    external_id_lc: int | None = msgspec.field(default=None, name="external id")
-
-
-class MetaArgs(Struct, gc=False):
-    """Args of `M` events: process/thread names, labels, sort indices."""
-
-    name: str | None = None
-    labels: str | None = None
-    sort_index: int | None = None
+    args: LinkArgs | None = None
 
 
 # Top-level keys kept as Raw and decoded after the events (a handful of small values).
@@ -90,8 +83,6 @@ class _Document(Struct, gc=False):
 
 _DOC = msgspec.json.Decoder(_Document)
 _ARRAY = msgspec.json.Decoder(list[RawEvent])
-_LINK = msgspec.json.Decoder(LinkArgs)
-_META = msgspec.json.Decoder(MetaArgs)
 
 
 @dataclass
@@ -99,8 +90,8 @@ class Decoded:
     events: list[RawEvent]
     meta: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    # Keeps the input alive: every Raw in `events` points into it.
-    buffer: Any = None
+    repaired_utf8: bool = False                   # invalid UTF-8 was replaced; re-reads must do the same
+    eager_args: list[dict[str, Any]] | None = None  # full args, when the tolerant path has them anyway
 
 
 def decode_document(data: bytes | bytearray | memoryview, source: str) -> Decoded:
@@ -130,8 +121,7 @@ def decode_document(data: bytes | bytearray | memoryview, source: str) -> Decode
         if was_enabled:
             gc.enable()
     decoded.warnings[:0] = warnings
-    if decoded.buffer is None:
-        decoded.buffer = data
+    decoded.repaired_utf8 = bool(warnings)
     return decoded
 
 
@@ -207,6 +197,7 @@ def _decode_tolerant(data: Any, source: str) -> Decoded:
     else:
         raise TraceError(f"{source}: JSON is not a trace (top level is a {type(doc).__name__})")
     events: list[RawEvent] = []
+    args: list[dict[str, Any]] = []
     bad = 0
     for item in items:
         event = _event_from_obj(item)
@@ -214,16 +205,17 @@ def _decode_tolerant(data: Any, source: str) -> Decoded:
             bad += 1
         else:
             events.append(event)
+            args.append(item["args"] if isinstance(item.get("args"), dict) else {})
     warnings = [f"skipped {bad} malformed event(s) (not an object or fields of the wrong type)"] if bad else []
-    return Decoded(events=events, meta=meta, warnings=warnings)
+    return Decoded(events=events, meta=meta, warnings=warnings, eager_args=args)
 
 
 def _event_from_obj(item: Any) -> RawEvent | None:
     if not isinstance(item, dict):
         return None
     args = item.get("args")
-    fields = {k: item[k] for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "bp") if k in item}
-    for key in ("cat", "name", "ph", "bp"):
+    fields = {k: item[k] for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id") if k in item}
+    for key in ("cat", "name", "ph"):
         if key in fields and fields[key] is None:
             del fields[key]
     try:
@@ -231,26 +223,17 @@ def _event_from_obj(item: Any) -> RawEvent | None:
     except msgspec.ValidationError:
         return None
     if isinstance(args, dict):
-        event.args = Raw(orjson.dumps(args))
+        event.args = LinkArgs(
+            correlation=_int_or_none(args.get("correlation")),
+            external_id=_int_or_none(args.get("External id")),
+            external_id_lc=_int_or_none(args.get("external id")),
+            name=args["name"] if isinstance(args.get("name"), str) else None,
+        )
     return event
 
 
-def link_args(raw: Raw) -> LinkArgs | None:
-    if not raw:
-        return None
-    try:
-        return _LINK.decode(raw)
-    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
-        return None
-
-
-def meta_args(raw: Raw) -> MetaArgs | None:
-    if not raw:
-        return None
-    try:
-        return _META.decode(raw)
-    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
-        return None
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and -2**63 <= value < 2**63 else None
 
 
 def event_args(raw: Raw) -> dict[str, Any]:

@@ -14,9 +14,11 @@ What is linked, and how:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from tui.trace.decode import Decoded, RawEvent, event_args, link_args, meta_args
+from tui.trace.decode import Decoded, LinkArgs, RawEvent
 from tui.trace.model import (
     ANNOTATION,
     CPU_OP,
@@ -60,6 +62,20 @@ _DEVICE_SIDE_RAW = frozenset({"mtia_ccp_events"})
 _SKIPPED_RAW = frozenset({"Trace"})        # the profiler's own span ("PyTorch Profiler (0)")
 _FLOW_CATS = frozenset({"ac2g", "async_gpu", "async_cpu_to_gpu"})
 STEP_PREFIX = "ProfilerStep#"
+
+
+class _ReadOnlyEmpty(list):
+    """The one empty `children`/`gpu` list shared by every op that has none (most ops are leaves).
+    A list to every reader; any attempt to change it fails loudly instead of touching all ops at once."""
+
+    def _refuse(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("an indexed trace is read-only")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
+
+
+NO_IDS: list[int] = _ReadOnlyEmpty()
 
 
 def _id_of(value: int | str, names: dict[str, int]) -> int:
@@ -115,9 +131,24 @@ def _durations(values: list[float | None], warnings: list[str]) -> np.ndarray:
     return np.rint(arr * 1000.0).astype(np.int64)
 
 
+def _add_gpu(op: Op, g: int) -> None:
+    if op.gpu is NO_IDS:
+        op.gpu = [g]
+    else:
+        op.gpu.append(g)
+
+
+def _ext(la: LinkArgs | None) -> tuple[int | None, int | None]:
+    if la is None:
+        return None, None
+    return (la.external_id if la.external_id is not None else la.external_id_lc), la.correlation
+
+
 def build_trace(decoded: Decoded, source: str) -> Trace:
-    """Index `decoded`. Consumes `decoded.events` (the structs are freed once their fields are read)."""
-    events = decoded.events
+    """Index `decoded`. Consumes `decoded.events`: each struct is freed as soon as its fields are read, so
+    the memory of the decoded events is reused for the Ops instead of adding to the peak."""
+    events: list[Any] = decoded.events
+    n_events = len(events)
     warnings = list(decoded.warnings)
     string_ids: dict[str, int] = {}
 
@@ -169,57 +200,35 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
         warnings.append(f"ignored {ignored_phases} begin/end ('B'/'E') event(s); only complete events are indexed")
     if not events:
         warnings.append("the trace has no events")
-
     cpu_ev, cpu_cat, gpu_ev, gpu_cat = _drop_outlying_times(events, cpu_ev, cpu_cat, gpu_ev, gpu_cat, warnings)
 
-    # ---- columns; names interned (a trace repeats a few hundred names hundreds of thousands of times)
-    intern: dict[str, str] = {}
-    cpu_name = [intern.setdefault(events[i].name, events[i].name) for i in cpu_ev]
-    gpu_name = [intern.setdefault(events[i].name, events[i].name) for i in gpu_ev]
+    # ---- what must be read before events are freed: names, GPU links, flows
+    thread_names, process_names = _names(events, meta_ev, string_ids)
+    gpu_link = [events[i].args for i in gpu_ev]
+    # Where a launch call or GPU event lacks a correlation, the ac2g flow on it carries the same id.
+    starts: dict = {}
+    ends: dict = {}
+    if flow_ev and any(la is None or la.correlation is None for la in gpu_link):
+        starts, ends = _flow_index(events, flow_ev, string_ids)
+
+    # ---- times as integer ns from the first event, so containment never compares floats
     cpu_ts = [events[i].ts for i in cpu_ev]
     gpu_ts = [events[i].ts for i in gpu_ev]
-    cpu_link = [link_args(events[i].args) for i in cpu_ev]
-    gpu_link = [link_args(events[i].args) for i in gpu_ev]
-    thread_of: dict[tuple, int] = {}
-    cpu_thread_list = [thread_of.setdefault((e.pid, e.tid), len(thread_of)) for e in map(events.__getitem__, cpu_ev)]
-    thread_keys = [(_id_of(p, string_ids), _id_of(t, string_ids)) for p, t in thread_of]
-    gpu_where = [(_id_of(e.pid, string_ids), _id_of(e.tid, string_ids)) for e in map(events.__getitem__, gpu_ev)]
-
     origin_us = float(min(min(cpu_ts, default=np.inf), min(gpu_ts, default=np.inf)))
     if origin_us == np.inf:
         origin_us = 0.0
-    # Times as integer ns from the first event, so containment never compares floats.
     cpu_start = _ns(cpu_ts, origin_us)
     gpu_start = _ns(gpu_ts, origin_us)
     del cpu_ts, gpu_ts
     cpu_dur = _durations([events[i].dur for i in cpu_ev], warnings)
     gpu_dur = _durations([events[i].dur for i in gpu_ev], warnings)
-
-    # Where a launch call or GPU event lacks a correlation, the ac2g flow on it carries the same id.
-    flow_corr: dict[int, int] = {}   # event index -> flow id
-    if flow_ev and any(la is None or la.correlation is None for la in gpu_link):
-        starts, ends = _flow_index(events, flow_ev, string_ids)
-        for j, i in enumerate(cpu_ev):
-            la = cpu_link[j]
-            if cpu_cat[j] in LAUNCH_CATS and (la is None or la.correlation is None):
-                e = events[i]
-                fid = starts.get((_id_of(e.pid, string_ids), _id_of(e.tid, string_ids), e.ts))
-                if fid is not None:
-                    flow_corr[i] = fid
-        for j, i in enumerate(gpu_ev):
-            la = gpu_link[j]
-            if la is None or la.correlation is None:
-                fid = ends.get((*gpu_where[j], events[i].ts))
-                if fid is not None:
-                    flow_corr[i] = fid
-    thread_names, process_names = _names(events, meta_ev, string_ids)
-    raws = [e.args for e in events]
-    # Free the decoded structs now: from here on only columns, names and the args slices are needed.
-    events.clear()
-    decoded.events = []
+    thread_of: dict[tuple, int] = {}
+    cpu_thread = np.asarray(
+        [thread_of.setdefault((e.pid, e.tid), len(thread_of)) for e in map(events.__getitem__, cpu_ev)],
+        dtype=np.int64)
+    thread_keys = [(_id_of(p, string_ids), _id_of(t, string_ids)) for p, t in thread_of]
 
     # ---- per-thread trees
-    cpu_thread = np.asarray(cpu_thread_list, dtype=np.int64)
     forest = build_forest(cpu_thread, cpu_start, cpu_dur)
     if forest.partial_overlaps:
         warnings.append(f"{forest.partial_overlaps} CPU slice(s) end after the slice they start in "
@@ -232,36 +241,42 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
     ts_us = (start_sorted / 1000.0).tolist()
     dur_us = (dur_sorted / 1000.0).tolist()
     thread_sorted = cpu_thread[forest.order].tolist()
+    del cpu_start, cpu_dur, cpu_thread
 
-    # ---- ops
+    # ---- ops, in tree order; each decoded event is dropped as soon as its Op exists
     ops: list[Op] = []
     append = ops.append
+    intern: dict[str, str] = {}
     ext_to_op: dict[int, int] = {}
     corr_to_launch: dict[int, int] = {}
     launch_cats = LAUNCH_CATS
     for k, j in enumerate(order):
+        i = cpu_ev[j]
+        e = events[i]
+        events[i] = None
         cat = cpu_cat[j]
         pid, tid = thread_keys[thread_sorted[k]]
-        la = cpu_link[j]
-        if la is None:
-            ext = corr = None
-        else:
-            ext = la.external_id if la.external_id is not None else la.external_id_lc
-            corr = la.correlation
-        if corr is None and flow_corr:
-            corr = flow_corr.get(cpu_ev[j])
-        append(Op(k, cpu_name[j], cat, pid, tid, ts_us[k], dur_us[k], cpu_ev[j], parent[k], [], depth[k], ext, corr))
+        ext, corr = _ext(e.args)
+        if corr is None and starts and cat in launch_cats:
+            corr = starts.get((pid, tid, e.ts))
+        name = e.name
+        append(Op(k, intern.setdefault(name, name), cat, pid, tid, ts_us[k], dur_us[k], i, parent[k], NO_IDS,
+                  depth[k], ext, corr, -1, 0.0, 0.0, NO_IDS))
         if cat in launch_cats:
             if corr is not None:
                 corr_to_launch[corr] = k
         elif ext is not None and (cat == CPU_OP or cat == ANNOTATION) and ext not in ext_to_op:
             ext_to_op[ext] = k
-    del cpu_link, cpu_name
+    del ts_us, dur_us, order
 
     roots_by_thread: list[list[int]] = [[] for _ in thread_keys]
     for op, t in zip(ops, thread_sorted, strict=True):
         if op.parent >= 0:
-            ops[op.parent].children.append(op.id)
+            up = ops[op.parent]
+            if up.children is NO_IDS:
+                up.children = [op.id]
+            else:
+                up.children.append(op.id)
         else:
             roots_by_thread[t].append(op.id)
 
@@ -273,7 +288,7 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
         has_parent = parent_arr >= 0
         np.add.at(child_sum, parent_arr[has_parent], dur_sorted[has_parent])
         for op, s in zip(ops, (np.maximum(dur_sorted - child_sum, 0) / 1000.0).tolist(), strict=True):
-            op.self_us = s
+            op.self_us = s if op.children else op.dur   # a leaf shares its duration's float
 
     # ---- GPU work, in time order
     gorder = np.argsort(gpu_start, kind="stable").tolist()
@@ -284,15 +299,14 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
     direct_gpu = np.zeros(n_ops, dtype=np.float64)
     unlinked = 0
     for g, j in enumerate(gorder):
-        device, stream = gpu_where[j]
-        la = gpu_link[j]
-        if la is None:
-            ext = corr = None
-        else:
-            ext = la.external_id if la.external_id is not None else la.external_id_lc
-            corr = la.correlation
-        if corr is None and flow_corr:
-            corr = flow_corr.get(gpu_ev[j])
+        i = gpu_ev[j]
+        e = events[i]
+        events[i] = None
+        device = _id_of(e.pid, string_ids)
+        stream = _id_of(e.tid, string_ids)
+        ext, corr = _ext(gpu_link[j])
+        if corr is None and ends:
+            corr = ends.get((device, stream, e.ts))
         launch = corr_to_launch.get(corr, -1) if corr is not None else -1
         op_id = -1
         if launch >= 0:
@@ -303,18 +317,21 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
                 op_id = ext_to_op.get(ops[launch].external_id, -1)
         elif ext:
             op_id = ext_to_op.get(ext, -1)
-        gpu.append(GpuOp(g, gpu_name[j], gpu_cat[j], device, stream, gts[j], gdur[j], gpu_ev[j],
+        name = e.name
+        gpu.append(GpuOp(g, intern.setdefault(name, name), gpu_cat[j], device, stream, gts[j], gdur[j], i,
                          corr, ext, launch, op_id))
         streams[(device, stream)] = None
         if launch >= 0:
-            ops[launch].gpu.append(g)
+            _add_gpu(ops[launch], g)
             direct_gpu[launch] += gdur[j]
         elif op_id >= 0:
             direct_gpu[op_id] += gdur[j]
         else:
             unlinked += 1
         if op_id >= 0:
-            ops[op_id].gpu.append(g)
+            _add_gpu(ops[op_id], g)
+    events.clear()
+    decoded.events = []
 
     # GPU time up the tree: a parent's id is smaller than its children's, so sweep the depths bottom-up.
     if n_ops and gpu:
@@ -323,8 +340,8 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
         for d in range(int(depth_arr.max()), 0, -1):
             at = np.nonzero(depth_arr == d)[0]
             np.add.at(total, parent_arr[at], total[at])
-        for op, v in zip(ops, total.tolist(), strict=True):
-            op.gpu_us = v
+        for k in np.nonzero(total)[0].tolist():
+            ops[k].gpu_us = float(total[k])
 
     # ---- steps
     steps = _steps(ops)
@@ -357,16 +374,12 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
     meta["device_side_events"] = device_side
     if "traceName" in meta:
         meta["trace_name"] = meta["traceName"]
-    buffer = decoded.buffer
-
-    def args_of(event: int) -> dict:
-        # `buffer` is what every Raw slice points into; the closure keeps it alive with them.
-        return event_args(raws[event]) if buffer is not None and 0 <= event < len(raws) else {}
+    meta["events"] = n_events
 
     return Trace(
         source=source, ops=ops, gpu=gpu, steps=steps, threads=threads, streams=stream_list,
         device=_main_device(devices, gpu), devices=devices, meta=meta, warnings=warnings,
-        origin_us=origin_us, _args=args_of,
+        origin_us=origin_us,
     )
 
 
@@ -404,7 +417,7 @@ def _names(events: list[RawEvent], meta_ev: list[int], string_ids: dict[str, int
         e = events[i]
         if e.name not in ("thread_name", "process_name"):
             continue
-        a = meta_args(e.args)
+        a = e.args
         if a is None or not a.name:
             continue
         pid = _id_of(e.pid, string_ids)

@@ -15,7 +15,8 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-from tui.trace.decode import decode_document
+from tui.trace.args_store import ArgsStore
+from tui.trace.decode import Decoded, decode_document
 from tui.trace.errors import TraceError
 from tui.trace.index import build_trace
 from tui.trace.manifest import manifest_for
@@ -51,7 +52,9 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
         raise TraceError(f"{name}: is a folder, not a trace file") from None
     except OSError as exc:
         raise TraceError(f"{name}: cannot read ({exc.strerror or exc})") from None
-    trace = _build(data, name, total, progress)
+    holder = [data]
+    del data
+    trace = _build(holder, name, total, progress, lambda d: ArgsStore.for_file(p, len(d.events), d.repaired_utf8))
     trace.meta.setdefault("file_bytes", total)
     trace.meta.setdefault("path", str(p))
     trace.manifest = manifest_for(p)
@@ -61,27 +64,41 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
 def load_trace_bytes(data: bytes, *, source: str, progress: Progress | None = None) -> Trace:
     """The same as load_trace for bytes already in memory (from ssh, the Hub, a test)."""
     total = len(data)
+    original = data
     if data[:2] == _GZIP_MAGIC:
         data = _gunzip_bytes(data, source, progress)
     elif progress is not None:
         progress(total, total)
-    trace = _build(data, source, total, progress)
+    holder = [data]
+    del data
+    trace = _build(holder, source, total, progress,
+                   lambda d: ArgsStore(len(d.events), data=bytes(original), repair_utf8=d.repaired_utf8))
     trace.meta.setdefault("file_bytes", total)
     return trace
 
 
-def _build(data: bytes | bytearray, source: str, total: int, progress: Progress | None) -> Trace:
+def _build(holder: list[bytes | bytearray], source: str, total: int, progress: Progress | None,
+           args_store: Callable[[Decoded], ArgsStore]) -> Trace:
+    """Decode and index the bytes in `holder` (taken out of it, so that they are freed as soon as they are
+    decoded); `args_store` makes the on-demand reader of full args for this input."""
     # Building millions of small objects with the collector running costs more than the parse itself.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        data = holder.pop()
         decoded = decode_document(data, source)
+        del data     # only the decoded events are needed from here on; full args are re-read on demand
         if "not_a_trace" in decoded.meta:
             if decoded.meta["not_a_trace"] == "execution":
                 raise TraceError(f"{source}: this is a PyTorch execution trace, not a profiler trace "
                                  "(record one with torch.profiler)")
             raise TraceError(f"{source}: JSON without 'traceEvents': not a PyTorch profiler trace")
+        if decoded.eager_args is not None:
+            store = ArgsStore(len(decoded.events), eager=decoded.eager_args)
+        else:
+            store = args_store(decoded)
         trace = build_trace(decoded, source)
+        trace._args = store
     finally:
         if was_enabled:
             gc.enable()
