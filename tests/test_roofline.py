@@ -3,8 +3,10 @@ throughput of the real H200 sample traces."""
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tui.trace.gpu_specs import (
@@ -23,7 +25,7 @@ from tui.trace.gpu_specs import (
     V100_SXM2,
     peak_for,
 )
-from tui.trace.load import load_trace
+from tui.trace.load import load_trace, load_trace_bytes
 from tui.trace.model import KERNEL
 from tui.trace.names import decode_kernel
 from tui.trace.roofline import kernel_roofline, op_work
@@ -207,3 +209,17 @@ def test_compiled_and_triton_kernels_get_no_invented_roofline() -> None:
                 assert kernel_roofline(trace, g.id) is None
             elif kn.family == "gemm":
                 assert kernel_roofline(trace, g.id) is not None     # Inductor calls aten::mm for GEMMs
+
+
+def test_unknown_device_still_reports_achieved_throughput() -> None:
+    doc = orjson.loads(gzip.decompress(_sample("mlp-eager-*bf16*.pt.trace.json.gz").read_bytes()))
+    doc["deviceProperties"] = [{**doc["deviceProperties"][0], "name": "Some Future GPU"}]
+    trace = load_trace_bytes(orjson.dumps(doc), source="renamed-device")
+    gemm = next(g for g in trace.gpu if g.name.startswith("nvjet_sm90_tst_256x128"))
+    r = kernel_roofline(trace, gemm.id)
+    assert r is not None and r.peak is None
+    assert r.tflops == pytest.approx(2 * 8192 * 768 * 3072 / (gemm.dur * 1e-6) / 1e12)
+    assert r.pct_of_peak is None and r.pct_of_roofline is None and r.bound == "unknown"
+    gelu = next(g for g in trace.gpu if "GeluCUDAKernelImpl" in g.name)
+    r = kernel_roofline(trace, gelu.id)
+    assert r is not None and r.bound == "memory" and r.pct_of_peak is None and r.gbps > 0

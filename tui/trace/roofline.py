@@ -54,7 +54,7 @@ class Roofline:
     tflops: float | None        # achieved
     gbps: float                 # achieved
     pct_of_peak: float | None   # GEMMs: of the dtype's peak TFLOP/s; data movement: of peak bandwidth
-    bound: str                  # "compute" or "memory": which roof the op's arithmetic intensity is under
+    bound: str                  # "compute" or "memory": which roof the op's intensity is under ("unknown": no peak)
     dtype: str | None = None    # the peak's dtype (tf32 when the kernel says TF32 though the tensors are f32)
     intensity: float | None = None       # FLOPs per byte
     peak: GpuPeak | None = None
@@ -195,8 +195,8 @@ def kernel_roofline(trace: Trace, gpu_id: int) -> Roofline | None:
         bound = "compute" if intensity >= ridge else "memory"
         attainable = min(peak_tflops, intensity * peak_gbps / 1e3)
         pct_roof = 100.0 * (tflops or 0.0) / attainable
-    else:
-        bound = "compute" if work.flops is not None else "memory"
+    else:   # data movement is memory-bound by nature; a GEMM's side needs the peaks to tell
+        bound = "memory" if work.flops is None else "unknown"
         pct_roof = 100.0 * gbps / peak_gbps if work.flops is None and peak_gbps else None
     if work.flops is not None:
         pct = 100.0 * tflops / peak_tflops if tflops is not None and peak_tflops else None
