@@ -1,0 +1,180 @@
+"""End to end as a person works on a GPU box: tmux runs `ssh -t` into the test sshd and starts
+`mlptui view` there; the screen is read with capture-pane, keys are typed with send-keys (including
+Escape, which must arrive through ssh and tmux), the window is resized, and `q` must end the session
+cleanly. A second run checks a 16-colour terminal (TERM=xterm) with NO_COLOR: no 256/true colours
+and no hues reach the screen."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.sshd_fixture import HOST_ALIAS, Sshd, sshd_fixture  # noqa: F401
+
+pytestmark = [pytest.mark.ssh, pytest.mark.tmux]
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_traces"
+
+
+def _mlptui_argv() -> list[str]:
+    script = Path(sys.executable).parent / "mlptui"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "tui.cli"]
+
+
+class Tmux:
+    """A private tmux server (own socket and config) holding one window of the given size."""
+
+    def __init__(self, folder: Path, term: str) -> None:
+        self.socket = folder / "tmux.sock"
+        self.conf = folder / "tmux.conf"
+        self.conf.write_text(
+            f"set -g default-terminal {term}\n"
+            "set -g remain-on-exit on\n"     # keep the pane to read how the program ended
+            "set -g escape-time 10\n"         # what the README recommends for Escape over ssh
+            "set -g status off\n"
+        )
+
+    def __call__(self, *args: str) -> str:
+        out = subprocess.run(["tmux", "-S", str(self.socket), "-f", str(self.conf), *args],
+                             capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    def screen(self, escapes: bool = False) -> list[str]:
+        return self("capture-pane", "-p", *(["-e"] if escapes else [])).split("\n")[:-1]
+
+    def wait_for(self, predicate, what: str, seconds: float = 20) -> list[str]:
+        deadline = time.monotonic() + seconds
+        lines: list[str] = []
+        while time.monotonic() < deadline:
+            lines = self.screen()
+            if predicate(lines):
+                return lines
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what}; screen:\n" + "\n".join(lines))
+
+    def settled(self, seconds: float = 10) -> list[str]:
+        """The screen once it stopped changing (two captures 0.3 s apart agree)."""
+        deadline = time.monotonic() + seconds
+        last = self.screen()
+        while time.monotonic() < deadline:
+            time.sleep(0.3)
+            now = self.screen()
+            if now == last:
+                return now
+            last = now
+        raise AssertionError("the screen never settled:\n" + "\n".join(last))
+
+    def pane(self, fmt: str) -> str:
+        return self("display-message", "-p", fmt).strip()
+
+    def kill(self) -> None:
+        subprocess.run(["tmux", "-S", str(self.socket), "kill-server"], capture_output=True, timeout=10)
+
+
+@pytest.fixture
+def sample() -> Path:
+    if not (ROOT / "tui" / "app.py").exists():
+        pytest.skip("the explorer (tui/app.py) is not built yet")
+    if shutil.which("tmux") is None:
+        pytest.skip("needs tmux")
+    found = sorted(SAMPLES.glob("mlp-eager-*.pt.trace.json.gz"))
+    if not found:
+        pytest.skip("no mlp-eager sample trace")
+    return found[0]
+
+
+def _start(tmp_path: Path, sshd: Sshd, term: str, remote: list[str], size: tuple[int, int]) -> Tmux:
+    tmux = Tmux(tmp_path, term)
+    ssh = ["ssh", "-t", "-F", str(sshd.config), "-p", str(sshd.port), f"{sshd.user}@127.0.0.1",
+           shlex.join(remote)]
+    tmux("new-session", "-d", "-x", str(size[0]), "-y", str(size[1]), shlex.join(ssh))
+    return tmux
+
+
+def _header(lines: list[str]) -> bool:
+    return bool(lines) and "mlp" in lines[0] and "eager" in lines[0] and any("ProfilerStep#" in ln for ln in lines)
+
+
+def test_view_over_ssh_in_tmux_keys_and_resize(sshd: Sshd, sample: Path, tmp_path: Path) -> None:
+    tmux = _start(tmp_path, sshd, "screen-256color", [*_mlptui_argv(), "view", str(sample)], (100, 30))
+    try:
+        first = tmux.wait_for(_header, "the explorer's first screen")
+        assert len(first) == 30 and all(len(line) <= 100 for line in first)
+        assert any("GPU kernels" in line for line in first)
+        # A cursor key moves the selection: the screen changes.
+        first = tmux.settled()
+        tmux("send-keys", "j")
+        tmux.wait_for(lambda s: s != first, "the cursor to move")
+        moved = tmux.settled()
+        # `/` opens the search prompt and Escape closes it again: Escape arrived intact.
+        tmux("send-keys", "/")
+        tmux.wait_for(lambda s: any("search" in line.lower() and line not in moved for line in s),
+                      "the search prompt")
+        tmux("send-keys", "Escape")
+        tmux.wait_for(lambda s: s == moved, "Escape to close the search prompt")
+        # Smaller window: the app lays itself out again for 80x24 (not a crop of the old screen).
+        tmux("resize-window", "-x", "80", "-y", "24")
+        assert tmux.pane("#{pane_width}x#{pane_height}") == "80x24"
+        small = tmux.wait_for(lambda s: _header(s) and s != [ln[:80] for ln in moved[:24]] and s[-1].strip(),
+                              "the app to redraw at 80x24")
+        assert len(small) == 24 and all(len(line) <= 80 for line in small)
+        # Larger again: the footer follows the new bottom row.
+        tmux("resize-window", "-x", "120", "-y", "36")
+        big = tmux.wait_for(lambda s: len(s) == 36 and _header(s) and s[-1].strip() and len(s[0]) > 80,
+                            "the app to redraw at 120x36")
+        assert big[-1].strip() == tmux.screen()[-1].strip()
+        tmux("send-keys", "q")
+        deadline = time.monotonic() + 15
+        while tmux.pane("#{pane_dead}") != "1" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert tmux.pane("#{pane_dead} #{pane_dead_status}") == "1 0"
+    finally:
+        tmux.kill()
+
+
+_SGR = re.compile(r"\x1b\[([0-9;:]*)m")
+_HUES = set(range(31, 37)) | set(range(41, 47)) | set(range(91, 97)) | set(range(101, 107))
+
+
+def _colours(lines: list[str]) -> tuple[set[int], int]:
+    """(plain SGR colour codes used, count of 256-colour/true-colour codes)."""
+    codes: set[int] = set()
+    extended = 0
+    for line in lines:
+        for params in _SGR.findall(line):
+            parts = [int(p) for p in re.split("[;:]", params) if p.isdigit()]
+            i = 0
+            while i < len(parts):
+                if parts[i] in (38, 48, 58):
+                    extended += 1
+                    i += 3 if parts[i + 1:i + 2] == [5] else 5
+                    continue
+                codes.add(parts[i])
+                i += 1
+    return codes, extended
+
+
+def test_sixteen_colour_terminal_and_no_color(sshd: Sshd, sample: Path, tmp_path: Path) -> None:
+    remote = ["env", "NO_COLOR=1", *_mlptui_argv(), "view", str(sample)]
+    tmux = _start(tmp_path, sshd, "xterm", remote, (100, 30))
+    try:
+        tmux.wait_for(_header, "the explorer's first screen")
+        codes, extended = _colours(tmux.screen(escapes=True))
+        assert extended == 0, "256-colour or true-colour codes on a 16-colour terminal"
+        assert not codes & _HUES, f"colours despite NO_COLOR: {sorted(codes & _HUES)}"
+        tmux("send-keys", "q")
+        deadline = time.monotonic() + 15
+        while tmux.pane("#{pane_dead}") != "1" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert tmux.pane("#{pane_dead} #{pane_dead_status}") == "1 0"
+    finally:
+        tmux.kill()
