@@ -1,9 +1,11 @@
 """A stand-in for the Hugging Face Hub on 127.0.0.1: the part of the Hub HTTP API that huggingface_hub
 calls for `mlptui push` and for `hf://` reads. It is a test double, not the Hub: it keeps repos and
-buckets in memory, answers every preupload with "regular" (file bytes travel inline in the commit, so
-the LFS/Xet transfer of large repo files is not exercised), and plays a permissive Xet CAS for bucket
-uploads (it accepts xorbs and shards without storing them; the bytes a bucket file holds are
+buckets in memory and plays a permissive Xet CAS (it accepts xorbs and shards without storing them or
+checking them; the bytes an uploaded file holds are
 registered by the test under their Xet hash, as the CAS would have stored them).
+Repo preuploads answer "lfs" for *.gz (the Hub's default .gitattributes stores them in LFS) and "regular"
+otherwise, so trace files take huggingface_hub's large-file path (Xet upload, then an "lfsFile" commit
+entry whose sha256 names bytes the test registered with `cas_holds`).
 
 The tests in this file check that huggingface_hub itself talks to the stand-in the way it talks to the
 Hub, so the tests that use it (test_hub_read.py, test_push_hub.py) exercise the real client code.
@@ -87,7 +89,7 @@ class HubStandIn:
     def __init__(self) -> None:
         self.repos: dict[tuple[str, str], Repo] = {}
         self.buckets: dict[str, Bucket] = {}
-        self.cas: dict[str, bytes] = {}  # xet hash -> bytes (what the CAS would hold)
+        self.cas: dict[str, bytes] = {}  # xet hash or sha256 -> bytes (what the CAS would hold)
         self.requests: list[tuple[str, str]] = []
         self.commits: list[list[dict[str, Any]]] = []
         self.batches: list[list[dict[str, Any]]] = []
@@ -127,7 +129,9 @@ class HubStandIn:
         import hf_xet
 
         for f, info in zip(files, hf_xet.hash_files([str(f) for f in files]), strict=True):
-            self.cas[info.hash] = f.read_bytes()
+            data = f.read_bytes()
+            self.cas[info.hash] = data
+            self.cas[hashlib.sha256(data).hexdigest()] = data
 
     def writes(self) -> list[tuple[str, str]]:
         return [r for r in self.requests if r[0] in ("POST", "PUT", "DELETE") and "/cas/" not in r[1]
@@ -266,10 +270,11 @@ def _make_handler(hub: HubStandIn) -> type[BaseHTTPRequestHandler]:
                 if not auth:
                     return self._error(401, None, "Invalid credentials in Authorization header")
                 files = json.loads(body)["files"]
-                return self._send(200, {"files": [
-                    {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False,
-                     "oid": git_blob_sha1(repo.files[f["path"]]) if f["path"] in repo.files else None}
-                    for f in files]})
+                return self._send(200, {"files": [_preupload_answer(f["path"], repo.files.get(f["path"]))
+                                                  for f in files]})
+            if rest.startswith("xet-write-token"):
+                return self._send(200, {"casUrl": f"{hub.endpoint}/cas", "exp": int(time.time()) + 3600,
+                                        "accessToken": "cas-token"})
             if rest.startswith("commit/") and method == "POST":
                 if not auth:
                     return self._error(401, None, "Invalid credentials in Authorization header")
@@ -278,6 +283,11 @@ def _make_handler(hub: HubStandIn) -> type[BaseHTTPRequestHandler]:
                 for item in lines:
                     if item["key"] == "file":
                         repo.files[item["value"]["path"]] = base64.b64decode(item["value"]["content"])
+                    elif item["key"] == "lfsFile":
+                        data = hub.cas.get(item["value"]["oid"])
+                        if data is None or len(data) != item["value"]["size"]:
+                            return self._error(422, None, f"LFS object {item['value']['oid']} was never uploaded")
+                        repo.files[item["value"]["path"]] = data
                     elif item["key"] != "header":
                         return self._error(400, None, f"the stand-in does not take {item['key']}")
                 repo.commits.append(hashlib.sha1(f"{time.time_ns()}{len(repo.commits)}".encode()).hexdigest())
@@ -388,6 +398,12 @@ def _tree(files: dict[str, bytes], prefix: str, recursive: bool) -> list[dict[st
                 out.setdefault(folder, {"type": "directory", "path": folder, "oid": "0" * 40})
         out[path] = {"type": "file", "path": path, "size": len(data), "oid": git_blob_sha1(data)}
     return list(out.values())
+
+
+def _preupload_answer(path: str, current: bytes | None) -> dict[str, Any]:
+    lfs = path.endswith(".gz")
+    oid = None if current is None else hashlib.sha256(current).hexdigest() if lfs else git_blob_sha1(current)
+    return {"path": path, "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": False, "oid": oid}
 
 
 def _bucket_entry(path: str, xet_hash: str, data: bytes | None) -> dict[str, Any]:

@@ -58,9 +58,10 @@ def _links(stdout: str) -> dict[str, str]:
 
 
 def test_push_to_a_dataset_repo_creates_it_commits_once_and_links_every_trace(folder: Path, tmp_path: Path) -> None:
-    """Stand-in for the Hub: HubStandIn (repo create, preupload, commit)."""
+    """Stand-in for the Hub: HubStandIn (repo create, preupload, Xet CAS, commit)."""
     before = json.loads((folder / "manifest.json").read_text())
     with HubStandIn() as hub:
+        hub.cas_holds(sorted(folder.glob("*.pt.trace.json.gz")))
         r = run_mlptui(["push", str(folder), "--repo", "me/profiling-traces", "--prefix", "run-1"],
                        hub_env(tmp_path / "hf", hub.endpoint))
         assert r.returncode == 0, r.stderr
@@ -70,6 +71,8 @@ def test_push_to_a_dataset_repo_creates_it_commits_once_and_links_every_trace(fo
         for n in traces:
             assert repo.files[f"run-1/{n}"] == (folder / n).read_bytes()
         assert len(hub.commits) == 1 and not any(i["key"].startswith("deleted") for i in hub.commits[0])
+        # traces took the large-file path (Xet upload, then an lfsFile entry), the manifest went inline
+        assert sorted(i["key"] for i in hub.commits[0][1:]) == ["file"] + ["lfsFile"] * len(traces)
         links = _links(r.stdout)
         assert sorted(links) == traces
         for n, url in links.items():
@@ -86,6 +89,7 @@ def test_push_never_deletes_remote_files_and_skips_unchanged_ones(folder: Path, 
     """Stand-in for the Hub: HubStandIn, seeded with a file this folder does not have."""
     with HubStandIn() as hub:
         hub.add_repo_files("dataset", "me/t", {"older/keep.pt.trace.json": b'{"traceEvents": []}'})
+        hub.cas_holds(sorted(folder.glob("*.pt.trace.json.gz")))
         env = hub_env(tmp_path / "hf", hub.endpoint)
         assert run_mlptui(["push", str(folder), "--repo", "me/t"], env).returncode == 0
         r = run_mlptui(["push", str(folder), "--repo", "me/t", "--no-delete"], env)
@@ -93,7 +97,7 @@ def test_push_never_deletes_remote_files_and_skips_unchanged_ones(folder: Path, 
         repo = hub.repos[("dataset", "me/t")]
         assert repo.files["older/keep.pt.trace.json"] == b'{"traceEvents": []}'
         # the traces were unchanged: a later commit carries at most the manifest (its published_at moved)
-        later = [i["value"]["path"] for c in hub.commits[1:] for i in c if i["key"] == "file"]
+        later = [i["value"]["path"] for c in hub.commits[1:] for i in c if i["key"] in ("file", "lfsFile")]
         assert set(later) <= {"manifest.json"}
         assert not any(i["key"].startswith("deleted") for c in hub.commits for i in c)
 
@@ -136,6 +140,7 @@ def test_bucket_file_with_other_content_is_not_replaced_without_overwrite(folder
 def test_private_repo_gets_the_perfetto_note(folder: Path, tmp_path: Path) -> None:
     """Stand-in for the Hub: HubStandIn (the repo is created private)."""
     with HubStandIn() as hub:
+        hub.cas_holds(sorted(folder.glob("*.pt.trace.json.gz")))
         r = run_mlptui(["push", str(folder), "--repo", "me/secret", "--private"],
                        hub_env(tmp_path / "hf", hub.endpoint))
         assert r.returncode == 0, r.stderr
@@ -197,6 +202,7 @@ def _run_in_pty(args: list[str], env: dict[str, str]) -> tuple[int, str]:
 def test_progress_bar_on_a_terminal_and_none_with_no_progress(folder: Path, tmp_path: Path) -> None:
     """Stand-in for the Hub: HubStandIn; the push runs on a pseudo-terminal, as typed by a person."""
     with HubStandIn() as hub:
+        hub.cas_holds(sorted(folder.glob("*.pt.trace.json.gz")))
         env = hub_env(tmp_path / "hf", hub.endpoint)
         code, screen = _run_in_pty(["push", str(folder), "--repo", "me/a"], env)
         assert code == 0, screen
