@@ -239,9 +239,12 @@ def _ensure_target(api: Any, target: HubSpec, private: bool | None, err: TextIO)
     """Create the bucket or repo if it does not exist yet; return whether it is private."""
     from huggingface_hub import errors
 
-    try:
-        info = api.bucket_info(target.repo_id) if target.is_bucket else \
+    def info() -> Any:
+        return api.bucket_info(target.repo_id) if target.is_bucket else \
             api.repo_info(target.repo_id, repo_type=target.kind)
+
+    try:
+        found = info()
     except (errors.BucketNotFoundError, errors.RepositoryNotFoundError):
         try:
             if target.is_bucket:
@@ -253,9 +256,10 @@ def _ensure_target(api: Any, target: HubSpec, private: bool | None, err: TextIO)
                 raise
             raise MlptuiError(f"{target.uri()}: no such {target.kind} on {hub_endpoint()}, and this token may "
                               f"not create it there ({exc.response.status_code})") from None
-        print(f"created {'private ' if private else ''}{target.kind} {target.repo_id}", file=err)
-        return bool(private)
-    is_private = bool(getattr(info, "private", False))
+        is_private = bool(getattr(info(), "private", private))  # an organization may default to private
+        print(f"created {'private ' if is_private else ''}{target.kind} {target.repo_id}", file=err)
+        return is_private
+    is_private = bool(getattr(found, "private", False))
     if private is not None and private != is_private:
         print(f"note: {target.repo_id} already exists and is {'private' if is_private else 'public'}; "
               "--private only applies when it is created", file=err)
