@@ -17,6 +17,7 @@ import torch
 # 40% slow on an H200 straight after an 8 s pause.
 WARMUP_MS = 200.0
 MEASURE_MS = 200.0
+BUSY_MS = 300.0
 MIN_ITERS, MAX_ITERS = 10, 2000
 CPU_MEASURE_S = 0.5
 CPU_MIN_ITERS, CPU_MAX_ITERS = 5, 200
@@ -115,8 +116,20 @@ def _summary(times_us: list[float], method: str) -> dict[str, Any]:
     }
 
 
+def busy_gpu(ms: float = BUSY_MS) -> None:
+    """Keep the GPU fully busy for `ms` so it leaves its idle clocks before a measurement: a call of a
+    few µs barely loads it, and its warm-up alone does not raise the clocks."""
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    deadline = time.perf_counter() + ms / 1000.0
+    while time.perf_counter() < deadline:
+        for _ in range(8):
+            a @ a
+        torch.cuda.synchronize()
+
+
 def time_cuda(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...]) -> dict[str, Any]:
     """CUDA events around each call, with L2 flushed before each, after warm-up (do_bench's method)."""
+    busy_gpu()
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -140,7 +153,8 @@ def time_cuda(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...]) -> dict[
     torch.cuda.synchronize()
     del flush
     times = [s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends, strict=True)]
-    return _summary(times, "cuda events around each call, L2 flushed before each, after warm-up")
+    return _summary(times, "cuda events around each call, L2 flushed before each, after "
+                           "300 ms of full GPU load and 200 ms of warm-up calls")
 
 
 def time_cpu(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...]) -> dict[str, Any]:
