@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from test_hub_standin import (
     CLOSED_PORT_ENDPOINT,
     HubStandIn,
@@ -184,3 +185,16 @@ def test_download_progress_goes_to_the_callers_callback_and_draws_no_bar(tmp_pat
     calls = json.loads(r.stdout.splitlines()[-1])
     for spec in specs:
         assert calls[spec] and calls[spec][-1] == [size, size], spec  # the download, told in bytes of the file
+
+
+def test_a_huggingface_hub_without_buckets_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No Hub needed: the installed client is made to look like an old one without the bucket API."""
+    from huggingface_hub import HfApi
+
+    from tui.trace.errors import MlptuiError
+    from tui.trace.sources import list_traces, open_trace
+
+    monkeypatch.delattr(HfApi, "bucket_info")
+    for call in (open_trace, list_traces):
+        with pytest.raises(MlptuiError, match="has no bucket support"):
+            call("hf://buckets/me/b/x.pt.trace.json.gz" if call is open_trace else "hf://buckets/me/b/")

@@ -168,6 +168,16 @@ def _fetch_repo_file(s: HubSpec, bar: type | None = None) -> Path:
                                 endpoint=hub_endpoint(), tqdm_class=bar))
 
 
+def require_buckets(spec: str) -> None:
+    """Buckets came late to huggingface_hub: say so plainly when the installed one has no bucket API."""
+    import huggingface_hub
+    from huggingface_hub import HfApi
+
+    if not all(hasattr(HfApi, m) for m in ("bucket_info", "get_bucket_paths_info", "batch_bucket_files")):
+        raise MlptuiError(f"{spec}: huggingface_hub {huggingface_hub.__version__} has no bucket support; "
+                          "upgrade it (pip install -U huggingface_hub) or use a dataset repo")
+
+
 def bucket_cache_dir(bucket_id: str) -> Path:
     from huggingface_hub import constants
 
@@ -179,6 +189,7 @@ def _fetch_bucket_file(s: HubSpec, bar: type | None = None) -> Path:
 
     root = bucket_cache_dir(s.repo_id)
     link = root / "paths" / s.path
+    require_buckets(s.uri())
     if _offline():
         if link.exists():
             return link
@@ -264,6 +275,8 @@ def _probe(api: Any, s: HubSpec) -> None:
 def _list_remote(s: HubSpec) -> list[str]:
     from huggingface_hub import HfApi
 
+    if s.is_bucket:
+        require_buckets(s.uri())
     api = HfApi(endpoint=hub_endpoint())
     _probe(api, s)
     if s.is_bucket:

@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from tui.trace.discover import is_trace_name, looks_like_trace
 from tui.trace.errors import MlptuiError
-from tui.trace.hub import MANIFEST, hub_errors
+from tui.trace.hub import MANIFEST, hub_errors, require_buckets
 from tui.trace.hub_spec import HubSpec, hub_endpoint, perfetto_url, resolve_url
 
 PRIVATE_NOTE = (
@@ -218,8 +218,10 @@ def push(plan: PushPlan, opts: PushOptions, err: TextIO = sys.stderr) -> bool:
     token = resolve_token(opts.token)
     if constants.HF_HUB_OFFLINE:
         raise MlptuiError("HF_HUB_OFFLINE=1: pushing needs the Hub; unset it, or use --dry-run")
-    api = HfApi(endpoint=hub_endpoint(), token=token)
     target = plan.target
+    if target.is_bucket:
+        require_buckets(target.uri())
+    api = HfApi(endpoint=hub_endpoint(), token=token)
     with hub_errors(target.uri()):
         private = _ensure_target(api, target, opts.private, err)
         remote = _remote_manifest(target.with_path(_manifest_dest(plan)))
