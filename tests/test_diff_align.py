@@ -120,3 +120,15 @@ def test_long_inputs_cut_at_unique_anchors_give_the_same_rows(monkeypatch) -> No
     cut = align(a, b)
     assert [r.status for r in cut].count(FUSED) == 6 == [r.status for r in whole].count(FUSED)
     assert sorted(i for r in cut for i in r.a) == list(range(len(a)))
+
+
+def test_one_inductor_kernel_for_one_aten_kernel_of_another_family_is_changed() -> None:
+    norm = k("vectorized_layer_norm_kernel", "norm", "aten::native_layer_norm", ("layer_norm",))
+    red = k("triton_per_fused_native_layer_norm_0", "reduction", "triton_per_fused_native_layer_norm_0",
+            ("native_layer_norm",), fusable=True)
+    rows = align([G1, norm, G2], [G1, red, G2])
+    assert [r.status for r in rows] == [SAME, CHANGED, SAME]
+    # but a GEMM never pairs with a pointwise kernel, whatever their words
+    add = k("vectorized_elementwise_kernel<4, CUDAFunctor_add>", role="aten::add", ops=("add",))
+    addmm = k("sm80_xmma_gemm_bias", "gemm", "aten::addmm")
+    assert sorted(r.status for r in align([addmm], [add])) == [ADDED, REMOVED]

@@ -12,6 +12,7 @@ Renderers for text and Markdown are in tui.trace.diff_render.
 from __future__ import annotations
 
 import statistics
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -204,6 +205,7 @@ def _items(trace: Trace, step: int | None) -> tuple[list[AlignItem], list[DiffKe
     work.sort(key=lambda g: (ops[g.launch].ts if g.launch >= 0 else g.ts, g.ts))
     items: list[AlignItem] = []
     kernels: list[DiffKernel] = []
+    chains: dict[int, tuple[str, ...]] = {}
     for g in work:
         kind = MEMSET if g.cat == CAT_MEMSET else MEMCPY if g.cat == CAT_MEMCPY else KERNEL
         name = decode_kernel(g.name)
@@ -215,7 +217,7 @@ def _items(trace: Trace, step: int | None) -> tuple[list[AlignItem], list[DiffKe
                    and not (launcher.startswith("aten::") and name.library == "ATen"))
         items.append(AlignItem(g.name, kind, name.family, words, launcher, fusable, g.dur, g.id))
         kernels.append(DiffKernel(g.id, g.name, name.short, name.family, name.library, kind, g.dur,
-                                  launcher, tuple(launch_chain(trace, g.id))))
+                                  launcher, tuple(launch_chain(trace, g.id, chains))))
     return items, kernels
 
 
@@ -232,7 +234,7 @@ def _side(trace: Trace, step: int | None) -> Side:
         whole = step_stats(trace, None)
         return Side(trace.source, label, trace.device_name, "all", -1, steps, _gpu_span(trace),
                     whole.cpu_us, whole.gpu_busy_us, whole.gpu_idle_us, whole.kernels, whole.launches, whole)
-    stats = all_step_stats(trace)
+    stats = _all_stats(trace)
     return Side(
         trace.source, label, trace.device_name, trace.steps[step].name, step, steps,
         statistics.median(s.dur for s in trace.steps),
@@ -243,6 +245,20 @@ def _side(trace: Trace, step: int | None) -> Side:
         round(statistics.median(s.launches for s in stats)),
         stats[step] if step < len(stats) else None,
     )
+
+
+# Step stats per trace, kept while the trace lives: switching the aligned step must not recount them.
+_STATS: dict[int, tuple[weakref.ref[Trace], list[StepStats]]] = {}
+
+
+def _all_stats(trace: Trace) -> list[StepStats]:
+    key = id(trace)
+    hit = _STATS.get(key)
+    if hit is not None and hit[0]() is trace:
+        return hit[1]
+    stats = all_step_stats(trace)
+    _STATS[key] = (weakref.ref(trace, lambda _ref, k=key: _STATS.pop(k, None)), stats)
+    return stats
 
 
 def _gpu_span(trace: Trace) -> float:

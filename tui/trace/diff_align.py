@@ -242,7 +242,10 @@ def _role_score(p: tuple[str, str, str, frozenset[str]], q: tuple[str, str, str,
     if kind_p != KERNEL:
         return 1
     if fam_p != fam_q:
-        return 0
+        # An Inductor reduction standing for ATen's layer_norm kernel: other family, same ops.
+        if "gemm" in (fam_p, fam_q) or not (words_p and words_q):
+            return 0
+        return 2 if words_p <= words_q or words_q <= words_p else 0
     score = 0
     if role_p and role_p == role_q:
         score += 4

@@ -17,23 +17,35 @@ def op_key(name: str) -> str:
     return _HASHED.sub(r"\1…\2", name)
 
 
-def launch_chain(trace: Trace, gpu_id: int) -> list[str]:
+def launch_chain(trace: Trace, gpu_id: int, cache: dict[int, tuple[str, ...]] | None = None) -> list[str]:
     """CPU op names root -> leaf that led to GPU op `gpu_id`, ending with the launch call itself.
 
     The ProfilerStep annotation at the root is left out: every chain of a step starts with it.
+    `cache` (op id -> its chain) saves the walk for the many kernels that one op launches.
     """
     g = trace.gpu[gpu_id]
-    names: list[str] = []
-    op = g.op
-    while op >= 0:
-        o = trace.ops[op]
-        if not (o.cat == ANNOTATION and o.name.startswith("ProfilerStep#")):
-            names.append(o.name)
-        op = o.parent
-    names.reverse()
+    names = list(op_chain(trace, g.op, cache)) if g.op >= 0 else []
     if g.launch >= 0:
         names.append(trace.ops[g.launch].name)
     return names
+
+
+def op_chain(trace: Trace, op: int, cache: dict[int, tuple[str, ...]] | None = None) -> tuple[str, ...]:
+    """Names of `op` and its ancestors, root first, without the ProfilerStep annotation."""
+    if cache is not None and op in cache:
+        return cache[op]
+    names: list[str] = []
+    cur = op
+    while cur >= 0:
+        o = trace.ops[cur]
+        if not (o.cat == ANNOTATION and o.name.startswith("ProfilerStep#")):
+            names.append(o.name)
+        cur = o.parent
+    names.reverse()
+    chain = tuple(names)
+    if cache is not None:
+        cache[op] = chain
+    return chain
 
 
 def step_op_counts(trace: Trace, step: int | None) -> Counter[str]:
