@@ -168,7 +168,7 @@ def decode_arch_gemm(raw: str) -> KernelName:
     else:
         what = "GEMV" if gemv else "GEMM"
         library, kind, base = "cuBLAS", "gemv" if gemv else "gemm", "gemm"
-    variant = next((v for v in f["variants"]), None)
+    variant = f["variants"][0] if f["variants"] else None
     if "split_k" in raw or "splitK" in raw:
         variant = variant or "splitK"
     return KernelName(
@@ -209,9 +209,8 @@ def decode_cutlass(raw: str, name: str, library: str = "CUTLASS") -> KernelName:
         f["layout"] = layout
     else:
         what, base = "GEMM", "gemm"
-    extra = " ".join(x for x in (variant,) if x) or None
     return KernelName(
-        raw=raw, short=_gemm_short(library, what, f, extra), family="gemm", library=library,
+        raw=raw, short=_gemm_short(library, what, f, variant), family="gemm", library=library,
         kind=what.lower() if base == "gemm" else what, ops=_ops(base, f), tile=f["tile"], stages=f["stages"],
         cluster=f["cluster"], dtype=f["dtype"], layout=f["layout"], epilogue=f["epilogue"],
         k_tile=f["k_tile"], variant=" ".join(x for x in (variant, align) if x) or None)
