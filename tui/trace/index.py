@@ -88,11 +88,9 @@ def _id_of(value: int | str, names: dict[str, int]) -> int:
         return names.setdefault(value, -2 - len(names))
 
 
-def _ns(values: list[float], origin_us: float) -> np.ndarray:
+def _ns(values: np.ndarray, origin_us: float) -> np.ndarray:
     """µs -> integer ns from `origin_us`. Subtract first: epoch µs times 1000 would exceed 2**53."""
-    arr = np.asarray(values, dtype=np.float64)
-    if origin_us:
-        arr -= origin_us
+    arr = values - origin_us if origin_us else values
     return np.rint(arr * 1000.0).astype(np.int64)
 
 
@@ -101,28 +99,20 @@ _MAX_SPREAD_US = 1e14
 _MAX_DUR_US = 1e13
 
 
-def _drop_outlying_times(events, cpu_ev, cpu_cat, gpu_ev, gpu_cat, warnings):
-    """Drop slices whose start is not finite or lies absurdly far from the rest (a corrupt file)."""
-    ts = np.asarray([events[i].ts for i in cpu_ev] + [events[i].ts for i in gpu_ev], dtype=np.float64)
+def _outliers(ts: np.ndarray) -> np.ndarray | None:
+    """Mask of starts that are not finite or lie absurdly far from the rest (a corrupt file); None if none."""
     if not len(ts):
-        return cpu_ev, cpu_cat, gpu_ev, gpu_cat
+        return None
     finite = np.isfinite(ts)
     ref = float(np.median(ts[finite])) if finite.any() else 0.0
     with np.errstate(invalid="ignore"):
-        ok = finite & (np.abs(ts - ref) < _MAX_SPREAD_US)
-    if ok.all():
-        return cpu_ev, cpu_cat, gpu_ev, gpu_cat
-    warnings.append(f"skipped {int((~ok).sum())} slice(s) with a timestamp far outside the trace")
-    n = len(cpu_ev)
-    keep_cpu = ok[:n].tolist()
-    keep_gpu = ok[n:].tolist()
-    return ([i for i, k in zip(cpu_ev, keep_cpu, strict=True) if k], [c for c, k in zip(cpu_cat, keep_cpu, strict=True) if k],
-            [i for i, k in zip(gpu_ev, keep_gpu, strict=True) if k], [c for c, k in zip(gpu_cat, keep_gpu, strict=True) if k])
+        bad = ~(finite & (np.abs(ts - ref) < _MAX_SPREAD_US))
+    return bad if bad.any() else None
 
 
-def _durations(values: list[float | None], warnings: list[str]) -> np.ndarray:
-    """Durations in integer ns; missing ones are zero (counted earlier), bad ones are zero and counted here."""
-    arr = np.asarray([v if v is not None else 0.0 for v in values], dtype=np.float64)
+def _durations(values: list[float], warnings: list[str]) -> np.ndarray:
+    """Durations in integer ns; bad ones (not finite, negative, absurd) are zero and counted."""
+    arr = np.asarray(values, dtype=np.float64)
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(arr) | (arr < 0) | (arr > _MAX_DUR_US)
     if bad.any():
@@ -200,7 +190,17 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
         warnings.append(f"ignored {ignored_phases} begin/end ('B'/'E') event(s); only complete events are indexed")
     if not events:
         warnings.append("the trace has no events")
-    cpu_ev, cpu_cat, gpu_ev, gpu_cat = _drop_outlying_times(events, cpu_ev, cpu_cat, gpu_ev, gpu_cat, warnings)
+    cpu_ts = np.asarray([events[i].ts for i in cpu_ev], dtype=np.float64)
+    gpu_ts = np.asarray([events[i].ts for i in gpu_ev], dtype=np.float64)
+    bad = _outliers(np.concatenate((cpu_ts, gpu_ts)))
+    if bad is not None:
+        warnings.append(f"skipped {int(bad.sum())} slice(s) with a timestamp far outside the trace")
+        keep_cpu, keep_gpu = ~bad[:len(cpu_ev)], ~bad[len(cpu_ev):]
+        cpu_ev = [i for i, k in zip(cpu_ev, keep_cpu.tolist(), strict=True) if k]
+        cpu_cat = [c for c, k in zip(cpu_cat, keep_cpu.tolist(), strict=True) if k]
+        gpu_ev = [i for i, k in zip(gpu_ev, keep_gpu.tolist(), strict=True) if k]
+        gpu_cat = [c for c, k in zip(gpu_cat, keep_gpu.tolist(), strict=True) if k]
+        cpu_ts, gpu_ts = cpu_ts[keep_cpu], gpu_ts[keep_gpu]
 
     # ---- what must be read before events are freed: names, GPU links, flows
     thread_names, process_names = _names(events, meta_ev, string_ids)
@@ -212,16 +212,14 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
         starts, ends = _flow_index(events, flow_ev, string_ids)
 
     # ---- times as integer ns from the first event, so containment never compares floats
-    cpu_ts = [events[i].ts for i in cpu_ev]
-    gpu_ts = [events[i].ts for i in gpu_ev]
-    origin_us = float(min(min(cpu_ts, default=np.inf), min(gpu_ts, default=np.inf)))
+    origin_us = float(min(cpu_ts.min(initial=np.inf), gpu_ts.min(initial=np.inf)))
     if origin_us == np.inf:
         origin_us = 0.0
     cpu_start = _ns(cpu_ts, origin_us)
     gpu_start = _ns(gpu_ts, origin_us)
     del cpu_ts, gpu_ts
-    cpu_dur = _durations([events[i].dur for i in cpu_ev], warnings)
-    gpu_dur = _durations([events[i].dur for i in gpu_ev], warnings)
+    cpu_dur = _durations([events[i].dur or 0.0 for i in cpu_ev], warnings)
+    gpu_dur = _durations([events[i].dur or 0.0 for i in gpu_ev], warnings)
     thread_of: dict[tuple, int] = {}
     cpu_thread = np.asarray(
         [thread_of.setdefault((e.pid, e.tid), len(thread_of)) for e in map(events.__getitem__, cpu_ev)],

@@ -1,0 +1,115 @@
+"""Load + index speed and peak memory of `load_trace`, side by side with `orjson.loads` of the same bytes.
+
+    python benchmarks/bench_load.py                 # builds a 100 MB synthetic Kineto trace, 3 runs each
+    python benchmarks/bench_load.py --mb 100 500    # several sizes
+    python benchmarks/bench_load.py --trace FILE    # an existing trace instead
+
+Every measurement runs in a fresh subprocess, so peak RSS (ru_maxrss) is that one load's and nothing
+else's. Both sides read the file inside the timed region. The reference is plain `orjson.loads` with the
+garbage collector on (what a straightforward loader does); ours is decode + index (trees, links, steps).
+Goals on the 2-core development box: 100 MB in <= 1.0 s, peak RSS <= 3x the file size; 500 MB in <= 5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GENERATOR = ROOT.parent / "shared" / "tools" / "gen_kineto_trace.py"
+
+# Each child prints one JSON line: wall seconds, CPU seconds, peak RSS in bytes, and what it built.
+OURS = r"""
+import json, resource, sys, time
+from tui.trace.load import load_trace
+t0 = time.perf_counter(); c0 = time.process_time()
+trace = load_trace(sys.argv[1])
+wall = time.perf_counter() - t0; cpu = time.process_time() - c0
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"wall": wall, "cpu": cpu, "rss": rss,
+                  "what": f"{len(trace.ops)} ops, {len(trace.gpu)} GPU ops, {len(trace.steps)} steps"}))
+"""
+ORJSON = r"""
+import json, resource, sys, time
+import orjson
+t0 = time.perf_counter(); c0 = time.process_time()
+with open(sys.argv[1], "rb") as f:
+    doc = orjson.loads(f.read())
+wall = time.perf_counter() - t0; cpu = time.process_time() - c0
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"wall": wall, "cpu": cpu, "rss": rss, "what": f"{len(doc['traceEvents'])} event dicts"}))
+"""
+
+
+def measure(script: str, path: Path, runs: int) -> dict:
+    results = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", script, str(path)], cwd=ROOT, capture_output=True, text=True,
+                             check=True)
+        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return {
+        "wall_min": min(r["wall"] for r in results),
+        "wall_median": statistics.median(r["wall"] for r in results),
+        "cpu_median": statistics.median(r["cpu"] for r in results),
+        "rss": max(r["rss"] for r in results),
+        "what": results[0]["what"],
+    }
+
+
+def make_trace(mb: int, folder: Path) -> Path:
+    path = folder / f"synthetic-{mb}mb.json"
+    if not path.exists():
+        subprocess.run([sys.executable, str(GENERATOR), str(path), "--mb", str(mb)], check=True,
+                       stdout=subprocess.DEVNULL)
+    return path
+
+
+def report(path: Path, runs: int) -> None:
+    size = path.stat().st_size
+    ours = measure(OURS, path, runs)
+    ref = measure(ORJSON, path, runs)
+    mb = size / 1e6
+    print(f"\n{path.name}: {mb:.1f} MB, {runs} run(s) each, fresh process per run")
+    print(f"  {'':26} {'wall min':>9} {'wall med':>9} {'CPU med':>9} {'peak RSS':>10} {'RSS/file':>9}  built")
+    for label, r in (("mlptui load_trace+index", ours), ("orjson.loads (GC on)", ref)):
+        print(f"  {label:26} {r['wall_min']:8.3f}s {r['wall_median']:8.3f}s {r['cpu_median']:8.3f}s "
+              f"{r['rss'] / 1e6:8.0f}MB {r['rss'] / size:8.2f}x  {r['what']}")
+    print(f"  ratio (orjson / ours): wall {ref['wall_median'] / ours['wall_median']:.2f}x faster, "
+          f"peak RSS {ref['rss'] / ours['rss']:.2f}x smaller")
+    goal_s = 1.0 * mb / 100
+    print(f"  goal: <= {goal_s:.1f} s and <= 3.0x file size -> "
+          f"{'met' if ours['wall_median'] <= goal_s else 'NOT met'} (time, median), "
+          f"{'met' if ours['rss'] <= 3 * size else 'NOT met'} (memory)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mb", type=int, nargs="*", default=[100], help="synthetic trace sizes to build (MB)")
+    parser.add_argument("--trace", type=Path, action="append", default=[], help="measure this trace file too")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--keep", type=Path, help="folder to build (and reuse) synthetic traces in")
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPU(s), load average "
+          f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for path in args.trace:
+        report(path, args.runs)
+    if args.mb:
+        if not GENERATOR.exists():
+            print(f"generator not found at {GENERATOR}; use --trace FILE", file=sys.stderr)
+            return 2
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = args.keep or Path(tmp)
+            folder.mkdir(parents=True, exist_ok=True)
+            for mb in args.mb:
+                report(make_trace(mb, folder), args.runs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
