@@ -33,7 +33,7 @@ def test_json_is_the_contract_and_raw_names() -> None:
     out = mlptui("diff", str(sample("linear", "eager")), str(sample("linear", "compile")), "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    assert set(doc) >= {"a", "b", "kernels", "cpu", "speedup"}
+    assert set(doc) >= {"a", "b", "kernels", "cpu", "speedup"} and doc["mlptui_diff"] == 1
     assert doc["kernels"][0]["status"] == "same"
     assert doc["kernels"][0]["a"] == doc["kernels"][0]["b"]
     assert doc["kernels"][0]["a"][0].startswith("nvjet_sm90")

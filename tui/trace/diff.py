@@ -146,6 +146,7 @@ class TraceDiff:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "mlptui_diff": 1,
             "a": self.a.to_json(),
             "b": self.b.to_json(),
             "kernels": [_row_json(r) for r in self.rows],
