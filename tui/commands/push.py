@@ -10,13 +10,15 @@ from tui.trace.errors import MlptuiError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("folder", help="folder of traces (*.pt.trace.json[.gz]) and manifest.json")
+    parser.add_argument("folder",
+                        help="folder of traces (*.pt.trace.json[.gz], trace *.json[.gz]) and manifest.json")
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--bucket", "-b", metavar="NAME",
                        help="Hugging Face bucket (NAME or NS/NAME; created if missing)")
     where.add_argument("--repo", metavar="NS/NAME", help="a Hub repo instead of a bucket (created if missing)")
     parser.add_argument("--namespace", metavar="NS",
-                        help="owner of the bucket (default: the token's user; needed with --dry-run)")
+                        help="owner (user or org) of a bare --bucket or --repo NAME "
+                             "(default: the token's user; needed with --dry-run)")
     parser.add_argument("--repo-type", choices=("dataset", "model"), default="dataset",
                         help="kind of --repo (default: dataset)")
     parser.add_argument("--prefix", default="", metavar="PATH",
