@@ -163,3 +163,36 @@ def test_same_trace_either_way(loader: str, sample_trace: Callable[..., Path]) -
     path = sample_trace("mlp", "eager")
     t = load_trace(path) if loader == "path" else load_trace_bytes(path.read_bytes(), source=str(path))
     assert t.source == str(path) and len(t.steps) == 3
+
+
+def test_full_args_are_read_back_from_the_file(tmp_path: Path, sample_trace: Callable[..., Path]) -> None:
+    path = sample_trace("linear", "eager")
+    t = load_trace(path)
+    assert not t._args.loaded          # nothing but the linking keys was kept by the load
+    doc = orjson.loads(gzip.decompress(path.read_bytes()))
+    for g in t.gpu:
+        assert t.gpu_args(g.id) == doc["traceEvents"][g.event]["args"]
+    addmm = next(op for op in t.ops if op.name == "aten::addmm")
+    assert t.op_args(addmm.id)["Input Dims"] == doc["traceEvents"][addmm.event]["args"]["Input Dims"]
+    plain = tmp_path / "plain.json"
+    plain.write_bytes(gzip.decompress(path.read_bytes()))
+    t2 = load_trace(plain)
+    assert t2.gpu_args(0) == t.gpu_args(0)
+
+
+def test_args_of_a_file_changed_after_loading_are_not_mixed_in(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_bytes(trace_bytes(EVENTS))
+    t = load_trace(path)
+    path.write_bytes(trace_bytes(EVENTS[:2]) + b"     ")
+    assert t.op_args(1) == {}
+    assert t._args.problem == "args unavailable: the file changed after it was loaded"
+
+
+def test_args_after_utf8_repair_and_tolerant_decode(tmp_path: Path) -> None:
+    path = tmp_path / "bad-utf8.json"
+    path.write_bytes(trace_bytes(EVENTS).replace(b'"correlation":42', b'"note":"\xff","correlation":42', 1))
+    t = load_trace(path)
+    assert t.op_args(2) == {"note": "\ufffd", "correlation": 42, "External id": 7}
+    odd = load_trace_bytes(trace_bytes(EVENTS + [{"ph": "X", "name": 3}]), source="mem")
+    assert odd.op_args(1) == {"External id": 7}
