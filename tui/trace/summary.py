@@ -28,7 +28,8 @@ JSON shape (`mlptui summary PATH --json`; times in µs rounded to ns, lists sort
       ],
       "dispatch": [                        # each distinct CPU path that put kernels on the GPU
         {"path": [op names from the outermost op of a step (below ProfilerStep#N) down to the leaf op
-                  that launched], "count": int (how many times that path ran with those kernels),
+                  that launched; Python frames left out], "count": int (how many times that path ran
+                  with those kernels),
          "gpu_kernels": [raw names of the kernels the leaf launched, in order],
          "gpu_us": f (their total GPU time over all occurrences)}
       ]
@@ -40,7 +41,7 @@ from __future__ import annotations
 from typing import Any
 
 from tui.trace.launches import launch_calls
-from tui.trace.model import KERNEL, MEMCPY, MEMSET, Trace
+from tui.trace.model import KERNEL, MEMCPY, MEMSET, PYTHON, Trace
 from tui.trace.steps import VERDICT_RULE, all_step_stats, step_stats
 
 
@@ -89,7 +90,8 @@ def _dispatch(trace: Trace) -> list[dict[str, Any]]:
         path = []
         p = leaf
         while p >= 0 and p not in step_ops:
-            path.append(ops[p].name)
+            if p == leaf or ops[p].cat != PYTHON:    # Python frames (with_stack) would drown the path
+                path.append(ops[p].name)
             p = ops[p].parent
         path.reverse()
         gids = sorted(kernels_of[leaf], key=lambda k: (trace.gpu[k].ts, k))
@@ -130,7 +132,7 @@ def summarize(trace: Trace) -> dict[str, Any]:
 # ---------------------------------------------------------------- renderings
 
 def _us(x: float) -> str:
-    return f"{x / 1000:.2f} ms" if x >= 10_000 else f"{x:.1f} µs"
+    return f"{x / 1000:.2f} ms" if x >= 1000 else f"{x:.1f} µs"
 
 
 def _device_line(d: dict[str, Any]) -> str:
@@ -155,10 +157,20 @@ def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[s
     return [fmt(headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
 
 
-def _step_rows(d: dict[str, Any]) -> list[list[str]]:
-    rows = [s for s in d["steps"]] + [d["total"]]
-    return [[s["name"], _us(s["cpu_us"]), _us(s["gpu_busy_us"]), _us(s["gpu_idle_us"]), str(s["kernels"]),
-             str(s["launches"]), _us(s["launch_overhead_us"]), s["verdict"]] for s in rows]
+def _step_rows(d: dict[str, Any], top: int) -> list[list[str]]:
+    steps = d["steps"]
+    if len(steps) > top:      # first and last steps; --json has them all
+        head = steps[: top // 2]
+        tail = steps[len(steps) - (top - len(head)):]
+        gap = {"name": f"… {len(steps) - len(head) - len(tail)} more", "cpu_us": None}
+        steps = head + [gap] + tail
+    rows = [*steps, d["total"]]
+    return [[s["name"]] + [""] * 7 if s["cpu_us"] is None else _step_row(s) for s in rows]
+
+
+def _step_row(s: dict[str, Any]) -> list[str]:
+    return [s["name"], _us(s["cpu_us"]), _us(s["gpu_busy_us"]), _us(s["gpu_idle_us"]), str(s["kernels"]),
+            str(s["launches"]), _us(s["launch_overhead_us"]), s["verdict"]]
 
 
 _STEP_HEAD = ["step", "CPU", "GPU busy", "GPU idle", "kernels", "launches", "launch ovh", "verdict"]
@@ -178,7 +190,7 @@ def render_text(d: dict[str, Any], top: int = 15) -> str:
         out.append(line)
     for w in d["warnings"]:
         out.append(f"warning: {w}")
-    out += ["", "steps"] + ["  " + r for r in _table(_STEP_HEAD, _step_rows(d), {1, 2, 3, 4, 5, 6})]
+    out += ["", "steps"] + ["  " + r for r in _table(_STEP_HEAD, _step_rows(d, top), {1, 2, 3, 4, 5, 6})]
     out.append(f"  verdict rule: {d['verdict_rule']}")
     if d["kernels"]:
         rows = [[k["short"], k["family"], k["library"], str(k["count"]), _us(k["total_us"]), _us(k["mean_us"])]
@@ -218,7 +230,7 @@ def render_markdown(d: dict[str, Any], top: int = 15) -> str:
         out += ["", line]
     for w in d["warnings"]:
         out += ["", f"> warning: {_md_escape(w)}"]
-    out += ["", "#### Steps", ""] + _md_table(_STEP_HEAD, _step_rows(d))
+    out += ["", "#### Steps", ""] + _md_table(_STEP_HEAD, _step_rows(d, top))
     out += ["", f"Verdict rule: {d['verdict_rule']}."]
     if d["kernels"]:
         out += ["", "#### Kernels", ""]
