@@ -254,17 +254,24 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
         events[i] = None
         cat = cpu_cat[j]
         pid, tid = thread_keys[thread_sorted[k]]
-        ext, corr = _ext(e.args)
-        if corr is None and starts and cat in launch_cats:
-            corr = starts.get((pid, tid, e.ts))
+        a = e.args
+        if a is None:
+            ext = corr = None
+        else:
+            corr = a.correlation
+            ext = a.external_id
+            if ext is None:
+                ext = a.external_id_lc
         name = e.name
-        append(Op(k, intern.setdefault(name, name), cat, pid, tid, ts_us[k], dur_us[k], i, parent[k], NO_IDS,
-                  depth[k], ext, corr, -1, 0.0, 0.0, NO_IDS))
         if cat in launch_cats:
+            if corr is None and starts:
+                corr = starts.get((pid, tid, e.ts))
             if corr is not None:
                 corr_to_launch[corr] = k
         elif ext is not None and (cat == CPU_OP or cat == ANNOTATION) and ext not in ext_to_op:
             ext_to_op[ext] = k
+        append(Op(k, intern.setdefault(name, name), cat, pid, tid, ts_us[k], dur_us[k], i, parent[k], NO_IDS,
+                  depth[k], ext, corr, -1, 0.0, 0.0, NO_IDS))
     del ts_us, dur_us, order
 
     roots_by_thread: list[list[int]] = [[] for _ in thread_keys]
@@ -294,14 +301,14 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
     gdur = (gpu_dur / 1000.0).tolist()
     gpu: list[GpuOp] = []
     streams: dict[tuple[int, int], None] = {}
-    direct_gpu = np.zeros(n_ops, dtype=np.float64)
+    direct_gpu = [0.0] * n_ops
     unlinked = 0
     for g, j in enumerate(gorder):
         i = gpu_ev[j]
         e = events[i]
         events[i] = None
-        device = _id_of(e.pid, string_ids)
-        stream = _id_of(e.tid, string_ids)
+        device = e.pid if type(e.pid) is int else _id_of(e.pid, string_ids)
+        stream = e.tid if type(e.tid) is int else _id_of(e.tid, string_ids)
         ext, corr = _ext(gpu_link[j])
         if corr is None and ends:
             corr = ends.get((device, stream, e.ts))
@@ -334,7 +341,7 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
     # GPU time up the tree: a parent's id is smaller than its children's, so sweep the depths bottom-up.
     if n_ops and gpu:
         depth_arr = forest.depth
-        total = direct_gpu
+        total = np.asarray(direct_gpu, dtype=np.float64)
         for d in range(int(depth_arr.max()), 0, -1):
             at = np.nonzero(depth_arr == d)[0]
             np.add.at(total, parent_arr[at], total[at])
