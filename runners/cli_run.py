@@ -234,9 +234,13 @@ def record_one(args: argparse.Namespace, w: Workload, mode: str, shape: Shape, f
     return record
 
 
+def viewer_installed() -> bool:
+    return importlib.util.find_spec("tui.commands.view") is not None
+
+
 def _open_viewer(target: Path, progress: Any) -> None:
     """The explorer runs in its own process, so this command never imports the UI."""
-    if importlib.util.find_spec("tui.commands.view") is None:
+    if not viewer_installed():
         progress.note(f"the explorer is not installed here; open the result later with `mlptui view {target}`")
         return
     subprocess.call([sys.executable, "-m", "tui.cli", "view", str(target)])

@@ -143,3 +143,31 @@ def test_help_lists_the_article_spellings_without_importing_torch() -> None:
                      "--seq", "--dim", "--hidden", "--dtype", "--device", "--wait", "--warmup",
                      "--active", "--with-stack", "--out", "--open", "ladder", "kernels-mlp"):
         assert spelling in text
+
+
+def test_ladder_plan_gives_each_shape_family_its_own_flags() -> None:
+    import argparse
+
+    from runners import cli_run
+    from runners.workloads import WORKLOADS
+
+    parser = argparse.ArgumentParser()
+    cli_run.add_arguments(parser)
+    planned = cli_run.plan(parser.parse_args(["ladder", "--rows", "8", "--dim", "32", "--hidden", "64"]))
+    got = [(w.name, mode, shape.slug) for w, mode, shape in planned]
+    assert got[:5] == [("linear", "eager", "8x32x64"), ("linear", "compile", "8x32x64"),
+                       ("mlp", "eager", "64x128x32x64"), ("mlp", "compile", "64x128x32x64"),
+                       ("kernels-mlp", "eager", "64x128x32x64")]
+    assert {name for name, _, _ in got} == set(WORKLOADS)  # a newly registered workload joins the ladder
+
+
+def test_open_hands_the_trace_to_the_viewer_in_its_own_process(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from runners import cli_run
+
+    calls: list[list[str]] = []
+    monkeypatch.setattr(cli_run, "viewer_installed", lambda: True)
+    monkeypatch.setattr(cli_run.subprocess, "call", lambda argv: calls.append(argv) or 0)
+    assert main(["run", "linear", "--device", "cpu", "--rows", "4", "--open", "--out", str(tmp_path)]) == 0
+    trace = next(tmp_path.glob("*.pt.trace.json.gz"))
+    assert calls == [[sys.executable, "-m", "tui.cli", "view", str(trace)]]
