@@ -144,3 +144,15 @@ def test_a_side_without_gpu_work_makes_every_row_added() -> None:
     from tui.trace.diff_render import render_text
 
     assert "A has no GPU work" in render_text(d.to_json())
+
+
+def test_pair_details_show_both_sides_launch_geometry_and_occupancy() -> None:
+    from tui.trace.diff_details import pair_details
+
+    d = diff_traces(load(sample("mlp", "eager")), load(sample("kernels-mlp", "eager")))
+    fused = next(r for r in d.rows if r.status == FUSED)
+    text = "\n".join(pair_details(d, fused))
+    assert "kernels_mlp_fwd → LigerGELUMulFunction → cuLaunchKernelEx" in text
+    assert "mlp_fwd → aten::gelu → cudaLaunchKernel" in text and "mlp_fwd → aten::mul → cudaLaunchKernel" in text
+    assert "raw: _geglu_tanh_forward_kernel" in text
+    assert text.count("occupancy: ") == 3 and "registers per thread 48" in text

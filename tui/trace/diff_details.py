@@ -52,11 +52,13 @@ def _roofline(trace: Trace, gpu_id: int) -> str | None:
 def _fmt_arg(value: Any) -> str:
     if isinstance(value, list):
         return "×".join(str(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:.1f}".removesuffix(".0")
     return str(value)
 
 
 def kernel_lines(trace: Trace | None, k: DiffKernel) -> list[str]:
-    lines = [f"{k.kind} {k.name}", f"  short: {k.short}   {fmt_us(k.dur)}"]
+    lines = [f"{k.kind} {k.short}   {fmt_us(k.dur)}"]
     decoded = decode_kernel(k.name)
     config = [f"{f}={getattr(decoded, f)}" for f in _CONFIG_FIELDS if getattr(decoded, f, None) not in (None, "", ())]
     if decoded.ops:
@@ -65,7 +67,7 @@ def kernel_lines(trace: Trace | None, k: DiffKernel) -> list[str]:
         lines.append("  config: " + "  ".join(config))
     lines.append("  chain: " + (" → ".join(k.chain) or "(no CPU op linked)"))
     if trace is None or k.gpu_id < 0:
-        return lines
+        return [*lines, "  raw: " + k.name]
     args = trace.gpu_args(k.gpu_id)
     geometry = [f"{f} {_fmt_arg(args[f])}" for f in _ARG_FIELDS if f in args]
     if geometry:
@@ -76,6 +78,8 @@ def kernel_lines(trace: Trace | None, k: DiffKernel) -> list[str]:
     roof = _roofline(trace, k.gpu_id)
     if roof:
         lines.append("  roofline: " + roof)
+    if k.name != k.short:
+        lines.append("  raw: " + k.name)
     return lines
 
 
