@@ -99,3 +99,25 @@ def test_snapshot_mlp_eager_vs_compile(snap_compare, size) -> None:
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 def test_snapshot_pair_details(snap_compare, size) -> None:
     assert snap_compare(liger_app(), press=["n", "enter"], terminal_size=size)
+
+
+async def test_big_pair_aligns_in_a_worker_then_walks() -> None:
+    from diff_support import corpus_pair
+
+    from tui.screens.diff_screen import SYNC_LIMIT
+
+    control, test = corpus_pair()
+    a, b = load(control), load(test)
+    assert len(a.gpu) + len(b.gpu) > SYNC_LIMIT
+    app = DiffHarness(a, b)
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = app.screen
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert screen.ready and not screen.query("#diff-loading")
+        header = _text(screen.query_one("#diff-header"))
+        assert "A100" in header and "V100" in header
+        await pilot.press("n")
+        assert screen.rows.current_row.status != SAME
+        await pilot.press("end")
+        assert screen.rows.cursor == screen.rows.row_count() - 1

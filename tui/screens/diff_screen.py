@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, LoadingIndicator, Static
 
 from tui.screens.diff_lines import DiffList
 from tui.screens.help_screen import GROUPS, HelpScreen, key_text
@@ -22,8 +22,12 @@ from tui.trace.diff import Side, TraceDiff, diff_traces
 from tui.trace.diff_cpu import op_key
 from tui.trace.diff_details import pair_details
 from tui.trace.diff_render import MARKERS, fmt_speedup
+from tui.trace.errors import MlptuiError
 from tui.trace.model import Trace
 from tui.widgets.fmt import us
+
+# GPU ops (both sides together) above which the first alignment runs in a worker, not in the constructor.
+SYNC_LIMIT = 20_000
 
 DIFF_KEYS = [
     Binding("n", "difference(1)", "Next diff", id="diff-next"),
@@ -96,18 +100,51 @@ class DiffScreen(Screen[None]):
     def __init__(self, a: Trace, b: Trace, *, step_a: int | None = None, step_b: int | None = None,
                  diff: TraceDiff | None = None) -> None:
         super().__init__()
-        self.diff = diff if diff is not None else diff_traces(a, b, step_a, step_b)
+        self._request = (a, b, step_a, step_b)
+        self.diff: TraceDiff | None = diff
+        if diff is None and len(a.gpu) + len(b.gpu) <= SYNC_LIMIT:
+            self.diff = diff_traces(a, b, step_a, step_b)
 
     def compose(self) -> ComposeResult:
-        yield Static(header_text(self.diff), id="diff-header", markup=False)
-        yield DiffList(self.diff, id="diff-rows")
+        if self.diff is None:
+            a, b = self._request[:2]
+            yield Static(f"aligning {a.source} ⇄ {b.source} …", id="diff-header", markup=False)
+            yield LoadingIndicator(id="diff-loading")
+        else:
+            yield Static(header_text(self.diff), id="diff-header", markup=False)
+            yield DiffList(self.diff, id="diff-rows")
         yield Static("", id="diff-status", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
-        rows = self.query_one(DiffList)
+        if self.diff is None:
+            self._first_alignment()
+            return
+        self.rows.focus()
+        self._update_status()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="diff-realign")
+    def _first_alignment(self) -> None:
+        try:
+            d = diff_traces(*self._request)
+        except MlptuiError as exc:
+            self.app.call_from_thread(self._set_status, str(exc))
+            return
+        self.app.call_from_thread(self._first_show, d)
+
+    async def _first_show(self, d: TraceDiff) -> None:
+        self.diff = d
+        await self.query_one("#diff-loading").remove()
+        rows = DiffList(d, id="diff-rows")
+        await self.mount(rows, before=self.query_one("#diff-status"))
+        self.query_one("#diff-header", Static).update(header_text(d))
         rows.focus()
         self._update_status()
+
+    @property
+    def ready(self) -> bool:
+        """The rows are on screen (the first alignment of big traces runs in a worker)."""
+        return self.diff is not None and bool(self.query(DiffList))
 
     @property
     def rows(self) -> DiffList:
@@ -119,7 +156,12 @@ class DiffScreen(Screen[None]):
         self.rows.set_diff(d)
         self._update_status()
 
+    def _set_status(self, text: str) -> None:
+        self.query_one("#diff-status", Static).update(text)
+
     def _update_status(self, note: str = "") -> None:
+        if not self.ready:
+            return
         row = self.rows.current_row
         diffs = self.diff.differences()
         text = note
@@ -129,7 +171,7 @@ class DiffScreen(Screen[None]):
             text = f"A: {a}   ⇄   B: {b}"
         if not diffs:
             text = "no differences: every row is the same kernel · " + text
-        self.query_one("#diff-status", Static).update(text)
+        self._set_status(text)
 
     def on_line_list_cursor_moved(self, event: DiffList.CursorMoved) -> None:
         self._update_status()
@@ -139,24 +181,34 @@ class DiffScreen(Screen[None]):
 
     # -- actions -----------------------------------------------------------------------------
     def action_difference(self, direction: int) -> None:
+        if not self.ready:
+            return
         if not self.rows.jump_difference(direction):
             self._update_status("no further difference " + ("below" if direction > 0 else "above"))
 
     def action_details(self) -> None:
+        if not self.ready:
+            return
         row = self.rows.current_row
         if row is not None:
             self.app.push_screen(PairDetails(pair_details(self.diff, row)))
 
     def action_swap(self) -> None:
+        if not self.ready:
+            return
         cursor = self.rows.cursor
         self._show(self.diff.swapped())
         self.rows.move_cursor(cursor, center=True)
 
     def action_toggle_raw(self) -> None:
+        if not self.ready:
+            return
         self.rows.raw = not self.rows.raw
         self.rows.refresh_text()
 
     def action_step(self, delta: int) -> None:
+        if not self.ready:
+            return
         ta, tb = self.diff.trace_a, self.diff.trace_b
         if ta is None or tb is None or not (ta.steps and tb.steps):
             self._update_status("these traces have no ProfilerStep to switch between")
