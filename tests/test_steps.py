@@ -38,6 +38,7 @@ def _two_streams() -> bytes:
         x("cudaLaunchKernel", "cuda_runtime", 20.0, 5.0, correlation=2),
         x("cudaMemsetAsync", "cuda_runtime", 30.0, 2.0, correlation=3),
         x("cudaStreamSynchronize", "cuda_runtime", 40.0, 50.0, correlation=4),
+        x("cudaMalloc", "cuda_runtime", 92.0, 3.0, correlation=5),
         x("k1", "kernel", 15.0, 40.0, pid=0, tid=7, correlation=1),
         x("k2", "kernel", 30.0, 60.0, pid=0, tid=8, correlation=2),   # overlaps k1, ends after the step
         x("Memset (Device)", "gpu_memset", 95.0, 1.0, pid=0, tid=7, correlation=3),
@@ -51,7 +52,7 @@ def test_step_figures() -> None:
     assert (s0.name, s0.cpu_us, s0.kernels, s0.launches) == ("ProfilerStep#0", 100.0, 2, 2)
     assert s0.gpu_busy_us == pytest.approx(76.0)        # [15, 90] + [95, 96]
     assert s0.gpu_idle_us == pytest.approx(100.0 - 76.0)
-    assert s0.launch_overhead_us == pytest.approx(12.0)  # the sync is not launch overhead
+    assert s0.launch_overhead_us == pytest.approx(12.0)  # the sync and the malloc are not launch overhead
     assert s0.verdict == COMPUTE_BOUND
     assert (s1.kernels, s1.verdict) == (0, CPU_ONLY)
     both = step_stats(t, None)

@@ -8,8 +8,10 @@ For step N (the `ProfilerStep#N` annotation):
 - window: from the step's start to whichever ends last, the annotation or the step's GPU work.
 - gpu_idle_us: window minus gpu_busy_us.
 - kernels: kernel events only; launches: calls of kind "launch" or "graph" (tui.trace.launches).
-- launch_overhead_us: CPU time inside runtime/driver calls of the step, syncs excluded (a sync waits
-  for the GPU; it is not the cost of launching).
+- launch_overhead_us: CPU time inside the step's runtime/driver calls on the launch path: kinds launch,
+  graph, occupancy, attribute and memset (cuBLAS's cudaMemsetAsync before its GEMM). Syncs (waiting
+  for the GPU), memcpys (waiting for transfers) and "other" calls (malloc, free, stream and event
+  bookkeeping, first-call initialisation) are not the cost of launching and are left out.
 
 Verdict (VERDICT_RULE): "cpu-only" when the step put no work on the GPU; "overhead-bound" when
 gpu_idle_us > gpu_busy_us (the GPU waits for the host more than it works: Python, dispatch and launch
@@ -34,6 +36,7 @@ VERDICT_RULE = ("overhead-bound when GPU idle > GPU busy within the step's windo
                 "of the step's end and the end of its GPU work); compute-bound otherwise; cpu-only when the "
                 "step launched no GPU work")
 _LAUNCH_KINDS = frozenset({"launch", "graph"})
+LAUNCH_PATH_KINDS = frozenset({"launch", "graph", "occupancy", "attribute", "memset"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +86,7 @@ def _stats(index: int, name: str, start: float, end: float, gpu: list[GpuOp], ca
         index=index, name=name, cpu_us=end - start, gpu_busy_us=busy, gpu_idle_us=idle,
         kernels=sum(1 for g in gpu if g.cat == KERNEL),
         launches=sum(1 for k in kinds if k in _LAUNCH_KINDS),
-        launch_overhead_us=sum(c.dur for c, k in zip(calls, kinds, strict=True) if k != "sync"),
+        launch_overhead_us=sum(c.dur for c, k in zip(calls, kinds, strict=True) if k in LAUNCH_PATH_KINDS),
         verdict=verdict(busy, idle, len(gpu)),
     )
 
