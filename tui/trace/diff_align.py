@@ -32,6 +32,10 @@ _MAX_CELLS = 12_000_000
 # How far (in exact matches) before a fused kernel its constituent kernels may sit on the other side.
 _FUSE_BACK_ANCHORS = 6
 _FUSE_MAX_DISTANCE = 96
+# Scores of the first alignment: an identical kernel outweighs any two same-role pairs; a memset or
+# memcpy match weighs little, so the many identical `Memset (Device)`s never steer the kernels.
+_EXACT_KERNEL, _EXACT_OTHER, _ROLE_CAP = 8, 2, 3
+_MAX_ROLE_PAIRS = 250_000
 _ROLE_BY_FAMILY = frozenset({"gemm", "attention", "norm", "comm"})
 
 
@@ -81,15 +85,36 @@ def align(a: Sequence[AlignItem], b: Sequence[AlignItem]) -> list[Row]:
 # ---------------------------------------------------------------- pass 1: exact names
 
 def _exact_pairs(a: Sequence[AlignItem], b: Sequence[AlignItem]) -> list[tuple[int, int]]:
-    codes: dict[tuple[str, str], int] = {}
-    ca = np.fromiter((codes.setdefault((x.kind, x.name), len(codes)) for x in a), np.int32, len(a))
-    cb = np.fromiter((codes.setdefault((x.kind, x.name), len(codes)) for x in b), np.int32, len(b))
-    weight = np.zeros(len(codes), np.int32)
-    for (kind, _), code in codes.items():
-        weight[code] = 4 if kind == KERNEL else 1
-    # table[p, q]: score of pairing class p with class q (only identical classes score).
-    table = np.diag(weight)
-    return _align_codes(ca, cb, table, 0, 0)
+    """Pairs of identically named items. The alignment that picks them also scores same-role pairs
+    (a little), so that where the two programs differ, the gaps left between exact matches line up
+    GEMM against GEMM rather than wherever a common pointwise kernel happened to match first."""
+    classes: dict[tuple[str, str, str, frozenset[str], str], int] = {}
+    reps: list[AlignItem] = []
+
+    def code(x: AlignItem) -> int:
+        key = (x.kind, x.name, x.role, x.words, x.family)
+        c = classes.get(key)
+        if c is None:
+            c = classes[key] = len(reps)
+            reps.append(x)
+        return c
+
+    ca = np.fromiter(map(code, a), np.int32, len(a))
+    cb = np.fromiter(map(code, b), np.int32, len(b))
+    table = np.zeros((len(reps), len(reps)), np.int32)
+    in_a = np.unique(ca).tolist()
+    in_b = np.unique(cb).tolist()
+    with_roles = len(in_a) * len(in_b) <= _MAX_ROLE_PAIRS
+    for p in in_a:
+        x = reps[p]
+        for q in in_b:
+            y = reps[q]
+            if x.name == y.name and x.kind == y.kind:
+                table[p, q] = _EXACT_KERNEL if x.kind == KERNEL else _EXACT_OTHER
+            elif with_roles:
+                table[p, q] = min(_role_score(_role_key(x), _role_key(y)), _ROLE_CAP)
+    pairs = _align_codes(ca, cb, table, 0, 0)
+    return [(i, j) for i, j in pairs if a[i].name == b[j].name and a[i].kind == b[j].kind]
 
 
 def _align_codes(ca: np.ndarray, cb: np.ndarray, table: np.ndarray, oa: int, ob: int) -> list[tuple[int, int]]:
