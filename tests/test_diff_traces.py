@@ -156,3 +156,10 @@ def test_pair_details_show_both_sides_launch_geometry_and_occupancy() -> None:
     assert "mlp_fwd → aten::gelu → cudaLaunchKernel" in text and "mlp_fwd → aten::mul → cudaLaunchKernel" in text
     assert "raw: _geglu_tanh_forward_kernel" in text
     assert text.count("occupancy: ") == 3 and "registers per thread 48" in text
+
+
+def test_a_trace_against_itself_is_all_same() -> None:
+    t = load(sample("mlp", "reduce-overhead"))
+    d = diff_traces(t, t)
+    assert d.rows and all(r.status == SAME for r in d.rows)
+    assert d.speedup == pytest.approx(1.0) and not d.cpu.removed_ops and not d.cpu.added_ops
