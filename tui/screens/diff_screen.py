@@ -9,6 +9,7 @@ a worker thread; swapping sides mirrors the rows without aligning again.
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -17,7 +18,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, LoadingIndicator, Static
 
 from tui.screens.diff_lines import DiffList
-from tui.screens.help_screen import GROUPS, HelpScreen, key_text
+from tui.screens.help_screen import HelpScreen, help_text, key_text
 from tui.trace.diff import Side, TraceDiff, diff_traces
 from tui.trace.diff_cpu import op_key
 from tui.trace.diff_details import pair_details
@@ -77,20 +78,19 @@ class PairDetails(ModalScreen[None]):
 
 
 class DiffHelp(HelpScreen):
-    """The explorer's help with the diff screen's keys first (same box, same remaps); plain text, so
-    keys such as `[` need no markup escaping."""
+    """The explorer's help with the diff screen's keys first (same box, same look, same remaps)."""
 
     def compose(self) -> ComposeResult:
         keymap = getattr(self.app, "_keymap", {}) or {}
-        lines = ["mlptui keys   (remap with MLPTUI_KEYS=\"id=key,...\"; esc or ? closes)", ""]
-        for title, bindings in [("Diff screen", DIFF_KEYS), *GROUPS]:
-            lines.append(title)
-            lines += [f"  {key_text(b, keymap):<18} {b.description:<24} {b.id}" for b in bindings]
-            if title == "Diff screen":
-                lines.append("  " + "  ".join(f"{m} {s}" for s, m in MARKERS.items()) + "   (row markers)")
-            lines.append("")
+        text = Text()
+        text.append("Diff screen\n", "bold")
+        for b in DIFF_KEYS:
+            text.append(f"  {key_text(b, keymap):<18} {b.description:<24} ")
+            text.append(f"{b.id}\n", "dim")
+        text.append("  " + "  ".join(f"{m} {s}" for s, m in MARKERS.items()) + "   (row markers)\n\n")
+        text.append_text(help_text(keymap))
         with VerticalScroll(id="help-body"):
-            yield Static("\n".join(lines), id="help-text", markup=False)
+            yield Static(text, id="help-text")
 
 
 class DiffScreen(Screen[None]):
