@@ -186,6 +186,42 @@ def _decode_rows(m: int, graph_us) -> None:
             log(f"  m={m:3d} {name:40s} do_bench {a:7.1f}  graph {g:7.1f}  loop {loop:7.1f} us")
 
 
+def _crossover_row(rows: int, do_bench_cudagraph) -> list[float]:
+    x, wg, wu, wd = make_weights(rows, 768, 3072, torch.bfloat16, seed=rows)
+    eager = Eager(wg, wu, wd)
+    fused = fm.FusedGeGLUMLP(768, 3072, min_rows=0, device="cuda", dtype=torch.bfloat16)
+    fused.load_state_dict(eager.state_dict())
+    fns = (lambda: eager(x), lambda: fused(x))
+    cols = []
+    with torch.no_grad():
+        err = rel_err(fused(x), eager(x).float())
+        assert err <= 1e-2, (rows, err)
+        cols += [bench_us(fn) for fn in fns]
+        cols += [do_bench_cudagraph(fn, rep=50, return_mode="median") * 1e3 for fn in fns]
+        for fn in fns:
+            for _ in range(3):
+                fn()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(200):
+                fn()
+            torch.cuda.synchronize()
+            cols.append((time.perf_counter() - t0) / 200 * 1e6)
+    return cols
+
+
+def crossover() -> int:
+    """Eager vs the fused MLP (forced on) over row counts at dim 768 / hidden 3072: where to fall back."""
+    from triton.testing import do_bench_cudagraph
+
+    log(f"{'rows':>6} {'eager':>8} {'fused':>8} {'eager graph':>12} {'fused graph':>12} {'eager loop':>11} "
+        f"{'fused loop':>11}  (µs)")
+    for rows in (16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048):
+        cols = _crossover_row(rows, do_bench_cudagraph)
+        log(f"{rows:6d} " + " ".join(f"{c:{w}.1f}" for c, w in zip(cols, (8, 8, 12, 12, 11, 11), strict=True)))
+    return 0
+
+
 def decode_diagnosis() -> int:
     """At decode-like M: each candidate on both paths, timed with do_bench (L2 flushed; host launch
     cost hidden behind the flush) and do_bench_cudagraph (GPU time only), next to eager and cuBLAS."""
@@ -205,9 +241,12 @@ def main() -> int:
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--shapes", default="article,seed,decode16,decode64")
     ap.add_argument("--decode", action="store_true", help="only the decode-size diagnosis")
+    ap.add_argument("--crossover", action="store_true", help="only eager vs fused MLP over row counts")
     args = ap.parse_args()
     if args.decode:
         return decode_diagnosis()
+    if args.crossover:
+        return crossover()
     out_dir = Path(os.environ.get("OUT", ".bench"))
     out_dir.mkdir(parents=True, exist_ok=True)
     props = torch.cuda.get_device_properties(0)

@@ -257,7 +257,10 @@ def _num_programs(device: torch.device) -> int:
 
 def _tma_ok(*tensors: torch.Tensor) -> bool:
     # TMA needs 16-byte aligned base addresses and row strides.
-    return all(t.data_ptr() % 16 == 0 and (t.stride(0) * t.element_size()) % 16 == 0 for t in tensors)
+    for t in tensors:
+        if t.data_ptr() % 16 or (t.stride(0) * t.element_size()) % 16:
+            return False
+    return True
 
 
 _allocator_set = False
@@ -301,7 +304,7 @@ def _launch(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, h: torch.Tensor
     N = wg.shape[0]
     if cfg.interleaved:
         wg = wu = _interleaved_weight(wg, wu, cfg.block_n)
-    tiles = triton.cdiv(M, cfg.block_m) * triton.cdiv(N, cfg.block_n)
+    tiles = -(-M // cfg.block_m) * -(-N // cfg.block_n)  # ceil divisions
     programs = max(1, min(_num_programs(x.device), tiles))
     if use_tma:
         _ensure_allocator()
@@ -347,7 +350,10 @@ def fused_geglu_gateup(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor
     if x.dtype not in (torch.bfloat16, torch.float16) or w_gate.dtype != x.dtype or w_up.dtype != x.dtype:
         raise ValueError(f"fused_geglu_gateup takes bf16 or fp16 for all inputs, got {x.dtype}, "
                          f"{w_gate.dtype}, {w_up.dtype}")
-    x, w_gate, w_up = (t if t.stride(-1) == 1 else t.contiguous() for t in (x, w_gate, w_up))
+    if x.stride(-1) != 1:
+        x = x.contiguous()
+    if w_gate.stride(-1) != 1 or w_up.stride(-1) != 1:
+        w_gate, w_up = w_gate.contiguous(), w_up.contiguous()
     M, K = x.shape
     N = w_gate.shape[0]
     if out is None:
@@ -424,14 +430,18 @@ class FusedGeGLUMLP(nn.Module):
         return self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        rows = x.numel() // x.shape[-1] if x.shape[-1] else 0
-        grad = torch.is_grad_enabled() and (x.requires_grad or any(p.requires_grad for p in self.parameters()))
-        if self.path_for(rows, x.device, x.dtype, grad=grad) != "fused" or x.dtype != self.gate_proj.weight.dtype:
+        dim = x.shape[-1]
+        rows = x.numel() // dim if dim else 0
+        # the cheapest test first: at decode-like sizes the fallback must cost no more than eager
+        if rows < self.min_rows:
             return self.forward_unfused(x)
-        x2 = x.reshape(rows, x.shape[-1])
-        h = fused_geglu_gateup(x2, self.gate_proj.weight, self.up_proj.weight)
+        w = self.gate_proj.weight
+        grad = torch.is_grad_enabled() and (x.requires_grad or w.requires_grad)
+        if x.dtype != w.dtype or self.fallback_reason(rows, x.device, x.dtype, grad=grad) is not None:
+            return self.forward_unfused(x)
+        h = fused_geglu_gateup(x.reshape(rows, dim), w, self.up_proj.weight)
         out = torch.mm(h, self.down_proj.weight.t())
-        return out.reshape(*x.shape[:-1], out.shape[-1])
+        return out.view(*x.shape[:-1], out.shape[-1])
 
 
 def build_fused_mlp(shape, dtype: torch.dtype, device: str):

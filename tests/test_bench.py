@@ -1,0 +1,120 @@
+"""`mlptui bench`: argument handling without a GPU, the atomic no-overwrite writer, and the committed
+GPU reports in sample_traces/bench/ (real measurements: their layout, completeness and claims)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runners import cli_bench
+from tui.trace.errors import MlptuiError
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORTS = sorted((ROOT / "sample_traces" / "bench").glob("*.json"))
+MODES = {"eager", "compile", "max-autotune", "kernels", "fused"}
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tui.cli", "bench", *argv], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_unknown_shape_is_a_one_line_error() -> None:
+    proc = _cli("mlp", "--shapes", "article,huge")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("mlptui: unknown shape 'huge' (choose from article, seed, decode16, "
+                                   "decode64, decode)")
+
+
+def test_unknown_mode_and_workload() -> None:
+    proc = _cli("mlp", "--modes", "eager,turbo")
+    assert proc.returncode == 2 and "unknown mode 'turbo'" in proc.stderr
+    proc = _cli("linear")
+    assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+
+def test_without_a_gpu_says_so_in_one_line() -> None:
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    proc = _cli("mlp", "--json")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "mlptui: bench needs a CUDA GPU, and torch sees none"
+    assert proc.stdout == ""
+
+
+def test_resolve_shapes_and_modes() -> None:
+    pytest.importorskip("torch")
+    from runners import bench
+
+    assert [s.name for s in bench.resolve_shapes("article,seed,decode")] == ["article", "seed", "decode16",
+                                                                              "decode64"]
+    assert [s.rows for s in bench.resolve_shapes("decode,article,decode16")] == [16, 64, 8192]
+    assert bench.SHAPES["seed"].as_dict() == {"batch": 8, "seq": 128, "dim": 1024, "hidden": 4096, "rows": 1024}
+    assert bench.SHAPES["article"].flops == 3 * 2 * 8192 * 768 * 3072
+    assert bench.resolve_modes("fused,eager") == ["eager", "fused"]  # always in ladder order
+    assert tuple(bench.MODES) == cli_bench.MODES
+    with pytest.raises(ValueError, match="unknown shape 'x'"):
+        bench.resolve_shapes("x")
+    with pytest.raises(ValueError, match="unknown mode"):
+        bench.resolve_modes("eager,fast")
+
+
+def test_write_new_file_never_overwrites(tmp_path: Path) -> None:
+    target = tmp_path / "h100.json"
+    cli_bench.write_new_file(target, '{"a": 1}\n')
+    assert json.loads(target.read_text()) == {"a": 1}
+    with pytest.raises(MlptuiError, match="never overwrites"):
+        cli_bench.write_new_file(target, "{}")
+    assert json.loads(target.read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["h100.json"]  # no temp file left behind
+    with pytest.raises(MlptuiError, match="does not exist"):
+        cli_bench.write_new_file(tmp_path / "missing" / "x.json", "{}")
+
+
+def test_reports_were_committed() -> None:
+    assert REPORTS and all(p.stem in ("h100", "h200") or p.stem.startswith(("a", "b", "l", "rtx")) for p in REPORTS)
+
+
+@pytest.mark.parametrize("path", REPORTS, ids=lambda p: p.stem)
+def test_committed_report_is_complete_and_consistent(path: Path) -> None:
+    doc = json.loads(path.read_text())
+    for key in ("device", "torch", "triton", "command", "results"):
+        assert doc[key], key
+    assert doc["device_slug"] == path.stem and path.stem in doc["device"].lower()
+    assert doc["command"].startswith("mlptui bench mlp")
+    rows = {(r["mode"], r["shape"]): r for r in doc["results"]}
+    shapes = {r["shape"] for r in doc["results"]}
+    assert {"article", "seed", "decode16", "decode64"} <= shapes
+    for shape in shapes:
+        floor = rows[("cublas-3gemm", shape)]["median_us"]
+        eager = rows[("eager", shape)]["median_us"]
+        for mode in MODES:
+            r = rows[(mode, shape)]
+            assert r["median_us"] > 0 and r["tflops"] > 0
+            assert r["rel_err"] <= 1e-2  # every mode computed the same function
+            assert r["floor_pct"] == pytest.approx(100 * floor / r["median_us"], abs=0.1)
+            assert r["speedup_vs_eager"] == pytest.approx(eager / r["median_us"], rel=1e-2)
+        fused = rows[("fused", shape)]
+        if fused["path"] == "unfused":  # the fallback was chosen: the kernel path is reported beside it
+            assert rows[("fused-kernel", shape)]["median_us"] > 0
+    assert "liger" in rows[("kernels", "article")]["source"]
+    assert rows[("fused", "article")]["path"] == "fused"
+
+
+def test_render_table_lists_every_row() -> None:
+    if not REPORTS:
+        pytest.skip("no committed report")
+    pytest.importorskip("torch")
+    from runners import bench
+
+    doc = json.loads(REPORTS[0].read_text())
+    text = bench.render_table(doc)
+    lines = text.splitlines()
+    assert lines[0].split()[:3] == ["shape", "mode", "median"]
+    assert len(lines) == 2 + len(doc["results"]) + len(doc.get("errors", []))
+    assert any(ln.startswith("article   fused ") for ln in lines)
