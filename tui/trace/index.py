@@ -232,8 +232,8 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
         warnings.append(f"{forest.partial_overlaps} CPU slice(s) end after the slice they start in "
                         "(partial overlap); nested where they start")
     order = forest.order.tolist()
-    parent = forest.parent.tolist()
-    depth = forest.depth.tolist()
+    parent = forest.parent
+    depth = forest.depth
     start_sorted = cpu_start[forest.order]
     dur_sorted = cpu_dur[forest.order]
     ts_us = (start_sorted / 1000.0).tolist()
@@ -286,7 +286,7 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
             roots_by_thread[t].append(op.id)
 
     n_ops = len(ops)
-    parent_arr = forest.parent
+    parent_arr = np.asarray(parent, dtype=np.int64)
     if n_ops:
         # self time = duration minus the children's, in one vectorised pass
         child_sum = np.zeros(n_ops, dtype=np.int64)
@@ -340,7 +340,7 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
 
     # GPU time up the tree: a parent's id is smaller than its children's, so sweep the depths bottom-up.
     if n_ops and gpu:
-        depth_arr = forest.depth
+        depth_arr = np.asarray(depth, dtype=np.int64)
         total = np.asarray(direct_gpu, dtype=np.float64)
         for d in range(int(depth_arr.max()), 0, -1):
             at = np.nonzero(depth_arr == d)[0]
