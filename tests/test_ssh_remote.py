@@ -107,6 +107,8 @@ def test_cached_copy_is_used_when_the_host_is_unreachable(ssh_env: Sshd, tmp_pat
     cfg.write_text(ssh_env.config.read_text().replace(f"Port {ssh_env.port}", f"Port {_closed_port()}"))
     monkeypatch.setenv("MLPTUI_SSH", f"ssh -F {cfg}")
     assert remote_ssh.fetch(f"testbox:{src}") == copy
+    trace = sources.open_trace(f"testbox:{src}")
+    assert any(w.startswith("showing the cached copy") and "connection refused" in w for w in trace.warnings)
     with pytest.raises(MlptuiError, match="connection refused"):
         remote_ssh.fetch(f"testbox:{src}.other")
 
@@ -115,15 +117,19 @@ def test_remote_folder_listing(ssh_env: Sshd, tmp_path: Path) -> None:
     folder = tmp_path / "traces"
     (folder / "sub").mkdir(parents=True)
     src = _sample("linear-eager-*bf16*.pt.trace.json.gz")
-    names = ["a.pt.trace.json.gz", "b c.pt.trace.json", "sub/d.pt.trace.json.gz"]
-    for name in names:
+    names = ["a.pt.trace.json.gz", "b c.pt.trace.json", "UPPER.JSON"]
+    for name in names + ["sub/d.pt.trace.json.gz", ".hidden.pt.trace.json.gz"]:
         shutil.copy(src, folder / name)
+    (folder / "linked.pt.trace.json.gz").symlink_to(folder / "a.pt.trace.json.gz")
+    names.append("linked.pt.trace.json.gz")
     (folder / "notes.txt").write_text("not a trace")
     (folder / "manifest.json").write_text('{"mlptui_manifest": 1, "runs": []}')
     spec = f"testbox:{folder}"
     assert sources.is_folder(spec) and sources.is_folder(spec + "/")
     listed = sources.list_traces(spec + "/")
     assert listed == sorted(f"testbox:{folder}/{n}" for n in names)
+    # The same files a local listing of that folder finds (directly inside it, by name).
+    assert listed == sorted(f"testbox:{p}" for p in sources.list_traces(str(folder)))
     assert not sources.is_folder(listed[0])
     # The same folder through ssh://, answered in that form.
     url = f"ssh://testbox:{ssh_env.port}{folder}"

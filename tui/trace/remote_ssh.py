@@ -48,7 +48,8 @@ _SCRIPT = "; ".join([
     '  [ "$m" = list ] || { h DIR; exit 0; };'
     '  [ -r "$p" ] && [ -x "$p" ] || { h ERR perm; exit 0; };'
     '  h DIR;'
-    "  find \"$p\"/ -maxdepth 3 -type f \\( -name '*.json' -o -name '*.json.gz' \\) -print0 2>/dev/null;"
+    "  find -L \"$p\"/ -mindepth 1 -maxdepth 1 -type f \\( -iname '*.json' -o -iname '*.json.gz' \\)"
+    " -print0 2>/dev/null;"
     '  exit 0;'
     ' fi',
     '[ "$m" = list ] && { h FILE; exit 0; }',
@@ -324,15 +325,22 @@ def list_traces(spec: str) -> list[str]:
 
 def fetch(spec: str, progress: Progress | None = None) -> Path:
     """A local copy of the remote trace file `spec` (from the cache when size and mtime still match)."""
+    return _fetch(spec, progress)[0]
+
+
+def _fetch(spec: str, progress: Progress | None) -> tuple[Path, str | None]:
+    """(local copy, a note for the user when it is a cached copy that could not be checked)."""
     s = parse_ssh_spec(spec)
     cached = remote_cache.lookup(s.endpoint, s.path)
     session = _Session(s, build_argv(s, "open", cached))
     try:
         try:
             fields = session.header()
-        except MlptuiError:
+        except MlptuiError as exc:
             if cached is not None and session.proc.returncode == 255:
-                return cached.path   # host unreachable: the copy we have is better than nothing
+                # ssh itself failed (host unreachable, ...): the copy we have is better than nothing.
+                when = time.strftime("%Y-%m-%d %H:%M", time.localtime(cached.mtime))
+                return cached.path, f"showing the cached copy (remote file of {when}): {exc}"
             raise
         if fields[0] == "ERR":
             raise _error(s, fields)
@@ -343,8 +351,8 @@ def fetch(spec: str, progress: Progress | None = None) -> Path:
         if status == "SAME" and cached is not None:
             if manifest:
                 remote_cache.CacheWriter.refresh_manifest(cached.path, manifest)
-            return cached.path
-        return _receive(session, s, size, mtime, manifest, enc, progress)
+            return cached.path, None
+        return _receive(session, s, size, mtime, manifest, enc, progress), None
     finally:
         session.close()
 
@@ -380,5 +388,8 @@ def open_trace(spec: str, progress: Progress | None = None) -> Trace:
     from tui.trace.load import load_trace
     from tui.trace.local_source import attach_manifest
 
-    path = fetch(spec, progress)
-    return attach_manifest(load_trace(path, source=spec, progress=progress), path)
+    path, note = _fetch(spec, progress)
+    trace = attach_manifest(load_trace(path, source=spec, progress=progress), path)
+    if note:
+        trace.warnings.append(note)
+    return trace
