@@ -1,4 +1,4 @@
-"""Check, tune and time fused_geglu_gateup_kernel on a CUDA GPU in one process.
+"""Check, tune and time fused_geglu_gateup_gemm_kernel on a CUDA GPU in one process.
 
 1. correctness: every candidate configuration, both load paths (TMA descriptors and pointers), on fresh
    random inputs with a NaN-poisoned output, against an fp32 reference (rel. error <= 1e-2, all finite);

@@ -223,7 +223,7 @@ def bench_mlp(shapes: list[BenchShape], modes: list[str], *, dtype: torch.dtype 
 
     return {"results": results, "errors": errors,
             "fused": {"min_rows": FUSED_MIN_ROWS, "tuned": tuned_configs(),
-                      "kernel": "fused_geglu_gateup_kernel (gate+up GEMM, GeGLU epilogue) + cuBLAS down"},
+                      "kernel": "fused_geglu_gateup_gemm_kernel (gate+up GEMM, GeGLU epilogue) + cuBLAS down"},
             "timing": {"method": "triton.testing.do_bench median, L2 flushed before each call",
                        "warmup_ms": warmup_ms, "rep_ms": rep_ms, "host_us": "mean of 50 back-to-back calls"},
             "dtype": str(dtype).removeprefix("torch."),

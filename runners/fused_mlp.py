@@ -1,6 +1,6 @@
 """A GeGLU MLP whose gate and up projections run as one Triton GEMM with the GeGLU in its epilogue.
 
-`fused_geglu_gateup_kernel` reads each x tile once, multiplies it by the paired gate and up weight
+`fused_geglu_gateup_gemm_kernel` reads each x tile once, multiplies it by the paired gate and up weight
 tiles into two fp32 accumulators, applies gelu_tanh(gate) * up in registers and writes only
 h = [M, hidden]; the gate and up activations never reach device memory. The down projection is a
 cuBLAS GEMM (`torch.mm`). Forward only.
@@ -62,7 +62,7 @@ def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
-def fused_geglu_gateup_kernel(
+def fused_geglu_gateup_gemm_kernel(
     x_ptr, wg_ptr, wu_ptr, h_ptr,
     M, N, K,
     stride_xm, stride_wg, stride_wu, stride_hm,
@@ -168,7 +168,7 @@ def fused_geglu_gateup_kernel(
 
 @dataclass(frozen=True)
 class GateUpConfig:
-    """One launch configuration of fused_geglu_gateup_kernel."""
+    """One launch configuration of fused_geglu_gateup_gemm_kernel."""
 
     block_m: int
     block_n: int
@@ -308,7 +308,7 @@ def _launch(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, h: torch.Tensor
     programs = max(1, min(_num_programs(x.device), tiles))
     if use_tma:
         _ensure_allocator()
-    return fused_geglu_gateup_kernel[(programs,)](
+    return fused_geglu_gateup_gemm_kernel[(programs,)](
         x, wg, wu, h, M, N, K,
         x.stride(0), wg.stride(0), wu.stride(0), h.stride(0),
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
@@ -333,7 +333,7 @@ def _tune(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, h: torch.Tensor,
         if best is None or ms < best[0]:
             best = (ms, cfg, use_tma)
     if best is None:
-        raise RuntimeError("no configuration of fused_geglu_gateup_kernel could run")
+        raise RuntimeError("no configuration of fused_geglu_gateup_gemm_kernel could run")
     return best[1], best[2]
 
 
@@ -395,7 +395,7 @@ class FusedGeGLUMLP(nn.Module):
     """Same parameters and function as SimpleGeGLUMLP: down(gelu_tanh(gate(x)) * up(x)).
 
     On a GPU (or under TRITON_INTERPRET=1), bf16/fp16, at least FUSED_MIN_ROWS rows and no autograd,
-    gate+up+GeGLU run as fused_geglu_gateup_kernel and the down projection as one cuBLAS GEMM;
+    gate+up+GeGLU run as fused_geglu_gateup_gemm_kernel and the down projection as one cuBLAS GEMM;
     otherwise the unfused eager path runs (the kernel has no backward). `path_for(rows)` says which.
     """
 
@@ -453,7 +453,7 @@ def build_fused_mlp(shape, dtype: torch.dtype, device: str):
     module = FusedGeGLUMLP(shape.dim, shape.hidden, device=device, dtype=dtype)
     module.load_state_dict(ref.state_dict())
     why = module.fallback_reason(shape.batch * shape.seq)
-    source = ("triton fused_geglu_gateup_kernel (runners/fused_mlp.py) + cuBLAS down projection" if why is None
+    source = ("triton fused_geglu_gateup_gemm_kernel (runners/fused_mlp.py) + cuBLAS down projection" if why is None
               else f"unfused eager path: {why}")
     return Built(module, (mlp_input(shape, dtype, device),), ref, mlp_flops(shape), source)
 

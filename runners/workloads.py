@@ -102,7 +102,7 @@ WORKLOADS: dict[str, Workload] = {
         ),
         Workload(
             "fused-mlp", "fused_mlp_fwd", "mlp", "runners.fused_mlp:build_fused_mlp",
-            "the same MLP with gate+up+GeGLU in one Triton kernel (fused_geglu_gateup_kernel), cuBLAS down",
+            "the same MLP, gate+up+GeGLU in one Triton kernel (fused_geglu_gateup_gemm_kernel), cuBLAS down",
             ladder_modes=("eager",), needs_cuda=True,
         ),
     )

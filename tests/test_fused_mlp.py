@@ -1,4 +1,4 @@
-"""fused_geglu_gateup_kernel on the CPU through Triton's interpreter (TRITON_INTERPRET=1), against an
+"""fused_geglu_gateup_gemm_kernel on the CPU through Triton's interpreter (TRITON_INTERPRET=1), against an
 fp64 torch reference, for small odd shapes; and FusedGeGLUMLP's function, fallback and registry entry.
 
 Triton reads TRITON_INTERPRET when it is first imported (its own library functions are jit-decorated
@@ -194,7 +194,7 @@ def test_builder_records_the_path(interp: ModuleType) -> None:
 
     shape = Shape("mlp", (2, 70, 16, 40))  # 140 rows: over the threshold
     built = interp.build_fused_mlp(shape, torch.bfloat16, "cpu")
-    assert built.kernel_source.startswith("triton fused_geglu_gateup_kernel")
+    assert built.kernel_source.startswith("triton fused_geglu_gateup_gemm_kernel")
     with torch.no_grad():
         out = built.module(*built.inputs)
         ref = built.reference(*(x.float() for x in built.inputs))

@@ -1,4 +1,4 @@
-"""fused_geglu_gateup_kernel and FusedGeGLUMLP compiled for a real CUDA GPU (run on the device machine:
+"""fused_geglu_gateup_gemm_kernel and FusedGeGLUMLP compiled for a real CUDA GPU (run on the device machine:
 `python3 -m pytest -m gpu tests/test_fused_mlp_gpu.py`); skipped where torch sees no GPU."""
 
 from __future__ import annotations
@@ -74,5 +74,5 @@ def test_kernel_name_says_what_it_is() -> None:
     x, wg, wu = _inputs(256, 128, 256, torch.bfloat16, seed=1)
     h = torch.empty(256, 256, device="cuda", dtype=torch.bfloat16)
     compiled = fm._launch(x, wg, wu, h, fm.candidate_configs(256)[0], True)
-    assert compiled.name == "fused_geglu_gateup_kernel"
+    assert compiled.name == "fused_geglu_gateup_gemm_kernel"
     assert compiled.n_spills == 0
