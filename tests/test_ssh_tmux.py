@@ -197,3 +197,45 @@ def test_sixteen_colour_terminal_and_no_color(sshd: Sshd, sample: Path, tmp_path
         assert tmux.exit_status() == "0"
     finally:
         tmux.kill()
+
+
+def _start_local(tmp_path: Path, sshd: Sshd, args: list[str], size: tuple[int, int] = (110, 30)) -> Tmux:
+    """The laptop side: the app runs here in tmux and reads the box's traces through ssh."""
+    tmux = Tmux(tmp_path, "xterm-256color")
+    env = ["env", f"MLPTUI_SSH={sshd.ssh_cmd}", f"XDG_CACHE_HOME={tmp_path / 'cache'}"]
+    tmux("new-session", "-d", "-x", str(size[0]), "-y", str(size[1]),
+         f"{shlex.join([*env, *_mlptui_argv(), 'view', *args])}; echo {_EXIT_MARK}$?")
+    return tmux
+
+
+def test_laptop_view_of_a_remote_folder_and_a_remote_diff(sshd: Sshd, sample: Path, tmp_path: Path) -> None:
+    folder = f"{HOST_ALIAS}:{sample.parent}/"
+    (tmp_path / "folder").mkdir()
+    tmux = _start_local(tmp_path / "folder", sshd, [folder])
+    try:
+        name = " " + sample.name[:16]    # the row of that file (names are cut to the column's width)
+        listed = tmux.wait_for(lambda s: any(name in line for line in s), "the remote folder's list")
+        assert folder in listed[0]
+        row = next(i for i, line in enumerate(listed) if name in line)
+        first_row = next(i for i, line in enumerate(listed) if line.startswith(">"))
+        tmux("send-keys", *(["j"] * (row - first_row)), "Enter")
+        tmux.wait_for(_header, "the chosen remote trace to open")
+        tmux("send-keys", "Escape")
+        tmux.wait_for(lambda s: folder in s[0], "Escape to go back to the list", 10)
+        tmux("send-keys", "q")
+        assert tmux.exit_status() == "0"
+    finally:
+        tmux.kill()
+    compile_ = sorted(sample.parent.glob("mlp-compile-*.pt.trace.json.gz"))
+    if not compile_:
+        pytest.skip("no mlp-compile sample trace")
+    (tmp_path / "diff").mkdir()
+    tmux = _start_local(tmp_path / "diff", sshd, [f"{HOST_ALIAS}:{sample}", f"{HOST_ALIAS}:{compile_[0]}"])
+    try:
+        screen = tmux.wait_for(lambda s: any("A mlp" in ln for ln in s) and any("B mlp" in ln for ln in s),
+                               "the diff of two remote traces")
+        assert any("eager" in ln for ln in screen) and any("compile" in ln for ln in screen)
+        tmux("send-keys", "q")
+        assert tmux.exit_status() == "0"
+    finally:
+        tmux.kill()
