@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -79,22 +80,25 @@ def profile_to(path: Path, fn: Callable[..., Any], inputs: tuple[torch.Tensor, .
         exported.append(path)
 
     steps = wait + warmup + active
-    with profile(
-        activities=activities,
-        record_shapes=True,
-        with_stack=with_stack,
-        schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
-        on_trace_ready=ready,
-    ) as prof:
-        for step in range(steps):
-            if step == wait + warmup:  # Kineto takes metadata only while it records
-                prof.add_metadata_json("mlptui", orjson.dumps(metadata).decode())
-            with record_function(label):
-                fn(*inputs)
-            sync(device)
-            prof.step()
-            if on_step:
-                on_step(step + 1, steps)
+    with warnings.catch_warnings():
+        # one schedule cycle is all we record, so "events are cleared after each cycle" is moot
+        warnings.filterwarnings("ignore", message=".*clears events at the end of each cycle.*")
+        with profile(
+            activities=activities,
+            record_shapes=True,
+            with_stack=with_stack,
+            schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
+            on_trace_ready=ready,
+        ) as prof:
+            for step in range(steps):
+                if step == wait + warmup:  # Kineto takes metadata only while it records
+                    prof.add_metadata_json("mlptui", orjson.dumps(metadata).decode())
+                with record_function(label):
+                    fn(*inputs)
+                sync(device)
+                prof.step()
+                if on_step:
+                    on_step(step + 1, steps)
     if not exported:
         raise RuntimeError("the profiler finished without exporting a trace")
 

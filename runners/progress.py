@@ -54,8 +54,10 @@ class Progress:
         table = Table(title=f"mlptui run → {folder}", title_justify="left")
         for col, justify in (("workload", "left"), ("mode", "left"), ("median µs", "right"),
                              ("p10–p90 µs", "right"), ("TFLOP/s", "right"), ("max rel err", "right"),
-                             ("compile s", "right"), ("kernel source", "left"), ("trace", "left")):
-            table.add_column(col, justify=justify)  # type: ignore[arg-type]
+                             ("compile s", "right")):
+            table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+        table.add_column("kernel source", max_width=32, overflow="ellipsis", no_wrap=True)
+        table.add_column("trace", overflow="fold")
         for r in runs:
             t = r["timing"]
             table.add_row(
