@@ -28,9 +28,11 @@ async def test_n_and_p_walk_the_differences() -> None:
         screen = app.screen
         assert isinstance(screen, DiffScreen)
         rows = screen.rows
+        diffs = screen.diff.differences()
+        assert [screen.diff.rows[i].status for i in diffs] == [FUSED]   # eager vs compile: only the fusion
         assert rows.cursor == 0 and rows.current_row.status == SAME
         await pilot.press("n")
-        assert rows.current_row.status == FUSED
+        assert rows.current_row.status == FUSED and rows.row_at(rows.cursor) == diffs[0]
         fused_line = rows.cursor
         await pilot.press("n")               # nothing below: stays, says so
         assert rows.cursor == fused_line
@@ -39,10 +41,10 @@ async def test_n_and_p_walk_the_differences() -> None:
         assert rows.cursor == fused_line
         await pilot.press("p")
         assert rows.cursor == fused_line
-        status = _text(screen.query_one("#diff-status"))
+        assert "no further difference above" in _text(screen.query_one("#diff-status"))
         await pilot.press("j")
-        assert rows.cursor == fused_line + 1  # the fused row's second line (the mul kernel)
-        assert "aten::gelu" in status or "no further" in status
+        assert rows.cursor == fused_line + 1 and rows.row_at(rows.cursor) == diffs[0]  # its mul kernel
+        assert "aten::mul" in _text(screen.query_one("#diff-status"))
 
 
 async def test_enter_opens_both_chains_and_configs() -> None:

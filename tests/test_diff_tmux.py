@@ -10,7 +10,10 @@ import sys
 import time
 
 import pytest
-from diff_support import ROOT, sample
+from diff_support import ROOT, load, sample
+
+from tui.trace.diff import SAME, diff_traces
+from tui.trace.diff_render import MARKERS
 
 pytestmark = pytest.mark.tmux
 
@@ -56,23 +59,32 @@ def _cursor_line(text: str) -> str:
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_walk_differences_in_tmux() -> None:
-    a, b = str(sample("mlp", "eager")), str(sample("mlp", "reduce-overhead"))
+    a, b = sample("mlp", "eager"), sample("mlp", "reduce-overhead")
+    d = diff_traces(load(a), load(b))
+    # What a person should meet, in order: the marker of every row that is not `same`.
+    expected = [MARKERS[r.status] for r in d.rows if r.status != SAME]
+    assert len(expected) >= 2 and "⊕" in expected     # the CUDA-graph copy and the fused gelu·mul at least
     t = Tmux()
     env = "TERM=xterm-256color NO_COLOR=1 "
-    t.run("new-session", "-d", "-s", t.name, "-x", "100", "-y", "30", env + _command(a, b))
+    t.run("new-session", "-d", "-s", t.name, "-x", "100", "-y", "30", env + _command(str(a), str(b)))
     try:
         text = t.wait_for(lambda s: "speed-up B vs A" in s and _cursor_line(s))
         assert "mlp/eager" in text and "mlp/reduce-overhead" in text
-        # The first row is already a difference: the CUDA-graph input copy, only on B.
-        assert _cursor_line(text).startswith(">+")
-        t.run("send-keys", "-t", t.name, "n")
-        text = t.wait_for(lambda s: _cursor_line(s).startswith(">⊕"))
-        assert "gelu" in _cursor_line(text) and "Inductor" in _cursor_line(text)
+        first_is_diff = d.rows[0].status != SAME
+        seen = [_cursor_line(text)[1]] if first_is_diff else []
+        for _ in range(len(expected) - len(seen)):
+            before = _cursor_line(t.screen())
+            t.run("send-keys", "-t", t.name, "n")
+            text = t.wait_for(lambda s, before=before: _cursor_line(s) != before)
+            seen.append(_cursor_line(text)[1])
+        assert seen == expected
+        fused = next(line for line in text.splitlines() if line[1:2] == "⊕")
+        assert "gelu" in fused and "Inductor" in fused
         t.run("send-keys", "-t", t.name, "n")       # no further difference: stays put, says so
         text = t.wait_for(lambda s: "no further difference below" in s)
-        assert _cursor_line(text).startswith(">⊕")
+        assert _cursor_line(text)[1] == expected[-1]
         t.run("send-keys", "-t", t.name, "p")
-        t.wait_for(lambda s: _cursor_line(s).startswith(">+"))
+        t.wait_for(lambda s: _cursor_line(s)[1:2] == expected[-2])
         t.run("send-keys", "-t", t.name, "q")
         end = time.monotonic() + 10
         while t.alive() and time.monotonic() < end:

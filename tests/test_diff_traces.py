@@ -69,11 +69,12 @@ def test_swapped_mirrors_statuses_and_speedup() -> None:
 
 
 def test_json_contract_fields_and_types() -> None:
-    doc = diff_traces(load(sample("mlp", "eager")), load(sample("mlp", "compile"))).to_json()
+    eager = load(sample("mlp", "eager"))
+    doc = diff_traces(eager, load(sample("mlp", "compile"))).to_json()
     for side in ("a", "b"):
         for key, typ in CONTRACT_SIDE.items():
             assert isinstance(doc[side][key], typ), (side, key)
-    assert doc["a"]["step"] == "ProfilerStep#3"
+    assert doc["a"]["step"] == eager.steps[median_step(eager)].name
     for row in doc["kernels"]:
         assert row["status"] in {"same", "changed", "added", "removed", "fused"}
         assert isinstance(row["a"], list) and isinstance(row["b"], list)
@@ -163,3 +164,15 @@ def test_a_trace_against_itself_is_all_same() -> None:
     d = diff_traces(t, t)
     assert d.rows and all(r.status == SAME for r in d.rows)
     assert d.speedup == pytest.approx(1.0) and not d.cpu.removed_ops and not d.cpu.added_ops
+
+
+def test_mlp_eager_vs_fused_triton_mlp_gate_up_gemms_and_geglu_fused() -> None:
+    d = diff_traces(load(sample("mlp", "eager")), load(sample("fused-mlp", "eager")))
+    rows = _kernel_rows(d)
+    assert [r.status for r in rows] == [FUSED, SAME]
+    fused = rows[0]
+    assert sorted(k.launcher for k in fused.a) == ["aten::gelu", "aten::mm", "aten::mm", "aten::mul"]
+    assert len(fused.b) == 1 and "geglu" in fused.b[0].name and fused.b[0].library.startswith("Triton")
+    assert rows[1].a[0].family == "gemm" and rows[1].a[0].name == rows[1].b[0].name   # the down projection
+    # the gate/up GEMMs' memsets have nothing to pair with: one Triton kernel, no cuBLAS workspace
+    assert {r.status for r in d.rows if (r.a or r.b)[0].kind == "memset"} == {"removed"}

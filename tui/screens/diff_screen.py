@@ -166,8 +166,9 @@ class DiffScreen(Screen[None]):
         diffs = self.diff.differences()
         text = note
         if not text and row is not None:
-            a = " → ".join(map(op_key, row.a[0].chain[-3:])) if row.a else "—"
-            b = " → ".join(map(op_key, row.b[0].chain[-3:])) if row.b else "—"
+            k = self.rows.lines[self.rows.cursor][1]   # the kernel of the row this line shows
+            a = " → ".join(map(op_key, row.a[min(k, len(row.a) - 1)].chain[-3:])) if row.a else "—"
+            b = " → ".join(map(op_key, row.b[min(k, len(row.b) - 1)].chain[-3:])) if row.b else "—"
             text = f"A: {a}   ⇄   B: {b}"
         if not diffs:
             text = "no differences: every row is the same kernel · " + text

@@ -42,8 +42,9 @@ from tui.trace.names import decode_kernel
 from tui.trace.steps import StepStats, all_step_stats, step_stats
 
 _MIRROR = {ADDED: REMOVED, REMOVED: ADDED}
-# Families whose kernels never stand for a fusion of several others.
-_NOT_FUSABLE = frozenset({"gemm", "copy", "memset", "comm"})
+# Families whose kernels never stand for a fusion of several others (a GEMM may: a Triton GEMM with
+# an epilogue, such as a gate/up GEMM with GeGLU, stands for the GEMMs and the pointwise ops it replaced).
+_NOT_FUSABLE = frozenset({"copy", "memset", "comm"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +216,8 @@ def _items(trace: Trace, step: int | None) -> tuple[list[AlignItem], list[DiffKe
         if name.family != "gemm" and _is_identifier(g.name):
             words |= name_words(g.name)
         fusable = (kind == KERNEL and name.family not in _NOT_FUSABLE
-                   and not (launcher.startswith("aten::") and name.library == "ATen"))
+                   and not (launcher.startswith("aten::") and name.library == "ATen")
+                   and (name.family != "gemm" or ("Triton" in name.library and bool(words - {"mm"}))))
         items.append(AlignItem(g.name, kind, name.family, words, launcher, fusable, g.dur, g.id))
         kernels.append(DiffKernel(g.id, g.name, name.short, name.family, name.library, kind, g.dur,
                                   launcher, tuple(launch_chain(trace, g.id, chains))))

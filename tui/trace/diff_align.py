@@ -32,6 +32,7 @@ _MAX_CELLS = 12_000_000
 # How far (in exact matches) before a fused kernel its constituent kernels may sit on the other side.
 _FUSE_BACK_ANCHORS = 6
 _FUSE_MAX_DISTANCE = 96
+_FUSE_MAX_ITEMS = 8
 # Scores of the first alignment: an identical kernel outweighs any two same-role pairs; a memset or
 # memcpy match weighs little, so the many identical `Memset (Device)`s never steer the kernels.
 _EXACT_KERNEL, _EXACT_OTHER, _ROLE_CAP = 8, 2, 3
@@ -231,19 +232,23 @@ def _fused_rows(side: Sequence[AlignItem], other: Sequence[AlignItem], anchors_s
         # The constituents ran before the fused kernel's next exact match, and not too long before.
         k = bisect.bisect_right(anchors_side, x)
         hi = anchors_other[k] if k < len(anchors_other) else len(other)
-        back = max(0, k - 1 - _FUSE_BACK_ANCHORS)
-        lo = anchors_other[back] if k - 1 - _FUSE_BACK_ANCHORS >= 0 else 0
-        lo = max(lo, hi - _FUSE_MAX_DISTANCE)
+        gap_lo = anchors_other[k - 1] + 1 if k > 0 else 0
+        back = k - 1 - _FUSE_BACK_ANCHORS
+        lo = max(anchors_other[back] if back >= 0 else 0, hi - _FUSE_MAX_DISTANCE)
         chosen: list[int] = []
         covered: set[str] = set()
-        # Nearest first (walking back from the projected position), one kernel per new word.
+        # Nearest first, walking back from the projected position. Inside the fused kernel's own gap
+        # every fitting kernel is taken (a gate/up GEMM pair fused into one); further back only
+        # kernels that add a word not covered yet (the gelu of this layer, not of the one before).
         for y in range(hi - 1, lo - 1, -1):
             cand = other[y]
-            if (y in used_other or cand.kind != KERNEL or cand.family == "gemm" or not cand.words
-                    or not cand.words <= item.words or cand.words <= covered):
+            if (y in used_other or cand.kind != KERNEL or not cand.words or not cand.words <= item.words
+                    or (y < gap_lo and cand.words <= covered)):
                 continue
             chosen.append(y)
             covered |= cand.words
+            if len(chosen) == _FUSE_MAX_ITEMS:
+                break
         if len(chosen) < 2:
             continue
         chosen.sort()

@@ -31,6 +31,8 @@ _COMPOSITE: dict[str, tuple[str, ...]] = {
     "gelumul": ("gelu", "mul"),
     "silumul": ("silu", "mul"),
     "addmm": ("mm", "add"),
+    "gemm": ("mm",),
+    "gateup": ("mm",),         # the gate and up projections of a GeGLU/SwiGLU MLP
     "matmul": ("mm",),
     "bmm": ("mm",),
     "linear": ("mm",),
