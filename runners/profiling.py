@@ -135,6 +135,7 @@ def time_cuda(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...]) -> dict[
     """CUDA events around each call, with L2 flushed before each, after warm-up (do_bench's method)."""
     busy_gpu()
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    flush.zero_()  # loads the fill kernel (lazy module loading) before the estimate below
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
