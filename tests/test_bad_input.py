@@ -37,6 +37,13 @@ def _check(data: bytes) -> None:
         return
     assert isinstance(trace, Trace)
     summarize(trace)    # and everything downstream copes with what was loaded
+    for op in trace.ops[:3]:
+        assert isinstance(trace.op_args(op.id), dict)     # full args read back from the same bytes
+    for g in trace.gpu[:3]:
+        args = trace.gpu_args(g.id)
+        assert isinstance(args, dict)
+        if type(args.get("correlation")) is int and -2**63 <= args["correlation"] < 2**63:
+            assert args["correlation"] == g.correlation      # the args read back belong to this event
 
 
 @SETTINGS

@@ -90,7 +90,7 @@ def test_args_are_decoded_on_demand() -> None:
         (b'{"traceEvents": [}', "not valid JSON"),
         (b'{"schemaVersion": 1}', "not a PyTorch profiler trace"),
         (b'{"schema": "1.0.1", "nodes": []}', "execution trace"),
-        (gzip.compress(trace_bytes(EVENTS))[:-12], "truncated gzip"),
+        (gzip.compress(trace_bytes(EVENTS), mtime=0)[:24], "truncated gzip"),
         (b"\x1f\x8b" + b"\x00" * 40, "corrupt gzip"),
     ],
 )
@@ -100,6 +100,32 @@ def test_bad_input_is_one_line(data: bytes, expect: str, tmp_path: Path) -> None
     path.write_bytes(data)
     msg = _error(path)
     assert expect in msg and str(path) in msg
+
+
+def test_a_cut_short_trace_keeps_the_events_before_the_cut(tmp_path: Path,
+                                                           sample_trace: Callable[..., Path]) -> None:
+    raw = gzip.decompress(sample_trace("mlp", "eager").read_bytes())
+    whole = load_trace_bytes(raw, source="whole")
+    cut = raw[: int(len(raw) * 0.6)]
+    path = tmp_path / "killed.pt.trace.json"
+    path.write_bytes(cut)
+    t = load_trace(path)
+    assert t.warnings[0].startswith(f"the file ends early (truncated after {len(cut)} bytes); loaded the ")
+    assert 0 < len(t.ops) < len(whole.ops)
+    assert [op.name for op in t.ops][:5] == [op.name for op in whole.ops][:5]
+    k = next(g for g in t.gpu if g.cat == "kernel")
+    assert t.gpu_args(k.id)["correlation"] == k.correlation       # full args read back from the cut file
+    # the same file gzip-compressed and cut: the gzip stream ends early too
+    gz = tmp_path / "killed.pt.trace.json.gz"
+    gz.write_bytes(gzip.compress(raw)[:-2000])
+    tg = load_trace(gz)
+    assert tg.warnings[0] == "the gzip stream ends early (truncated file); loaded what it holds"
+    assert tg.warnings[1].startswith("the file ends early") and len(tg.ops) > 0
+    k = next(g for g in tg.gpu if g.cat == "kernel")
+    assert tg.gpu_args(k.id)["correlation"] == k.correlation
+    # only the trailer missing: everything is there
+    tail = load_trace_bytes(gzip.compress(raw)[:-8], source="no-trailer")
+    assert len(tail.ops) == len(whole.ops) and "gzip stream ends early" in tail.warnings[0]
 
 
 def test_missing_file_and_folder(tmp_path: Path) -> None:

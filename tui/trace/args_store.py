@@ -41,20 +41,23 @@ class ArgsStore:
 
     def __init__(self, n_events: int, *, path: Path | None = None, data: bytes | None = None,
                  stamp: tuple[int, int] | None = None, repair_utf8: bool = False,
-                 eager: list[Any] | None = None) -> None:
+                 cut: int | None = None, suffix: bytes = b"", eager: list[Any] | None = None) -> None:
         self._n = n_events
         self._path = path
         self._data = data
         self._stamp = stamp
         self._repair = repair_utf8
+        self._cut = cut
+        self._suffix = suffix
         self._raws: list[Any] | None = eager
         self._buffer: Any = None
         self._lock = threading.Lock()
         self.problem: str | None = None      # why args could not be read back, once that happened
 
     @classmethod
-    def for_file(cls, path: Path, n_events: int, repair_utf8: bool = False) -> ArgsStore:
-        return cls(n_events, path=path, stamp=_stamp(path), repair_utf8=repair_utf8)
+    def for_file(cls, path: Path, n_events: int, *, repair_utf8: bool = False, cut: int | None = None,
+                 suffix: bytes = b"") -> ArgsStore:
+        return cls(n_events, path=path, stamp=_stamp(path), repair_utf8=repair_utf8, cut=cut, suffix=suffix)
 
     @property
     def loaded(self) -> bool:
@@ -91,6 +94,8 @@ class ArgsStore:
             data = _gunzip(data)
         if self._repair:
             data = bytes(data).decode("utf-8", "replace").encode("utf-8")
+        if self._cut is not None:       # the load kept only the events before a truncation
+            data = bytes(data[:self._cut]) + self._suffix
         first = data.lstrip()[:1]
         events = _ARRAY.decode(data) if first == b"[" else _DOC.decode(data).traceEvents
         if len(events) != self._n:
@@ -106,6 +111,7 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 
 def _gunzip(data: bytes) -> bytes:
+    """Everything that decompresses, like the load did (a truncated stream yields what it has)."""
     out = []
     while data:
         d = zlib.decompressobj(wbits=31)

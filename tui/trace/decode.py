@@ -91,47 +91,87 @@ class Decoded:
     meta: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     repaired_utf8: bool = False                   # invalid UTF-8 was replaced; re-reads must do the same
+    cut: int | None = None                        # a truncated input was cut here and closed with `suffix`
+    suffix: bytes = b""
     eager_args: list[dict[str, Any]] | None = None  # full args, when the tolerant path has them anyway
 
 
 def decode_document(data: bytes | bytearray | memoryview, source: str) -> Decoded:
-    """Decode a whole trace. Raises TraceError with one line saying what is wrong and where."""
+    """Decode a whole trace. Raises TraceError with one line saying what is wrong and where.
+
+    Usable damage is repaired and reported in `warnings` instead: invalid UTF-8 (replaced), and a file
+    that ends early (the events before the cut are kept)."""
     view = memoryview(data)
     first = _first_byte(view)
     if first is None:
         raise TraceError(f"{source}: empty file")
     if first not in (ord("{"), ord("[")):
         raise TraceError(f"{source}: not JSON (starts with {bytes(view[:12])!r})")
-    warnings: list[str] = []
+    del view
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         try:
-            decoded = _decode_fast(data, first)
-        except UnicodeDecodeError as exc:
-            # Usable after repair: a stray byte in a name or an args string should not cost the whole trace.
-            warnings.append(f"invalid UTF-8 at byte {exc.start}; replaced bad bytes with U+FFFD")
-            data = bytes(data).decode("utf-8", "replace").encode("utf-8")
-            decoded = _decode_repaired(data, first, source)
-        except msgspec.ValidationError:
-            decoded = _decode_tolerant(data, source)
-        except msgspec.DecodeError as exc:
-            raise TraceError(f"{source}: {_json_problem(exc, len(view))}") from None
+            return _decode_any(data, first, source)
+        except UnicodeDecodeError:
+            # A stray byte in a name or an args string should not cost the whole trace.
+            raw = bytes(data)
+            try:
+                raw.decode("utf-8")
+                where = len(raw)
+            except UnicodeDecodeError as exc:
+                where = exc.start
+            decoded = _decode_any(raw.decode("utf-8", "replace").encode("utf-8"), first, source)
+            decoded.warnings.insert(0, f"invalid UTF-8 at byte {where}; replaced bad bytes with U+FFFD")
+            decoded.repaired_utf8 = True
+            return decoded
     finally:
         if was_enabled:
             gc.enable()
-    decoded.warnings[:0] = warnings
-    decoded.repaired_utf8 = bool(warnings)
-    return decoded
 
 
-def _decode_repaired(data: bytes, first: int, source: str) -> Decoded:
+def _decode_any(data: Any, first: int, source: str) -> Decoded:
     try:
         return _decode_fast(data, first)
     except msgspec.ValidationError:
         return _decode_tolerant(data, source)
-    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+    except msgspec.DecodeError as exc:
+        if "truncated" in str(exc):
+            salvaged = _salvage(data, first, source)
+            if salvaged is not None:
+                return salvaged
         raise TraceError(f"{source}: {_json_problem(exc, len(data))}") from None
+
+
+_SALVAGE_TRIES = 8
+
+
+def _salvage(data: Any, first: int, source: str) -> Decoded | None:
+    """A trace cut short (a run killed while writing it): close the event list after the last complete
+    event and keep what came before. Tries the last few '}' (one may sit inside a string)."""
+    suffix = b"]" if first == ord("[") else b"]}"
+    end = len(data)
+    for _ in range(_SALVAGE_TRIES):
+        pos = data.rfind(b"}", 0, end)
+        if pos < 0:
+            return None
+        end = pos
+        candidate = bytes(data[:pos + 1]) + suffix
+        try:
+            try:
+                decoded = _decode_fast(candidate, first)
+            except msgspec.ValidationError:
+                decoded = _decode_tolerant(candidate, source)
+        except (msgspec.DecodeError, TraceError):
+            continue
+        if not decoded.events or "not_a_trace" in decoded.meta:
+            continue
+        decoded.cut = pos + 1
+        decoded.suffix = suffix
+        decoded.warnings.insert(0, f"the file ends early (truncated after {len(data)} bytes); "
+                                   f"loaded the {len(decoded.events)} events before the cut")
+        return decoded
+    return None
 
 
 def _first_byte(view: memoryview) -> int | None:
@@ -182,6 +222,8 @@ def _decode_tolerant(data: Any, source: str) -> Decoded:
         # The stdlib parser also takes what orjson refuses but JSON allows: integers beyond 64 bits, NaN.
         try:
             doc = json.loads(bytes(data))
+        except UnicodeDecodeError:
+            raise          # repaired by decode_document
         except (ValueError, RecursionError):
             raise TraceError(f"{source}: {_json_problem(exc, len(data))}") from None
     meta: dict[str, Any] = {}

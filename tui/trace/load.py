@@ -54,7 +54,8 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
         raise TraceError(f"{name}: cannot read ({exc.strerror or exc})") from None
     holder = [data]
     del data
-    trace = _build(holder, name, total, progress, lambda d: ArgsStore.for_file(p, len(d.events), d.repaired_utf8))
+    trace = _build(holder, name, total, progress, lambda d: ArgsStore.for_file(
+        p, len(d.events), repair_utf8=d.repaired_utf8, cut=d.cut, suffix=d.suffix))
     trace.meta.setdefault("file_bytes", total)
     trace.meta.setdefault("path", str(p))
     trace.manifest = manifest_for(p)
@@ -72,7 +73,8 @@ def load_trace_bytes(data: bytes, *, source: str, progress: Progress | None = No
     holder = [data]
     del data
     trace = _build(holder, source, total, progress,
-                   lambda d: ArgsStore(len(d.events), data=bytes(original), repair_utf8=d.repaired_utf8))
+                   lambda d: ArgsStore(len(d.events), data=bytes(original), repair_utf8=d.repaired_utf8,
+                                       cut=d.cut, suffix=d.suffix))
     trace.meta.setdefault("file_bytes", total)
     return trace
 
@@ -86,8 +88,17 @@ def _build(holder: list[bytes | bytearray], source: str, total: int, progress: P
     gc.disable()
     try:
         data = holder.pop()
-        decoded = decode_document(data, source)
+        gzip_cut = isinstance(data, _GzipTruncated)
+        try:
+            decoded = decode_document(data, source)
+        except TraceError:
+            if gzip_cut:
+                raise TraceError(f"{source}: truncated gzip file (the stream ends early and the JSON in it "
+                                 "is incomplete)") from None
+            raise
         del data     # only the decoded events are needed from here on; full args are re-read on demand
+        if gzip_cut:
+            decoded.warnings.insert(0, "the gzip stream ends early (truncated file); loaded what it holds")
         if "not_a_trace" in decoded.meta:
             if decoded.meta["not_a_trace"] == "execution":
                 raise TraceError(f"{source}: this is a PyTorch execution trace, not a profiler trace "
@@ -149,9 +160,17 @@ def _read_gzip(f, total: int, source: str, progress: Progress | None) -> bytes:
                 progress(done, total)
     except zlib.error as exc:
         raise TraceError(f"{source}: corrupt gzip data near byte {done} ({exc})") from None
+    data = b"".join(out)
     if not d.eof:
-        raise TraceError(f"{source}: truncated gzip file (stream ends early after {done} bytes)")
-    return b"".join(out)
+        # A run killed while writing: what decompressed may still hold most of the trace.
+        if not data.strip():
+            raise TraceError(f"{source}: truncated gzip file (stream ends early after {done} bytes)")
+        return _GzipTruncated(data)
+    return data
+
+
+class _GzipTruncated(bytes):
+    """Decompressed bytes of a gzip stream that ended early (the decoder then says so in a warning)."""
 
 
 def _inflate(d, chunk: bytes) -> bytes:
