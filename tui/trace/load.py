@@ -25,6 +25,7 @@ from tui.trace.model import Trace
 Progress = Callable[[int, int], None]
 
 _CHUNK = 8 << 20
+_GZIP_CHUNK = 1 << 20      # compressed bytes per step: about 10 MB of JSON, so progress moves smoothly
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -147,7 +148,7 @@ def _read_gzip(f, total: int, source: str, progress: Progress | None) -> bytes:
     done = 0
     try:
         while True:
-            chunk = f.read(_CHUNK)
+            chunk = f.read(_GZIP_CHUNK)
             if not chunk:
                 break
             done += len(chunk)
