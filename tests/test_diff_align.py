@@ -132,3 +132,20 @@ def test_one_inductor_kernel_for_one_aten_kernel_of_another_family_is_changed() 
     add = k("vectorized_elementwise_kernel<4, CUDAFunctor_add>", role="aten::add", ops=("add",))
     addmm = k("sm80_xmma_gemm_bias", "gemm", "aten::addmm")
     assert sorted(r.status for r in align([addmm], [add])) == [ADDED, REMOVED]
+
+
+def test_a_triton_gemm_with_geglu_epilogue_fuses_both_gemms_and_the_pointwise_ops() -> None:
+    gateup = k("fused_geglu_gateup_gemm_kernel", "gemm", "fused_mlp_fwd", ("geglu", "gemm"), fusable=True)
+    a = [MS, G1, GELU, MS, G1, MUL, G2]
+    b = [gateup, G2]
+    got = view(align(a, b), a, b)
+    assert (FUSED, [G1.name, GELU.name, G1.name, MUL.name], [gateup.name]) in got
+    assert [s for s, _, _ in got].count(REMOVED) == 2            # the memsets: nothing left to pair with
+    assert got[-1] == (SAME, [G2.name], [G2.name])
+
+
+def test_kernels_of_one_op_are_not_a_fusion() -> None:
+    add2 = k("vectorized_elementwise_kernel<2, CUDAFunctor_add>", role="aten::add_", ops=("add",))
+    add4 = k("other_add_kernel", role="CompiledFunctionBackward", ops=("add",), fusable=True)
+    rows = align([G1, add2, add2, G2], [G1, add4, G2])
+    assert FUSED not in {r.status for r in rows}

@@ -45,6 +45,9 @@ _MIRROR = {ADDED: REMOVED, REMOVED: ADDED}
 # Families whose kernels never stand for a fusion of several others (a GEMM may: a Triton GEMM with
 # an epilogue, such as a gate/up GEMM with GeGLU, stands for the GEMMs and the pointwise ops it replaced).
 _NOT_FUSABLE = frozenset({"copy", "memset", "comm"})
+# Libraries whose kernels each compute one op (or one op and its library epilogue): never a fusion.
+_VENDOR_LIBRARIES = ("ATen", "cuBLAS", "CUTLASS", "cuDNN", "CUB", "CUDA", "NCCL", "RCCL", "HIP", "rocBLAS",
+                     "hipBLASLt", "FBGEMM", "Apex")
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,8 +219,8 @@ def _items(trace: Trace, step: int | None) -> tuple[list[AlignItem], list[DiffKe
         if name.family != "gemm" and _is_identifier(g.name):
             words |= name_words(g.name)
         fusable = (kind == KERNEL and name.family not in _NOT_FUSABLE
-                   and not (launcher.startswith("aten::") and name.library == "ATen")
-                   and (name.family != "gemm" or ("Triton" in name.library and bool(words - {"mm"}))))
+                   and not name.library.startswith(_VENDOR_LIBRARIES)
+                   and (name.family != "gemm" or bool(words - {"mm"})))
         items.append(AlignItem(g.name, kind, name.family, words, launcher, fusable, g.dur, g.id))
         kernels.append(DiffKernel(g.id, g.name, name.short, name.family, name.library, kind, g.dur,
                                   launcher, tuple(launch_chain(trace, g.id, chains))))

@@ -242,14 +242,15 @@ def _fused_rows(side: Sequence[AlignItem], other: Sequence[AlignItem], anchors_s
         # kernels that add a word not covered yet (the gelu of this layer, not of the one before).
         for y in range(hi - 1, lo - 1, -1):
             cand = other[y]
-            if (y in used_other or cand.kind != KERNEL or not cand.words or not cand.words <= item.words
+            # A constituent computes part of what the fused kernel does, never all of it.
+            if (y in used_other or cand.kind != KERNEL or not cand.words or not cand.words < item.words
                     or (y < gap_lo and cand.words <= covered)):
                 continue
             chosen.append(y)
             covered |= cand.words
             if len(chosen) == _FUSE_MAX_ITEMS:
                 break
-        if len(chosen) < 2:
+        if len(chosen) < 2 or len(covered) < 2:
             continue
         chosen.sort()
         used_side.add(x)
