@@ -21,6 +21,7 @@ _NOISE = frozenset({
     "as", "strided", "expand", "permute", "transpose", "t", "squeeze", "unsqueeze", "contiguous", "the",
     "and", "of", "with", "template", "float", "half", "bfloat16", "bf16", "fp16", "fp32", "c10",
     "anon", "anonymous", "namespace", "lambda", "mlp", "module", "apply", "call", "run",
+    "compiled", "region", "graph", "wrapper", "torch", "dynamo", "cpp", "node", "aot", "dispatcher",
 })
 
 # Composite words that stand for several ops.
