@@ -22,7 +22,8 @@ from tui.trace.load import load_trace
         ("cudaMemsetAsync", "memset"), ("cudaMemcpyAsync", "memcpy"), ("hipMemcpyWithStream", "memcpy"),
         ("cudaFuncSetAttribute", "attribute"), ("cudaDeviceGetAttribute", "attribute"),
         ("cudaDeviceSynchronize", "sync"), ("cudaStreamSynchronize", "sync"), ("cudaStreamWaitEvent", "sync"),
-        ("cudaStreamIsCapturing", "other"), ("cudaMalloc", "other"),
+        ("cudaStreamIsCapturing", "other"), ("cudaMalloc", "other"), ("cudaLaunchHostFunc", "other"),
+        ("enqueueCommand memcpyHtoDAsync", "memcpy"), ("synchronizeStream", "sync"),
     ],
 )
 def test_classify_call(name: str, kind: str) -> None:

@@ -17,13 +17,14 @@ from tui.trace.model import LAUNCH_CATS, Trace
 
 KINDS = ("launch", "occupancy", "memset", "memcpy", "attribute", "sync", "graph", "other")
 
-# First match wins; matched against the call name with its vendor prefix (cuda/cu/hip) kept.
+# First match wins; matched against the call name with its vendor prefix (cuda/cu/hip) kept. Lower-case
+# needles catch MTIA's runtime ("enqueueCommand memcpyHtoDAsync", "synchronizeStream").
 _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("graph", ("GraphLaunch",)),
-    ("launch", ("LaunchKernel", "LaunchCooperativeKernel", "ModuleLaunch", "LaunchHostFunc")),
+    ("launch", ("LaunchKernel", "LaunchCooperativeKernel", "ModuleLaunch")),
     ("occupancy", ("Occupancy",)),
-    ("memset", ("Memset",)),
-    ("memcpy", ("Memcpy",)),
+    ("memset", ("Memset", "memset")),
+    ("memcpy", ("Memcpy", "memcpy")),
     ("attribute", ("Attribute", "FuncGetAttributes", "GetProperties")),
     ("sync", ("Synchronize", "WaitEvent", "EventQuery", "StreamQuery", "synchronize")),
 )
