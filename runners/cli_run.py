@@ -4,10 +4,12 @@ plus the folder's manifest.json. torch is imported only inside `run`, so `--help
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -94,7 +96,13 @@ def plan(args: argparse.Namespace) -> list[tuple[Workload, str, Shape]]:
             raise MlptuiError("ladder records each workload in its own modes; drop --mode/--compile")
         return [(w, m, resolve_shape(w, args, strict=False)) for w, m in ladder()]
     w = workload(args.workload)
+    if w.needs_cuda and args.device != "cuda":
+        raise MlptuiError(needs_cuda_message(w))
     return [(w, mode or "eager", resolve_shape(w, args, strict=True))]
+
+
+def needs_cuda_message(w: Workload) -> str:
+    return f"{w.name} runs Triton GPU kernels and needs --device cuda"
 
 
 def command_line(args: argparse.Namespace, w: Workload, mode: str, shape: Shape) -> str:
@@ -128,11 +136,8 @@ def run(args: argparse.Namespace) -> int:
     done: list[dict[str, Any]] = []
     failed: list[str] = []
     for w, mode, shape in runs:
-        if w.needs_cuda and args.device != "cuda":
-            message = f"{w.name} runs Triton GPU kernels and needs --device cuda"
-            if args.workload != "ladder":
-                raise MlptuiError(message)
-            progress.note(f"[yellow]skipped[/] {w.name} {mode}: {message}")
+        if w.needs_cuda and args.device != "cuda":  # only the ladder gets here (plan checks the rest)
+            progress.note(f"[yellow]skipped[/] {w.name} {mode}: {needs_cuda_message(w)}")
             continue
         try:
             done.append(record_one(args, w, mode, shape, folder, progress))
@@ -158,7 +163,6 @@ def record_one(args: argparse.Namespace, w: Workload, mode: str, shape: Shape, f
 
     from runners import output, profiling
     from runners.environment import device_info, versions
-    from runners.liger_source import one_line
 
     dtype = getattr(torch, DTYPE_NAMES[args.dtype])
     title = f"{w.name} {mode} {shape.slug} {args.dtype} {args.device}"
@@ -167,38 +171,28 @@ def record_one(args: argparse.Namespace, w: Workload, mode: str, shape: Shape, f
     tmp: Path | None = None
     try:
         with torch.no_grad():
-            with progress.stage(f"{title}: building"):
-                try:
-                    built = w.build_function()(shape, dtype, args.device)
-                except (MlptuiError, KeyboardInterrupt):
-                    raise
-                except torch.cuda.OutOfMemoryError:
-                    raise MlptuiError(f"{title}: out of GPU memory building the workload") from None
-                except Exception as exc:
-                    raise MlptuiError(f"{title}: building failed: {one_line(exc)}") from None
+            with progress.stage(f"{title}: building"), _failing_as(title, "building"):
+                built = w.build_function()(shape, dtype, args.device)
             fn = profiling.compiled(built.module, mode)
-            with progress.stage(f"{title}: {'first call' if mode == 'eager' else 'compiling'}"):
-                try:
-                    out, compile_s = profiling.first_calls(fn, built.inputs, args.device, mode)
-                except KeyboardInterrupt:
-                    raise
-                except Exception as exc:
-                    what = "the first call" if mode == "eager" else "compile"
-                    raise MlptuiError(f"{title}: {what} failed: {one_line(exc)}") from None
-            ref = built.reference(*(x.float() for x in built.inputs))
-            err = profiling.max_rel_err(out, ref)
-            del out, ref
+            first = "the first call" if mode == "eager" else "compile"
+            with progress.stage(f"{title}: {'first call' if mode == 'eager' else 'compiling'}"), \
+                    _failing_as(title, first):
+                out, compile_s = profiling.first_calls(fn, built.inputs, args.device, mode)
+            with _failing_as(title, "the fp32 reference"):
+                ref = built.reference(*(x.float() for x in built.inputs))
+                err = profiling.max_rel_err(out, ref)
+                del out, ref
             name = output.trace_name(w.name, mode, shape.slug, args.dtype, dev["slug"], when)
             tmp = output.temp_path(folder, name)
             meta = {"workload": w.name, "mode": mode, "shape": shape.as_dict(), "dtype": args.dtype,
                     "kernel_source": built.kernel_source}
-            with progress.stage(f"{title}: profiling"):
+            with progress.stage(f"{title}: profiling"), _failing_as(title, "profiling"):
                 profiling.profile_to(
                     tmp, fn, built.inputs, device=args.device, label=w.label, wait=args.wait,
                     warmup=args.warmup, active=args.active, with_stack=args.with_stack, metadata=meta,
                     on_step=lambda i, n: progress.update(f"{title}: profiling step {i}/{n}"),
                 )
-            with progress.stage(f"{title}: timing"):
+            with progress.stage(f"{title}: timing"), _failing_as(title, "timing"):
                 timing = profiling.time_calls(fn, built.inputs, args.device)
         final = output.publish_trace(tmp, folder, name)
         tmp = None
@@ -236,6 +230,22 @@ def record_one(args: argparse.Namespace, w: Workload, mode: str, shape: Shape, f
 
 def viewer_installed() -> bool:
     return importlib.util.find_spec("tui.commands.view") is not None
+
+
+@contextlib.contextmanager
+def _failing_as(title: str, what: str) -> Iterator[None]:
+    """Any failure of a stage (compiler errors, CUDA errors, out of memory) becomes one line that
+    names the run and the stage; Ctrl-C and our own errors pass through unchanged."""
+    try:
+        yield
+    except (MlptuiError, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        from runners.liger_source import one_line
+
+        if type(exc).__name__ == "OutOfMemoryError":
+            raise MlptuiError(f"{title}: out of GPU memory during {what}") from None
+        raise MlptuiError(f"{title}: {what} failed: {one_line(exc)}") from None
 
 
 def _open_viewer(target: Path, progress: Any) -> None:

@@ -135,3 +135,20 @@ def test_compile_failure_says_why_and_leaves_no_files(tmp_path: Path, monkeypatc
     err = capsys.readouterr().err.splitlines()
     assert err[-1] == "mlptui: mlp compile 2x4x16x32 bf16 cpu: compile failed: backend='inductor' raised:"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_profiler_failure_is_one_line_and_leaves_no_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from runners import profiling
+
+    real = profiling.profile_to
+
+    def export_then_fail(path: Path, *args: object, **kwargs: object) -> None:
+        real(path, *args, **kwargs)  # the temp trace exists now
+        raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED\nmore detail")
+
+    monkeypatch.setattr(profiling, "profile_to", export_then_fail)
+    assert main(["run", *SMALL, "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "mlptui: mlp eager 2x4x16x32 bf16 cpu: profiling failed: CUPTI_ERROR_NOT_INITIALIZED")
+    assert list(tmp_path.iterdir()) == []
