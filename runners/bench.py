@@ -156,94 +156,156 @@ def _row(mode: str, shape: BenchShape, us: float, floor_us: float, **extra: Any)
     return row
 
 
+COMPILED_MODES = ("compile", "max-autotune")
+ROUNDS = 3  # do_bench medians per mode; the best is kept (host jitter only ever adds time)
+
+
+def _graph_us(fn: Callable[[], Any], rep_ms: float) -> float | None:
+    """GPU time alone: fn captured in a CUDA graph and replayed (None where it cannot be captured,
+    e.g. max-autotune, which replays its own graphs)."""
+    from triton.testing import do_bench_cudagraph
+
+    try:
+        return float(do_bench_cudagraph(fn, rep=rep_ms, return_mode="median")) * 1e3
+    except Exception:
+        torch.cuda.synchronize()
+        return None
+
+
+def _stop_compile_workers() -> None:
+    # Inductor's compile/benchmark worker processes outlive the compile; stopped, they cannot steal
+    # host time from the calls timed after them.
+    from torch._inductor import async_compile
+
+    stop = getattr(async_compile, "shutdown_compile_workers", None)
+    if stop is not None:
+        stop()
+
+
 def _time(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, expected: torch.Tensor,
-          warmup_ms: float, rep_ms: float) -> tuple[float, float, float]:
-    """(rel err of the first call, do_bench median µs, host-loop µs) of fn(x)."""
+          warmup_ms: float, rep_ms: float, compiled: bool, graph: bool = True) -> dict[str, Any]:
+    """rel err of the first call, best of ROUNDS do_bench medians, CUDA-graph and host-loop µs."""
     err = rel_err(fn(x), expected)  # the first call compiles / tunes
-    us = _median_us(lambda: fn(x), warmup_ms, rep_ms)
-    return err, us, host_loop_us(lambda: fn(x))
+    if compiled:
+        _stop_compile_workers()
+    us = min(_median_us(lambda: fn(x), warmup_ms, rep_ms) for _ in range(ROUNDS))
+    graph_us = _graph_us(lambda: fn(x), rep_ms) if graph else None
+    return {"err": err, "us": us, "graph": graph_us, "host": host_loop_us(lambda: fn(x))}
 
 
-def _bench_shape(shape: BenchShape, modes: list[str], dtype: torch.dtype, warmup_ms: float, rep_ms: float,
-                 note: Callable[[str], None]) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
-    results: list[dict[str, Any]] = []
-    errors: list[dict[str, str]] = []
+def _extra(t: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"rel_err": float(f"{t['err']:.3g}"), "host_us": round(t["host"], 2)}
+    if t["graph"] is not None:
+        out["graph_us"] = round(t["graph"], 2)
+    return out
+
+
+@dataclass
+class _ShapeRun:
+    shape: BenchShape
+    ref: SimpleGeGLUMLP
+    x: torch.Tensor
+    expected: torch.Tensor
+    floor_us: float
+
+
+def _prepare(shape: BenchShape, dtype: torch.dtype, warmup_ms: float, rep_ms: float,
+             results: list[dict[str, Any]], note: Callable[[str], None]) -> _ShapeRun:
     ref = seeded(lambda: SimpleGeGLUMLP(shape.dim, shape.hidden)).to("cuda")
     x = seeded_input((shape.batch, shape.seq, shape.dim), dtype, "cuda")
-    expected = ref(x.float())
-    floor_us = _median_us(_floor_fn(ref, x.reshape(shape.rows, shape.dim), dtype), warmup_ms, rep_ms)
-    results.append(_row(FLOOR_MODE, shape, floor_us, floor_us))
+    floor_fn = _floor_fn(ref, x.reshape(shape.rows, shape.dim), dtype)
+    floor_us = min(_median_us(floor_fn, warmup_ms, rep_ms) for _ in range(ROUNDS))
+    graph = _graph_us(floor_fn, rep_ms)
+    results.append(_row(FLOOR_MODE, shape, floor_us, floor_us, **({"graph_us": round(graph, 2)} if graph else {})))
     note(f"{shape.name}: three cuBLAS GEMMs {floor_us:.1f} us")
-    for mode in modes:
-        info: dict[str, Any] = {}
-        start = time.perf_counter()
-        try:
-            err, us, host = _time(_build(mode, ref, shape, dtype, info), x, expected, warmup_ms, rep_ms)
-        except Exception as exc:  # one mode failing (no Liger, a compile error) is reported, not fatal
-            msg = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
-            errors.append({"mode": mode, "shape": shape.name, "kind": "failed", "error": f"{type(exc).__name__}: {msg}"})
-            note(f"{shape.name} {mode}: failed: {type(exc).__name__}: {msg}")
-            continue
-        if not err <= 1e-2:  # NaN fails too
-            errors.append({"mode": mode, "shape": shape.name, "kind": "inaccurate",
-                           "error": f"relative error {err:.3g} vs the fp32 reference exceeds 1e-2"})
-        setup_s = time.perf_counter() - start
-        results.append(_row(mode, shape, us, floor_us, rel_err=float(f"{err:.3g}"), host_us=round(host, 2),
-                            setup_s=round(setup_s, 1), **info))
-        note(f"{shape.name} {mode}: {us:.1f} us (host loop {host:.1f} us, rel err {err:.2e}, {setup_s:.0f} s)")
-        if mode == "fused" and info.get("path") != "fused":
-            # the unfused fallback was chosen here: time the kernel path too, so the crossover shows
-            forced = _build("fused", ref, shape, dtype, {})
-            forced.min_rows = 0
-            err, us, host = _time(forced, x, expected, warmup_ms, rep_ms)
-            results.append(_row("fused-kernel", shape, us, floor_us, rel_err=float(f"{err:.3g}"),
-                                host_us=round(host, 2), path="fused"))
-            note(f"{shape.name} fused-kernel (not chosen): {us:.1f} us (host loop {host:.1f} us)")
-    eager_us = next((r["median_us"] for r in results if r["mode"] == "eager"), None)
-    if eager_us:
-        for row in results:
-            if row["mode"] != FLOOR_MODE:
-                row["speedup_vs_eager"] = round(eager_us / row["median_us"], 3)
-    return results, errors
+    return _ShapeRun(shape, ref, x, ref(x.float()), floor_us)
+
+
+def _bench_mode(run: _ShapeRun, mode: str, dtype: torch.dtype, warmup_ms: float, rep_ms: float,
+                results: list[dict[str, Any]], errors: list[dict[str, str]], note: Callable[[str], None]) -> None:
+    shape = run.shape
+    info: dict[str, Any] = {}
+    start = time.perf_counter()
+    try:
+        fn = _build(mode, run.ref, shape, dtype, info)
+        # max-autotune replays CUDA graphs of its own, which cannot be captured into another
+        t = _time(fn, run.x, run.expected, warmup_ms, rep_ms, mode in COMPILED_MODES, mode != "max-autotune")
+    except Exception as exc:  # one mode failing (no Liger, a compile error) is reported, not fatal
+        msg = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+        errors.append({"mode": mode, "shape": shape.name, "kind": "failed", "error": f"{type(exc).__name__}: {msg}"})
+        note(f"{shape.name} {mode}: failed: {type(exc).__name__}: {msg}")
+        return
+    if not t["err"] <= 1e-2:  # NaN fails too
+        errors.append({"mode": mode, "shape": shape.name, "kind": "inaccurate",
+                       "error": f"relative error {t['err']:.3g} vs the fp32 reference exceeds 1e-2"})
+    setup_s = time.perf_counter() - start
+    results.append(_row(mode, shape, t["us"], run.floor_us, **_extra(t), setup_s=round(setup_s, 1), **info))
+    note(f"{shape.name} {mode}: {t['us']:.1f} us (graph {t['graph'] or float('nan'):.1f}, host loop "
+         f"{t['host']:.1f}, rel err {t['err']:.2e}, {setup_s:.0f} s)")
+    if mode == "fused" and info.get("path") != "fused":
+        # the unfused fallback was chosen here: time the kernel path too, so the crossover shows
+        fn.min_rows = 0
+        t = _time(fn, run.x, run.expected, warmup_ms, rep_ms, False)
+        results.append(_row("fused-kernel", shape, t["us"], run.floor_us, **_extra(t), path="fused"))
+        note(f"{shape.name} fused-kernel (not chosen): {t['us']:.1f} us (graph {t['graph'] or float('nan'):.1f})")
 
 
 def bench_mlp(shapes: list[BenchShape], modes: list[str], *, dtype: torch.dtype = torch.bfloat16,
               warmup_ms: float = 25.0, rep_ms: float = 100.0,
               note: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """Time every mode at every shape; returns the report (cli_bench describes its JSON layout)."""
+    """Time every mode at every shape; returns the report (cli_bench describes its JSON layout).
+
+    The modes that need no compiler run first for every shape, torch.compile's last: its worker
+    processes and autotuning would otherwise load the host while the others are timed.
+    """
     results: list[dict[str, Any]] = []
     errors: list[dict[str, str]] = []
+    order = [m for m in modes if m not in COMPILED_MODES] + [m for m in modes if m in COMPILED_MODES]
+    with torch.no_grad():
+        runs = [_prepare(shape, dtype, warmup_ms, rep_ms, results, note) for shape in shapes]
+        for mode in order:
+            for run in runs:
+                _bench_mode(run, mode, dtype, warmup_ms, rep_ms, results, errors, note)
+    del runs
+    torch.cuda.empty_cache()
+    rank = {m: i for i, m in enumerate([FLOOR_MODE, *MODES, "fused-kernel"])}
+    position = {s.name: i for i, s in enumerate(shapes)}
+    results.sort(key=lambda r: (position[r["shape"]], rank[r["mode"]]))
     for shape in shapes:
-        with torch.no_grad():
-            rows, errs = _bench_shape(shape, modes, dtype, warmup_ms, rep_ms, note)
-        results += rows
-        errors += errs
-        torch.cuda.empty_cache()
+        rows = [r for r in results if r["shape"] == shape.name]
+        eager_us = next((r["median_us"] for r in rows if r["mode"] == "eager"), None)
+        for row in rows:
+            if eager_us and row["mode"] != FLOOR_MODE:
+                row["speedup_vs_eager"] = round(eager_us / row["median_us"], 3)
     from runners.fused_mlp import FUSED_MIN_ROWS, tuned_configs
 
     return {"results": results, "errors": errors,
             "fused": {"min_rows": FUSED_MIN_ROWS, "tuned": tuned_configs(),
                       "kernel": "fused_geglu_gateup_gemm_kernel (gate+up GEMM, GeGLU epilogue) + cuBLAS down"},
-            "timing": {"method": "triton.testing.do_bench median, L2 flushed before each call",
-                       "warmup_ms": warmup_ms, "rep_ms": rep_ms, "host_us": "mean of 50 back-to-back calls"},
+            "timing": {"method": f"triton.testing.do_bench median, L2 flushed before each call; best of {ROUNDS} "
+                                 "medians",
+                       "warmup_ms": warmup_ms, "rep_ms": rep_ms,
+                       "graph_us": "do_bench_cudagraph median: GPU time without host launch cost",
+                       "host_us": "mean of 50 back-to-back calls without a flush (host-inclusive)",
+                       "order": "per mode over all shapes; torch.compile modes last"},
             "dtype": str(dtype).removeprefix("torch."),
             "shapes": {s.name: s.as_dict() for s in shapes}}
 
 
 def render_table(report: dict[str, Any]) -> str:
     """Plain-text table: one line per (shape, mode)."""
-    head = f"{'shape':9} {'mode':14} {'median µs':>10} {'TFLOP/s':>8} {'% floor':>8} {'× eager':>8} " \
-           f"{'host µs':>8}  note"
+    head = (f"{'shape':9} {'mode':14} {'median µs':>10} {'TFLOP/s':>8} {'% floor':>8} {'× eager':>8} "
+            f"{'graph µs':>9} {'host µs':>8}  note")
     lines = [head, "-" * len(head)]
     for r in report["results"]:
-        pct = f"{r['floor_pct']:.1f}" if "floor_pct" in r else ""
         spd = f"{r['speedup_vs_eager']:.2f}" if "speedup_vs_eager" in r else ""
+        graph = f"{r['graph_us']:.1f}" if "graph_us" in r else ""
         host = f"{r['host_us']:.1f}" if "host_us" in r else ""
         note = r.get("source") or (f"path={r['path']}" if "path" in r else "")
         if r["mode"] == FLOOR_MODE:
             note = "floor: gate, up, down GEMMs alone"
-        lines.append(f"{r['shape']:9} {r['mode']:14} {r['median_us']:10.1f} {r['tflops']:8.1f} {pct:>8} "
-                     f"{spd:>8} {host:>8}  {note}")
+        lines.append(f"{r['shape']:9} {r['mode']:14} {r['median_us']:10.1f} {r['tflops']:8.1f} "
+                     f"{r['floor_pct']:8.1f} {spd:>8} {graph:>9} {host:>8}  {note}")
     for e in report.get("errors", []):
         lines.append(f"error: {e['shape']} {e['mode']}: {e['error']}")
     return "\n".join(lines)
