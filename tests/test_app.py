@@ -72,7 +72,8 @@ async def test_tree_marks_aten_t_and_expands_by_keys() -> None:
         addmm = next(r for r in rows if "aten::addmm" in r)
         assert "no GPU" not in addmm and "µs" in addmm.split(" | ")[3]
         assert any("cuLaunchKernelEx" in r for r in rows)
-        await pilot.press("j", "j", "j")                 # on aten::t
+        assert "aten::linear" in cursor_text(tree)      # the cursor starts on the first op
+        await pilot.press("j")                           # on aten::t
         assert "aten::t" in cursor_text(tree)
         assert "launches nothing" in details_text(screen)
         count = tree.row_count()
@@ -83,6 +84,7 @@ async def test_tree_marks_aten_t_and_expands_by_keys() -> None:
         await pilot.press("e")
         assert tree.row_count() == count
         await pilot.press("k", "k", "enter")             # collapse linear_fwd by enter
+        assert "linear_fwd" in cursor_text(tree)
         assert tree.row_count() < count
         await pilot.press("e")                           # expand everything below again
         assert tree.row_count() == count

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from tui.trace.launches import OpLaunches, launch_calls, launches_by_op
+from tui.trace.launches import LaunchCallStat, OpLaunches, classify_call, launch_calls, launches_by_op
 from tui.trace.model import KERNEL, Trace
 from tui.trace.steps import StepStats, all_step_stats, step_stats
 from tui.widgets.findings import focus_step, trace_findings
@@ -19,8 +18,8 @@ class TraceFacts:
     trace: Trace
     stats: list[StepStats]                               # [all steps, step 0, step 1, ...]
     gpu_by_step: dict[int | None, list[int]]             # None: all steps
-    launches_by_step: dict[int | None, list[OpLaunches]]
-    calls_by_step: dict[int | None, list[Any]] = field(default_factory=dict)
+    launches_by_step: dict[int | None, list[OpLaunches]] | None    # None until `add_launches` ran
+    calls_by_step: dict[int | None, list[LaunchCallStat]] = field(default_factory=dict)
     lanes: list[Lane] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)
 
@@ -44,21 +43,49 @@ def trace_label(trace: Trace) -> str:
     return name.removesuffix(".gz").removesuffix(".json").removesuffix(".pt.trace")
 
 
+INLINE_LAUNCH_OPS = 200_000   # traces with fewer ops get their launch lists before the screen shows
+
+
 def build_facts(trace: Trace) -> TraceFacts:
+    """Step stats, per-step kernel lists, lanes and findings; launch lists too for all but big traces
+    (those come from `add_launches`, run by the trace screen in a worker after it shows)."""
     stats = [step_stats(trace, None), *all_step_stats(trace)]
     gpu_by_step: dict[int | None, list[int]] = {None: [g.id for g in trace.gpu]}
     for g in trace.gpu:
         gpu_by_step.setdefault(g.step, []).append(g.id)
+    facts = TraceFacts(trace, stats, gpu_by_step, None, {}, build_lanes(trace), trace_findings(trace))
+    if len(trace.ops) <= INLINE_LAUNCH_OPS:
+        add_launches(facts)
+    return facts
+
+
+def add_launches(facts: TraceFacts) -> None:
+    trace = facts.trace
     launches = launches_by_op(trace, None)
-    launches_by_step: dict[int | None, list[OpLaunches]] = {None: launches}
+    by_step: dict[int | None, list[OpLaunches]] = {None: launches}
     for row in launches:
         step = trace.ops[row.calls[0]].step if row.calls else (trace.ops[row.op].step if row.op >= 0 else -1)
-        launches_by_step.setdefault(step, []).append(row)
-    calls_by_step: dict[int | None, list[Any]] = {None: launch_calls(trace, None)}
-    for step in trace.steps:
-        calls_by_step[step.index] = launch_calls(trace, step.index)
-    return TraceFacts(trace, stats, gpu_by_step, launches_by_step, calls_by_step, build_lanes(trace),
-                      trace_findings(trace))
+        by_step.setdefault(step, []).append(row)
+    facts.calls_by_step = {None: launch_calls(trace, None)}
+    facts.launches_by_step = by_step
+
+
+def call_stats(facts: TraceFacts, step: int | None) -> list[LaunchCallStat]:
+    """`launch_calls` of one step, summed from that step's launch rows (cached; cheap per step)."""
+    cached = facts.calls_by_step.get(step)
+    if cached is not None or facts.launches_by_step is None:
+        return cached or []
+    ops = facts.trace.ops
+    totals: dict[str, list[float]] = {}
+    for row in facts.launches_by_step.get(step, []):
+        for c in row.calls:
+            entry = totals.setdefault(ops[c].name, [0, 0.0])
+            entry[0] += 1
+            entry[1] += ops[c].dur
+    stats = [LaunchCallStat(name, classify_call(name), int(n), us) for name, (n, us) in totals.items()]
+    stats.sort(key=lambda s: -s.total_us)
+    facts.calls_by_step[step] = stats
+    return stats
 
 
 def kernel_count(facts: TraceFacts) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 
 from rich.markup import escape
@@ -67,6 +68,7 @@ class LoadingScreen(Screen):
         try:
             for spec in self.specs:
                 facts.append(build_facts(open_trace(spec, progress)))
+            gc.freeze()     # the trace and its facts live as long as the app: keep them out of GC passes
         except MlptuiError as exc:
             self.post_message(self.Failed(str(exc)))
             return

@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tui.keys import PICKER_KEYS
-from tui.screens.facts import TraceFacts, build_facts, kernel_count
+from tui.screens.facts import TraceFacts, build_facts, call_stats, kernel_count
 from tui.screens.trace_screen import device_line
 from tui.trace.errors import MlptuiError
 from tui.widgets import fmt
@@ -65,7 +65,7 @@ class TraceList(LineList):
             return [str(index + 1), (mark + name, "base"), (state, "dim"), "", "", "", "", "", name]
         s = facts.per_step()
         device = (facts.trace.device_name or "-").replace("NVIDIA ", "")
-        occupancy = sum(c.count for c in facts.calls_by_step.get(s.index if s.index >= 0 else None, [])
+        occupancy = sum(c.count for c in call_stats(facts, s.index if s.index >= 0 else None)
                         if c.kind == "occupancy")
         return [str(index + 1), mark + facts.label, device, str(kernel_count(facts)), str(s.launches),
                 fmt.us(s.gpu_busy_us), fmt.us(s.cpu_us), (str(occupancy), "warn" if occupancy else "dim"), name]

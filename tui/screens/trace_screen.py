@@ -7,14 +7,18 @@ proportional to the screen, not to the trace (the lists were computed by `facts.
 
 from __future__ import annotations
 
+import gc
+
 from rich.markup import escape
+from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from tui.keys import TRACE_KEYS
-from tui.screens.facts import TraceFacts
+from tui.screens.facts import TraceFacts, add_launches, call_stats
 from tui.trace.model import LAUNCH_CATS
 from tui.widgets.details import Details, gpu_details, op_details
 from tui.widgets.kernels import KernelTable
@@ -54,6 +58,9 @@ def device_line(facts: TraceFacts) -> str:
 
 class TraceScreen(Screen):
     BINDINGS = TRACE_KEYS
+
+    class LaunchesReady(Message):
+        """The launch lists of a big trace are ready (computed after the screen showed)."""
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
 
     def __init__(self, facts: TraceFacts) -> None:
@@ -103,6 +110,8 @@ class TraceScreen(Screen):
         steps.show(self.facts.stats, 0 if start is None else start + 1)
         self.set_scope(start)
         self.query_one(OpTree).focus()
+        if self.facts.launches_by_step is None:
+            self.link_launches()
 
     # -- scope -------------------------------------------------------------------------------
     def set_scope(self, step: int | None) -> None:
@@ -115,9 +124,7 @@ class TraceScreen(Screen):
             start, end = s.ts, s.ts + s.dur
         self.query_one(OpTree).show_scope(start, end)
         self.query_one(KernelTable).show(self.facts.gpu_by_step.get(step, []))
-        self.query_one(LaunchTable).show(self.facts.launches_by_step.get(step, []))
-        calls = self.facts.calls_by_step.get(step, [])
-        self.query_one("#launch-summary", Static).update(escape(summary_line(calls)) if calls else "no launch calls")
+        self._show_launches()
         timeline = self.query_one(Timeline)
         if step is None:
             span = self._extent()
@@ -132,8 +139,29 @@ class TraceScreen(Screen):
             steps.cursor = row
             steps.refresh()
         scope_name = "all steps" if step is None else trace.steps[step].name
-        self.query_one("#steps-pane").border_subtitle = f"scope: {scope_name}"
+        pane = self.query_one("#steps-pane")
+        if pane.border_subtitle != f"scope: {scope_name}":
+            pane.border_subtitle = f"scope: {scope_name}"
         self._select_from(self.query_one(OpTree))
+
+    def _show_launches(self) -> None:
+        summary = self.query_one("#launch-summary", Static)
+        if self.facts.launches_by_step is None:
+            summary.update("linking launch calls to their ops…", layout=False)
+            self.query_one(LaunchTable).show([])
+            return
+        self.query_one(LaunchTable).show(self.facts.launches_by_step.get(self.scope, []))
+        calls = call_stats(self.facts, self.scope)
+        summary.update(escape(summary_line(calls)) if calls else "no launch calls in this scope", layout=False)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="launches")
+    def link_launches(self) -> None:
+        add_launches(self.facts)
+        gc.freeze()
+        self.post_message(self.LaunchesReady())
+
+    def on_trace_screen_launches_ready(self, message: LaunchesReady) -> None:
+        self._show_launches()
 
     def _extent(self) -> tuple[float, float]:
         trace = self.facts.trace

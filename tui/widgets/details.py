@@ -6,8 +6,10 @@ from typing import Any
 
 from rich.markup import escape
 from rich.text import Text
-from textual.containers import VerticalScroll
-from textual.widgets import Static
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from tui.trace.model import LAUNCH_CATS, Trace
 from tui.trace.names import decode_kernel
@@ -110,20 +112,53 @@ def gpu_details(trace: Trace, gid: int) -> str:
     return "\n".join(lines)
 
 
-class Details(VerticalScroll, can_focus=True):
-    """A scrollable text of the selected item's facts."""
+class Details(ScrollView, can_focus=True):
+    """The selected item's facts as text lines, wrapped to the pane and rendered line by line, so a
+    new selection repaints this pane only (no layout pass over the screen)."""
 
     DEFAULT_CSS = """
-    Details { height: 1fr; }
-    Details > Static { width: 1fr; }
+    Details { height: 1fr; overflow-x: hidden; }
     """
+    BINDINGS = [
+        Binding("down,j", "scroll_down", "Down", show=False, id="details-down"),
+        Binding("up,k", "scroll_up", "Up", show=False, id="details-up"),
+        Binding("pagedown", "page_down", "Page down", show=False, id="details-page-down"),
+        Binding("pageup", "page_up", "Page up", show=False, id="details-page-up"),
+    ]
 
-    def compose(self):
-        yield Static("", id="details-text", markup=True)
-
-    text = ""
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.text = ""
+        self._content = Text()
+        self._lines: list[Strip] = []
+        self._wrapped_at = -1
 
     def show_text(self, markup: str) -> None:
         self.text = markup
-        self.query_one("#details-text", Static).update(Text.from_markup(markup) if markup else "")
-        self.scroll_home(animate=False)
+        self._content = Text.from_markup(markup) if markup else Text()
+        self._wrapped_at = -1
+        self.scroll_to(y=0, animate=False, immediate=True)
+        self._wrap()
+        self.refresh()
+
+    def _wrap(self) -> None:
+        width = max(self.scrollable_content_region.width, 10)
+        if width == self._wrapped_at:
+            return
+        console = self.app.console
+        lines = self._content.wrap(console, width, overflow="fold") if self._content else []
+        self._lines = [Strip(list(line.render(console, "")), line.cell_len) for line in lines]
+        self._wrapped_at = width
+        self.virtual_size = Size(width, len(self._lines))
+
+    def on_resize(self) -> None:
+        self._wrapped_at = -1
+        self._wrap()
+
+    def render_line(self, y: int) -> Strip:
+        self._wrap()
+        index = round(self.scroll_offset.y) + y
+        width = self.scrollable_content_region.width
+        if index >= len(self._lines):
+            return Strip.blank(width, self.rich_style)
+        return self._lines[index].adjust_cell_length(width).apply_style(self.rich_style)

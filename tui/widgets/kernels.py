@@ -6,6 +6,7 @@ computes its one column for every row, once per sort.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +40,7 @@ def _dims(value: Any) -> float:
 
 class KernelTable(LineList):
     BINDINGS = TABLE_KEYS
+    MEASURE = False
 
     COLUMNS = [
         Column("#", 3, ">", drop=20), Column("kernel", 0, min_width=30), Column("time", 9, ">"),
@@ -54,13 +56,12 @@ class KernelTable(LineList):
         self.trace: Trace | None = None
         self.rows: list[int] = []          # GpuOp ids, in display order
         self.order: list[int] = []         # the same ids in time order (the default sort)
-        self.position: dict[int, int] = {}
+        self._position: dict[int, int] | None = None     # only when sorted by another column
         self.raw = False
         self.sort_column = 0
         self.sort_reverse = False
         self._occ: dict[int, Any] = {}
         self._roof: dict[int, Any] = {}
-        self._time_index: dict[int, int] = {}
 
     def set_trace(self, trace: Trace) -> None:
         self.trace = trace
@@ -126,20 +127,28 @@ class KernelTable(LineList):
         ]
 
     def order_index(self, gid: int) -> int:
-        return self._time_index.get(gid, 0)
+        """Position of a kernel in time order (`order` holds ascending GpuOp ids, which are in time order)."""
+        i = bisect_left(self.order, gid)
+        return i if i < len(self.order) and self.order[i] == gid else -1
+
+    def row_of(self, gid: int) -> int | None:
+        if self._position is None:
+            i = self.order_index(gid)
+            return None if i < 0 else i
+        return self._position.get(gid)
 
     def current(self) -> int:
         return self.rows[self.cursor] if self.rows else -1
 
     def select_gpu(self, gid: int) -> bool:
-        index = self.position.get(gid)
+        index = self.row_of(gid)
         if index is None:
             return False
         self.move_cursor(index, center=True)
         return True
 
     def set_marked(self, gpu_ids: list[int]) -> None:
-        marked = {self.position[g] for g in gpu_ids if g in self.position}
+        marked = {i for g in gpu_ids if (i := self.row_of(g)) is not None}
         if marked != self.marked:
             self.marked = marked
             self.refresh()
@@ -168,13 +177,13 @@ class KernelTable(LineList):
         return by_name.get(column, lambda g: gpu[g].ts)
 
     def _apply_sort(self, keep: int | None = None) -> None:
-        self._time_index = {g: i for i, g in enumerate(self.order)}
         if self.sort_column == 0 and not self.sort_reverse:
-            self.rows = list(self.order)
+            self.rows = self.order
+            self._position = None
         else:
             self.rows = sorted(self.order, key=self._sort_key(self.sort_column), reverse=self.sort_reverse)
-        self.position = {g: i for i, g in enumerate(self.rows)}
-        cursor = self.position.get(keep, 0) if keep is not None else 0
+            self._position = {g: i for i, g in enumerate(self.rows)}
+        cursor = (self.row_of(keep) or 0) if keep is not None else 0
         self.marked = set()
         self.reset_rows(cursor)
 

@@ -36,6 +36,7 @@ def call_chain(trace: Trace, calls: list[int]) -> str:
 
 class LaunchTable(LineList):
     BINDINGS = TABLE_KEYS
+    MEASURE = False
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(

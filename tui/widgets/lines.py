@@ -40,8 +40,8 @@ class LineList(ScrollView, can_focus=True):
     DEFAULT_CSS = """
     LineList { height: 1fr; overflow-x: hidden; }
     LineList > .line-list--header { text-style: bold; color: $text-primary; }
-    LineList > .line-list--cursor { background: $boost; text-style: bold; }
-    LineList:focus > .line-list--cursor { background: $accent 60%; text-style: bold; }
+    LineList > .line-list--cursor { background: $panel-lighten-2; text-style: bold; }
+    LineList:focus > .line-list--cursor { background: $accent; color: $background; text-style: bold; }
     LineList > .line-list--mark { text-style: bold underline; }
     LineList > .line-list--dim { color: $text-muted; }
     LineList > .line-list--warn { color: $text-warning; }
@@ -55,6 +55,7 @@ class LineList(ScrollView, can_focus=True):
     BINDINGS = LIST_KEYS
     SEPARATOR = " "
     CACHE_ROWS = 2048
+    MEASURE = True          # False: the columns' own widths stand (no cells computed to size them)
 
     class CursorMoved(Message):
         """The cursor is on another row (posted on every move; handlers must stay cheap)."""
@@ -80,7 +81,9 @@ class LineList(ScrollView, can_focus=True):
         self.cursor = 0
         self.marked: set[int] = set()
         self._cells: OrderedDict[int, list[Cell]] = OrderedDict()
+        self._strips: dict[tuple[int, str], Strip] = {}
         self._widths: list[int] = []
+        self._layout: tuple[int, list[int]] = (-1, [])
         self._styles: dict[str, Style] = {}
 
     # -- what subclasses provide -------------------------------------------------------------
@@ -98,13 +101,18 @@ class LineList(ScrollView, can_focus=True):
         return range(min(self.row_count(), 200))
 
     # -- data changes ------------------------------------------------------------------------
+    def _forget(self) -> None:
+        self._cells.clear()
+        self._strips.clear()
+
     def reset_rows(self, cursor: int = 0) -> None:
         """The rows changed: forget cached text, re-measure a sample, keep the cursor in range."""
-        self._cells.clear()
+        self._forget()
         self._measure()
         self.cursor = max(0, min(cursor, self.row_count() - 1))
         self._scroll_to_cursor()
-        self.call_after_refresh(self._scroll_to_cursor)
+        if not self.size.height:        # not laid out yet: scroll once it is
+            self.call_after_refresh(self._scroll_to_cursor)
         self.refresh()
 
     def _scroll_to_cursor(self) -> None:
@@ -115,25 +123,28 @@ class LineList(ScrollView, can_focus=True):
 
     def rows_changed(self) -> None:
         """Rows were inserted or removed (tree expansion): only the row count and cache move."""
-        self._cells.clear()
+        self._forget()
         self._set_virtual_size()
         self.refresh()
 
     def refresh_text(self) -> None:
         """Cell text changed (raw names toggled) without the rows changing."""
-        self._cells.clear()
+        self._forget()
         self._measure()
         self.refresh()
 
     def _measure(self) -> None:
         heads = self.header_cells()
         widths = [max(c.width, cell_len(heads[i]) if i < len(heads) else 0) for i, c in enumerate(self.columns)]
-        for i in self.sample_rows():
+        for i in self.sample_rows() if self.MEASURE else ():
             for j, cell in enumerate(self.cells(i)):
                 if j < len(widths) and self.columns[j].width:
                     text = cell if isinstance(cell, str) else cell[0]
                     widths[j] = max(widths[j], min(cell_len(text), 48))
+        if widths != self._widths:
+            self._strips.clear()
         self._widths = widths
+        self._layout = (-1, [])
         self._set_virtual_size()
 
     def _layout_widths(self) -> list[int]:
@@ -141,8 +152,10 @@ class LineList(ScrollView, can_focus=True):
         its minimum does not fit, droppable columns are hidden (width 0), highest `drop` first."""
         if not self._widths:
             self._measure()
-        widths = list(self._widths)
         room = self.scrollable_content_region.width - 1
+        if self._layout[0] == room:
+            return self._layout[1]
+        widths = list(self._widths)
         shown = [True] * len(widths)
 
         def need() -> int:
@@ -161,6 +174,8 @@ class LineList(ScrollView, can_focus=True):
                 widths[j] = 0
             elif not column.width:
                 widths[j] = max(min(column.min_width, 12), room - fixed)
+        self._layout = (room, widths)
+        self._strips.clear()
         return widths
 
     def _set_virtual_size(self) -> None:
@@ -183,6 +198,7 @@ class LineList(ScrollView, can_focus=True):
 
     def notify_style_update(self) -> None:
         self._styles.clear()
+        self._strips.clear()
         super().notify_style_update()
 
     def _style(self, name: str) -> Style:
@@ -233,10 +249,15 @@ class LineList(ScrollView, can_focus=True):
         if index >= self.row_count() or index < 0:
             return Strip.blank(width, self._style("base"))
         tone = "cursor" if index == self.cursor else "mark" if index in self.marked else "base"
-        gutter = ">" if index == self.cursor else "*" if index in self.marked else " "
-        segments = self._line(self.cells(index), widths, gutter, tone)
-        strip = Strip(segments).adjust_cell_length(total, self._style(tone))
-        return strip.crop(scroll_x, scroll_x + width)
+        strip = self._strips.get((index, tone))
+        if strip is None:
+            gutter = ">" if index == self.cursor else "*" if index in self.marked else " "
+            segments = self._line(self.cells(index), widths, gutter, tone)
+            strip = Strip(segments).adjust_cell_length(total, self._style(tone))
+            if len(self._strips) > self.CACHE_ROWS:
+                self._strips.clear()
+            self._strips[(index, tone)] = strip
+        return strip.crop(scroll_x, scroll_x + width) if scroll_x or strip.cell_length > width else strip
 
     # -- cursor ------------------------------------------------------------------------------
     def move_cursor(self, index: int, *, center: bool = False) -> None:

@@ -20,6 +20,7 @@ EXPAND_ALL_CAP = 20_000     # `e` never splices in more rows than this at once
 
 class OpTree(LineList):
     BINDINGS = TREE_KEYS
+    MEASURE = False
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(
@@ -63,7 +64,12 @@ class OpTree(LineList):
         self.expanded = set()
         if self._subtree_rows(ids, AUTO_EXPAND_ROWS) <= AUTO_EXPAND_ROWS:
             self._expand_all_from(0, len(ids), AUTO_EXPAND_ROWS)
-        self.reset_rows(0)
+        else:
+            self._expand_all_from(0, min(len(ids), 1), 64)
+        # the cursor starts on the first real op (aten::linear), not on the step annotation
+        ops = trace.ops
+        first = next((i for i, n in enumerate(self.ids[:256]) if n >= 0 and ops[n].cat == CPU_OP), 0)
+        self.reset_rows(first)
 
     def _subtree_rows(self, roots: list[int], cap: int) -> int:
         ops = self.trace.ops
