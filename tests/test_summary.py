@@ -22,6 +22,9 @@ def test_json_contract_on_mlp_compile(sample_trace: Callable[..., Path]) -> None
     d = summarize(load_trace(sample_trace("mlp", "compile")))
     assert d["format"] == "kineto" and d["device"]["name"] == "NVIDIA H200" and d["warnings"] == []
     assert d["manifest"]["mode"] == "compile"
+    assert d["counts"]["steps"] == 3
+    assert d["counts"]["gpu_ops"] == sum(k["count"] for k in d["kernels"]) + sum(m["count"] for m in d["memory_ops"])
+    assert d["counts"]["unlinked_gpu_ops"] == 0 and d["counts"]["threads"] >= 1
     assert [s["name"] for s in d["steps"]] == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
     assert all(set(s) == STEP_KEYS for s in d["steps"]) and set(d["total"]) == STEP_KEYS
     assert [s["kernels"] for s in d["steps"]] == [4, 4, 4]

@@ -8,6 +8,8 @@ JSON shape (`mlptui summary PATH --json`; times in µs rounded to ns, lists sort
       "device": {"name": str, ...} | null, # deviceProperties of the GPU that ran the kernels, as recorded
       "warnings": [str],                   # what the loader skipped or could not nest
       "manifest": {...} | null,            # the runner's entry for this trace (workload, mode, ...), if any
+      "counts": {"events": int, "cpu_ops": int, "gpu_ops": int, "threads": int, "streams": int,
+                 "steps": int, "unlinked_gpu_ops": int},   # GPU work with no launch call or op found
       "verdict_rule": str,                 # the rule behind every "verdict" below, in words
       "steps": [                           # one per ProfilerStep#N, in time order
         {"index": int, "name": "ProfilerStep#2", "cpu_us": f, "gpu_busy_us": f, "gpu_idle_us": f,
@@ -118,6 +120,9 @@ def summarize(trace: Trace) -> dict[str, Any]:
         "device": trace.device,
         "warnings": list(trace.warnings),
         "manifest": trace.manifest,
+        "counts": {"events": trace.meta.get("events", 0), "cpu_ops": len(trace.ops), "gpu_ops": len(trace.gpu),
+                   "threads": len(trace.threads), "streams": len(trace.streams), "steps": len(trace.steps),
+                   "unlinked_gpu_ops": sum(1 for g in trace.gpu if g.launch < 0 and g.op < 0)},
         "verdict_rule": VERDICT_RULE,
         "steps": [_step_dict(s) for s in all_step_stats(trace)],
         "total": _step_dict(step_stats(trace, None)),
@@ -184,8 +189,15 @@ def _manifest_line(d: dict[str, Any]) -> str | None:
     return "run: " + ", ".join(f"{k} {m[k]}" for k in keys) if keys else None
 
 
+def _counts_line(d: dict[str, Any]) -> str:
+    c = d["counts"]
+    line = (f"{c['cpu_ops']} CPU slices on {c['threads']} thread(s), {c['gpu_ops']} GPU ops on "
+            f"{c['streams']} stream(s), {c['steps']} step(s)")
+    return line + (f", {c['unlinked_gpu_ops']} GPU op(s) with no launching call found" if c["unlinked_gpu_ops"] else "")
+
+
 def render_text(d: dict[str, Any], top: int = 15) -> str:
-    out = [f"trace: {d['source']}", _device_line(d)]
+    out = [f"trace: {d['source']}", _device_line(d), _counts_line(d)]
     if (line := _manifest_line(d)) is not None:
         out.append(line)
     for w in d["warnings"]:
@@ -225,7 +237,7 @@ def _md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def render_markdown(d: dict[str, Any], top: int = 15) -> str:
-    out = [f"### Trace summary: `{d['source']}`", "", _device_line(d)]
+    out = [f"### Trace summary: `{d['source']}`", "", _device_line(d), "", _counts_line(d)]
     if (line := _manifest_line(d)) is not None:
         out += ["", line]
     for w in d["warnings"]:
