@@ -45,7 +45,7 @@ def x(name: str, cat: str, ts: float, dur: float, *, pid: int = 1, tid: int = 1,
     """A complete ('X') event for synthetic traces."""
     event: dict[str, Any] = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur}
     if args:
-        event["args"] = {k.replace("_", " ") if k == "External_id" else k: v for k, v in args.items()}
+        event["args"] = dict(args)     # keys with spaces ("External id") come in as **{...}
     return event
 
 
@@ -53,15 +53,3 @@ def trace_bytes(events: list[dict[str, Any]], *, gz: bool = False, **top: Any) -
     doc = {"schemaVersion": 1, "traceEvents": events, **top}
     data = orjson.dumps(doc)
     return gzip.compress(data) if gz else data
-
-
-@pytest.fixture
-def write_trace(tmp_path: Path) -> Callable[..., Path]:
-    """write_trace(events, name="t.json", gz=False, **top) -> Path of a synthetic trace file."""
-
-    def write(events: list[dict[str, Any]], name: str = "t.json", gz: bool = False, **top: Any) -> Path:
-        path = tmp_path / name
-        path.write_bytes(trace_bytes(events, gz=gz, **top))
-        return path
-
-    return write
