@@ -40,10 +40,14 @@ async def test_picker_lists_the_samples_in_ladder_order_with_findings() -> None:
         rows = rows_text(table)
         assert len(rows) >= 7
         assert rows[0].split(" | ")[1].startswith("linear · eager")
-        mlp_eager = next(r for r in rows if "mlp · eager · bf16" in r and "kernels" not in r)
-        assert mlp_eager.split(" | ")[3] == "5"          # 3 GEMMs + gelu + mul per step
-        mlp_compile = next(r for r in rows if r.split(" | ")[1].startswith("mlp · compile"))
-        assert mlp_compile.split(" | ")[3] == "4"        # gelu·mul fused into one Triton kernel
+        cells = {r.split(" | ")[1]: r.split(" | ") for r in rows}
+        assert cells["linear · eager · bf16"][2:4] == ["1", "GEMM+bias"]
+        assert cells["mlp · eager · bf16"][2:4] == ["5", "3 GEMM + gelu + mul"]
+        compiled = cells["mlp · compile · bf16"]           # gelu·mul fused into one Triton kernel
+        assert compiled[2:4] == ["4", "3 GEMM + triton_poi_fused__unsafe_view_gelu_mul_0"]
+        assert int(compiled[5]) < int(cells["mlp · eager · bf16"][5])      # the CPU chain collapsed
+        assert cells["kernels-mlp · eager · bf16"][3] == "3 GEMM + _geglu_tanh_forward_kernel"
+        assert all(c[8] == "0" for c in cells.values())      # Hopper: no occupancy queries anywhere
         findings = str(screen.query_one("#picker-findings", Static).render())
         assert "aten::t (no GPU)" in findings and "aten::addmm" in findings and "bias" in findings
         assert "occupancy queries: none" in findings and "cuLaunchKernelEx" in findings
@@ -101,7 +105,7 @@ async def test_steps_scope_every_pane() -> None:
         await pilot.press("right_square_bracket")        # wraps to "all steps"
         assert screen.scope is None and steps.cursor == 0
         assert kernels.row_count() == 3 * per_step
-        assert "all steps" in str(screen.query_one("#steps-pane").border_subtitle)
+        assert "scope: all steps" in str(screen.query_one("#steps-pane").border_title)
         await pilot.press("right_square_bracket")
         assert screen.scope == 0 and kernels.row_count() == per_step
         await pilot.press("left_square_bracket", "left_square_bracket")
@@ -159,7 +163,7 @@ async def test_launch_pane_shows_ampere_occupancy_queries() -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_trace(pilot, None)
         summary = str(screen.query_one("#launch-summary", Static).render())
-        assert "occupancy: cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags" in summary
+        assert "occupancy queries: cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags" in summary
         rows = rows_text(screen.query_one(LaunchTable))
         assert any("cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags" in r and "cudaLaunchKernel" in r
                    for r in rows)

@@ -21,7 +21,9 @@ from tui.keys import PICKER_KEYS
 from tui.screens.facts import TraceFacts, build_facts, call_stats, kernel_count
 from tui.screens.trace_screen import device_line
 from tui.trace.errors import MlptuiError
+from tui.trace.model import CPU_OP
 from tui.widgets import fmt
+from tui.widgets.findings import kernel_mix
 from tui.widgets.lines import Cell, Column, LineList
 
 PRELOAD_BYTES = 20_000_000     # local traces up to this size are summarised while the list shows
@@ -42,9 +44,10 @@ def ladder_key(spec: str) -> tuple:
 class TraceList(LineList):
     def __init__(self, specs: list[str], *, id: str | None = None) -> None:
         super().__init__(
-            [Column("#", 2, ">"), Column("trace", 0, min_width=22), Column("device", 11, drop=2),
-             Column("kernels", 7, ">"), Column("launches", 8, ">"), Column("GPU busy", 9, ">", drop=3),
-             Column("CPU", 9, ">", drop=4), Column("occ.q", 5, ">", drop=1), Column("file", 30, drop=5)],
+            [Column("#", 2, ">"), Column("trace", 28), Column("kernels", 7, ">"),
+             Column("the step's kernels", 0, min_width=24), Column("launches", 8, ">", drop=3),
+             Column("CPU ops", 7, ">", drop=4), Column("GPU busy", 9, ">", drop=5), Column("CPU", 9, ">", drop=6),
+             Column("occ.q", 5, ">", drop=2), Column("device", 11, drop=7), Column("file", 30, drop=8)],
             id=id,
         )
         self.specs = specs
@@ -62,13 +65,18 @@ class TraceList(LineList):
         facts = self.facts.get(spec)
         if facts is None:
             state = self.errors.get(spec, "…")
-            return [str(index + 1), (mark + name, "base"), (state, "dim"), "", "", "", "", "", name]
+            return [str(index + 1), (mark + name, "base"), "", (state, "dim"), "", "", "", "", "", "", name]
         s = facts.per_step()
         device = (facts.trace.device_name or "-").replace("NVIDIA ", "")
         occupancy = sum(c.count for c in call_stats(facts, s.index if s.index >= 0 else None)
                         if c.kind == "occupancy")
-        return [str(index + 1), mark + facts.label, device, str(kernel_count(facts)), str(s.launches),
-                fmt.us(s.gpu_busy_us), fmt.us(s.cpu_us), (str(occupancy), "warn" if occupancy else "dim"), name]
+        step = s.index if s.index >= 0 else None
+        trace = facts.trace
+        gpu_ids = facts.gpu_by_step.get(step, [])
+        cpu_ops = sum(1 for o in trace.ops if o.cat == CPU_OP and o.step == s.index) if len(trace.ops) < 200_000 else 0
+        return [str(index + 1), mark + facts.label, str(kernel_count(facts)), kernel_mix(trace, gpu_ids),
+                str(s.launches), str(cpu_ops) if cpu_ops else "", fmt.us(s.gpu_busy_us), fmt.us(s.cpu_us),
+                (str(occupancy), "warn" if occupancy else "dim"), device, name]
 
 
 class PickerScreen(Screen):
@@ -98,7 +106,8 @@ class PickerScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#picker-list-pane").border_title = f"{len(self.specs)} traces (kernels, launches: per step)"
+        self.query_one("#picker-list-pane").border_title = (
+            f"{len(self.specs)} traces · per-step figures of the last profiled step")
         self.query_one("#picker-findings-pane").border_title = "findings"
         table = self.query_one(TraceList)
         table.facts.update(self.app.facts_cache)

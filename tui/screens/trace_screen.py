@@ -95,7 +95,7 @@ class TraceScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        titles = {"steps-pane": "1 steps", "tree-pane": "2 CPU dispatch", "kernels-pane": "3 GPU kernels",
+        titles = {"tree-pane": "2 CPU dispatch", "kernels-pane": "3 GPU kernels",
                   "launches-pane": "4 launches & occupancy queries", "details-pane": "6 details",
                   "timeline-pane": "5 timeline"}
         for pane_id, title in titles.items():
@@ -140,8 +140,9 @@ class TraceScreen(Screen):
             steps.refresh()
         scope_name = "all steps" if step is None else trace.steps[step].name
         pane = self.query_one("#steps-pane")
-        if pane.border_subtitle != f"scope: {scope_name}":
-            pane.border_subtitle = f"scope: {scope_name}"
+        title = f"1 steps · scope: {scope_name} ([ ] to change)"
+        if pane.border_title != title:
+            pane.border_title = title
         self._select_from(self.query_one(OpTree))
 
     def _show_launches(self) -> None:

@@ -45,6 +45,29 @@ def kernel_line(trace: Trace, gpu_ids: list[int]) -> str:
     return f"{len(kernels)} kernel{'s' if len(kernels) != 1 else ''}{extra}: " + "; ".join(parts)
 
 
+def kernel_mix(trace: Trace, gpu_ids: list[int]) -> str:
+    """`3 GEMM + gelu + mul`, `3 GEMM + triton_poi_fused__unsafe_view_gelu_mul_0`: the step's kernels."""
+    labels: list[str] = []
+    for g in gpu_ids:
+        k = trace.gpu[g]
+        if k.cat != KERNEL:
+            continue
+        name = decode_kernel(k.name)
+        if name.family == "gemm":
+            labels.append("GEMM" + (f"+{name.epilogue}" if name.epilogue else ""))
+        elif "ATen" in name.library and name.ops:
+            labels.append("·".join(name.ops))
+        else:
+            labels.append(k.name if len(k.name) <= 48 else name.short)
+    counts = Counter(labels)
+    parts: list[str] = []
+    for label in labels:     # first appearance order, repeats folded: 3 GEMM + gelu + mul
+        if label in counts:
+            n = counts.pop(label)
+            parts.append(f"{n} {label}" if n > 1 else label)
+    return " + ".join(parts) if parts else "no kernels"
+
+
 def launch_line(trace: Trace, gpu_ids: list[int]) -> str:
     calls: Counter[str] = Counter()
     kinds: Counter[str] = Counter()

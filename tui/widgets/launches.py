@@ -126,12 +126,12 @@ def summary_line(stats: list[Any]) -> str:
     for stat in stats:
         by_kind.setdefault(stat.kind, []).append(stat)
     parts = []
-    for kind in ("launch", "occupancy", "memset", "memcpy", "graph", "sync", "attribute", "other"):
+    for kind in ("occupancy", "launch", "memset", "memcpy", "graph", "sync", "attribute", "other"):
         group = by_kind.get(kind)
         if not group:
             if kind == "occupancy":
                 parts.append("occupancy queries: none")
             continue
         names = ", ".join(f"{s.name} ×{s.count}" for s in sorted(group, key=lambda s: -s.count)[:3])
-        parts.append(f"{kind}: {names}")
+        parts.append(f"{'occupancy queries' if kind == 'occupancy' else kind}: {names}")
     return "  ·  ".join(parts)

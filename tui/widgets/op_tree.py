@@ -24,7 +24,7 @@ class OpTree(LineList):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(
-            [Column("CPU op", 0, min_width=26), Column("total", 9, ">", drop=3), Column("self", 9, ">", drop=2),
+            [Column("CPU op", 0, min_width=26), Column("total", 9, ">", drop=2), Column("self", 9, ">", drop=3),
              Column("GPU", 9, ">"), Column("input shapes", 24, drop=4)],
             id=id,
         )
