@@ -54,11 +54,6 @@ class ArgsStore:
         self._lock = threading.Lock()
         self.problem: str | None = None      # why args could not be read back, once that happened
 
-    @classmethod
-    def for_file(cls, path: Path, n_events: int, *, repair_utf8: bool = False, cut: int | None = None,
-                 suffix: bytes = b"") -> ArgsStore:
-        return cls(n_events, path=path, stamp=_stamp(path), repair_utf8=repair_utf8, cut=cut, suffix=suffix)
-
     @property
     def loaded(self) -> bool:
         return self._raws is not None

@@ -38,7 +38,8 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
         raise TraceError(f"{name}: is a folder, not a trace file")
     try:
         with open(p, "rb") as f:
-            total = os.fstat(f.fileno()).st_size
+            st = os.fstat(f.fileno())
+            total = st.st_size
             head = f.read(2)
             f.seek(0)
             if head == _GZIP_MAGIC:
@@ -55,8 +56,9 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
         raise TraceError(f"{name}: cannot read ({exc.strerror or exc})") from None
     holder = [data]
     del data
-    trace = _build(holder, name, total, progress, lambda d: ArgsStore.for_file(
-        p, len(d.events), repair_utf8=d.repaired_utf8, cut=d.cut, suffix=d.suffix))
+    trace = _build(holder, name, total, progress, lambda d: ArgsStore(
+        len(d.events), path=p, stamp=(st.st_size, st.st_mtime_ns), repair_utf8=d.repaired_utf8, cut=d.cut,
+        suffix=d.suffix))
     trace.meta.setdefault("file_bytes", total)
     trace.meta.setdefault("path", str(p))
     trace.manifest = manifest_for(p)
