@@ -148,3 +148,14 @@ def test_every_sample_links_all_gpu_work(sample_trace: Callable[..., Path]) -> N
         # GPU time of a step annotation equals its GPU work's total
         for s in t.steps:
             assert t.ops[s.op].gpu_us == pytest.approx(sum(g.dur for g in t.gpu if g.step == s.index))
+
+
+def test_liger_and_fused_mlp_kernels_per_step(sample_trace: Callable[..., Path]) -> None:
+    # Liger's GeGLU replaces gelu+mul (2 kernels) with one; the fused MLP puts the GeGLU in the GEMM epilogue
+    for workload, n in (("kernels-mlp", 4), ("fused-mlp", 2)):
+        t = load_trace(sample_trace(workload, "eager"))
+        assert Counter(g.step for g in t.gpu if g.cat == "kernel") == {0: n, 1: n, 2: n}, workload
+    fused = load_trace(sample_trace("fused-mlp", "eager"))
+    triton = [g for g in fused.gpu if g.cat == "kernel" and not g.name.startswith("nvjet")]
+    # a hand-written @triton.jit kernel has no CPU op of its own: it belongs to the annotation around it
+    assert all(fused.ops[g.op].cat == "user_annotation" for g in triton) and len(triton) == 3

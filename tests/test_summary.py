@@ -51,6 +51,7 @@ def test_renderings_mention_what_matters(sample_trace: Callable[..., Path]) -> N
     d = summarize(load_trace(sample_trace("mlp", "eager")))
     text = render_text(d)
     assert "ProfilerStep#3" in text and "verdict rule" in text and "aten::linear" in text
+    assert f"verdict: {d['total']['verdict']} (all 3 steps: GPU idle " in text
     md = render_markdown(d)
     assert md.startswith("### Trace summary") and "| step |" in md and "#### Dispatch" in md
 

@@ -196,8 +196,17 @@ def _counts_line(d: dict[str, Any]) -> str:
     return line + (f", {c['unlinked_gpu_ops']} GPU op(s) with no launching call found" if c["unlinked_gpu_ops"] else "")
 
 
+def _verdict_line(d: dict[str, Any]) -> str:
+    t = d["total"]
+    if t["verdict"] == "cpu-only":
+        return f"verdict: cpu-only ({t['name']} put no work on the GPU)"
+    rel = ">" if t["verdict"] == "overhead-bound" else "<="
+    return (f"verdict: {t['verdict']} ({t['name']}: GPU idle {_us(t['gpu_idle_us'])} {rel} "
+            f"GPU busy {_us(t['gpu_busy_us'])})")
+
+
 def render_text(d: dict[str, Any], top: int = 15) -> str:
-    out = [f"trace: {d['source']}", _device_line(d), _counts_line(d)]
+    out = [f"trace: {d['source']}", _device_line(d), _counts_line(d), _verdict_line(d)]
     if (line := _manifest_line(d)) is not None:
         out.append(line)
     for w in d["warnings"]:
@@ -237,7 +246,8 @@ def _md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def render_markdown(d: dict[str, Any], top: int = 15) -> str:
-    out = [f"### Trace summary: `{d['source']}`", "", _device_line(d), "", _counts_line(d)]
+    out = [f"### Trace summary: `{d['source']}`", "", _device_line(d), "", _counts_line(d), "",
+           f"**{_verdict_line(d)}**"]
     if (line := _manifest_line(d)) is not None:
         out += ["", line]
     for w in d["warnings"]:
