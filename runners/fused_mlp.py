@@ -275,22 +275,26 @@ def _ensure_allocator() -> None:
         _allocator_set = True
 
 
-# Interleaved copies of (gate, up) weights. Entries hold the source tensors so that their storage
-# cannot be reused while cached; a hit needs the same objects at the same version.
-_INTERLEAVED: dict[tuple[int, int, int], tuple[torch.Tensor, torch.Tensor, int, int, torch.Tensor]] = {}
+# Interleaved copies of (gate, up) weights, keyed by block_n (a FusedGeGLUMLP keeps its own store; direct
+# calls share this small one). An entry holds aliases of the source weights: while it lives their
+# storage cannot be freed and reused, so the same data_ptr and version mean the same, unchanged data.
+WeightStore = dict[tuple[int, int, int], tuple[torch.Tensor, torch.Tensor, int, int, torch.Tensor]]
+_INTERLEAVED: WeightStore = {}
 _INTERLEAVED_MAX = 8
 
 
-def _interleaved_weight(w_gate: torch.Tensor, w_up: torch.Tensor, block_n: int) -> torch.Tensor:
-    key = (id(w_gate), id(w_up), block_n)
-    hit = _INTERLEAVED.get(key)
-    if hit is not None and hit[0] is w_gate and hit[1] is w_up and \
-            (hit[2], hit[3]) == (w_gate._version, w_up._version):
+def _interleaved_weight(w_gate: torch.Tensor, w_up: torch.Tensor, block_n: int,
+                        store: WeightStore | None = None) -> torch.Tensor:
+    store = _INTERLEAVED if store is None else store
+    key = (w_gate.data_ptr(), w_up.data_ptr(), block_n)
+    hit = store.get(key)
+    if hit is not None and hit[0].data_ptr() == key[0] and hit[1].data_ptr() == key[1] and \
+            (hit[2], hit[3]) == (w_gate._version, w_up._version) and hit[4].dtype == w_gate.dtype:
         return hit[4]
     w = interleave_gate_up(w_gate.detach(), w_up.detach(), block_n)
-    if len(_INTERLEAVED) >= _INTERLEAVED_MAX:
-        _INTERLEAVED.pop(next(iter(_INTERLEAVED)))
-    _INTERLEAVED[key] = (w_gate, w_up, w_gate._version, w_up._version, w)
+    if key not in store and len(store) >= _INTERLEAVED_MAX:
+        store.pop(next(iter(store)))
+    store[key] = (w_gate.detach(), w_up.detach(), w_gate._version, w_up._version, w)
     return w
 
 
@@ -299,11 +303,11 @@ _TUNED: dict[tuple, tuple[GateUpConfig, bool]] = {}
 
 
 def _launch(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, h: torch.Tensor,
-            cfg: GateUpConfig, use_tma: bool):
+            cfg: GateUpConfig, use_tma: bool, store: WeightStore | None = None):
     M, K = x.shape
     N = wg.shape[0]
     if cfg.interleaved:
-        wg = wu = _interleaved_weight(wg, wu, cfg.block_n)
+        wg = wu = _interleaved_weight(wg, wu, cfg.block_n, store)
     tiles = -(-M // cfg.block_m) * -(-N // cfg.block_n)  # ceil divisions
     programs = max(1, min(_num_programs(x.device), tiles))
     if use_tma:
@@ -319,14 +323,14 @@ def _launch(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, h: torch.Tensor
 
 
 def _tune(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, h: torch.Tensor,
-          candidates: list[tuple[GateUpConfig, bool]]) -> tuple[GateUpConfig, bool]:
+          candidates: list[tuple[GateUpConfig, bool]], store: WeightStore | None) -> tuple[GateUpConfig, bool]:
     from triton.testing import do_bench
 
     best: tuple[float, GateUpConfig, bool] | None = None
     for cfg, use_tma in candidates:
         try:
-            _launch(x, wg, wu, h, cfg, use_tma)
-            ms = do_bench(lambda c=cfg, t=use_tma: _launch(x, wg, wu, h, c, t), warmup=5, rep=20,
+            _launch(x, wg, wu, h, cfg, use_tma, store)
+            ms = do_bench(lambda c=cfg, t=use_tma: _launch(x, wg, wu, h, c, t, store), warmup=5, rep=20,
                           return_mode="median")
         except Exception:  # a configuration this GPU / compiler cannot build is skipped
             continue
@@ -339,10 +343,11 @@ def _tune(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, h: torch.Tensor,
 
 def fused_geglu_gateup(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, *,
                        config: GateUpConfig | None = None, use_tma: bool | None = None,
-                       out: torch.Tensor | None = None) -> torch.Tensor:
+                       out: torch.Tensor | None = None, weight_store: WeightStore | None = None) -> torch.Tensor:
     """gelu_tanh(x @ w_gate.T) * (x @ w_up.T) for x [M, K] and weights [N, K], one kernel launch.
 
-    `out` ([M, N], x's dtype, unit last stride) receives h; by default a new tensor.
+    `out` ([M, N], x's dtype, unit last stride) receives h; by default a new tensor. `weight_store`
+    keeps the interleaved weight copies of one caller (FusedGeGLUMLP passes its own).
     """
     if x.dim() != 2 or w_gate.dim() != 2 or w_gate.shape != w_up.shape or w_gate.shape[1] != x.shape[1]:
         raise ValueError(f"shapes do not match: x {tuple(x.shape)}, gate {tuple(w_gate.shape)}, "
@@ -376,12 +381,12 @@ def fused_geglu_gateup(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor
             if _interpreting() or x.device.type != "cuda":
                 tuned = (cands[0], paths[0])
             else:
-                tuned = _tune(x, w_gate, w_up, out, [(c, t) for t in paths for c in cands])
+                tuned = _tune(x, w_gate, w_up, out, [(c, t) for t in paths for c in cands], weight_store)
             _TUNED[key] = tuned
         config, use_tma = tuned
     elif use_tma is None:
         use_tma = _tma_ok(x, w_gate, w_up, out)
-    _launch(x, w_gate, w_up, out, config, use_tma)
+    _launch(x, w_gate, w_up, out, config, use_tma, weight_store)
     return out
 
 
@@ -406,6 +411,7 @@ class FusedGeGLUMLP(nn.Module):
         self.up_proj = nn.Linear(dim, hidden, bias=False, device=device, dtype=dtype)
         self.down_proj = nn.Linear(hidden, dim, bias=False, device=device, dtype=dtype)
         self.min_rows = min_rows
+        self._weight_store: WeightStore = {}  # interleaved gate/up copies, rebuilt when the weights change
 
     def fallback_reason(self, rows: int, device: torch.device | None = None, dtype: torch.dtype | None = None,
                         *, grad: bool = False) -> str | None:
@@ -439,7 +445,7 @@ class FusedGeGLUMLP(nn.Module):
         grad = torch.is_grad_enabled() and (x.requires_grad or w.requires_grad)
         if x.dtype != w.dtype or self.fallback_reason(rows, x.device, x.dtype, grad=grad) is not None:
             return self.forward_unfused(x)
-        h = fused_geglu_gateup(x.reshape(rows, dim), w, self.up_proj.weight)
+        h = fused_geglu_gateup(x.reshape(rows, dim), w, self.up_proj.weight, weight_store=self._weight_store)
         out = torch.mm(h, self.down_proj.weight.t())
         return out.view(*x.shape[:-1], out.shape[-1])
 

@@ -142,6 +142,29 @@ def test_module_computes_simple_geglu_mlp(interp: ModuleType) -> None:
 
 
 @interpreted_only
+def test_module_rebuilds_interleaved_weights_after_updates(interp: ModuleType) -> None:
+    from runners.modules import SimpleGeGLUMLP
+
+    torch.manual_seed(1)
+    ref = SimpleGeGLUMLP(24, 40)
+    fused = interp.FusedGeGLUMLP(24, 40, min_rows=1, dtype=torch.float16)
+    fused.load_state_dict(ref.state_dict())
+    x = torch.randn(90, 24)  # 90 rows: the default configuration for this bucket interleaves
+    assert interp.candidate_configs(90)[0].interleaved
+    with torch.no_grad():
+        first = fused(x.half())
+        assert len(fused._weight_store) == 1
+        for module in (ref, fused):
+            module.up_proj.weight.mul_(-0.5)  # in place: same storage, new version
+        second, expected = fused(x.half()), ref(x)
+    assert _rel_err(second, expected.double()) <= 1e-2
+    assert not torch.allclose(first, second)
+    fused.gate_proj.weight.data = fused.gate_proj.weight.data.clone() * 0  # new storage
+    with torch.no_grad():
+        assert not fused(x.half()).any()
+
+
+@interpreted_only
 def test_module_falls_back_and_says_why(interp: ModuleType) -> None:
     fused = interp.FusedGeGLUMLP(16, 32, min_rows=128, dtype=torch.bfloat16)
     assert "64 rows < 128" in fused.fallback_reason(64)
