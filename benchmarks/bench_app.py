@@ -87,7 +87,10 @@ def cold_start(runs: int) -> None:
     print(f"  ratio mlptui first paint / bare {med(ours_first) / med(ref):6.2f}x")
 
 
-async def key_latencies(spec: str, keys: list[tuple[str, list[str]]], size=(200, 60)) -> dict[str, list[float]]:
+SIZES = [(200, 60), (100, 30)]
+
+
+async def key_latencies(spec: str, keys: list[tuple[str, list[str]]]) -> dict[tuple[int, int], dict[str, list[float]]]:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "tests"))
     from app_support import wait_for_screen
@@ -105,26 +108,30 @@ async def key_latencies(spec: str, keys: list[tuple[str, list[str]]], size=(200,
             painted.append(time.perf_counter())
 
     app._display = display
-    results: dict[str, list[float]] = {}
-    async with app.run_test(size=size) as pilot:
+    by_size: dict[tuple[int, int], dict[str, list[float]]] = {}
+    async with app.run_test(size=SIZES[0]) as pilot:
         start = time.perf_counter()
         await wait_for_screen(app, pilot, TraceScreen, timeout=600)
-        results["_open"] = [time.perf_counter() - start]
+        opened = time.perf_counter() - start
         await app.workers.wait_for_complete()
-        results["_launches"] = [time.perf_counter() - start]
-        await pilot.pause(0.5)
-        for label, sequence in keys:
-            for key in sequence:
-                painted.clear()
-                start = time.perf_counter()
-                await pilot.press(key)
-                deadline = start + 5
-                while not painted and time.perf_counter() < deadline:
-                    await asyncio.sleep(0.0005)
-                if painted:     # a key that changes nothing (collapse a closed node) paints nothing
-                    results.setdefault(label, []).append((painted[0] - start) * 1000)
-                await pilot.pause(0.02)
-    return results
+        linked = time.perf_counter() - start
+        for size in SIZES:
+            await pilot.resize_terminal(*size)
+            await pilot.pause(0.5)
+            results: dict[str, list[float]] = {"_open": [opened], "_launches": [linked]}
+            for label, sequence in keys:
+                for key in sequence:
+                    painted.clear()
+                    start = time.perf_counter()
+                    await pilot.press(key)
+                    deadline = start + 5
+                    while not painted and time.perf_counter() < deadline:
+                        await asyncio.sleep(0.0005)
+                    if painted:     # a key that changes nothing (collapse a closed node) paints nothing
+                        results.setdefault(label, []).append((painted[0] - start) * 1000)
+                    await pilot.pause(0.02)
+            by_size[size] = results
+    return by_size
 
 
 KEYS = [
@@ -143,15 +150,20 @@ KEYS = [
 
 def keypresses(big: Path, small: str) -> None:
     print("\nkey press to repaint, ms (median / max per key kind; goal <= 50 ms on the big trace)")
-    big_res = asyncio.run(key_latencies(str(big), KEYS))
-    small_res = asyncio.run(key_latencies(small, KEYS))
-    print(f"  {'key':<32} {'1M-event trace':>18} {'bundled sample':>18}")
-    worst = 0.0
-    for label, _ in KEYS:
-        b, s = big_res[label], small_res[label]
-        worst = max(worst, max(b))
-        print(f"  {label:<32} {statistics.median(b):7.1f} / {max(b):7.1f} {statistics.median(s):7.1f} / {max(s):7.1f}")
-    print(f"  worst key on the big trace: {worst:.1f} ms")
+    big_by_size = asyncio.run(key_latencies(str(big), KEYS))
+    small_by_size = asyncio.run(key_latencies(small, KEYS))
+    for size in SIZES:
+        big_res, small_res = big_by_size[size], small_by_size[size]
+        print(f"  terminal {size[0]}x{size[1]}")
+        print(f"  {'key':<32} {'1M-event trace':>18} {'bundled sample':>18}")
+        worst = 0.0
+        for label, _ in KEYS:
+            b, s = big_res.get(label, [float("nan")]), small_res.get(label, [float("nan")])
+            worst = max(worst, max(b))
+            print(f"  {label:<32} {statistics.median(b):7.1f} / {max(b):7.1f} "
+                  f"{statistics.median(s):7.1f} / {max(s):7.1f}")
+        print(f"  worst key on the big trace: {worst:.1f} ms\n")
+    big_res, small_res = big_by_size[SIZES[0]], small_by_size[SIZES[0]]
     print(f"  big trace: screen shown {big_res['_open'][0]:.1f} s after start, launch lists linked at "
           f"{big_res['_launches'][0]:.1f} s (sample: {small_res['_open'][0]:.2f} s)")
 

@@ -40,7 +40,12 @@ def kernel_line(trace: Trace, gpu_ids: list[int]) -> str:
             label = k.name if len(k.name) <= 48 else name.short
             ops = f" = {'·'.join(name.ops)}" if name.ops and not all(o in label for o in name.ops) else ""
             groups[f"{label}{ops} ({name.family}, {name.library})"] += 1
-    parts = [f"{n}× {label}" if n > 1 else label for label, n in groups.items()]
+    if not kernels:
+        return "no GPU kernels" + (f" ({others} memset/memcpy)" if others else "")
+    ranked = sorted(groups.items(), key=lambda item: -item[1]) if len(groups) > 6 else list(groups.items())
+    parts = [f"{n}× {label}" if n > 1 else label for label, n in ranked[:6]]
+    if len(groups) > 6:
+        parts.append(f"{len(groups) - 6} more kinds")
     extra = f" + {others} memset/memcpy" if others else ""
     return f"{len(kernels)} kernel{'s' if len(kernels) != 1 else ''}{extra}: " + "; ".join(parts)
 
@@ -87,7 +92,7 @@ def launch_line(trace: Trace, gpu_ids: list[int]) -> str:
         return "no launch calls recorded"
     text = ", ".join(f"{name} ×{n}" for name, n in calls.most_common(5))
     occupancy = kinds.get("occupancy", 0)
-    return f"launch calls: {text}; occupancy queries: {occupancy if occupancy else 'none'}"
+    return f"occupancy queries: {occupancy if occupancy else 'none'}; launch calls: {text}"
 
 
 def chain_line(trace: Trace, gpu_ids: list[int]) -> str | None:
