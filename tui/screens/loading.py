@@ -80,6 +80,9 @@ class LoadingScreen(Screen):
     def on_loading_screen_progress(self, message: Progress) -> None:
         bar = self.query_one(ProgressBar)
         bar.update(total=max(message.total, 1), progress=message.done)
+        if message.done >= message.total:
+            self.query_one("#loading-title", Static).update(
+                f"indexing {escape(', '.join(self.specs))}: op tree, launches, steps…")
 
     def on_loading_screen_failed(self, message: Failed) -> None:
         self.query_one(ProgressBar).display = False

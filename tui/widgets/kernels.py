@@ -10,6 +10,8 @@ from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any
 
+from textual import work
+
 from tui.keys import TABLE_KEYS
 from tui.trace.model import Trace
 from tui.trace.names import KernelName, decode_kernel
@@ -36,6 +38,9 @@ def _dims(value: Any) -> float:
             product *= v if isinstance(v, int) else 1
         return float(product)
     return -1.0
+
+
+SORT_IN_WORKER = 20_000     # kernel lists longer than this are sorted off the UI thread
 
 
 class KernelTable(LineList):
@@ -180,9 +185,31 @@ class KernelTable(LineList):
         if self.sort_column == 0 and not self.sort_reverse:
             self.rows = self.order
             self._position = None
+        elif len(self.order) > SORT_IN_WORKER:
+            # time order until the sorted order lands: a big sort never freezes the keyboard
+            self.rows = self.order
+            self._position = None
+            self.app.notify(f"sorting {len(self.order):,} kernels by {self.columns[self.sort_column].title}…",
+                            timeout=2)
+            self._sort_off_thread(self.order, self.sort_column, self.sort_reverse, keep)
         else:
-            self.rows = sorted(self.order, key=self._sort_key(self.sort_column), reverse=self.sort_reverse)
-            self._position = {g: i for i, g in enumerate(self.rows)}
+            self._set_sorted(self.order, sorted(self.order, key=self._sort_key(self.sort_column),
+                                                reverse=self.sort_reverse), keep)
+            return
+        cursor = (self.row_of(keep) or 0) if keep is not None else 0
+        self.marked = set()
+        self.reset_rows(cursor)
+
+    @work(thread=True, exclusive=True, group="kernel-sort", exit_on_error=False)
+    def _sort_off_thread(self, order: list[int], column: int, reverse: bool, keep: int | None) -> None:
+        rows = sorted(order, key=self._sort_key(column), reverse=reverse)
+        self.app.call_from_thread(self._set_sorted, order, rows, keep)
+
+    def _set_sorted(self, order: list[int], rows: list[int], keep: int | None) -> None:
+        if order is not self.order:     # the scope changed while sorting
+            return
+        self.rows = rows
+        self._position = {g: i for i, g in enumerate(rows)}
         cursor = (self.row_of(keep) or 0) if keep is not None else 0
         self.marked = set()
         self.reset_rows(cursor)
