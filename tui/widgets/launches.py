@@ -40,7 +40,7 @@ class LaunchTable(LineList):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(
-            [Column("launching op", 16), Column("runtime / driver calls, in order", 0, min_width=36),
+            [Column("launching op", 22), Column("runtime / driver calls, in order", 0, min_width=30),
              Column("kernels launched", 30, drop=2), Column("call time", 9, ">", drop=1)],
             id=id,
         )
