@@ -20,6 +20,8 @@ from textual.widgets import Footer, Input, Static
 from tui.keys import TRACE_KEYS
 from tui.screens.facts import TraceFacts, add_launches, call_stats
 from tui.trace.model import LAUNCH_CATS
+from tui.trace.names import decode_kernel
+from tui.widgets import fmt
 from tui.widgets.details import Details, gpu_details, op_details
 from tui.widgets.kernels import KernelTable
 from tui.widgets.launches import LaunchTable, summary_line
@@ -223,9 +225,13 @@ class TraceScreen(Screen):
             linked = self._kernels_below(ident)
             kernels.set_marked(linked)
             self.query_one(LaunchTable).set_marked_op(ident)
+            gpu_us = sum(trace.gpu[g].dur for g in linked)
+            caption = f"{op.name} {fmt.us(op.dur)} on CPU" + (
+                f" → {len(linked)} GPU op{'s' if len(linked) != 1 else ''}, {fmt.us(gpu_us)}" if linked else
+                ", nothing on the GPU")
             timeline.set_marks([((op.pid, op.tid), op.ts, op.end)],
                                [((trace.gpu[g].device, trace.gpu[g].stream), trace.gpu[g].ts, trace.gpu[g].end)
-                                for g in linked[:64]])
+                                for g in linked[:64]], caption)
         else:
             g = trace.gpu[ident]
             details.show_text(gpu_details(trace, ident))
@@ -234,7 +240,9 @@ class TraceScreen(Screen):
                 call = trace.ops[g.launch]
                 cpu.append(((call.pid, call.tid), call.ts, call.end))
             kernels.set_marked([])
-            timeline.set_marks(cpu, [((g.device, g.stream), g.ts, g.end)])
+            launched = f" ← {trace.ops[g.launch].name}" if g.launch >= 0 else ""
+            timeline.set_marks(cpu, [((g.device, g.stream), g.ts, g.end)],
+                               f"{decode_kernel(g.name).short} {fmt.us(g.dur)} on stream {g.stream}{launched}")
 
     def _kernels_below(self, op_id: int) -> list[int]:
         """GPU work launched by an op or anything beneath it (capped: a root may hold a whole run)."""

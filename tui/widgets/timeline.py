@@ -103,12 +103,13 @@ class Timeline(Widget, can_focus=True):
         self.span = 1.0
         self.cpu_marks: list[tuple[tuple[int, int], float, float]] = []
         self.gpu_marks: list[tuple[tuple[int, int], float, float]] = []
+        self.caption = ""
         self._rows: dict[int, list[Segment]] = {}
         self._rows_key: tuple = ()
 
     def set_lanes(self, lanes: list[Lane]) -> None:
         self.lanes = lanes
-        self.styles.height = len(lanes) + 1
+        self.styles.height = len(lanes) + 2
         self.refresh(layout=True)
 
     def show_scope(self, start: float, end: float) -> None:
@@ -116,8 +117,10 @@ class Timeline(Widget, can_focus=True):
         self.action_zoom_reset()
 
     def set_marks(self, cpu: list[tuple[tuple[int, int], float, float]],
-                  gpu: list[tuple[tuple[int, int], float, float]]) -> None:
+                  gpu: list[tuple[tuple[int, int], float, float]], caption: str = "") -> None:
+        """Highlight the selection: CPU spans on their thread's lane, GPU spans on their stream's."""
         self.cpu_marks, self.gpu_marks = cpu, gpu
+        self.caption = caption
         self.refresh()
 
     # -- keys --------------------------------------------------------------------------------
@@ -171,6 +174,9 @@ class Timeline(Widget, can_focus=True):
         if y == 0:
             return self._axis(width)
         index = y - 1
+        if index == len(self.lanes) and self.caption:
+            text = ("highlighted: " + self.caption)[: max(width - LABEL, 0)]
+            return Strip([Segment(" " * LABEL, self._style("axis")), Segment(text, self._style("axis"))])
         if index >= len(self.lanes) or width <= LABEL:
             return Strip.blank(width, self.rich_style)
         key = (width, self.start, self.span, id(self.lanes), len(self.cpu_marks), tuple(self.cpu_marks[:4]),
