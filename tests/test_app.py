@@ -244,7 +244,7 @@ async def test_zoom_pane_help_and_quit() -> None:
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         help_text = str(app.screen.query_one("#help-text", Static).render())
-        assert "raw-names" in help_text and "Op/launch/kernel" in help_text
+        assert "raw-names" in help_text and "jump op → its launch call → its kernel" in help_text
         await pilot.press("escape")
         assert isinstance(app.screen, TraceScreen)
         await pilot.press("q")

@@ -30,11 +30,11 @@ LIST_KEYS = [
 TREE_KEYS = [
     Binding("right,l", "expand", "Expand", show=False, id="expand"),
     Binding("left,h", "collapse", "Collapse / parent", show=False, id="collapse"),
-    Binding("e", "expand_all", "Expand all below", id="expand-all"),
+    Binding("e", "expand_all", "Expand all", id="expand-all", tooltip="expand everything below the cursor"),
 ]
 
 TABLE_KEYS = [
-    Binding("s", "sort_next", "Sort column", id="sort"),
+    Binding("s", "sort_next", "Sort", id="sort", tooltip="sort by the next column (S reverses)"),
     Binding("S", "sort_reverse", "Reverse sort", show=False, id="sort-reverse"),
     Binding("right,l", "scroll_right", "Scroll right", show=False, id="table-right"),
     Binding("left,h", "scroll_left", "Scroll left", show=False, id="table-left"),
@@ -42,7 +42,7 @@ TABLE_KEYS = [
 
 TIMELINE_KEYS = [
     Binding("plus,equals_sign", "zoom_in", "Zoom in", id="zoom-in", key_display="+"),
-    Binding("minus", "zoom_out", "Zoom out", id="zoom-out", key_display="-"),
+    Binding("minus", "zoom_out", "Out", id="zoom-out", key_display="-", tooltip="zoom the timeline out"),
     Binding("right,l", "pan_right", "Pan right", show=False, id="pan-right"),
     Binding("left,h", "pan_left", "Pan left", show=False, id="pan-left"),
     Binding("0", "zoom_reset", "Fit step", show=False, id="zoom-reset"),
@@ -56,11 +56,11 @@ TRACE_KEYS = [
     Binding("slash", "search", "Search", id="search", key_display="/"),
     Binding("n", "search_next(1)", "Next match", show=False, id="search-next"),
     Binding("N", "search_next(-1)", "Previous match", show=False, id="search-previous"),
-    Binding("g", "jump", "Op/launch/kernel", id="jump"),
-    Binding("r", "toggle_raw", "Raw names", id="raw-names"),
-    Binding("z", "zoom_pane", "Zoom pane", id="zoom-pane"),
-    Binding("d", "diff", "Diff with…", id="diff"),
-    Binding("escape", "back", "Back", id="back"),
+    Binding("g", "jump", "Jump", id="jump", tooltip="jump op → its launch call → its kernel → back to the op"),
+    Binding("r", "toggle_raw", "Raw names", show=False, id="raw-names"),
+    Binding("z", "zoom_pane", "Zoom", id="zoom-pane", tooltip="zoom the focused pane to the whole screen and back"),
+    Binding("d", "diff", "Diff with…", show=False, id="diff"),
+    Binding("escape", "back", "Back", show=False, id="back"),
     Binding("1", "focus_pane('steps')", "Steps pane", show=False, id="pane-steps"),
     Binding("2", "focus_pane('tree')", "CPU tree pane", show=False, id="pane-tree"),
     Binding("3", "focus_pane('kernels')", "Kernels pane", show=False, id="pane-kernels"),

@@ -44,7 +44,7 @@ def help_text(keymap: dict[str, str]) -> Text:
     for title, bindings in GROUPS:
         text.append(title + "\n", "bold")
         for b in bindings:
-            text.append(f"  {key_text(b, keymap):<18} {b.description:<24} ")
+            text.append(f"  {key_text(b, keymap):<18} {(b.tooltip or b.description):<56} ")
             text.append(f"{b.id}\n", "dim")
         text.append("\n")
     text.append_text(Text.from_markup(LEGEND))

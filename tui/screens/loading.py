@@ -47,7 +47,7 @@ class LoadingScreen(Screen):
             yield Static(f"opening {escape(', '.join(self.specs))}", id="loading-title")
             yield ProgressBar(total=None, show_eta=False, id="loading-bar")
             yield Static("", id="loading-error")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.load()

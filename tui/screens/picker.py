@@ -103,7 +103,7 @@ class PickerScreen(Screen):
             yield TraceList(self.specs, id="picker-list")
         with Vertical(id="picker-findings-pane", classes="pane"):
             yield Static("", id="picker-findings")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#picker-list-pane").border_title = (

@@ -94,7 +94,7 @@ class TraceScreen(Screen):
         with Pane(id="timeline-pane", classes="pane"):
             yield Timeline(id="timeline")
         yield Input(placeholder="search op, call and kernel names (enter: go, esc: cancel)", id="search")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         titles = {"tree-pane": "2 CPU dispatch", "kernels-pane": "3 GPU kernels",
