@@ -111,8 +111,10 @@ async def key_latencies(spec: str, keys: list[tuple[str, list[str]]]) -> dict[tu
     by_size: dict[tuple[int, int], dict[str, list[float]]] = {}
     async with app.run_test(size=SIZES[0]) as pilot:
         start = time.perf_counter()
-        await wait_for_screen(app, pilot, TraceScreen, timeout=600)
+        while not isinstance(app.screen, TraceScreen) and time.perf_counter() - start < 600:
+            await asyncio.sleep(0.01)
         opened = time.perf_counter() - start
+        await wait_for_screen(app, pilot, TraceScreen, timeout=600)
         await app.workers.wait_for_complete()
         linked = time.perf_counter() - start
         for size in SIZES:
