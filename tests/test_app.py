@@ -291,3 +291,60 @@ async def test_two_traces_open_the_diff_and_d_picks_a_partner() -> None:
         await pilot.press("enter")
         diff = await wait_for_screen(app, pilot, DiffScreen)
         assert diff is app.screen
+
+
+async def test_picker_marks_two_traces_and_opens_their_diff() -> None:
+    from tui.screens.diff_screen import DiffScreen
+
+    app = make_app([])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_for_screen(app, pilot, PickerScreen)
+        table = screen.query_one(TraceList)
+        names = [s.rsplit("/", 1)[-1] for s in table.specs]
+        eager = next(i for i, n in enumerate(names) if n.startswith("mlp-eager-"))
+        compiled = next(i for i, n in enumerate(names) if n.startswith("mlp-compile-"))
+        await pilot.press(str(eager + 1), "m", str(compiled + 1), "d")
+        diff = await wait_for_screen(app, pilot, DiffScreen)
+        assert diff is app.screen
+
+
+class CountingList:
+    """A LineList over a million synthetic rows that counts how many rows it was asked to format."""
+
+    @staticmethod
+    def make():
+        from tui.widgets.lines import Column, LineList
+
+        class Counting(LineList):
+            def __init__(self) -> None:
+                super().__init__([Column("row", 0), Column("value", 10, ">")], id="counting")
+                self.formatted = 0
+
+            def row_count(self) -> int:
+                return 1_000_000
+
+            def row_cells(self, index: int) -> list:
+                self.formatted += 1
+                return [f"row {index}", str(index * 3)]
+
+        return Counting()
+
+
+async def test_a_million_rows_format_only_what_is_on_screen() -> None:
+    from textual.app import App
+
+    class One(App):
+        def compose(self):
+            yield CountingList.make()
+
+    app = One()
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = app.query_one("#counting")
+        pane.focus()
+        pane.reset_rows(0)
+        await pilot.pause()
+        pane.formatted = 0
+        await pilot.press("j", "j", "pagedown", "pagedown", "end", "k")
+        assert pane.cursor == 999_998
+        assert pane.formatted < 120          # a few screens' worth, never the million rows
+        assert "row 999998" in pane.render_line(pane.cursor - round(pane.scroll_offset.y) + 1).text
