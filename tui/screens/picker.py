@@ -97,7 +97,8 @@ class PickerScreen(Screen):
         self.title_text = title
 
     def compose(self) -> ComposeResult:
-        yield Static(f"[b]mlptui[/b]  {escape(self.title_text)}  ·  enter: open   m then d: diff two   ?: keys",
+        yield Static(f"[b]mlptui[/b]  {escape(self.title_text)}  ·  1-9/j/k: pick  enter: open  "
+                     "m then d: diff two  ?: keys",
                      id="picker-title")
         with Vertical(id="picker-list-pane", classes="pane"):
             yield TraceList(self.specs, id="picker-list")

@@ -76,7 +76,8 @@ class TraceScreen(Screen):
     def compose(self) -> ComposeResult:
         header = [f"[b]{escape(device_line(self.facts))}[/b]"]
         header += [f"  {escape(line)}" for line in self.facts.findings]
-        header.append(f"[dim]{escape(self.facts.trace.source)}[/dim]")
+        # the file's name, not its folder: the header reads the same wherever the trace lives
+        header.append(f"[dim]{escape(self.facts.trace.source.rstrip('/').rsplit('/', 1)[-1])}[/dim]")
         yield Static("\n".join(header), id="trace-header")
         with Pane(id="steps-pane", classes="pane"):
             yield StepList(id="steps")
