@@ -135,7 +135,15 @@ async def test_kernels_table_raw_names_sort_and_details() -> None:
         await pilot.press("s")                           # by time, longest first
         times = [kernels.trace.gpu[g].dur for g in kernels.rows]
         assert times == sorted(times, reverse=True)
-        await pilot.press("home")
+        await pilot.press("a")                           # one row per kernel name
+        grouped = rows_text(kernels)
+        assert len(grouped) == 5                         # memset, 2 nvjet GEMMs, gelu, mul
+        assert grouped[0].startswith("×2 | cuBLAS nvjet GEMM 256x128")     # the largest total first
+        await pilot.press("a")
+        assert kernels.row_count() == 7
+        assert "Memset" in details_text(screen)          # the details follow the cursor: first row
+        await pilot.press("j")
+        assert "nvjet" in kernels.trace.gpu[kernels.current()].name
         text = details_text(screen)
         assert "theoretical occupancy" in text and "launched by[/b]  cuLaunchKernelEx" in text
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from textual import work
+from textual.binding import Binding
 
 from tui.keys import TABLE_KEYS
 from tui.trace.model import Trace
@@ -44,7 +45,10 @@ SORT_IN_WORKER = 20_000     # kernel lists longer than this are sorted off the U
 
 
 class KernelTable(LineList):
-    BINDINGS = TABLE_KEYS
+    BINDINGS = TABLE_KEYS + [
+        Binding("a", "toggle_grouped", "Group", id="group-kernels",
+                tooltip="one row per kernel name (count, total time) ⇄ one row per launch"),
+    ]
     MEASURE = False
 
     COLUMNS = [
@@ -67,6 +71,9 @@ class KernelTable(LineList):
         self.sort_reverse = False
         self._occ: dict[int, Any] = {}
         self._roof: dict[int, Any] = {}
+        self.grouped = False
+        self._groups: dict[str, tuple[int, int, float]] = {}   # raw name -> (first GpuOp id, count, total µs)
+        self._grouped_order: list[int] | None = None
 
     def set_trace(self, trace: Trace) -> None:
         self.trace = trace
@@ -96,6 +103,8 @@ class KernelTable(LineList):
 
     def header_cells(self) -> list[str]:
         heads = [c.title for c in self.columns]
+        if self.grouped:
+            heads[0], heads[2] = "count", "total"
         if self.sort_column or self.sort_reverse:
             heads[self.sort_column] += "▼" if self.sort_reverse else "▲"
         return heads
@@ -119,9 +128,13 @@ class KernelTable(LineList):
             if roof.pct_of_peak is not None:
                 peak = (f"{roof.pct_of_peak:.0f}%", "good" if roof.pct_of_peak >= 50 else "warn")
         tone = {"gemm": "hot", "memset": "dim", "copy": "dim"}.get(name.family, "base")
+        if self.grouped:
+            _, count, total = self._groups[op.name]
+            first, time_text = f"×{count}", fmt.us(total)
+        else:
+            first, time_text = str(self.order_index(gid) + 1), fmt.us(op.dur)
         return [
-            str(self.order_index(gid) + 1),
-            (op.name if self.raw else name.short, tone), fmt.us(op.dur),
+            first, (op.name if self.raw else name.short, tone), time_text,
             name.family, name.library, name.tile or "", name.layout or "", name.dtype or "",
             _triple(args.get("grid")), _triple(args.get("block")),
             str(args.get("registers per thread", "")),
@@ -137,6 +150,9 @@ class KernelTable(LineList):
         return i if i < len(self.order) and self.order[i] == gid else -1
 
     def row_of(self, gid: int) -> int | None:
+        if self.grouped:
+            group = self._groups.get(self.trace.gpu[gid].name)
+            return None if group is None or self._position is None else self._position.get(group[0])
         if self._position is None:
             i = self.order_index(gid)
             return None if i < 0 else i
@@ -179,9 +195,34 @@ class KernelTable(LineList):
             14: lambda g: (r.tflops or r.gbps or 0.0) if (r := self.roofline(g)) is not None else -1.0,
             15: lambda g: (r.pct_of_peak or 0.0) if (r := self.roofline(g)) is not None else -1.0,
         }
+        if self.grouped and column in (0, 2):
+            index = 1 if column == 0 else 2
+            return lambda g: self._groups[gpu[g].name][index]
         return by_name.get(column, lambda g: gpu[g].ts)
 
+    def _group(self) -> list[int]:
+        """One representative per kernel name of the scope, by total time (computed once per scope)."""
+        if self._grouped_order is not self.order:
+            gpu = self.trace.gpu
+            groups: dict[str, list] = {}
+            for g in self.order:
+                entry = groups.get(gpu[g].name)
+                if entry is None:
+                    groups[gpu[g].name] = [g, 1, gpu[g].dur]
+                else:
+                    entry[1] += 1
+                    entry[2] += gpu[g].dur
+            self._groups = {name: (e[0], e[1], e[2]) for name, e in groups.items()}
+            self._grouped_order = self.order
+        return sorted((rep for rep, _, _ in self._groups.values()), key=lambda g: -self._groups[self.trace.gpu[g].name][2])
+
     def _apply_sort(self, keep: int | None = None) -> None:
+        if self.grouped:
+            reps = self._group()
+            if self.sort_column or self.sort_reverse:
+                reps = sorted(reps, key=self._sort_key(self.sort_column), reverse=self.sort_reverse)
+            self._set_sorted(self.order, reps, keep)
+            return
         if self.sort_column == 0 and not self.sort_reverse:
             self.rows = self.order
             self._position = None
@@ -223,6 +264,13 @@ class KernelTable(LineList):
     def action_sort_reverse(self) -> None:
         self.sort_reverse = not self.sort_reverse
         self._apply_sort(self.current())
+
+    def action_toggle_grouped(self) -> None:
+        self.grouped = not self.grouped
+        self.sort_column, self.sort_reverse = 0, False
+        self._apply_sort(self.current())
+        self.app.notify("one row per kernel name: count and total time" if self.grouped
+                        else "one row per kernel launch, in time order", timeout=1.5)
 
     def action_scroll_right(self) -> None:
         self.scroll_to(x=self.scroll_offset.x + 10, animate=False)

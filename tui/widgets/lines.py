@@ -114,6 +114,8 @@ class LineList(ScrollView, can_focus=True):
         if not self.size.height:        # not laid out yet: scroll once it is
             self.call_after_refresh(self._scroll_to_cursor)
         self.refresh()
+        if self.has_focus and self.row_count():     # what the cursor is on changed under it
+            self.post_message(self.CursorMoved(self, self.cursor))
 
     def _scroll_to_cursor(self) -> None:
         page = self._page()
