@@ -45,9 +45,9 @@ class TraceList(LineList):
     def __init__(self, specs: list[str], *, id: str | None = None) -> None:
         super().__init__(
             [Column("#", 2, ">"), Column("trace", 28), Column("kernels", 7, ">"),
-             Column("the step's kernels", 0, min_width=24), Column("launches", 8, ">", drop=3),
-             Column("CPU ops", 7, ">", drop=4), Column("GPU busy", 9, ">", drop=5), Column("CPU", 9, ">", drop=6),
-             Column("occ.q", 5, ">", drop=2), Column("device", 11, drop=7), Column("file", 30, drop=8)],
+             Column("the step's kernels", 0, min_width=36), Column("launches", 8, ">", drop=6),
+             Column("CPU ops", 7, ">", drop=4), Column("GPU busy", 9, ">", drop=5), Column("CPU", 9, ">", drop=7),
+             Column("occ.q", 5, ">"), Column("device", 11, drop=8), Column("file", 30, drop=9)],
             id=id,
         )
         self.specs = specs
