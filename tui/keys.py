@@ -46,6 +46,8 @@ TIMELINE_KEYS = [
     Binding("right,l", "pan_right", "Pan right", show=False, id="pan-right"),
     Binding("left,h", "pan_left", "Pan left", show=False, id="pan-left"),
     Binding("0", "zoom_reset", "Fit step", show=False, id="zoom-reset"),
+    Binding("down,j", "scroll_down", "Scroll lanes down", show=False, id="lanes-down"),
+    Binding("up,k", "scroll_up", "Scroll lanes up", show=False, id="lanes-up"),
 ]
 
 TRACE_KEYS = [

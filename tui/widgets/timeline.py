@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 from rich.segment import Segment
 from rich.style import Style
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widget import Widget
 
 from tui.keys import TIMELINE_KEYS
 from tui.trace.model import CPU_OP, LAUNCH_CATS, Trace
@@ -70,7 +71,8 @@ def build_lanes(trace: Trace) -> list[Lane]:
         key = (thread.pid, thread.tid)
         if key in cpu or key in launch:
             lanes.append(Lane.of(f"CPU {thread.tid}"[:LABEL], "cpu", key, cpu.get(key, [])))
-            lanes.append(Lane.of("  launches", "launch", key, launch.get(key, [])))
+            if key in launch:
+                lanes.append(Lane.of("  launches", "launch", key, launch[key]))
     for stream in trace.streams:
         key = (stream.device, stream.stream)
         if key in gpu:
@@ -78,9 +80,12 @@ def build_lanes(trace: Trace) -> list[Lane]:
     return lanes
 
 
-class Timeline(Widget, can_focus=True):
+class Timeline(ScrollView, can_focus=True):
+    """The axis stays on the first line and the caption on the last; lanes scroll between them when
+    a trace has more threads and streams than the pane has lines."""
+
     DEFAULT_CSS = """
-    Timeline { height: auto; }
+    Timeline { height: auto; max-height: 14; overflow-x: hidden; overflow-y: auto; scrollbar-size-vertical: 1; }
     Timeline > .timeline--axis { color: $text-muted; }
     Timeline > .timeline--label { color: $text-primary; text-style: bold; }
     Timeline > .timeline--cpu { color: $text-secondary; }
@@ -109,8 +114,11 @@ class Timeline(Widget, can_focus=True):
 
     def set_lanes(self, lanes: list[Lane]) -> None:
         self.lanes = lanes
-        self.styles.height = len(lanes) + 2
+        self.virtual_size = Size(max(self.size.width, LABEL + 1), len(lanes) + 2)
         self.refresh(layout=True)
+
+    def on_resize(self) -> None:
+        self.virtual_size = Size(max(self.scrollable_content_region.width, LABEL + 1), len(self.lanes) + 2)
 
     def show_scope(self, start: float, end: float) -> None:
         self.scope = (start, max(end, start + 1e-3))
@@ -170,13 +178,14 @@ class Timeline(Widget, can_focus=True):
         return Strip([Segment(fmt.us(self.span).ljust(LABEL), self._style("label")), Segment("".join(text), self._style("axis"))])
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        region = self.scrollable_content_region
+        width = region.width
         if y == 0:
             return self._axis(width)
-        index = y - 1
-        if index == len(self.lanes) and self.caption:
-            text = ("highlighted: " + self.caption)[: max(width - LABEL, 0)]
-            return Strip([Segment(" " * LABEL, self._style("axis")), Segment(text, self._style("axis"))])
+        if y == region.height - 1:
+            text = ("highlighted: " + self.caption)[: max(width - LABEL, 0)] if self.caption else ""
+            return Strip([Segment(" " * LABEL, self._style("axis")), Segment(text.ljust(width - LABEL), self._style("axis"))])
+        index = round(self.scroll_offset.y) + y - 1
         if index >= len(self.lanes) or width <= LABEL:
             return Strip.blank(width, self.rich_style)
         key = (width, self.start, self.span, id(self.lanes), len(self.cpu_marks), tuple(self.cpu_marks[:4]),
