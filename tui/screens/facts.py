@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui.trace.launches import LaunchCallStat, OpLaunches, classify_call, launch_calls, launches_by_op
-from tui.trace.model import KERNEL, Trace
+from tui.trace.model import CPU_OP, KERNEL, Trace
 from tui.trace.steps import StepStats, all_step_stats, step_stats
-from tui.widgets.findings import focus_step, trace_findings
+from tui.widgets.findings import focus_step, kernel_mix, trace_findings
 from tui.widgets.timeline import Lane, build_lanes
 
 
@@ -22,6 +22,8 @@ class TraceFacts:
     calls_by_step: dict[int | None, list[LaunchCallStat]] = field(default_factory=dict)
     lanes: list[Lane] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)
+    focus_mix: str = ""          # kernel_mix of the findings' step: `3 GEMM + gelu + mul`
+    focus_cpu_ops: int = 0       # CPU ops (cat cpu_op) in that step
 
     @property
     def label(self) -> str:
@@ -53,7 +55,10 @@ def build_facts(trace: Trace) -> TraceFacts:
     gpu_by_step: dict[int | None, list[int]] = {None: [g.id for g in trace.gpu]}
     for g in trace.gpu:
         gpu_by_step.setdefault(g.step, []).append(g.id)
-    facts = TraceFacts(trace, stats, gpu_by_step, None, {}, build_lanes(trace), trace_findings(trace))
+    step = focus_step(trace)
+    cpu_ops = sum(1 for o in trace.ops if o.cat == CPU_OP and o.step == (-1 if step is None else step))
+    facts = TraceFacts(trace, stats, gpu_by_step, None, {}, build_lanes(trace), trace_findings(trace),
+                       kernel_mix(trace, gpu_by_step.get(step, [])), cpu_ops)
     if len(trace.ops) <= INLINE_LAUNCH_OPS:
         add_launches(facts)
     return facts

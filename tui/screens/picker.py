@@ -21,9 +21,7 @@ from tui.keys import PICKER_KEYS
 from tui.screens.facts import TraceFacts, build_facts, call_stats, kernel_count
 from tui.screens.trace_screen import device_line
 from tui.trace.errors import MlptuiError
-from tui.trace.model import CPU_OP
 from tui.widgets import fmt
-from tui.widgets.findings import kernel_mix
 from tui.widgets.lines import Cell, Column, LineList
 
 PRELOAD_BYTES = 20_000_000     # local traces up to this size are summarised while the list shows
@@ -70,12 +68,8 @@ class TraceList(LineList):
         device = (facts.trace.device_name or "-").replace("NVIDIA ", "")
         occupancy = sum(c.count for c in call_stats(facts, s.index if s.index >= 0 else None)
                         if c.kind == "occupancy")
-        step = s.index if s.index >= 0 else None
-        trace = facts.trace
-        gpu_ids = facts.gpu_by_step.get(step, [])
-        cpu_ops = sum(1 for o in trace.ops if o.cat == CPU_OP and o.step == s.index) if len(trace.ops) < 200_000 else 0
-        return [str(index + 1), mark + facts.label, str(kernel_count(facts)), kernel_mix(trace, gpu_ids),
-                str(s.launches), str(cpu_ops) if cpu_ops else "", fmt.us(s.gpu_busy_us), fmt.us(s.cpu_us),
+        return [str(index + 1), mark + facts.label, str(kernel_count(facts)), facts.focus_mix,
+                str(s.launches), str(facts.focus_cpu_ops), fmt.us(s.gpu_busy_us), fmt.us(s.cpu_us),
                 (str(occupancy), "warn" if occupancy else "dim"), device, name]
 
 
