@@ -162,6 +162,8 @@ class PickerScreen(Screen):
             return
         lines = [f"[b]{escape(device_line(facts))}[/b]  [dim]{escape(spec.rsplit('/', 1)[-1])}[/dim]"]
         lines += [escape(line) for line in facts.findings]
+        lines.append("[dim]enter: open it (steps, CPU dispatch tree, kernels, launches, timeline, details)   "
+                     "m, then d on another: diff the two[/dim]")
         target.update("\n".join(lines))
 
     def action_open(self) -> None:
