@@ -63,3 +63,16 @@ def test_the_explorer_never_imports_torch() -> None:
     proc = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_view_without_a_terminal_says_to_use_ssh_t(sample_trace) -> None:
+    """`ssh host mlptui view X` without -t has no terminal: one line and exit 2, not a stream of escapes."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "view", str(sample_trace("mlp", "eager"))],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        "mlptui: view needs a terminal: over ssh use `ssh -t HOST mlptui view ...` (or `mlptui summary` for a report)"
+    ]

@@ -7,6 +7,7 @@ line and exit code 2 instead of a full-screen error.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from tui.trace.errors import MlptuiError
@@ -52,6 +53,11 @@ def run(args: argparse.Namespace) -> int:
         raise MlptuiError("view takes one or two traces, or one folder")
     for spec in specs:
         check_spec(spec, allow_folder=len(specs) == 1)
+    # Without a terminal (`ssh host mlptui view` lacking -t) the app would spray escape codes forever.
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise MlptuiError(
+            "view needs a terminal: over ssh use `ssh -t HOST mlptui view ...` (or `mlptui summary` for a report)"
+        )
     from tui.app import make_app
 
     app = make_app(specs)
