@@ -154,5 +154,8 @@ def decode_user_triton(raw: str) -> KernelName:
     # A kernel that multiplies matrices is a GEMM whatever it fuses in its epilogue.
     family = "gemm" if "gemm" in families else (families[0] if families else "pointwise")
     direction = "backward" if {"bwd", "backward"} & set(words) else ("forward" if {"fwd", "forward"} & set(words) else None)
+    # The non-GEMM ops a GEMM kernel names are what its epilogue applies (e.g. a GEMM with GeGLU).
+    epilogue = "+".join(op for op in dict.fromkeys(ops) if _FAMILY_OF_OP.get(op) != "gemm") if family == "gemm" else ""
     return KernelName(raw=raw, short=f"{' '.join(shown) or raw} (Triton)", family=family, library="Triton",
-                      kind=family if direction is None else f"{family} {direction}", ops=tuple(dict.fromkeys(ops)))
+                      kind=family if direction is None else f"{family} {direction}", ops=tuple(dict.fromkeys(ops)),
+                      epilogue=epilogue or None)
