@@ -19,7 +19,7 @@ from tui.trace.names import KernelName, decode_kernel
 from tui.trace.occupancy import kernel_occupancy
 from tui.trace.roofline import kernel_roofline
 from tui.widgets import fmt
-from tui.widgets.lines import Cell, Column, LineList
+from tui.widgets.lines import Cell, Column, LineList, SideScrolling
 
 
 def _triple(value: Any) -> str:
@@ -44,7 +44,7 @@ def _dims(value: Any) -> float:
 SORT_IN_WORKER = 20_000     # kernel lists longer than this are sorted off the UI thread
 
 
-class KernelTable(LineList):
+class KernelTable(SideScrolling, LineList):
     BINDINGS = TABLE_KEYS + [
         Binding("a", "toggle_grouped", "Group", id="group-kernels",
                 tooltip="one row per kernel name (count, total time) ⇄ one row per launch"),
@@ -271,12 +271,6 @@ class KernelTable(LineList):
         self._apply_sort(self.current())
         self.app.notify("one row per kernel name: count and total time" if self.grouped
                         else "one row per kernel launch, in time order", timeout=1.5)
-
-    def action_scroll_right(self) -> None:
-        self.scroll_to(x=self.scroll_offset.x + 10, animate=False)
-
-    def action_scroll_left(self) -> None:
-        self.scroll_to(x=max(0, self.scroll_offset.x - 10), animate=False)
 
     def search_rows(self, needle: str) -> list[int]:
         needle = needle.lower()

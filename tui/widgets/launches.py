@@ -14,7 +14,7 @@ from tui.trace.launches import classify_call
 from tui.trace.model import Trace
 from tui.trace.names import decode_kernel
 from tui.widgets import fmt
-from tui.widgets.lines import Cell, Column, LineList
+from tui.widgets.lines import Cell, Column, LineList, SideScrolling
 
 
 def call_chain(trace: Trace, calls: list[int]) -> str:
@@ -34,7 +34,7 @@ def call_chain(trace: Trace, calls: list[int]) -> str:
     return " → ".join(parts)
 
 
-class LaunchTable(LineList):
+class LaunchTable(SideScrolling, LineList):
     BINDINGS = TABLE_KEYS
     MEASURE = False
 
@@ -105,12 +105,6 @@ class LaunchTable(LineList):
     def action_sort_reverse(self) -> None:
         self.rows = list(reversed(self.rows))
         self.reset_rows(0)
-
-    def action_scroll_right(self) -> None:
-        self.scroll_to(x=self.scroll_offset.x + 10, animate=False)
-
-    def action_scroll_left(self) -> None:
-        self.scroll_to(x=max(0, self.scroll_offset.x - 10), animate=False)
 
     def search_rows(self, needle: str) -> list[int]:
         needle = needle.lower()

@@ -307,3 +307,13 @@ class LineList(ScrollView, can_focus=True):
         if 0 <= index < self.row_count():
             self.focus()
             self.move_cursor(index)
+
+
+class SideScrolling:
+    """For tables wider than their pane: the TABLE_KEYS' left/right move the view ten columns."""
+
+    def action_scroll_right(self) -> None:
+        self.scroll_to(x=self.scroll_offset.x + 10, animate=False)  # type: ignore[attr-defined]
+
+    def action_scroll_left(self) -> None:
+        self.scroll_to(x=max(0, self.scroll_offset.x - 10), animate=False)  # type: ignore[attr-defined]
