@@ -8,6 +8,7 @@ from diff_support import load, sample
 
 from tui.screens.diff_screen import DiffHelp, DiffScreen, PairDetails
 from tui.trace.diff import FUSED, SAME
+from tui.widgets.fmt import us
 
 
 def mlp_app() -> DiffHarness:
@@ -18,8 +19,116 @@ def liger_app() -> DiffHarness:
     return DiffHarness(load(sample("mlp", "eager")), load(sample("kernels-mlp", "eager")))
 
 
+def linear_app() -> DiffHarness:
+    return DiffHarness(load(sample("linear", "eager")), load(sample("linear", "compile")))
+
+
 def _text(widget) -> str:
     return str(widget.render())
+
+
+def _visible(rows) -> list[str]:
+    """The list pane's lines as they are on screen now (header first)."""
+    return [rows.render_line(y).text for y in range(rows.scrollable_content_region.height)]
+
+
+def _cpu_line(lines: list[str], marker: str, name: str) -> str:
+    """The on-screen line with `marker` in the status column and `name` in one of the name cells."""
+    found = [ln for ln in lines if ln[1:2] == marker and f" {name} " in ln]
+    assert found, f"no {marker} {name} line on screen:\n" + "\n".join(lines)
+    return found[0]
+
+
+def _assert_cpu_section(screen: DiffScreen, lines: list[str]) -> None:
+    """Every op of the diff's CPU half is on screen with its marker, its count, on its side."""
+    cpu = screen.diff.to_json()["cpu"]
+    a_counts, b_counts = screen.diff.cpu.a_counts, screen.diff.cpu.b_counts
+    b_column = lines[0].index(" B  ") + 1       # where the header puts B's names
+    for name in cpu["removed_ops"]:
+        line = _cpu_line(lines, "-", name)
+        assert line.index(name) < b_column and line.split()[-1] == f"{a_counts[name]}×"   # A's column, A's count
+    for name in cpu["added_ops"]:
+        line = _cpu_line(lines, "+", name)
+        assert line.index(name) >= b_column and line.split()[-1] == f"{b_counts[name]}×"
+    for c in cpu["count_changes"]:
+        line = _cpu_line(lines, "~", c["name"])
+        assert f"{c['a']}×" in line and f"{c['b']}×" in line
+    title = next(ln for ln in lines if "── CPU side" in ln)
+    assert "- only in A" in title and "+ only in B" in title
+    for label, a, b in (("CPU time / step", us(screen.diff.a.aligned.cpu_us), us(screen.diff.b.aligned.cpu_us)),
+                        ("launches / step", str(screen.diff.a.aligned.launches),
+                         str(screen.diff.b.aligned.launches))):
+        line = next(ln for ln in lines if label in ln)
+        assert line.split()[-3:-1] == [a, b]         # A's value, B's value, then B − A
+
+
+async def test_cpu_section_linear_eager_vs_compile() -> None:
+    app = linear_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = app.screen
+        cpu = screen.diff.to_json()["cpu"]
+        assert cpu["removed_ops"] == ["aten::linear", "aten::t", "aten::transpose", "aten::as_strided"]
+        assert cpu["added_ops"][:4] == ["TorchDynamo Cache Lookup", "Torch-Compiled Region: 0/0",
+                                        "Pregraph bytecode", "AOTDispatcher Runtime Wrapper Prologue"]
+        assert cpu["added_ops"][4] == "## Call CompiledFxGraph … ##"
+        lines = _visible(screen.rows)      # no key pressed: the aten::t chain is on the first screen
+        assert screen.rows.cursor == 0
+        _assert_cpu_section(screen, lines)
+        assert _cpu_line(lines, "-", "aten::t").split() == ["-", "aten::t", "1×"]
+        # The cursor reaches the section by scrolling, and the status line says what a line means.
+        t_line = screen.rows.cpu_start + next(i for i, ln in enumerate(screen.rows.cpu_lines) if ln.a == "aten::t")
+        await pilot.press(*["j"] * t_line)
+        await pilot.pause()
+        assert "CPU op only in A: aten::t, 1× per step" in _text(screen.query_one("#diff-status"))
+        assert screen.rows.current_row is None
+        await pilot.press("enter")           # no pair to open on a CPU line
+        assert app.screen is screen
+
+
+async def test_cpu_section_mlp_eager_vs_compile_keys_and_swap() -> None:
+    app = mlp_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = app.screen
+        rows = screen.rows
+        lines = _visible(rows)
+        _assert_cpu_section(screen, lines)     # the whole CPU side fits under the kernel rows at 120×36
+        for name in ("aten::linear", "aten::t", "aten::gelu", "aten::mul"):
+            _cpu_line(lines, "-", name)
+        for name in ("TorchDynamo Cache Lookup", "Pregraph bytecode", "## Call CompiledFxGraph … ##",
+                     "triton_poi_fused__unsafe_view_gelu_mul_0"):
+            _cpu_line(lines, "+", name)
+        # eager launches gelu and mul with cudaLaunchKernel, compile its fused kernel with cuLaunchKernel
+        assert _cpu_line(lines, "-", "cudaLaunchKernel").split() == ["-", "cudaLaunchKernel", "2×"]
+        assert _cpu_line(lines, "+", "cuLaunchKernel").split() == ["+", "cuLaunchKernel", "1×"]
+        # c jumps to the section, n/p still walk the kernel differences from there, c comes back.
+        await pilot.press("c")
+        assert rows.cursor == rows.cpu_start and rows.cpu_line(rows.cursor).kind == "title"
+        assert "CPU side of the aligned steps" in _text(screen.query_one("#diff-status"))
+        await pilot.press("n")
+        assert rows.cursor == rows.cpu_start
+        assert "no further difference below" in _text(screen.query_one("#diff-status"))
+        await pilot.press("p")
+        assert rows.current_row.status == FUSED
+        await pilot.press("c", "c")
+        assert rows.current_row.status == FUSED      # back where c was pressed
+        # Swapping mirrors the section: eager's ops are now the ones only in B.
+        await pilot.press("x")
+        await pilot.pause()
+        swapped = _visible(rows)
+        assert _cpu_line(swapped, "+", "aten::t") and _cpu_line(swapped, "-", "TorchDynamo Cache Lookup")
+
+
+async def test_cpu_section_scrolls_into_view_at_80x24() -> None:
+    app = mlp_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        rows = app.screen.rows
+        assert "triton_poi_fused__unsafe_view_gelu_mul_0" not in "\n".join(_visible(rows))
+        await pilot.press("end")
+        await pilot.pause()
+        last = _visible(rows)[-1]
+        assert last.startswith(">+") and "triton_poi_fused__uns…" in last   # cut to its column at 80
+        # The Δ column keeps its whole width once the scrollbar is there.
+        assert all(not ln.rstrip().endswith("µ") for ln in _visible(rows))
 
 
 async def test_n_and_p_walk_the_differences() -> None:
@@ -96,6 +205,11 @@ async def test_swap_raw_names_step_switch_and_help() -> None:
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 def test_snapshot_mlp_eager_vs_compile(snap_compare, size) -> None:
     assert snap_compare(mlp_app(), press=["n"], terminal_size=size)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_snapshot_linear_cpu_side(snap_compare, size) -> None:
+    assert snap_compare(linear_app(), press=["c"], terminal_size=size)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])

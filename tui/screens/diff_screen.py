@@ -1,5 +1,6 @@
-"""Two traces side by side: GPU work aligned row for row, a header with the step totals and the
-speed-up, keys to walk the differences, open a pair, swap the sides and change the aligned step.
+"""Two traces side by side: GPU work aligned row for row, then the CPU side (per-step CPU time,
+launches, ops found on one side only), a header with the step totals and the speed-up, keys to walk
+the differences, jump to the CPU side, open a pair, swap the sides and change the aligned step.
 
     app.push_screen(DiffScreen(trace_a, trace_b))
 
@@ -34,6 +35,8 @@ DIFF_KEYS = [
     Binding("n", "difference(1)", "Next diff", id="diff-next"),
     Binding("p", "difference(-1)", "Prev diff", id="diff-previous"),
     Binding("enter", "details", "Pair details", id="diff-details"),
+    Binding("c", "cpu_side", "CPU side", id="diff-cpu",
+            tooltip="jump to the CPU ops found on one side only, and back to the kernel rows"),
     Binding("x", "swap", "Swap A⇄B", id="diff-swap"),
     Binding("left_square_bracket", "step(-1)", "Prev step", id="prev-step", key_display="["),
     Binding("right_square_bracket", "step(1)", "Next step", id="next-step", key_display="]"),
@@ -165,13 +168,16 @@ class DiffScreen(Screen[None]):
         row = self.rows.current_row
         diffs = self.diff.differences()
         text = note
-        if not text and row is not None:
+        cpu = self.rows.cpu_line(self.rows.cursor)
+        if not text and cpu is not None:
+            text = cpu.status
+        elif not text and row is not None:
             k = self.rows.lines[self.rows.cursor][1]   # the kernel of the row this line shows
             a = " → ".join(map(op_key, row.a[min(k, len(row.a) - 1)].chain[-3:])) if row.a else "—"
             b = " → ".join(map(op_key, row.b[min(k, len(row.b) - 1)].chain[-3:])) if row.b else "—"
             text = f"A: {a}   ⇄   B: {b}"
-        if not diffs:
-            text = "no differences: every row is the same kernel · " + text
+        if not diffs and cpu is None:
+            text = "no kernel differences: every row is the same kernel · " + text
         self._set_status(text)
 
     def on_line_list_cursor_moved(self, event: DiffList.CursorMoved) -> None:
@@ -186,6 +192,10 @@ class DiffScreen(Screen[None]):
             return
         if not self.rows.jump_difference(direction):
             self._update_status("no further difference " + ("below" if direction > 0 else "above"))
+
+    def action_cpu_side(self) -> None:
+        if self.ready:
+            self.rows.jump_cpu()
 
     def action_details(self) -> None:
         if not self.ready:

@@ -66,10 +66,13 @@ class CpuDiff:
     removed_ops: list[str] = field(default_factory=list)    # in A's step only, A's order
     added_ops: list[str] = field(default_factory=list)      # in B's step only, B's order
     count_changes: list[tuple[str, int, int]] = field(default_factory=list)  # in both, other counts
+    # Every name's count in each side's step (by op_key): the screen shows how often a one-sided op ran.
+    a_counts: dict[str, int] = field(default_factory=dict, repr=False)
+    b_counts: dict[str, int] = field(default_factory=dict, repr=False)
 
     def swapped(self) -> CpuDiff:
         return CpuDiff(list(self.added_ops), list(self.removed_ops),
-                       [(n, cb, ca) for n, ca, cb in self.count_changes])
+                       [(n, cb, ca) for n, ca, cb in self.count_changes], self.b_counts, self.a_counts)
 
     def to_json(self) -> dict:
         return {
@@ -84,4 +87,6 @@ def cpu_diff(a: Counter[str], b: Counter[str]) -> CpuDiff:
         removed_ops=[n for n in a if n not in b],
         added_ops=[n for n in b if n not in a],
         count_changes=[(n, a[n], b[n]) for n in a if n in b and a[n] != b[n]],
+        a_counts=dict(a),
+        b_counts=dict(b),
     )
