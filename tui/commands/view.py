@@ -7,6 +7,7 @@ line and exit code 2 instead of a full-screen error.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -53,8 +54,9 @@ def run(args: argparse.Namespace) -> int:
         raise MlptuiError("view takes one or two traces, or one folder")
     for spec in specs:
         check_spec(spec, allow_folder=len(specs) == 1)
-    # Without a terminal (`ssh host mlptui view` lacking -t) the app would spray escape codes forever.
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+    # Without a terminal (`ssh host mlptui view` lacking -t) the app would spray escape codes forever;
+    # an explicit TEXTUAL_DRIVER (textual-serve's web driver) talks over pipes by design.
+    if not os.environ.get("TEXTUAL_DRIVER") and not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise MlptuiError(
             "view needs a terminal: over ssh use `ssh -t HOST mlptui view ...` (or `mlptui summary` for a report)"
         )
