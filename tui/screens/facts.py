@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tui.trace.findings import focus_step, kernel_mix, trace_findings
 from tui.trace.launches import LaunchCallStat, OpLaunches, classify_call, launch_calls, launches_by_op
 from tui.trace.model import CPU_OP, KERNEL, Trace
 from tui.trace.steps import StepStats, all_step_stats, step_stats
-from tui.widgets.findings import focus_step, kernel_mix, trace_findings
 from tui.widgets.timeline import Lane, build_lanes
 
 

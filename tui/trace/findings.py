@@ -95,6 +95,54 @@ def launch_line(trace: Trace, gpu_ids: list[int]) -> str:
     return f"occupancy queries: {occupancy if occupancy else 'none'}; launch calls: {text}"
 
 
+# The calls that prepare or make a launch; stream queries, mallocs and syncs are left out of the path.
+_LAUNCH_PATH_KINDS = frozenset({"occupancy", "attribute", "memset", "launch", "graph"})
+
+
+def _folded(calls: tuple[str, ...]) -> str:
+    """`a → a → b` as `2× a → b`."""
+    runs: list[tuple[str, int]] = []
+    for name in calls:
+        if runs and runs[-1][0] == name:
+            runs[-1] = (name, runs[-1][1] + 1)
+        else:
+            runs.append((name, 1))
+    return " → ".join(f"{n}× {name}" if n > 1 else name for name, n in runs)
+
+
+def gemm_launch_line(trace: Trace, gpu_ids: list[int]) -> str | None:
+    """How the step's GEMMs reach the GPU: the runtime/driver calls made for each since the previous
+    launch, e.g. `cudaMemsetAsync → cuLaunchKernelEx` (Hopper cuBLAS) or
+    `cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags → cudaLaunchKernel` (Ampere)."""
+    patterns: Counter[tuple[str, ...]] = Counter()
+    for g in gpu_ids:
+        k = trace.gpu[g]
+        if k.cat != KERNEL or k.launch < 0 or decode_kernel(k.name).family != "gemm":
+            continue
+        parent = trace.ops[k.launch].parent
+        siblings = trace.ops[parent].children if parent >= 0 else [k.launch]
+        calls: list[str] = []
+        for c in siblings:
+            op = trace.ops[c]
+            if op.cat not in LAUNCH_CATS or classify_call(op.name) not in _LAUNCH_PATH_KINDS:
+                continue
+            if c == k.launch:
+                calls.append(op.name)
+                break
+            if classify_call(op.name) in ("launch", "graph"):
+                calls = []          # an earlier kernel's launch: what follows belongs to this one
+            else:
+                calls.append(op.name)
+        patterns[tuple(calls)] += 1
+    if not patterns:
+        return None
+    parts = [f"{_folded(p)} ({n} GEMM{'s' if n > 1 else ''})" for p, n in patterns.most_common(3)]
+    queries = any(classify_call(name) == "occupancy" for p in patterns for name in p)
+    device = trace.device or {}
+    arch = f" on sm{device['computeMajor']}{device.get('computeMinor', 0)}" if "computeMajor" in device else ""
+    return f"GEMM launch{arch}: " + "; ".join(parts) + ("" if queries else "; no occupancy queries")
+
+
 def chain_line(trace: Trace, gpu_ids: list[int]) -> str | None:
     """`aten::linear → aten::t (no GPU) → aten::addmm ⇒ kernel` for the first GEMM of the step."""
     for g in gpu_ids:
@@ -125,6 +173,9 @@ def trace_findings(trace: Trace) -> list[str]:
     gpu_ids = step_gpu(trace, step)
     where = trace.steps[step].name if step is not None else "whole trace"
     lines = [f"{where}: {kernel_line(trace, gpu_ids)}", launch_line(trace, gpu_ids)]
+    gemm_launch = gemm_launch_line(trace, gpu_ids)
+    if gemm_launch:
+        lines.append(gemm_launch)
     chain = chain_line(trace, gpu_ids)
     if chain:
         lines.append("first GEMM: " + chain)

@@ -1,0 +1,52 @@
+"""The findings a trace tells at a glance, on real traces: the Hopper GEMM launch path (memset +
+cuLaunchKernelEx, no occupancy query) against the A100's occupancy query before cudaLaunchKernel."""
+
+from __future__ import annotations
+
+from tui.trace.findings import focus_step, gemm_launch_line, kernel_mix, step_gpu, trace_findings
+from tui.trace.load import load_trace
+
+
+def _gemm_launch(path) -> str | None:
+    trace = load_trace(path)
+    return gemm_launch_line(trace, step_gpu(trace, focus_step(trace)))
+
+
+def test_hopper_mlp_gemms_launch_after_a_memset_without_occupancy_queries(sample_trace) -> None:
+    line = _gemm_launch(sample_trace("mlp", "eager"))
+    assert line == ("GEMM launch on sm90: cudaMemsetAsync → cuLaunchKernelEx (2 GEMMs); "
+                    "cuLaunchKernelEx (1 GEMM); no occupancy queries")
+
+
+def test_cuda_graph_replay_launches_every_gemm_through_the_graph(sample_trace) -> None:
+    assert _gemm_launch(sample_trace("mlp", "reduce-overhead")) == (
+        "GEMM launch on sm90: cudaGraphLaunch (3 GEMMs); no occupancy queries")
+
+
+def test_fp32_linear_on_hopper_uses_cudaLaunchKernelExC(sample_trace) -> None:
+    assert _gemm_launch(sample_trace("linear", "eager", dtype="fp32")) == (
+        "GEMM launch on sm90: cudaLaunchKernelExC (1 GEMM); no occupancy queries")
+
+
+def test_a100_gemms_query_occupancy_before_cudaLaunchKernel(corpus_dir) -> None:
+    line = _gemm_launch(corpus_dir / "trace_diff__control__control.json.gz")
+    assert line is not None and line.startswith(
+        "GEMM launch on sm80: 2× cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags → "
+        "2× cudaFuncSetAttribute → cudaLaunchKernel (225 GEMMs)")
+    assert "no occupancy queries" not in line
+
+
+def test_findings_tell_the_ladder_apart(sample_trace) -> None:
+    mixes = {}
+    for workload, mode in [("mlp", "eager"), ("mlp", "compile"), ("kernels-mlp", "eager"), ("fused-mlp", "eager")]:
+        trace = load_trace(sample_trace(workload, mode))
+        mixes[workload, mode] = kernel_mix(trace, step_gpu(trace, focus_step(trace)))
+    assert mixes == {
+        ("mlp", "eager"): "3 GEMM + gelu + mul",
+        ("mlp", "compile"): "3 GEMM + triton_poi_fused__unsafe_view_gelu_mul_0",
+        ("kernels-mlp", "eager"): "3 GEMM + _geglu_tanh_forward_kernel",
+        ("fused-mlp", "eager"): "GEMM+geglu + GEMM",
+    }
+    linear = trace_findings(load_trace(sample_trace("linear", "eager")))
+    assert any("aten::linear → aten::t (no GPU) → aten::addmm" in line and "epilogue: bias" in line
+               for line in linear)
