@@ -50,3 +50,16 @@ def test_findings_tell_the_ladder_apart(sample_trace) -> None:
     linear = trace_findings(load_trace(sample_trace("linear", "eager")))
     assert any("aten::linear → aten::t (no GPU) → aten::addmm" in line and "epilogue: bias" in line
                for line in linear)
+
+
+def test_summary_json_carries_the_findings(sample_trace, capsys) -> None:
+    import orjson
+
+    from tui.cli import main
+
+    assert main(["summary", str(sample_trace("mlp", "compile")), "--json"]) == 0
+    findings = orjson.loads(capsys.readouterr().out)["findings"]
+    assert findings[0].startswith("ProfilerStep#4: 4 kernels")
+    assert ("GEMM launch on sm90: cudaMemsetAsync → cuLaunchKernelEx (2 GEMMs); cuLaunchKernelEx (1 GEMM); "
+            "no occupancy queries") in findings
+    assert any("runs a torch.compile region" in line for line in findings)

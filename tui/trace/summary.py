@@ -8,6 +8,7 @@ JSON shape (`mlptui summary PATH --json`; times in µs rounded to ns, lists sort
       "device": {"name": str, ...} | null, # deviceProperties of the GPU that ran the kernels, as recorded
       "warnings": [str],                   # what the loader skipped or could not nest
       "manifest": {...} | null,            # the runner's entry for this trace (workload, mode, ...), if any
+      "findings": [str],                   # the last step at a glance: kernels, launch path, GEMM chain
       "counts": {"events": int, "cpu_ops": int, "gpu_ops": int, "threads": int, "streams": int,
                  "steps": int, "unlinked_gpu_ops": int},   # GPU work with no launch call or op found
       "verdict_rule": str,                 # the rule behind every "verdict" below, in words
@@ -42,8 +43,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui.trace.findings import trace_findings
 from tui.trace.launches import launch_calls
 from tui.trace.model import KERNEL, MEMCPY, MEMSET, PYTHON, Trace
+from tui.trace.names import decode_kernel
 from tui.trace.steps import VERDICT_RULE, all_step_stats, step_stats
 
 
@@ -52,11 +55,6 @@ def _r(x: float) -> float:
 
 
 def _kernel_name(raw: str) -> tuple[str, str, str]:
-    """(short, family, library) from tui.trace.names; the raw name and "other" if decoding fails."""
-    try:
-        from tui.trace.names import decode_kernel
-    except ImportError:
-        return raw, "other", "unknown"
     k = decode_kernel(raw)
     return k.short, k.family, k.library
 
@@ -120,6 +118,7 @@ def summarize(trace: Trace) -> dict[str, Any]:
         "device": trace.device,
         "warnings": list(trace.warnings),
         "manifest": trace.manifest,
+        "findings": trace_findings(trace),
         "counts": {"events": trace.meta.get("events", 0), "cpu_ops": len(trace.ops), "gpu_ops": len(trace.gpu),
                    "threads": len(trace.threads), "streams": len(trace.streams), "steps": len(trace.steps),
                    "unlinked_gpu_ops": sum(1 for g in trace.gpu if g.launch < 0 and g.op < 0)},
@@ -211,6 +210,8 @@ def render_text(d: dict[str, Any], top: int = 15) -> str:
         out.append(line)
     for w in d["warnings"]:
         out.append(f"warning: {w}")
+    if d["findings"]:
+        out += ["", "findings"] + [f"  {line}" for line in d["findings"]]
     out += ["", "steps"] + ["  " + r for r in _table(_STEP_HEAD, _step_rows(d, top), {1, 2, 3, 4, 5, 6})]
     out.append(f"  verdict rule: {d['verdict_rule']}")
     if d["kernels"]:
@@ -252,6 +253,8 @@ def render_markdown(d: dict[str, Any], top: int = 15) -> str:
         out += ["", line]
     for w in d["warnings"]:
         out += ["", f"> warning: {_md_escape(w)}"]
+    if d["findings"]:
+        out += ["", "#### Findings", ""] + [f"- {_md_escape(line)}" for line in d["findings"]]
     out += ["", "#### Steps", ""] + _md_table(_STEP_HEAD, _step_rows(d, top))
     out += ["", f"Verdict rule: {d['verdict_rule']}."]
     if d["kernels"]:
