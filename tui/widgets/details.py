@@ -25,6 +25,15 @@ def _value(value: Any) -> str:
     return text if len(text) <= ARG_CHARS else text[: ARG_CHARS - 1] + "…"
 
 
+def _ancestry(trace: Trace, op_id: int, limit: int = 12) -> list[str]:
+    """Names from `op_id` up through its parents (at most `limit`), innermost first."""
+    names: list[str] = []
+    while op_id >= 0 and len(names) < limit:
+        names.append(trace.ops[op_id].name)
+        op_id = trace.ops[op_id].parent
+    return names
+
+
 def _kv(lines: list[str], key: str, value: Any) -> None:
     if value not in (None, "", [], ()):
         lines.append(f"  [b]{escape(key)}[/b]  {escape(_value(value))}")
@@ -38,12 +47,7 @@ def op_details(trace: Trace, op_id: int) -> str:
     _kv(lines, "GPU time launched", fmt.us(op.gpu_us) if op.gpu_us else "none: this op launches nothing on the GPU")
     if op.step >= 0:
         _kv(lines, "step", trace.steps[op.step].name)
-    chain = []
-    node = op.parent
-    while node >= 0 and len(chain) < 12:
-        chain.append(trace.ops[node].name)
-        node = trace.ops[node].parent
-    _kv(lines, "called from", " ← ".join(chain))
+    _kv(lines, "called from", " ← ".join(_ancestry(trace, op.parent)))
     calls = [c for c in op.children if trace.ops[c].cat in LAUNCH_CATS]
     if op.cat in LAUNCH_CATS:
         _kv(lines, "correlation", op.correlation)
@@ -96,12 +100,7 @@ def gpu_details(trace: Trace, gid: int) -> str:
         call = trace.ops[g.launch]
         _kv(lines, "launched by", f"{call.name} ({fmt.us(call.dur)}, correlation {g.correlation})")
     if g.op >= 0:
-        chain = []
-        node = g.op
-        while node >= 0 and len(chain) < 12:
-            chain.append(trace.ops[node].name)
-            node = trace.ops[node].parent
-        _kv(lines, "CPU op", " ← ".join(chain))
+        _kv(lines, "CPU op", " ← ".join(_ancestry(trace, g.op)))
     elif g.launch < 0:
         _kv(lines, "CPU op", "none linked")
     args = trace.gpu_args(gid)
