@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from diff_support import corpus_pair, load, sample
 
@@ -176,3 +178,16 @@ def test_mlp_eager_vs_fused_triton_mlp_gate_up_gemms_and_geglu_fused() -> None:
     assert rows[1].a[0].family == "gemm" and rows[1].a[0].name == rows[1].b[0].name   # the down projection
     # the gate/up GEMMs' memsets have nothing to pair with: one Triton kernel, no cuBLAS workspace
     assert {r.status for r in d.rows if (r.a or r.b)[0].kind == "memset"} == {"removed"}
+
+
+def test_unprofiled_speedup_comes_from_the_runs_manifests() -> None:
+    a, b = load(sample("mlp", "compile")), load(sample("fused-mlp", "eager"))
+    doc = diff_traces(a, b).to_json()
+    a_us, b_us = a.manifest["timing"]["median_us"], b.manifest["timing"]["median_us"]
+    assert doc["a"]["timed_us"] == pytest.approx(a_us) and doc["b"]["timed_us"] == pytest.approx(b_us)
+    assert doc["timed_speedup"] == pytest.approx(a_us / b_us, rel=1e-3)
+    assert doc["timed_speedup"] > 1.1          # the fused MLP is faster than compile, unprofiled
+    assert diff_traces(b, a).to_json()["timed_speedup"] == pytest.approx(b_us / a_us, rel=1e-3)
+    untimed = diff_traces(a, a)
+    untimed.a = dataclasses.replace(untimed.a, timed_us=None)   # a trace without a runner's manifest
+    assert untimed.to_json()["timed_speedup"] is None

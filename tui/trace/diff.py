@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import statistics
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -105,13 +105,14 @@ class Side:
     kernels: int
     launches: int
     aligned: StepStats | None   # the aligned step's own numbers
+    timed_us: float | None = None   # the runner's unprofiled median from the manifest, if any
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "source": self.source, "step": self.step, "cpu_us": _r(self.cpu_us),
             "gpu_busy_us": _r(self.gpu_busy_us), "kernels": self.kernels, "launches": self.launches,
             "gpu_idle_us": _r(self.gpu_idle_us), "step_us": _r(self.step_us), "label": self.label,
-            "device": self.device, "steps": len(self.steps),
+            "device": self.device, "steps": len(self.steps), "timed_us": _r(self.timed_us),
         }
         if self.aligned is not None:
             s = self.aligned
@@ -158,6 +159,8 @@ class TraceDiff:
             "speedup": _r(self.speedup, 4),
             "counts": self.counts(),
             "gpu_busy_speedup": _r(_ratio(self.a.gpu_busy_us, self.b.gpu_busy_us), 4),
+            # Profiled steps carry profiler and sync overhead; the runners' own timing does not.
+            "timed_speedup": _r(_ratio(self.a.timed_us, self.b.timed_us), 4),
             "by_family": [p.to_json("family") for p in self.families],
             "launch_calls": [p.to_json("name") for p in self.launch_calls],
             "biggest": [i + 1 for i in biggest_rows(self.rows)],
@@ -232,6 +235,12 @@ def _is_identifier(raw: str) -> bool:
 
 
 def _side(trace: Trace, step: int | None) -> Side:
+    side = _measured_side(trace, step)
+    timed = ((trace.manifest or {}).get("timing") or {}).get("median_us")
+    return replace(side, timed_us=float(timed)) if isinstance(timed, (int, float)) else side
+
+
+def _measured_side(trace: Trace, step: int | None) -> Side:
     manifest = trace.manifest or {}
     label = "/".join(str(manifest[k]) for k in ("workload", "mode") if manifest.get(k)) or Path(
         trace.source).name

@@ -70,7 +70,11 @@ def headline(doc: dict[str, Any]) -> str:
     if s is None:
         return "speed-up: unknown (no step timings)"
     word = "faster" if s > 1 else "slower" if s < 1 else "as fast"
-    return f"speed-up B vs A: {s:.2f}× (B is {word}; median step time), GPU busy {fmt_speedup(doc.get('gpu_busy_speedup'))}"
+    line = f"speed-up B vs A: {s:.2f}× (B is {word}; median step time), GPU busy {fmt_speedup(doc.get('gpu_busy_speedup'))}"
+    timed = doc.get("timed_speedup")
+    if timed is not None:
+        line += f", unprofiled {timed:.2f}× ({fmt_us(doc['a']['timed_us'])} → {fmt_us(doc['b']['timed_us'])}, the runs' manifests)"
+    return line
 
 
 def pair_table(items: list[dict[str, Any]], key: str) -> list[tuple[str, str, str, str]]:
