@@ -50,12 +50,11 @@ def header_text(d: TraceDiff) -> str:
     """Three lines: the two sides, then the speed-up and the row counts per status."""
     c = d.counts()
     counts = " ".join(f"{MARKERS[s]}{n}" for s, n in c.items())
-    busy = d.a.gpu_busy_us / d.b.gpu_busy_us if d.a.gpu_busy_us and d.b.gpu_busy_us else None
-    # The runs' own unprofiled timing, when both manifests have it: profiled steps carry sync overhead.
-    timed = f" · unprofiled {fmt_speedup(d.a.timed_us / d.b.timed_us)}" if d.a.timed_us and d.b.timed_us else ""
+    timed = f" · unprofiled {fmt_speedup(d.timed_speedup)}" if d.timed_speedup else ""
     return "\n".join([
         *(_side_line(tag, side) for tag, side in (("A", d.a), ("B", d.b))),
-        f"speed-up B vs A {fmt_speedup(d.speedup)} (median step){timed} · GPU busy {fmt_speedup(busy)} · rows {counts}",
+        f"speed-up B vs A {fmt_speedup(d.speedup)} (median step){timed} · GPU busy {fmt_speedup(d.gpu_busy_speedup)}"
+        f" · rows {counts}",
     ])
 
 

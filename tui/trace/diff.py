@@ -139,6 +139,15 @@ class TraceDiff:
             out[r.status] += 1
         return out
 
+    @property
+    def gpu_busy_speedup(self) -> float | None:
+        return _ratio(self.a.gpu_busy_us, self.b.gpu_busy_us)
+
+    @property
+    def timed_speedup(self) -> float | None:
+        """From the runs' unprofiled timings: profiled steps carry profiler and sync overhead."""
+        return _ratio(self.a.timed_us, self.b.timed_us)
+
     def differences(self) -> list[int]:
         """Row numbers whose status is not `same`."""
         return [i for i, r in enumerate(self.rows) if r.status != SAME]
@@ -158,9 +167,8 @@ class TraceDiff:
             "cpu": self.cpu.to_json(),
             "speedup": _r(self.speedup, 4),
             "counts": self.counts(),
-            "gpu_busy_speedup": _r(_ratio(self.a.gpu_busy_us, self.b.gpu_busy_us), 4),
-            # Profiled steps carry profiler and sync overhead; the runners' own timing does not.
-            "timed_speedup": _r(_ratio(self.a.timed_us, self.b.timed_us), 4),
+            "gpu_busy_speedup": _r(self.gpu_busy_speedup, 4),
+            "timed_speedup": _r(self.timed_speedup, 4),
             "by_family": [p.to_json("family") for p in self.families],
             "launch_calls": [p.to_json("name") for p in self.launch_calls],
             "biggest": [i + 1 for i in biggest_rows(self.rows)],
