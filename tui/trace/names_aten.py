@@ -49,10 +49,7 @@ def _clean(name: str) -> str:
 
 def elementwise_op(raw: str) -> str | None:
     """The op an ATen elementwise / foreach kernel computes, from its functor or lambda owner."""
-    m = _BINARY_FUNCTOR.search(raw)
-    if m:
-        return _clean(m.group(1))
-    m = _CUDA_FUNCTOR.search(raw)
+    m = _BINARY_FUNCTOR.search(raw) or _CUDA_FUNCTOR.search(raw)
     if m:
         return _clean(m.group(1))
     for m in _OWNER.finditer(raw):
@@ -91,10 +88,7 @@ def element_dtype(raw: str) -> str | None:
 
 
 def reduce_op(raw: str) -> str:
-    m = _REDUCE_OPS.search(raw)
-    if m:
-        return _clean(m.group(1))
-    m = _REDUCE_FUNC.search(raw)
+    m = _REDUCE_OPS.search(raw) or _REDUCE_FUNC.search(raw)
     if m:
         return _clean(m.group(1))
     return "reduce"

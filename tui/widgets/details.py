@@ -25,6 +25,14 @@ def _value(value: Any) -> str:
     return text if len(text) <= ARG_CHARS else text[: ARG_CHARS - 1] + "…"
 
 
+def _args_block(lines: list[str], args: dict[str, Any]) -> None:
+    """The event's own args, decoded on demand, one key per line."""
+    if args:
+        lines.append("[b]args[/b]")
+        for key, value in args.items():
+            _kv(lines, key, value)
+
+
 def _ancestry(trace: Trace, op_id: int, limit: int = 12) -> list[str]:
     """Names from `op_id` up through its parents (at most `limit`), innermost first."""
     names: list[str] = []
@@ -63,11 +71,7 @@ def op_details(trace: Trace, op_id: int) -> str:
         for g in kernels[:20]:
             k = trace.gpu[g]
             lines.append(f"  {escape(decode_kernel(k.name).short)}  {fmt.us(k.dur)}  stream {k.stream}")
-    args = trace.op_args(op_id)
-    if args:
-        lines.append("[b]args[/b]")
-        for key, value in args.items():
-            _kv(lines, key, value)
+    _args_block(lines, trace.op_args(op_id))
     return "\n".join(lines)
 
 
@@ -103,11 +107,7 @@ def gpu_details(trace: Trace, gid: int) -> str:
         _kv(lines, "CPU op", " ← ".join(_ancestry(trace, g.op)))
     elif g.launch < 0:
         _kv(lines, "CPU op", "none linked")
-    args = trace.gpu_args(gid)
-    if args:
-        lines.append("[b]args[/b]")
-        for key, value in args.items():
-            _kv(lines, key, value)
+    _args_block(lines, trace.gpu_args(gid))
     return "\n".join(lines)
 
 
