@@ -181,8 +181,8 @@ def trace_findings(trace: Trace) -> list[str]:
         lines.append("first GEMM: " + chain)
     ops = step_ops(trace, step)
     idle = sum(1 for o in ops if trace.ops[o].gpu_us == 0)
-    compiled = any(trace.ops[o].name.startswith("Torch-Compiled Region") for o in ops) or any(
-        op.name.startswith("Torch-Compiled Region") and (step is None or op.step == step) for op in trace.ops)
+    compiled = any(op.name.startswith("Torch-Compiled Region") and (step is None or op.step == step)
+                   for op in trace.ops)
     cpu = f"CPU: {len(ops)} ops, {idle} of them launch nothing on the GPU"
     if compiled:
         cpu += "; runs a torch.compile region"
