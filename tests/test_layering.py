@@ -1,5 +1,5 @@
 """The layering rules, checked two ways: statically (no import statement anywhere in a layer names a
-forbidden package, even inside a function) and at run time (importing the layer's modules and
+forbidden package, even inside a function) and at run time (
 building every command's parser leaves torch and textual out of sys.modules; importing the whole core
 and running `mlptui summary` is checked in test_import_hygiene.py)."""
 
