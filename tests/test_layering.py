@@ -1,7 +1,7 @@
 """The layering rules, checked two ways: statically (no import statement anywhere in a layer names a
-forbidden package, even inside a function) and at run time (
-building every command's parser leaves torch and textual out of sys.modules; importing the whole core
-and running `mlptui summary` is checked in test_import_hygiene.py)."""
+forbidden package, even inside a function) and at run time (building every command's parser leaves
+torch and textual out of sys.modules). Importing the whole core and running `mlptui summary` without
+them is checked in test_import_hygiene.py."""
 
 from __future__ import annotations
 
