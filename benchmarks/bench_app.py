@@ -71,7 +71,7 @@ def time_to_text(argv: list[str], needles: list[bytes], timeout: float = 20.0) -
 
 
 def cold_start(runs: int) -> None:
-    mlptui = [sys.executable, "-m", "tui.cli"]
+    mlptui = [sys.executable, "-m", "mlptui.cli"]
     bare = [sys.executable, "-c", BARE_APP]
     ours_first, ours_full, ref = [], [], []
     for _ in range(runs):
@@ -95,8 +95,8 @@ async def key_latencies(spec: str, keys: list[tuple[str, list[str]]]) -> dict[tu
     sys.path.insert(0, str(ROOT / "tests"))
     from app_support import wait_for_screen
 
-    from tui.app import make_app
-    from tui.screens.trace_screen import TraceScreen
+    from mlptui.app import make_app
+    from mlptui.screens.trace_screen import TraceScreen
 
     app = make_app([spec])
     painted: list[float] = []
@@ -183,7 +183,7 @@ def main() -> int:
         cold_start(args.runs)
     if not args.skip_keys:
         sys.path.insert(0, str(ROOT))
-        from tui.samples import sample_trace_paths
+        from mlptui.samples import sample_trace_paths
 
         small = next(str(p) for p in sample_trace_paths() if p.name.startswith("mlp-eager-"))
         big = args.big

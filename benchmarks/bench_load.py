@@ -27,7 +27,7 @@ GENERATOR = ROOT.parent / "shared" / "tools" / "gen_kineto_trace.py"
 # Each child prints one JSON line: wall seconds, CPU seconds, peak RSS in bytes, and what it built.
 OURS = r"""
 import json, resource, sys, time
-from tui.trace.load import load_trace
+from mlptui.trace.parse.load import load_trace
 t0 = time.perf_counter(); c0 = time.process_time()
 trace = load_trace(sys.argv[1])
 wall = time.perf_counter() - t0; cpu = time.process_time() - c0

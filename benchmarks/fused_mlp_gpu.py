@@ -28,7 +28,7 @@ import torch.nn.functional as F  # noqa: E402
 import triton  # noqa: E402
 from triton.testing import do_bench  # noqa: E402
 
-from runners import fused_mlp as fm  # noqa: E402
+from mlptui.runners import fused_mlp as fm  # noqa: E402
 
 SHAPES = {  # name -> (rows M, dim K, hidden N)
     "article": (64 * 128, 768, 3072),

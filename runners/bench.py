@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from runners.modules import LigerConfig, SimpleGeGLUMLP, seeded, seeded_input
+from mlptui.runners.modules import LigerConfig, SimpleGeGLUMLP, seeded, seeded_input
 
 MODES: tuple[str, ...] = ("eager", "compile", "max-autotune", "kernels", "fused")
 FLOOR_MODE = "cublas-3gemm"
@@ -118,7 +118,7 @@ def _build(mode: str, ref: SimpleGeGLUMLP, shape: BenchShape, dtype: torch.dtype
             kwargs["mode"] = "max-autotune"
         return torch.compile(module, **kwargs)
     if mode == "kernels":
-        from runners.liger_source import load_liger_geglu_mlp
+        from mlptui.runners.liger_source import load_liger_geglu_mlp
 
         found = load_liger_geglu_mlp()
         info["source"] = found.source
@@ -128,7 +128,7 @@ def _build(mode: str, ref: SimpleGeGLUMLP, shape: BenchShape, dtype: torch.dtype
         module.load_state_dict(state)
         return module.to("cuda", dtype)
     if mode == "fused":
-        from runners.fused_mlp import FusedGeGLUMLP
+        from mlptui.runners.fused_mlp import FusedGeGLUMLP
 
         module = FusedGeGLUMLP(shape.dim, shape.hidden, device="cuda", dtype=dtype)
         module.load_state_dict(state)
@@ -277,7 +277,7 @@ def bench_mlp(shapes: list[BenchShape], modes: list[str], *, dtype: torch.dtype 
         for row in rows:
             if eager_us and row["mode"] != FLOOR_MODE:
                 row["speedup_vs_eager"] = round(eager_us / row["median_us"], 3)
-    from runners.fused_mlp import FUSED_MIN_ROWS, tuned_configs
+    from mlptui.runners.fused_mlp import FUSED_MIN_ROWS, tuned_configs
 
     return {"results": results, "errors": errors,
             "fused": {"min_rows": FUSED_MIN_ROWS, "tuned": tuned_configs(),

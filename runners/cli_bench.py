@@ -17,10 +17,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tui.trace.errors import MlptuiError
+from mlptui.contract.errors import MlptuiError
 
 WORKLOADS = ("mlp",)
-MODES = ("eager", "compile", "max-autotune", "kernels", "fused")  # runners.bench.MODES, without torch
+MODES = ("eager", "compile", "max-autotune", "kernels", "fused")  # mlptui.runners.bench.MODES, without torch
 SHAPE_NAMES = ("article", "seed", "decode16", "decode64", "decode")
 DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 
@@ -83,8 +83,8 @@ def run(args: argparse.Namespace) -> int:
     if not torch.cuda.is_available():
         raise MlptuiError("bench needs a CUDA GPU, and torch sees none")
 
-    from runners import bench
-    from runners.environment import device_info, versions
+    from mlptui.runners import bench
+    from mlptui.runners.environment import device_info, versions
 
     shapes = bench.resolve_shapes(args.shapes)
     modes = bench.resolve_modes(args.modes)

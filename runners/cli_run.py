@@ -14,8 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from runners.workloads import DTYPES, MODES, SHAPE_KINDS, WORKLOADS, Shape, Workload, ladder, workload
-from tui.trace.errors import MlptuiError
+from mlptui.runners.workloads import DTYPES, MODES, SHAPE_KINDS, WORKLOADS, Shape, Workload, ladder, workload
+from mlptui.contract.errors import MlptuiError
 
 DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
@@ -128,8 +128,8 @@ def run(args: argparse.Namespace) -> int:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise MlptuiError(f"cannot create the run folder {folder}: {exc.strerror or exc}") from None
-    from runners.output import read_manifest
-    from runners.progress import Progress
+    from mlptui.runners.output import read_manifest
+    from mlptui.runners.progress import Progress
 
     read_manifest(folder)  # a broken manifest stops the run before any work, not after it
     progress = Progress()
@@ -161,8 +161,8 @@ def record_one(args: argparse.Namespace, w: Workload, mode: str, shape: Shape, f
     The trace is written under a temporary name and renamed only once everything succeeded."""
     import torch
 
-    from runners import output, profiling
-    from runners.environment import device_info, versions
+    from mlptui.runners import output, profiling
+    from mlptui.runners.environment import device_info, versions
 
     dtype = getattr(torch, DTYPE_NAMES[args.dtype])
     title = f"{w.name} {mode} {shape.slug} {args.dtype} {args.device}"
@@ -229,7 +229,7 @@ def record_one(args: argparse.Namespace, w: Workload, mode: str, shape: Shape, f
 
 
 def viewer_installed() -> bool:
-    return importlib.util.find_spec("tui.commands.view") is not None
+    return importlib.util.find_spec("mlptui.commands.view") is not None
 
 
 @contextlib.contextmanager
@@ -241,7 +241,7 @@ def _failing_as(title: str, what: str) -> Iterator[None]:
     except (MlptuiError, KeyboardInterrupt):
         raise
     except Exception as exc:
-        from runners.liger_source import one_line
+        from mlptui.runners.liger_source import one_line
 
         if type(exc).__name__ == "OutOfMemoryError":
             raise MlptuiError(f"{title}: out of GPU memory during {what}") from None
@@ -253,4 +253,4 @@ def _open_viewer(target: Path, progress: Any) -> None:
     if not viewer_installed():
         progress.note(f"the explorer is not installed here; open the result later with `mlptui view {target}`")
         return
-    subprocess.call([sys.executable, "-m", "tui.cli", "view", str(target)])
+    subprocess.call([sys.executable, "-m", "mlptui.cli", "view", str(target)])

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from runners.output import device_slug
+from mlptui.runners.output import device_slug
 
 _VERSIONED = {"torch": "torch", "triton": "triton", "kernels": "kernels", "liger_kernel": "liger-kernel"}
 
@@ -53,7 +53,7 @@ def versions() -> dict[str, str | None]:
     found["torch"] = torch.__version__
     found["cuda"] = torch.version.cuda
     found["python"] = platform.python_version()
-    from tui import __version__
+    from mlptui import __version__
 
     found["mlptui"] = __version__
     found["platform"] = sys.platform

@@ -451,9 +451,9 @@ class FusedGeGLUMLP(nn.Module):
 
 
 def build_fused_mlp(shape, dtype: torch.dtype, device: str):
-    """Registry builder of the `fused-mlp` workload (runners.workloads): the article's MLP, same seeded
+    """Registry builder of the `fused-mlp` workload (mlptui.runners.workloads): the article's MLP, same seeded
     weights and input, as FusedGeGLUMLP. The manifest's kernel_source says which path runs and why."""
-    from runners.modules import Built, mlp_flops, mlp_input, reference_mlp
+    from mlptui.runners.modules import Built, mlp_flops, mlp_input, reference_mlp
 
     ref = reference_mlp(shape, device)
     module = FusedGeGLUMLP(shape.dim, shape.hidden, device=device, dtype=dtype)

@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from runners.workloads import Shape
+from mlptui.runners.workloads import Shape
 
 WEIGHT_SEED = 0
 INPUT_SEED = 1
@@ -84,7 +84,7 @@ def build_mlp(shape: Shape, dtype: torch.dtype, device: str) -> Built:
 
 
 def build_kernels_mlp(shape: Shape, dtype: torch.dtype, device: str) -> Built:
-    from runners.liger_source import load_liger_geglu_mlp
+    from mlptui.runners.liger_source import load_liger_geglu_mlp
 
     found = load_liger_geglu_mlp()
     ref = reference_mlp(shape, device)

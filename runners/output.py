@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from tui.trace.errors import MlptuiError
+from mlptui.contract.errors import MlptuiError
 
 TRACE_SUFFIX = ".pt.trace.json.gz"
 MANIFEST = "manifest.json"

@@ -2,7 +2,7 @@
 modes `mlptui run ladder` records. Importing this file never imports torch: builders are named as
 "module:function" strings and imported only when a run starts.
 
-A builder is `build(shape: Shape, dtype: torch.dtype, device: str) -> runners.modules.Built`; the
+A builder is `build(shape: Shape, dtype: torch.dtype, device: str) -> mlptui.runners.modules.Built`; the
 returned module's weights must be seeded (same on every call), and `Built.reference` must compute the
 same function in fp32 eager so the run can report its error. To add a workload, add one `Workload` to
 `WORKLOADS` (runners/modules.py has helpers for the article's shapes and weights).
@@ -86,22 +86,22 @@ WORKLOADS: dict[str, Workload] = {
     w.name: w
     for w in (
         Workload(
-            "linear", "linear_fwd", "linear", "runners.modules:build_linear",
+            "linear", "linear_fwd", "linear", "mlptui.runners.modules:build_linear",
             "nn.Linear(in_dim -> out_dim, bias=True) on x[rows, in_dim]",
             ladder_modes=("eager", "compile"),
         ),
         Workload(
-            "mlp", "mlp_fwd", "mlp", "runners.modules:build_mlp",
+            "mlp", "mlp_fwd", "mlp", "mlptui.runners.modules:build_mlp",
             "GeGLU MLP: down(gelu_tanh(gate(x)) * up(x)), bias-free nn.Linear layers",
             ladder_modes=("eager", "compile"),
         ),
         Workload(
-            "kernels-mlp", "kernels_mlp_fwd", "mlp", "runners.modules:build_kernels_mlp",
+            "kernels-mlp", "kernels_mlp_fwd", "mlp", "mlptui.runners.modules:build_kernels_mlp",
             "the same MLP with Liger's fused GeGLU kernel, fetched through `kernels`",
             ladder_modes=("eager",), needs_cuda=True,
         ),
         Workload(
-            "fused-mlp", "fused_mlp_fwd", "mlp", "runners.fused_mlp:build_fused_mlp",
+            "fused-mlp", "fused_mlp_fwd", "mlp", "mlptui.runners.fused_mlp:build_fused_mlp",
             "the same MLP, gate+up+GeGLU in one Triton kernel (fused_geglu_gateup_gemm_kernel), cuBLAS down",
             ladder_modes=("eager",), needs_cuda=True,
         ),
@@ -110,7 +110,7 @@ WORKLOADS: dict[str, Workload] = {
 
 
 def workload(name: str) -> Workload:
-    from tui.trace.errors import MlptuiError
+    from mlptui.contract.errors import MlptuiError
 
     try:
         return WORKLOADS[name]

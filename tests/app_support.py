@@ -8,7 +8,7 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.screen import Screen
 
-from tui.widgets.lines import LineList
+from mlptui.widgets.lines import LineList
 
 
 async def wait_for_screen(app: App, pilot: Pilot, kind: type[Screen], timeout: float = 20.0) -> Screen:

@@ -6,8 +6,8 @@ import sys
 
 from textual.app import App
 
-from tui.screens.diff_screen import DiffScreen
-from tui.trace.model import Trace
+from mlptui.screens.diff_screen import DiffScreen
+from mlptui.trace.model import Trace
 
 
 class DiffHarness(App[None]):
@@ -22,6 +22,6 @@ class DiffHarness(App[None]):
 
 
 if __name__ == "__main__":
-    from tui.trace.sources import open_trace
+    from mlptui.sources.dispatch import open_trace
 
     DiffHarness(open_trace(sys.argv[1]), open_trace(sys.argv[2])).run()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tui.trace.model import Trace
-from tui.trace.sources import open_trace
+from mlptui.trace.model import Trace
+from mlptui.sources.dispatch import open_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_traces"

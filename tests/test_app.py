@@ -7,17 +7,17 @@ from app_support import cursor_text, rows_text, wait_for_screen
 from conftest import CORPUS, find_sample
 from textual.widgets import Input, Static
 
-from tui.app import make_app
-from tui.screens.help_screen import HelpScreen
-from tui.screens.loading import LoadingScreen
-from tui.screens.picker import PickerScreen, TraceList
-from tui.screens.trace_screen import TraceScreen
-from tui.widgets.details import Details
-from tui.widgets.kernels import KernelTable
-from tui.widgets.launches import LaunchTable
-from tui.widgets.op_tree import OpTree
-from tui.widgets.steps import StepList
-from tui.widgets.timeline import Timeline
+from mlptui.app import make_app
+from mlptui.screens.help_screen import HelpScreen
+from mlptui.screens.loading import LoadingScreen
+from mlptui.screens.picker import PickerScreen, TraceList
+from mlptui.screens.trace_screen import TraceScreen
+from mlptui.widgets.details import Details
+from mlptui.widgets.kernels import KernelTable
+from mlptui.widgets.launches import LaunchTable
+from mlptui.widgets.op_tree import OpTree
+from mlptui.widgets.steps import StepList
+from mlptui.widgets.timeline import Timeline
 
 SIZE = (100, 30)
 
@@ -281,7 +281,7 @@ async def test_bad_file_shows_a_clear_message(tmp_path) -> None:
 
 
 async def test_two_traces_open_the_diff_and_d_picks_a_partner() -> None:
-    from tui.screens.diff_screen import DiffScreen
+    from mlptui.screens.diff_screen import DiffScreen
 
     eager, compiled = find_sample("mlp", "eager"), find_sample("mlp", "compile")
     app = make_app([str(eager), str(compiled)])
@@ -302,7 +302,7 @@ async def test_two_traces_open_the_diff_and_d_picks_a_partner() -> None:
 
 
 async def test_picker_marks_two_traces_and_opens_their_diff() -> None:
-    from tui.screens.diff_screen import DiffScreen
+    from mlptui.screens.diff_screen import DiffScreen
 
     app = make_app([])
     async with app.run_test(size=SIZE) as pilot:
@@ -321,7 +321,7 @@ class CountingList:
 
     @staticmethod
     def make():
-        from tui.widgets.lines import Column, LineList
+        from mlptui.widgets.lines import Column, LineList
 
         class Counting(LineList):
             def __init__(self) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tui.cli import main
-from tui.samples import sample_trace_paths
+from mlptui.cli import main
+from mlptui.samples import sample_trace_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,12 +46,12 @@ def test_view_refuses_three_paths_and_a_folder_beside_a_file(tmp_path, capsys) -
 
 SCRIPT = r"""
 import sys
-import tui.cli, tui.commands.view
-assert "textual" not in sys.modules, "tui.commands.view must import textual only when it runs"
-from tui.app import make_app
-from tui.samples import sample_trace_paths
-from tui.screens.facts import build_facts
-from tui.trace.sources import open_trace
+import mlptui.cli, mlptui.commands.view
+assert "textual" not in sys.modules, "mlptui.commands.view must import textual only when it runs"
+from mlptui.app import make_app
+from mlptui.samples import sample_trace_paths
+from mlptui.viewmodels.facts import build_facts
+from mlptui.sources.dispatch import open_trace
 app = make_app([])
 for path in sample_trace_paths():
     build_facts(open_trace(str(path)))
@@ -68,7 +68,7 @@ def test_the_explorer_never_imports_torch() -> None:
 def test_view_without_a_terminal_says_to_use_ssh_t(sample_trace) -> None:
     """`ssh host mlptui view X` without -t has no terminal: one line and exit 2, not a stream of escapes."""
     proc = subprocess.run(
-        [sys.executable, "-m", "tui.cli", "view", str(sample_trace("mlp", "eager"))],
+        [sys.executable, "-m", "mlptui.cli", "view", str(sample_trace("mlp", "eager"))],
         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
     )
     assert proc.returncode == 2

@@ -7,9 +7,9 @@ import pytest
 from app_support import wait_for_screen
 from conftest import find_sample
 
-from tui.app import make_app
-from tui.screens.picker import PickerScreen
-from tui.screens.trace_screen import TraceScreen
+from mlptui.app import make_app
+from mlptui.screens.picker import PickerScreen
+from mlptui.screens.trace_screen import TraceScreen
 
 SIZES = pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 

@@ -11,10 +11,10 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tui.trace.errors import TraceError
-from tui.trace.load import load_trace_bytes
-from tui.trace.model import Trace
-from tui.trace.summary import summarize
+from mlptui.contract.errors import TraceError
+from mlptui.trace.parse.load import load_trace_bytes
+from mlptui.trace.model import Trace
+from mlptui.trace.analysis.summary import summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 _SAMPLE = sorted((ROOT / "sample_traces").glob("linear-eager-*.pt.trace.json.gz"))[0]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from runners import cli_bench
-from tui.trace.errors import MlptuiError
+from mlptui.runners import cli_bench
+from mlptui.contract.errors import MlptuiError
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = sorted((ROOT / "sample_traces" / "bench").glob("*.json"))
@@ -19,7 +19,7 @@ MODES = {"eager", "compile", "max-autotune", "kernels", "fused"}
 
 
 def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui.cli", "bench", *argv], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "mlptui.cli", "bench", *argv], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
 
 
@@ -49,7 +49,7 @@ def test_without_a_gpu_says_so_in_one_line() -> None:
 
 def test_resolve_shapes_and_modes() -> None:
     pytest.importorskip("torch")
-    from runners import bench
+    from mlptui.runners import bench
 
     assert [s.name for s in bench.resolve_shapes("article,seed,decode")] == ["article", "seed", "decode16",
                                                                               "decode64"]
@@ -110,7 +110,7 @@ def test_render_table_lists_every_row() -> None:
     if not REPORTS:
         pytest.skip("no committed report")
     pytest.importorskip("torch")
-    from runners import bench
+    from mlptui.runners import bench
 
     doc = json.loads(REPORTS[0].read_text())
     text = bench.render_table(doc)

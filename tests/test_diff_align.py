@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui.trace.diff_align import (
+from mlptui.trace.diff.align import (
     ADDED,
     CHANGED,
     FUSED,
@@ -15,7 +15,7 @@ from tui.trace.diff_align import (
     AlignItem,
     align,
 )
-from tui.trace.diff_tokens import name_words, op_words
+from mlptui.trace.diff.tokens import name_words, op_words
 
 
 def k(name: str, family: str = "pointwise", role: str = "", ops: tuple[str, ...] = (),
@@ -111,7 +111,7 @@ def test_every_item_appears_exactly_once_and_in_order(a, b) -> None:
 
 
 def test_long_inputs_cut_at_unique_anchors_give_the_same_rows(monkeypatch) -> None:
-    import tui.trace.diff_align as mod
+    import mlptui.trace.diff.align as mod
 
     a = [MS, G1, GELU, MS, G1, MUL, G2] * 6
     b = [MS, G1, MS, G1, FUSED_K, G2] * 6

@@ -11,7 +11,7 @@ from diff_support import ROOT, sample
 
 
 def mlptui(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui.cli", *args], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "mlptui.cli", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
 
 

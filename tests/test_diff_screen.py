@@ -6,9 +6,9 @@ import pytest
 from diff_harness import DiffHarness
 from diff_support import load, sample
 
-from tui.screens.diff_screen import DiffHelp, DiffScreen, PairDetails
-from tui.trace.diff import FUSED, SAME
-from tui.widgets.fmt import us
+from mlptui.screens.diff_screen import DiffHelp, DiffScreen, PairDetails
+from mlptui.trace.diff.trace_diff import FUSED, SAME
+from mlptui.widgets.fmt import us
 
 
 def mlp_app() -> DiffHarness:
@@ -220,7 +220,7 @@ def test_snapshot_pair_details(snap_compare, size) -> None:
 async def test_big_pair_aligns_in_a_worker_then_walks() -> None:
     from diff_support import corpus_pair
 
-    from tui.screens.diff_screen import SYNC_LIMIT
+    from mlptui.screens.diff_screen import SYNC_LIMIT
 
     control, test = corpus_pair()
     a, b = load(control), load(test)

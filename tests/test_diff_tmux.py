@@ -12,15 +12,15 @@ import time
 import pytest
 from diff_support import ROOT, load, sample
 
-from tui.trace.diff import SAME, diff_traces
-from tui.trace.diff_render import MARKERS
+from mlptui.trace.diff.trace_diff import SAME, diff_traces
+from mlptui.trace.diff.render import MARKERS
 
 pytestmark = pytest.mark.tmux
 
 
 def _command(a: str, b: str) -> str:
     if (ROOT / "tui" / "app.py").exists() and (ROOT / "tui" / "commands" / "view.py").exists():
-        args = [sys.executable, "-m", "tui.cli", "view", a, b]
+        args = [sys.executable, "-m", "mlptui.cli", "view", a, b]
     else:
         args = [sys.executable, str(ROOT / "tests" / "diff_harness.py"), a, b]
     return "cd " + shlex.quote(str(ROOT)) + " && " + shlex.join(args)

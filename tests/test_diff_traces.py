@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 from diff_support import corpus_pair, load, sample
 
-from tui.trace.diff import FUSED, SAME, diff_traces, median_step, step_by_number
-from tui.trace.errors import MlptuiError
+from mlptui.trace.diff.trace_diff import FUSED, SAME, diff_traces, median_step, step_by_number
+from mlptui.contract.errors import MlptuiError
 
 CONTRACT_SIDE = {"source": str, "step": str, "cpu_us": float, "gpu_busy_us": float, "kernels": int,
                  "launches": int}
@@ -144,13 +144,13 @@ def test_a_side_without_gpu_work_makes_every_row_added() -> None:
         pytest.skip("no CPU-only corpus trace")
     d = diff_traces(load(cpu_only[0]), load(sample("mlp", "eager")))
     assert d.rows and all(r.status == "added" for r in d.rows)
-    from tui.trace.diff_render import render_text
+    from mlptui.trace.diff.render import render_text
 
     assert "A has no GPU work" in render_text(d.to_json())
 
 
 def test_pair_details_show_both_sides_launch_geometry_and_occupancy() -> None:
-    from tui.trace.diff_details import pair_details
+    from mlptui.trace.diff.details import pair_details
 
     d = diff_traces(load(sample("mlp", "eager")), load(sample("kernels-mlp", "eager")))
     fused = next(r for r in d.rows if r.status == FUSED)

@@ -3,8 +3,8 @@ cuLaunchKernelEx, no occupancy query) against the A100's occupancy query before 
 
 from __future__ import annotations
 
-from tui.trace.findings import focus_step, gemm_launch_line, kernel_mix, step_gpu, trace_findings
-from tui.trace.load import load_trace
+from mlptui.trace.analysis.findings import focus_step, gemm_launch_line, kernel_mix, step_gpu, trace_findings
+from mlptui.trace.parse.load import load_trace
 
 
 def _gemm_launch(path) -> str | None:
@@ -55,7 +55,7 @@ def test_findings_tell_the_ladder_apart(sample_trace) -> None:
 def test_summary_json_carries_the_findings(sample_trace, capsys) -> None:
     import orjson
 
-    from tui.cli import main
+    from mlptui.cli import main
 
     assert main(["summary", str(sample_trace("mlp", "compile")), "--json"]) == 0
     findings = orjson.loads(capsys.readouterr().out)["findings"]

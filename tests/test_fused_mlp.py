@@ -38,7 +38,7 @@ def test_interpreter_suite() -> None:
 
 @pytest.fixture(scope="module")
 def interp() -> ModuleType:
-    from runners import fused_mlp
+    from mlptui.runners import fused_mlp
 
     return fused_mlp
 
@@ -126,7 +126,7 @@ def test_rejects_bad_inputs(interp: ModuleType) -> None:
 
 @interpreted_only
 def test_module_computes_simple_geglu_mlp(interp: ModuleType) -> None:
-    from runners.modules import SimpleGeGLUMLP
+    from mlptui.runners.modules import SimpleGeGLUMLP
 
     torch.manual_seed(0)
     ref = SimpleGeGLUMLP(24, 40)
@@ -143,7 +143,7 @@ def test_module_computes_simple_geglu_mlp(interp: ModuleType) -> None:
 
 @interpreted_only
 def test_module_rebuilds_interleaved_weights_after_updates(interp: ModuleType) -> None:
-    from runners.modules import SimpleGeGLUMLP
+    from mlptui.runners.modules import SimpleGeGLUMLP
 
     torch.manual_seed(1)
     ref = SimpleGeGLUMLP(24, 40)
@@ -178,7 +178,7 @@ def test_module_falls_back_and_says_why(interp: ModuleType) -> None:
 
 @pytest.mark.skipif(INTERPRETED, reason="off the GPU only without the interpreter")
 def test_real_module_off_gpu_uses_unfused_path() -> None:
-    from runners.fused_mlp import FusedGeGLUMLP
+    from mlptui.runners.fused_mlp import FusedGeGLUMLP
 
     fused = FusedGeGLUMLP(16, 32, dtype=torch.bfloat16)
     assert fused.fallback_reason(4096) == "no Triton on cpu"
@@ -204,16 +204,16 @@ def test_candidates_fit_and_buckets(interp: ModuleType) -> None:
 
 
 def test_registry_has_fused_mlp_in_the_ladder() -> None:
-    from runners.workloads import WORKLOADS, ladder
+    from mlptui.runners.workloads import WORKLOADS, ladder
 
     w = WORKLOADS["fused-mlp"]
-    assert w.builder == "runners.fused_mlp:build_fused_mlp" and w.needs_cuda
+    assert w.builder == "mlptui.runners.fused_mlp:build_fused_mlp" and w.needs_cuda
     assert ("fused-mlp", "eager") in [(x.name, m) for x, m in ladder()]
 
 
 @interpreted_only
 def test_builder_records_the_path(interp: ModuleType) -> None:
-    from runners.workloads import Shape
+    from mlptui.runners.workloads import Shape
 
     shape = Shape("mlp", (2, 70, 16, 40))  # 140 rows: over the threshold
     built = interp.build_fused_mlp(shape, torch.bfloat16, "cpu")

@@ -37,7 +37,7 @@ def _rel_err(out, x, wg, wu) -> float:
 @pytest.mark.parametrize("shape", [(8192, 768, 3072), (1000, 776, 3000), (333, 770, 3001), (16, 768, 3072),
                                    (64, 768, 3072), (1, 64, 8)], ids=lambda s: "x".join(map(str, s)))
 def test_every_candidate_on_both_paths(shape, dtype) -> None:
-    from runners import fused_mlp as fm
+    from mlptui.runners import fused_mlp as fm
 
     torch.backends.cuda.matmul.allow_tf32 = False
     m, k, n = shape
@@ -51,8 +51,8 @@ def test_every_candidate_on_both_paths(shape, dtype) -> None:
 
 
 def test_tuned_module_matches_eager_and_picks_its_path() -> None:
-    from runners.fused_mlp import FusedGeGLUMLP
-    from runners.modules import SimpleGeGLUMLP
+    from mlptui.runners.fused_mlp import FusedGeGLUMLP
+    from mlptui.runners.modules import SimpleGeGLUMLP
 
     torch.manual_seed(0)
     ref = SimpleGeGLUMLP(768, 3072).cuda()
@@ -69,7 +69,7 @@ def test_tuned_module_matches_eager_and_picks_its_path() -> None:
 
 
 def test_kernel_name_says_what_it_is() -> None:
-    from runners import fused_mlp as fm
+    from mlptui.runners import fused_mlp as fm
 
     x, wg, wu = _inputs(256, 128, 256, torch.bfloat16, seed=1)
     h = torch.empty(256, 256, device="cuda", dtype=torch.bfloat16)

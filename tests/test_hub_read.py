@@ -1,4 +1,4 @@
-"""Reading `hf://` traces through tui.trace.sources, in a child process with the Hub's own environment
+"""Reading `hf://` traces through mlptui.sources.dispatch, in a child process with the Hub's own environment
 variables (HF_ENDPOINT, HF_HOME, HF_HUB_OFFLINE): online against HubStandIn (tests/test_hub_standin.py,
 a local HTTP server on 127.0.0.1, not the Hub), and offline from a Hub cache that is either filled by a
 first read or built by hand here the way huggingface_hub lays it out (refs/, blobs/, snapshots/)."""
@@ -23,8 +23,8 @@ from test_hub_standin import (
 
 OPEN_AND_LIST = """
 import json, sys
-from tui.trace.errors import MlptuiError
-from tui.trace.sources import is_folder, list_traces, open_trace
+from mlptui.contract.errors import MlptuiError
+from mlptui.sources.dispatch import is_folder, list_traces, open_trace
 out = {}
 try:
     for spec in sys.argv[1:]:
@@ -165,8 +165,8 @@ def test_download_progress_goes_to_the_callers_callback_and_draws_no_bar(tmp_pat
     size = len(files[f"run-1/{first.name}"])
     code = (
         "import json, sys\n"
-        "from tui.trace.hub import fetch_file\n"
-        "from tui.trace.hub_spec import parse_hf_spec\n"
+        "from mlptui.sources.hub import fetch_file\n"
+        "from mlptui.sources.hub_spec import parse_hf_spec\n"
         "calls = {}\n"
         "for spec in sys.argv[1:]:\n"
         "    seen = calls.setdefault(spec, [])\n"
@@ -191,8 +191,8 @@ def test_a_huggingface_hub_without_buckets_is_one_clear_error(monkeypatch: pytes
     """No Hub needed: the installed client is made to look like an old one without the bucket API."""
     from huggingface_hub import HfApi
 
-    from tui.trace.errors import MlptuiError
-    from tui.trace.sources import list_traces, open_trace
+    from mlptui.contract.errors import MlptuiError
+    from mlptui.sources.dispatch import list_traces, open_trace
 
     monkeypatch.delattr(HfApi, "bucket_info")
     for call in (open_trace, list_traces):

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tui.trace.errors import MlptuiError
-from tui.trace.hub import is_folder
-from tui.trace.hub_spec import HubSpec, parse_hf_spec, perfetto_url, resolve_url
+from mlptui.contract.errors import MlptuiError
+from mlptui.sources.hub import is_folder
+from mlptui.sources.hub_spec import HubSpec, parse_hf_spec, perfetto_url, resolve_url
 
 SPECS = [
     "hf://datasets/me/profiling-traces/run-1/mlp-eager.pt.trace.json.gz",

@@ -47,7 +47,7 @@ def hub_env(home: Path, endpoint: str, *, token: str | None = WRITE_TOKEN, offli
 
 
 def run_mlptui(args: list[str], env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui.cli", *args], cwd=ROOT, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "mlptui.cli", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)
 
 

@@ -10,12 +10,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = r"""
 import contextlib, importlib, io, pkgutil, sys
-import tui.trace
-mods = sorted(m.name for m in pkgutil.iter_modules(tui.trace.__path__, "tui.trace."))
+import mlptui.contract, mlptui.trace
+mods = sorted(m.name for pkg in (mlptui.trace, mlptui.contract)
+              for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."))
 for name in mods:
     importlib.import_module(name)
-importlib.import_module("tui.commands.summary")
-from tui.cli import main
+importlib.import_module("mlptui.commands.summary")
+from mlptui.cli import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     rc = main(["summary", sys.argv[1], "--json"])

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui.trace.tree import build_forest
+from mlptui.trace.parse.tree import build_forest
 
 
 def stack_walk(thread: list[int], start: list[int], dur: list[int]) -> tuple[list[int], list[int], list[int], int]:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tui.trace.launches import classify_call, launch_calls, launches_by_op
-from tui.trace.load import load_trace
+from mlptui.trace.analysis.launches import classify_call, launch_calls, launches_by_op
+from mlptui.trace.parse.load import load_trace
 
 
 @pytest.mark.parametrize(

@@ -65,7 +65,7 @@ def _modules_after(code: str) -> set[str]:
 def test_cli_help_and_command_parsers_import_neither_torch_nor_textual() -> None:
     code = (
         "import argparse, importlib, contextlib, io\n"
-        "from tui.cli import COMMANDS\n"
+        "from mlptui.cli import COMMANDS\n"
         "for name, (mod, _) in COMMANDS.items():\n"
         "    importlib.import_module(mod).add_arguments(argparse.ArgumentParser())\n"
     )

@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from tests.conftest import trace_bytes, x
-from tui.trace.errors import TraceError
-from tui.trace.load import load_trace, load_trace_bytes
+from mlptui.contract.errors import TraceError
+from mlptui.trace.parse.load import load_trace, load_trace_bytes
 
 EVENTS = [
     x("ProfilerStep#1", "user_annotation", 100.0, 50.0),

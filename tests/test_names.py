@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui.trace.names import FAMILIES, KernelName, _decode, decode_kernel
-from tui.trace.names_common import function_path
-from tui.trace.names_triton import split_fused_ops
+from mlptui.trace.names.kernel import FAMILIES, KernelName, _decode, decode_kernel
+from mlptui.trace.names.common import function_path
+from mlptui.trace.names.triton import split_fused_ops
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus" / "hta"

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tui.trace.errors import TraceError
-from tui.trace.load import load_trace
-from tui.trace.model import KERNEL
-from tui.trace.names import decode_kernel
-from tui.trace.occupancy import (
+from mlptui.contract.errors import TraceError
+from mlptui.trace.parse.load import load_trace
+from mlptui.trace.model import KERNEL
+from mlptui.trace.names.kernel import decode_kernel
+from mlptui.trace.analysis.occupancy import (
     kernel_launch,
     kernel_occupancy,
     kineto_estimate_pct,

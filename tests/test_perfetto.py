@@ -15,7 +15,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from tui.commands.perfetto import ORIGIN, perfetto_url, url_names
+from mlptui.commands.perfetto import ORIGIN, perfetto_url, url_names
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_traces"
@@ -29,7 +29,7 @@ def _sample(pattern: str) -> Path:
 
 
 def _start(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, list[str]]:
-    proc = subprocess.Popen([sys.executable, "-m", "tui.cli", "perfetto", *args], cwd=ROOT, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "mlptui.cli", "perfetto", *args], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     urls: list[str] = []
     assert proc.stdout is not None
@@ -112,14 +112,14 @@ def test_port_in_use_and_missing_file_are_one_line(tmp_path: Path) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
         port = busy.getsockname()[1]
-        out = subprocess.run([sys.executable, "-m", "tui.cli", "perfetto", str(trace), "--port", str(port)],
+        out = subprocess.run([sys.executable, "-m", "mlptui.cli", "perfetto", str(trace), "--port", str(port)],
                              cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert out.returncode == 2
     assert out.stderr == f"mlptui: port {port} on 127.0.0.1 is in use; pick another with --port\n"
-    out = subprocess.run([sys.executable, "-m", "tui.cli", "perfetto", str(tmp_path / "nope.json")],
+    out = subprocess.run([sys.executable, "-m", "mlptui.cli", "perfetto", str(tmp_path / "nope.json")],
                          cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert (out.returncode, out.stderr) == (2, f"mlptui: {tmp_path / 'nope.json'}: no such file\n")
-    out = subprocess.run([sys.executable, "-m", "tui.cli", "perfetto", str(tmp_path)],
+    out = subprocess.run([sys.executable, "-m", "mlptui.cli", "perfetto", str(tmp_path)],
                          cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert out.returncode == 2 and "is a folder" in out.stderr
 

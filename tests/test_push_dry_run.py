@@ -12,7 +12,7 @@ from urllib.parse import unquote
 import pytest
 from test_hub_standin import sample_traces
 
-from tui.cli import main
+from mlptui.cli import main
 
 PERFETTO = "https://ui.perfetto.dev/#!/?url="
 
@@ -91,8 +91,8 @@ def test_folder_without_traces_is_an_error(tmp_path: Path, no_network: None,
 
 
 def test_manifest_update_keeps_runs_and_other_keys(tmp_path: Path) -> None:
-    from tui.trace.hub_push import merge_remote, plan_push, read_manifest, with_published, write_json_atomic
-    from tui.trace.hub_spec import parse_hf_spec
+    from mlptui.publish.hub_push import merge_remote, plan_push, read_manifest, with_published, write_json_atomic
+    from mlptui.sources.hub_spec import parse_hf_spec
 
     shutil.copy(sample_traces()[0], tmp_path / sample_traces()[0].name)
     manifest = {"mlptui_manifest": 1, "runs": [{"trace": sample_traces()[0].name, "mode": "eager"}],
@@ -117,8 +117,8 @@ def test_manifest_update_keeps_runs_and_other_keys(tmp_path: Path) -> None:
 
 
 def test_unreadable_manifest_is_never_overwritten(tmp_path: Path) -> None:
-    from tui.trace.errors import MlptuiError
-    from tui.trace.hub_push import read_manifest
+    from mlptui.contract.errors import MlptuiError
+    from mlptui.publish.hub_push import read_manifest
 
     (tmp_path / "manifest.json").write_text("{not json")
     with pytest.raises(MlptuiError, match="cannot read the manifest"):

@@ -183,7 +183,7 @@ def _run_in_pty(args: list[str], env: dict[str, str]) -> tuple[int, str]:
     """Run `mlptui ARGS` with a 100x30 terminal as stdin/stdout/stderr (as a person at a terminal)."""
     main_fd, child_fd = pty.openpty()
     fcntl.ioctl(child_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-    proc = subprocess.Popen([sys.executable, "-m", "tui.cli", *args], cwd=ROOT, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "mlptui.cli", *args], cwd=ROOT, env=env,
                             stdin=child_fd, stdout=child_fd, stderr=child_fd)
     os.close(child_fd)
     out = b""

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tui.trace.gpu_specs import (
+from mlptui.trace.analysis.gpu_specs import (
     A100_PCIE_80,
     A100_SXM_40,
     A100_SXM_80,
@@ -25,10 +25,10 @@ from tui.trace.gpu_specs import (
     V100_SXM2,
     peak_for,
 )
-from tui.trace.load import load_trace, load_trace_bytes
-from tui.trace.model import KERNEL
-from tui.trace.names import decode_kernel
-from tui.trace.roofline import kernel_roofline, op_work
+from mlptui.trace.parse.load import load_trace, load_trace_bytes
+from mlptui.trace.model import KERNEL
+from mlptui.trace.names.kernel import decode_kernel
+from mlptui.trace.analysis.roofline import kernel_roofline, op_work
 
 REPO = Path(__file__).resolve().parents[1]
 BF16 = "c10::BFloat16"

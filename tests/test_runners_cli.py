@@ -1,5 +1,5 @@
 """`mlptui run` end to end on the CPU, as CI runs it: real torch, real profiler, real files; the traces
-are read back with tui.trace. Plus the one-line errors a user sees before any work starts."""
+are read back with mlptui.trace. Plus the one-line errors a user sees before any work starts."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tui.cli import main
-from tui.trace.load import load_trace
+from mlptui.cli import main
+from mlptui.trace.parse.load import load_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = re.compile(r"^(?P<w>[a-z-]+)-(?P<m>eager|compile|reduce-overhead|max-autotune)-(?P<s>[0-9x]+)-"
@@ -24,7 +24,7 @@ SMALL_MLP = ["--batch", "2", "--seq", "8", "--dim", "32", "--hidden", "64"]
 
 def mlptui(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "tui.cli", *argv], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "mlptui.cli", *argv], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=240)
 
 
@@ -133,7 +133,7 @@ def test_bad_arguments_are_one_line_errors(argv: list[str], message: str, tmp_pa
 
 
 def test_help_lists_the_article_spellings_without_importing_torch() -> None:
-    code = ("import sys, contextlib, io\nfrom tui.cli import main\nbuf = io.StringIO()\n"
+    code = ("import sys, contextlib, io\nfrom mlptui.cli import main\nbuf = io.StringIO()\n"
             "with contextlib.redirect_stdout(buf), contextlib.suppress(SystemExit):\n"
             "    main(['run', '--help'])\n"
             "print('torch' in sys.modules, 'textual' in sys.modules)\nprint(buf.getvalue())")
@@ -149,8 +149,8 @@ def test_help_lists_the_article_spellings_without_importing_torch() -> None:
 def test_ladder_plan_gives_each_shape_family_its_own_flags() -> None:
     import argparse
 
-    from runners import cli_run
-    from runners.workloads import WORKLOADS
+    from mlptui.runners import cli_run
+    from mlptui.runners.workloads import WORKLOADS
 
     parser = argparse.ArgumentParser()
     cli_run.add_arguments(parser)
@@ -164,11 +164,11 @@ def test_ladder_plan_gives_each_shape_family_its_own_flags() -> None:
 
 def test_open_hands_the_trace_to_the_viewer_in_its_own_process(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from runners import cli_run
+    from mlptui.runners import cli_run
 
     calls: list[list[str]] = []
     monkeypatch.setattr(cli_run, "viewer_installed", lambda: True)
     monkeypatch.setattr(cli_run.subprocess, "call", lambda argv: calls.append(argv) or 0)
     assert main(["run", "linear", "--device", "cpu", "--rows", "4", "--open", "--out", str(tmp_path)]) == 0
     trace = next(tmp_path.glob("*.pt.trace.json.gz"))
-    assert calls == [[sys.executable, "-m", "tui.cli", "view", str(trace)]]
+    assert calls == [[sys.executable, "-m", "mlptui.cli", "view", str(trace)]]

@@ -10,9 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from runners import output
-from tui.cli import main
-from tui.trace.errors import MlptuiError
+from mlptui.runners import output
+from mlptui.cli import main
+from mlptui.contract.errors import MlptuiError
 
 SMALL = ["mlp", "--device", "cpu", "--batch", "2", "--seq", "4", "--dim", "16", "--hidden", "32"]
 FIXED = datetime(2026, 11, 22, 3, 4, 5)
@@ -86,7 +86,7 @@ def test_a_broken_manifest_stops_before_any_work(tmp_path: Path, capsys: pytest.
 
 @pytest.fixture
 def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    import runners.cli_run as cli_run
+    import mlptui.runners.cli_run as cli_run
 
     class Clock(datetime):
         @classmethod
@@ -110,7 +110,7 @@ def test_existing_output_is_kept_and_the_new_run_gets_a_free_name(tmp_path: Path
 
 def test_ctrl_c_while_timing_leaves_no_partial_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    from runners import profiling
+    from mlptui.runners import profiling
 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
@@ -123,7 +123,7 @@ def test_ctrl_c_while_timing_leaves_no_partial_files(tmp_path: Path, monkeypatch
 
 def test_compile_failure_says_why_and_leaves_no_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    from runners import profiling
+    from mlptui.runners import profiling
 
     def broken_compile(module: object, mode: str):  # noqa: ANN202
         def call(*inputs: object) -> None:
@@ -139,7 +139,7 @@ def test_compile_failure_says_why_and_leaves_no_files(tmp_path: Path, monkeypatc
 
 def test_a_profiler_failure_is_one_line_and_leaves_no_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    from runners import profiling
+    from mlptui.runners import profiling
 
     real = profiling.profile_to
 

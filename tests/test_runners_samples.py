@@ -9,9 +9,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from runners.workloads import WORKLOADS, ladder
-from tui.trace.load import load_trace
-from tui.trace.model import KERNEL
+from mlptui.runners.workloads import WORKLOADS, ladder
+from mlptui.trace.parse.load import load_trace
+from mlptui.trace.model import KERNEL
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
 MANIFEST = orjson.loads((SAMPLES / "manifest.json").read_bytes())

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.commands.serve import allowed_origins, app_command, is_loopback
+from mlptui.commands.serve import allowed_origins, app_command, is_loopback
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,7 +40,7 @@ def _wait_listening(port: int, proc: subprocess.Popen, seconds: float = 20) -> N
 @pytest.fixture
 def served():
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "tui.cli", "serve", "--port", str(port)], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "mlptui.cli", "serve", "--port", str(port)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     try:
         _wait_listening(port, proc)
@@ -109,9 +109,9 @@ def test_listens_on_loopback_only(served: tuple[int, subprocess.Popen]) -> None:
 def test_app_command_quotes_every_word() -> None:
     cmd = app_command(["gpu:~/t/a b.json", "$(touch x)", "-weird"])
     words = shlex.split(cmd)
-    assert words[:3] == [sys.executable, "-m", "tui.cli"]
+    assert words[:3] == [sys.executable, "-m", "mlptui.cli"]
     assert words[3:] == ["view", "--", "gpu:~/t/a b.json", "$(touch x)", "-weird"]
-    assert shlex.split(app_command([])) == [sys.executable, "-m", "tui.cli"]
+    assert shlex.split(app_command([])) == [sys.executable, "-m", "mlptui.cli"]
 
 
 def test_origins() -> None:

@@ -1,4 +1,4 @@
-"""tui.trace.sources without a network: spec parsing and validation, dispatch, the ssh argv we would
+"""mlptui.sources.dispatch without a network: spec parsing and validation, dispatch, the ssh argv we would
 run, the remote-shell quoting, local files and folders, and the remote cache's atomic layout."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tui.trace import remote_cache, remote_ssh, sources
-from tui.trace.errors import MlptuiError
-from tui.trace.ssh_spec import is_ssh_spec, parse_ssh_spec
+from mlptui.sources import dispatch as sources, remote_cache, ssh as remote_ssh
+from mlptui.contract.errors import MlptuiError
+from mlptui.sources.ssh_spec import is_ssh_spec, parse_ssh_spec
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
 
@@ -171,7 +171,7 @@ def test_ssh_errors_become_one_line() -> None:
 
 
 def test_local_open_and_list() -> None:
-    pytest.importorskip("tui.trace.discover")
+    pytest.importorskip("mlptui.trace.parse.discover")
     path = _sample("mlp-eager-*.pt.trace.json.gz")
     trace = sources.open_trace(str(path))
     assert trace.source == str(path)

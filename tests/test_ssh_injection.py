@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.sshd_fixture import Sshd, ssh_env_fixture, sshd_fixture  # noqa: F401
-from tui.trace import sources
-from tui.trace.errors import MlptuiError
+from mlptui.sources import dispatch as sources
+from mlptui.contract.errors import MlptuiError
 
 pytestmark = pytest.mark.ssh
 

@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 
 from tests.sshd_fixture import Sshd, ssh_env_fixture, sshd_fixture  # noqa: F401
-from tui.trace import remote_ssh, sources
-from tui.trace.errors import MlptuiError
+from mlptui.sources import dispatch as sources, ssh as remote_ssh
+from mlptui.contract.errors import MlptuiError
 
 pytestmark = pytest.mark.ssh
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_traces"
-MLPTUI = [sys.executable, "-m", "tui.cli"]
+MLPTUI = [sys.executable, "-m", "mlptui.cli"]
 
 
 def _sample(pattern: str) -> Path:
@@ -49,7 +49,7 @@ def fingerprint(trace) -> dict:
         "gpu_us": round(sum(g.dur for g in trace.gpu), 3),
     }
     try:
-        from tui.trace.steps import all_step_stats
+        from mlptui.trace.analysis.steps import all_step_stats
     except ImportError:
         return fp
     fp["step_stats"] = [(s.name, round(s.gpu_busy_us, 3), s.kernels, s.launches) for s in all_step_stats(trace)]

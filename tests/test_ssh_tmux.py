@@ -26,7 +26,7 @@ SAMPLES = ROOT / "sample_traces"
 
 def _mlptui_argv() -> list[str]:
     script = Path(sys.executable).parent / "mlptui"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "tui.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "mlptui.cli"]
 
 
 class Tmux:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import trace_bytes, x
-from tui.trace.load import load_trace, load_trace_bytes
-from tui.trace.steps import (
+from mlptui.trace.parse.load import load_trace, load_trace_bytes
+from mlptui.trace.analysis.steps import (
     COMPUTE_BOUND,
     CPU_ONLY,
     OVERHEAD_BOUND,

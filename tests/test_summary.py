@@ -10,9 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tui.cli import main
-from tui.trace.load import load_trace
-from tui.trace.summary import render_markdown, render_text, summarize
+from mlptui.cli import main
+from mlptui.trace.parse.load import load_trace
+from mlptui.trace.analysis.summary import render_markdown, render_text, summarize
 
 STEP_KEYS = {"index", "name", "cpu_us", "gpu_busy_us", "gpu_idle_us", "kernels", "launches",
              "launch_overhead_us", "verdict"}
@@ -82,7 +82,7 @@ def test_cli_folder_lists_traces(sample_trace: Callable[..., Path], capsys: pyte
 def test_cli_bad_input_exits_2_with_one_line(tmp_path: Path, content: bytes, expect: str) -> None:
     bad = tmp_path / "bad.pt.trace.json"
     bad.write_bytes(content)
-    proc = subprocess.run([sys.executable, "-m", "tui.cli", "summary", str(bad)], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "mlptui.cli", "summary", str(bad)], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.splitlines()

@@ -66,7 +66,7 @@ class Tmux:
 def test_view_a_sample_in_tmux_move_search_step_and_quit(tmp_path) -> None:
     mlptui = Path(sys.executable).parent / "mlptui"
     command = f"{mlptui} view {find_sample('mlp', 'eager')}" if mlptui.exists() else \
-        f"{sys.executable} -m tui.cli view {find_sample('mlp', 'eager')}"
+        f"{sys.executable} -m mlptui.cli view {find_sample('mlp', 'eager')}"
     tmux = Tmux(tmp_path)
     tmux("new-session", "-d", "-x", "100", "-y", "30", "-e", "TERM=xterm-256color", command)
     try:

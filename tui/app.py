@@ -8,14 +8,14 @@ from textual import work
 from textual.app import App
 from textual.message import Message
 
-from tui.keys import APP_KEYS, user_keymap
-from tui.screens.facts import TraceFacts
-from tui.screens.help_screen import HelpScreen
-from tui.screens.loading import LoadingScreen
-from tui.screens.partner import PartnerScreen
-from tui.screens.picker import PickerScreen
-from tui.screens.trace_screen import TraceScreen
-from tui.trace.errors import MlptuiError
+from mlptui.keys import APP_KEYS, user_keymap
+from mlptui.viewmodels.facts import TraceFacts
+from mlptui.screens.help_screen import HelpScreen
+from mlptui.screens.loading import LoadingScreen
+from mlptui.screens.partner import PartnerScreen
+from mlptui.screens.picker import PickerScreen
+from mlptui.screens.trace_screen import TraceScreen
+from mlptui.contract.errors import MlptuiError
 
 
 class MlptuiApp(App[int]):
@@ -41,7 +41,7 @@ class MlptuiApp(App[int]):
 
     def on_mount(self) -> None:
         if not self.specs:
-            from tui.samples import sample_trace_paths
+            from mlptui.samples import sample_trace_paths
 
             paths = [str(p) for p in sample_trace_paths()]
             self.push_screen(PickerScreen(paths, "bundled sample traces (real GPU runs of the MLP ladder)"))
@@ -52,7 +52,7 @@ class MlptuiApp(App[int]):
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def list_or_open(self, spec: str) -> None:
-        from tui.trace.sources import is_folder, list_traces
+        from mlptui.sources.dispatch import is_folder, list_traces
 
         try:
             folder = is_folder(spec)
@@ -88,7 +88,7 @@ class MlptuiApp(App[int]):
             screen = TraceScreen(facts[0])
         else:
             try:
-                from tui.screens.diff_screen import DiffScreen
+                from mlptui.screens.diff_screen import DiffScreen
             except ImportError:
                 self.notify("the diff screen is not available in this build", severity="error")
                 if replace:

@@ -7,18 +7,18 @@ import argparse
 import importlib
 import sys
 
-from tui import __version__
+from mlptui import __version__
 
 # name -> (module with add_arguments(parser) and run(args) -> int, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "view": ("tui.commands.view", "open traces (files, folders, host:path, hf://) in the explorer"),
-    "summary": ("tui.commands.summary", "headless report of one trace (text, --json, --md)"),
-    "diff": ("tui.commands.diff", "headless diff of two traces (text, --json, --md)"),
-    "run": ("runners.cli_run", "profile a workload on the GPU and write a trace + manifest"),
-    "bench": ("runners.cli_bench", "unprofiled timings of every mode of a workload"),
-    "push": ("tui.commands.push", "upload traces to the Hugging Face Hub and print Perfetto links"),
-    "perfetto": ("tui.commands.perfetto", "serve a trace to ui.perfetto.dev from 127.0.0.1"),
-    "serve": ("tui.commands.serve", "run the explorer in a browser (textual-serve, 127.0.0.1)"),
+    "view": ("mlptui.commands.view", "open traces (files, folders, host:path, hf://) in the explorer"),
+    "summary": ("mlptui.commands.summary", "headless report of one trace (text, --json, --md)"),
+    "diff": ("mlptui.commands.diff", "headless diff of two traces (text, --json, --md)"),
+    "run": ("mlptui.runners.cli_run", "profile a workload on the GPU and write a trace + manifest"),
+    "bench": ("mlptui.runners.cli_bench", "unprofiled timings of every mode of a workload"),
+    "push": ("mlptui.commands.push", "upload traces to the Hugging Face Hub and print Perfetto links"),
+    "perfetto": ("mlptui.commands.perfetto", "serve a trace to ui.perfetto.dev from 127.0.0.1"),
+    "serve": ("mlptui.commands.serve", "run the explorer in a browser (textual-serve, 127.0.0.1)"),
 }
 
 
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mlptui: unknown command {name!r} (try `mlptui --help`)", file=sys.stderr)
         return 2
     module_name, help_ = COMMANDS[name]
-    from tui.trace.errors import MlptuiError
+    from mlptui.contract.errors import MlptuiError
 
     try:
         module = importlib.import_module(module_name)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
-from tui.trace.discover import is_trace_name
+from mlptui.trace.parse.discover import is_trace_name
 
 
 def sample_trace_paths() -> list[Path]:
-    root = files("sample_traces")
+    root = files("mlptui.sample_traces")
     return sorted(Path(str(entry)) for entry in root.iterdir() if is_trace_name(entry.name))

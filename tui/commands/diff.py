@@ -6,7 +6,7 @@ import argparse
 import shutil
 import sys
 
-from tui.trace.errors import MlptuiError
+from mlptui.contract.errors import MlptuiError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,9 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import orjson
 
-    from tui.trace.diff import diff_traces, step_by_number
-    from tui.trace.diff_render import render_markdown, render_text
-    from tui.trace.sources import open_trace
+    from mlptui.trace.diff.trace_diff import diff_traces, step_by_number
+    from mlptui.trace.diff.render import render_markdown, render_text
+    from mlptui.sources.dispatch import open_trace
 
     a = open_trace(args.a)
     b = open_trace(args.b)

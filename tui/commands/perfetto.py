@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
-from tui.trace.errors import MlptuiError
+from mlptui.contract.errors import MlptuiError
 
 ORIGIN = "https://ui.perfetto.dev"
 DEFAULT_PORT = 9001
@@ -36,16 +36,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _local_copy(spec: str) -> Path:
     """A readable local file for `spec` (remote specs are fetched into the local cache)."""
-    from tui.trace.sources import source_kind
+    from mlptui.sources.dispatch import source_kind
 
     kind = source_kind(spec)
     if kind == "ssh":
-        from tui.trace.remote_ssh import fetch
+        from mlptui.sources.ssh import fetch
 
         return fetch(spec, _fetch_progress(spec))
     if kind == "hf":
-        from tui.trace.hub import fetch_file
-        from tui.trace.hub_spec import parse_hf_spec
+        from mlptui.sources.hub import fetch_file
+        from mlptui.sources.hub_spec import parse_hf_spec
 
         return fetch_file(parse_hf_spec(spec))
     path = Path(spec).expanduser()

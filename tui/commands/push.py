@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tui.trace.errors import MlptuiError
+from mlptui.contract.errors import MlptuiError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +49,7 @@ def target_spec(args: argparse.Namespace, namespace: str | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tui.trace.hub_push import (
+    from mlptui.publish.hub_push import (
         PushOptions,
         describe_dry_run,
         links_message,
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         run_push,
         whoami,
     )
-    from tui.trace.hub_spec import parse_hf_spec
+    from mlptui.sources.hub_spec import parse_hf_spec
 
     name = args.bucket or args.repo
     if args.namespace and "/" in name:

@@ -15,7 +15,7 @@ import socket
 import sys
 from urllib.parse import urlsplit
 
-from tui.trace.errors import MlptuiError
+from mlptui.contract.errors import MlptuiError
 
 DEFAULT_PORT = 8000
 
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def app_command(specs: list[str]) -> str:
     """The shell line textual-serve runs per tab (it uses a shell, so every word is quoted)."""
-    argv = [sys.executable, "-m", "tui.cli"]
+    argv = [sys.executable, "-m", "mlptui.cli"]
     if specs:
         argv += ["view", "--", *specs] if any(s.startswith("-") for s in specs) else ["view", *specs]
     return shlex.join(argv)

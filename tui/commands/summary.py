@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 
 import orjson
@@ -18,26 +17,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="rows per table in text and Markdown (default 15; --json has everything)")
 
 
-def _sources():
-    """tui.trace.sources when installed (ssh, hf:// and local), else local files only."""
-    if importlib.util.find_spec("tui.trace.sources") is not None:
-        from tui.trace import sources
-
-        return sources.open_trace, sources.is_folder, sources.list_traces
-    from pathlib import Path
-
-    from tui.trace.discover import find_traces
-    from tui.trace.load import load_trace
-
-    return (lambda spec, progress=None: load_trace(spec, progress=progress),
-            lambda spec: Path(spec).is_dir(),
-            lambda spec: [str(p) for p in find_traces(spec)])
-
-
 def run(args: argparse.Namespace) -> int:
-    from tui.trace.summary import render_markdown, render_text, summarize
+    from mlptui.trace.analysis.summary import render_markdown, render_text, summarize
 
-    open_trace, is_folder, list_traces = _sources()
+    from mlptui.sources.dispatch import is_folder, list_traces, open_trace
+
     if is_folder(args.path):
         found = list_traces(args.path)
         if args.json:

@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from tui.trace.errors import MlptuiError
+from mlptui.contract.errors import MlptuiError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def check_spec(spec: str, *, allow_folder: bool) -> None:
     """Refuse a local path that does not exist or is certainly not a trace (remote specs are checked
     when they are opened)."""
-    from tui.trace.discover import find_traces, looks_like_trace
-    from tui.trace.sources import source_kind
+    from mlptui.trace.parse.discover import find_traces, looks_like_trace
+    from mlptui.sources.dispatch import source_kind
 
     if source_kind(spec) != "local":
         return
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         raise MlptuiError(
             "view needs a terminal: over ssh use `ssh -t HOST mlptui view ...` (or `mlptui summary` for a report)"
         )
-    from tui.app import make_app
+    from mlptui.app import make_app
 
     app = make_app(specs)
     app.run()

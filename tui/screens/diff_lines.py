@@ -1,6 +1,6 @@
 """The diff screen's two-column list: one diff row per line (a fused row takes one line per kernel
 of its longer side), A on the left, B on the right, marker and colour per status; the CPU section
-(tui.screens.diff_cpu_section) follows the kernel rows in the same columns and markers."""
+(mlptui.screens.diff_cpu_section) follows the kernel rows in the same columns and markers."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from rich.cells import set_cell_size
 from rich.segment import Segment
 
-from tui.screens.diff_cpu_section import CpuLine, cpu_section
-from tui.trace.diff import SAME, DiffRow, TraceDiff
-from tui.trace.diff_render import MARKERS, fmt_delta
-from tui.widgets.fmt import us
-from tui.widgets.lines import Cell, Column, LineList
+from mlptui.screens.diff_cpu_section import CpuLine, cpu_section
+from mlptui.trace.diff.trace_diff import SAME, DiffRow, TraceDiff
+from mlptui.trace.diff.render import MARKERS, fmt_delta
+from mlptui.widgets.fmt import us
+from mlptui.widgets.lines import Cell, Column, LineList
 
 # Status -> component class suffix (colours in tui/diff.tcss); the marker carries it without colour.
 TONES = {"same": "same", "changed": "changed", "added": "added", "removed": "removed", "fused": "fused"}

@@ -4,7 +4,7 @@ the differences, jump to the CPU side, open a pair, swap the sides and change th
 
     app.push_screen(DiffScreen(trace_a, trace_b))
 
-The diff itself is tui.trace.diff; this screen only lays it out. Re-aligning another step runs in
+The diff itself is mlptui.trace.diff.trace_diff; this screen only lays it out. Re-aligning another step runs in
 a worker thread; swapping sides mirrors the rows without aligning again.
 """
 
@@ -18,15 +18,15 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, LoadingIndicator, Static
 
-from tui.screens.diff_lines import DiffList
-from tui.screens.help_screen import HelpScreen, help_text, key_text
-from tui.trace.diff import Side, TraceDiff, diff_traces
-from tui.trace.diff_cpu import op_key
-from tui.trace.diff_details import pair_details
-from tui.trace.diff_render import MARKERS, fmt_speedup
-from tui.trace.errors import MlptuiError
-from tui.trace.model import Trace
-from tui.widgets.fmt import us
+from mlptui.screens.diff_lines import DiffList
+from mlptui.screens.help_screen import HelpScreen, help_text, key_text
+from mlptui.trace.diff.trace_diff import Side, TraceDiff, diff_traces
+from mlptui.trace.diff.cpu import op_key
+from mlptui.trace.diff.details import pair_details
+from mlptui.trace.diff.render import MARKERS, fmt_speedup
+from mlptui.contract.errors import MlptuiError
+from mlptui.trace.model import Trace
+from mlptui.widgets.fmt import us
 
 # GPU ops (both sides together) above which the first alignment runs in a worker, not in the constructor.
 SYNC_LIMIT = 20_000

@@ -9,7 +9,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from tui import keys
+from mlptui import keys
 
 GROUPS = [
     ("Everywhere", keys.APP_KEYS),

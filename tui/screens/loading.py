@@ -14,8 +14,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static
 
-from tui.screens.facts import TraceFacts, build_facts
-from tui.trace.errors import MlptuiError
+from mlptui.viewmodels.facts import TraceFacts, build_facts
+from mlptui.contract.errors import MlptuiError
 
 
 class LoadingScreen(Screen):
@@ -54,7 +54,7 @@ class LoadingScreen(Screen):
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def load(self) -> None:
-        from tui.trace.sources import open_trace
+        from mlptui.sources.dispatch import open_trace
 
         last = [0.0]
 

@@ -11,9 +11,9 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from tui.screens.picker import TraceList, ladder_key
-from tui.trace.errors import MlptuiError
-from tui.widgets.lines import LineList
+from mlptui.screens.picker import TraceList, ladder_key
+from mlptui.contract.errors import MlptuiError
+from mlptui.widgets.lines import LineList
 
 
 class PartnerScreen(ModalScreen[str | None]):
@@ -44,7 +44,7 @@ class PartnerScreen(ModalScreen[str | None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def list_folder(self) -> None:
-        from tui.trace.sources import list_traces
+        from mlptui.sources.dispatch import list_traces
 
         try:
             specs = [s for s in list_traces(self.folder) if s != self.current]

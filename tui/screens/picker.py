@@ -17,12 +17,12 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from tui.keys import PICKER_KEYS
-from tui.screens.facts import TraceFacts, build_facts, call_stats, kernel_count
-from tui.screens.trace_screen import device_line
-from tui.trace.errors import MlptuiError
-from tui.widgets import fmt
-from tui.widgets.lines import Cell, Column, LineList
+from mlptui.keys import PICKER_KEYS
+from mlptui.viewmodels.facts import TraceFacts, build_facts, call_stats, kernel_count
+from mlptui.screens.trace_screen import device_line
+from mlptui.contract.errors import MlptuiError
+from mlptui.widgets import fmt
+from mlptui.widgets.lines import Cell, Column, LineList
 
 PRELOAD_BYTES = 20_000_000     # local traces up to this size are summarised while the list shows
 LADDER = ["linear", "mlp", "kernels-mlp", "fused-mlp"]
@@ -113,7 +113,7 @@ class PickerScreen(Screen):
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def summarise(self) -> None:
-        from tui.trace.sources import open_trace, source_kind
+        from mlptui.sources.dispatch import open_trace, source_kind
 
         for spec in self.specs:
             if spec in self.app.facts_cache:

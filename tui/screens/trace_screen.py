@@ -17,18 +17,18 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from tui.keys import TRACE_KEYS
-from tui.screens.facts import TraceFacts, add_launches, call_stats
-from tui.trace.model import LAUNCH_CATS
-from tui.trace.names import decode_kernel
-from tui.widgets import fmt
-from tui.widgets.details import Details, gpu_details, op_details
-from tui.widgets.kernels import KernelTable
-from tui.widgets.launches import LaunchTable, summary_line
-from tui.widgets.lines import LineList
-from tui.widgets.op_tree import OpTree
-from tui.widgets.steps import StepList
-from tui.widgets.timeline import Timeline
+from mlptui.keys import TRACE_KEYS
+from mlptui.viewmodels.facts import TraceFacts, add_launches, call_stats
+from mlptui.trace.model import LAUNCH_CATS
+from mlptui.trace.names.kernel import decode_kernel
+from mlptui.widgets import fmt
+from mlptui.widgets.details import Details, gpu_details, op_details
+from mlptui.widgets.kernels import KernelTable
+from mlptui.widgets.launches import LaunchTable, summary_line
+from mlptui.widgets.lines import LineList
+from mlptui.widgets.op_tree import OpTree
+from mlptui.widgets.steps import StepList
+from mlptui.widgets.timeline import Timeline
 
 MARKED_KERNELS_CAP = 2000
 PANES = {"steps": "#steps", "tree": "#tree", "kernels": "#kernels", "launches": "#launches",

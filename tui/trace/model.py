@@ -1,6 +1,6 @@
 """The indexed, immutable view of one trace that every consumer (summary, diff, the app) reads.
 
-Built once by `tui.trace.index.build_trace` from the decoded events; nothing here parses JSON
+Built once by `mlptui.trace.parse.index.build_trace` from the decoded events; nothing here parses JSON
 except `Trace.args`, which decodes one event's args on demand. Times are µs relative to the
 trace's first event (`Trace.origin_us` is that instant on the trace's own clock).
 

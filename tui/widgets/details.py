@@ -11,11 +11,11 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.trace.model import LAUNCH_CATS, Trace
-from tui.trace.names import decode_kernel
-from tui.trace.occupancy import kernel_occupancy
-from tui.trace.roofline import kernel_roofline
-from tui.widgets import fmt
+from mlptui.trace.model import LAUNCH_CATS, Trace
+from mlptui.trace.names.kernel import decode_kernel
+from mlptui.trace.analysis.occupancy import kernel_occupancy
+from mlptui.trace.analysis.roofline import kernel_roofline
+from mlptui.widgets import fmt
 
 ARG_CHARS = 160
 

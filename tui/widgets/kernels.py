@@ -1,6 +1,6 @@
 """The GPU kernels table: one row per kernel, memset and memcpy of the scope, sortable by any column.
 
-Cells come from `tui.trace` (decoded names, occupancy, roofline) for the rows on screen only; a sort
+Cells come from `mlptui.trace` (decoded names, occupancy, roofline) for the rows on screen only; a sort
 computes its one column for every row, once per sort.
 """
 
@@ -13,13 +13,13 @@ from typing import Any
 from textual import work
 from textual.binding import Binding
 
-from tui.keys import TABLE_KEYS
-from tui.trace.model import Trace
-from tui.trace.names import KernelName, decode_kernel
-from tui.trace.occupancy import kernel_occupancy
-from tui.trace.roofline import kernel_roofline
-from tui.widgets import fmt
-from tui.widgets.lines import Cell, Column, LineList, SideScrolling
+from mlptui.keys import TABLE_KEYS
+from mlptui.trace.model import Trace
+from mlptui.trace.names.kernel import KernelName, decode_kernel
+from mlptui.trace.analysis.occupancy import kernel_occupancy
+from mlptui.trace.analysis.roofline import kernel_roofline
+from mlptui.widgets import fmt
+from mlptui.widgets.lines import Cell, Column, LineList, SideScrolling
 
 
 def _triple(value: Any) -> str:

@@ -2,19 +2,19 @@
 
 "A linear is query + launch, a pointwise op is just launch" on Ampere; memset + cuLaunchKernelEx on
 Hopper; cuLaunchKernel for Triton; cudaGraphLaunch for graphs. The rows come from
-`tui.trace.launches.launches_by_op`, computed once per trace and grouped by step.
+`mlptui.trace.analysis.launches.launches_by_op`, computed once per trace and grouped by step.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tui.keys import TABLE_KEYS
-from tui.trace.launches import classify_call
-from tui.trace.model import Trace
-from tui.trace.names import decode_kernel
-from tui.widgets import fmt
-from tui.widgets.lines import Cell, Column, LineList, SideScrolling
+from mlptui.keys import TABLE_KEYS
+from mlptui.trace.analysis.launches import classify_call
+from mlptui.trace.model import Trace
+from mlptui.trace.names.kernel import decode_kernel
+from mlptui.widgets import fmt
+from mlptui.widgets.lines import Cell, Column, LineList, SideScrolling
 
 
 def call_chain(trace: Trace, calls: list[int]) -> str:

@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.keys import LIST_KEYS
+from mlptui.keys import LIST_KEYS
 
 # A cell is its text, or (text, tone) where tone names a component class suffix: dim, warn, good, hot.
 Cell = str | tuple[str, str]

@@ -9,10 +9,10 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterator
 
-from tui.keys import TREE_KEYS
-from tui.trace.model import ANNOTATION, CPU_OP, LAUNCH_CATS, PYTHON, Trace
-from tui.widgets import fmt
-from tui.widgets.lines import Cell, Column, LineList
+from mlptui.keys import TREE_KEYS
+from mlptui.trace.model import ANNOTATION, CPU_OP, LAUNCH_CATS, PYTHON, Trace
+from mlptui.widgets import fmt
+from mlptui.widgets.lines import Cell, Column, LineList
 
 AUTO_EXPAND_ROWS = 400      # a scope whose whole tree is at most this many rows opens fully expanded
 EXPAND_ALL_CAP = 20_000     # `e` never splices in more rows than this at once

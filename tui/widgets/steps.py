@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.widgets import fmt
-from tui.widgets.lines import Cell, Column, LineList
+from mlptui.widgets import fmt
+from mlptui.widgets.lines import Cell, Column, LineList
 
 
 class StepList(LineList):

@@ -16,9 +16,9 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.keys import TIMELINE_KEYS
-from tui.trace.model import CPU_OP, LAUNCH_CATS, Trace
-from tui.widgets import fmt
+from mlptui.keys import TIMELINE_KEYS
+from mlptui.trace.model import CPU_OP, LAUNCH_CATS, Trace
+from mlptui.widgets import fmt
 
 LABEL = 11
 SHADES = " ░▒▓█"

@@ -1,0 +1,360 @@
+"""Publish a folder of traces to the Hugging Face Hub (a bucket or a dataset repo) and link each file to
+ui.perfetto.dev. Planning (which files, which URLs) is pure and needs no network, so the dry run is exact.
+
+Only trace files and manifest.json files are sent. Nothing remote is ever deleted; a bucket file that
+already exists with different content is replaced only with `overwrite=True` (buckets keep no history,
+dataset repos do). The folder's manifest.json gains a top-level "published" map (file -> URLs), written
+atomically after the upload succeeded; the copy sent to the Hub merges the remote manifest's runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TextIO
+
+from mlptui.trace.parse.discover import is_trace_name, looks_like_trace
+from mlptui.contract.errors import MlptuiError
+from mlptui.sources.hub import MANIFEST, hub_errors, require_buckets
+from mlptui.sources.hub_spec import HubSpec, hub_endpoint, perfetto_url, resolve_url
+
+PRIVATE_NOTE = (
+    "note: {target} is private: Perfetto cannot fetch these URLs without a token. Open them with "
+    "`mlptui view {target}/`, or make it public on the Hub."
+)
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    local: Path
+    path_in_repo: str  # where it goes (prefix + path relative to the folder)
+    rel: str  # path relative to the pushed folder, the key of the manifest's "published" map
+    size: int
+    url: str  # public resolve URL
+    perfetto: str
+
+
+@dataclass(frozen=True)
+class PushPlan:
+    folder: Path
+    target: HubSpec  # kind "bucket" or "dataset"/"model"/"space"; path = prefix inside it
+    traces: list[PlannedFile]
+    manifests: list[PlannedFile]  # manifest.json files; the folder's own (if any) is rewritten on push
+
+
+# --- what to send -----------------------------------------------------------------------------------
+
+def collect(folder: Path) -> tuple[list[Path], list[Path]]:
+    """(trace files, manifest.json files) under `folder`, recursively, sorted; dot-folders skipped."""
+    traces: list[Path] = []
+    manifests: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            p = Path(dirpath) / name
+            if name == MANIFEST:
+                manifests.append(p)
+            elif is_trace_name(name) and looks_like_trace(p):
+                traces.append(p)
+    return traces, manifests
+
+
+def plan_push(folder: str | os.PathLike[str], target: HubSpec, endpoint: str | None = None) -> PushPlan:
+    """Which files go where, with their public and Perfetto URLs. No network."""
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        raise MlptuiError(f"{folder}: not a folder")
+    traces, manifests = collect(root)
+    if not traces:
+        raise MlptuiError(f"{folder}: no trace files (*.pt.trace.json[.gz], *.json[.gz]) to push")
+
+    def planned(p: Path) -> PlannedFile:
+        rel = p.relative_to(root).as_posix()
+        dest = f"{target.path}/{rel}" if target.path else rel
+        url = resolve_url(target.with_path(dest), endpoint)
+        return PlannedFile(p, dest, rel, p.stat().st_size, url, perfetto_url(url))
+
+    return PushPlan(root, target, [planned(p) for p in traces], [planned(p) for p in manifests])
+
+
+# --- manifest ---------------------------------------------------------------------------------------
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """The folder's manifest, or a new empty one; a manifest that is not JSON is an error (never clobbered)."""
+    if not path.exists():
+        return {"mlptui_manifest": 1, "runs": []}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise MlptuiError(f"{path}: cannot read the manifest ({exc})") from None
+    if not isinstance(data, dict):
+        raise MlptuiError(f"{path}: the manifest is not a JSON object")
+    return data
+
+
+def with_published(manifest: dict[str, Any], plan: PushPlan, private: bool | None, when: str) -> dict[str, Any]:
+    """A copy of `manifest` whose "published" map holds this push's URLs (other keys and entries kept)."""
+    out = dict(manifest)
+    published = dict(out.get("published") or {})
+    for f in plan.traces:
+        published[f.rel] = {
+            "url": f.url,
+            "perfetto": f.perfetto,
+            "hf": plan.target.with_path(f.path_in_repo).uri(),
+            "private": private,
+            "published_at": when,
+        }
+    out["published"] = published
+    return out
+
+
+def merge_remote(local: dict[str, Any], remote: dict[str, Any] | None) -> dict[str, Any]:
+    """The manifest to upload: the remote one's runs and published entries, updated by ours (none dropped)."""
+    if not remote:
+        return local
+    out = {**remote, **local}
+    runs = {r.get("trace"): r for r in remote.get("runs") or [] if isinstance(r, dict)}
+    runs.update({r.get("trace"): r for r in local.get("runs") or [] if isinstance(r, dict)})
+    out["runs"] = list(runs.values())
+    out["published"] = {**(remote.get("published") or {}), **(local.get("published") or {})}
+    return out
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    """Write `data` to `path` through a temp file in the same folder and os.replace (never half-written)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _dumps(data: dict[str, Any]) -> bytes:
+    return (json.dumps(data, indent=2) + "\n").encode()
+
+
+# --- output -----------------------------------------------------------------------------------------
+
+def print_links(plan: PushPlan, out: TextIO) -> None:
+    """One line per trace: `<file>  <Perfetto URL>` (the file as it is named inside the pushed folder)."""
+    for f in plan.traces:
+        print(f"{f.rel}  {f.perfetto}", file=out)
+
+
+def describe_dry_run(plan: PushPlan, out: TextIO, err: TextIO) -> None:
+    total = sum(f.size for f in plan.traces + plan.manifests)
+    print(f"dry run: would upload {len(plan.traces)} trace(s) and {len(plan.manifests) or 1} manifest(s), "
+          f"{_human(total)}, to {plan.target.uri()}/ (nothing is sent, nothing deleted, manifest unchanged)",
+          file=err)
+    own = plan.folder / MANIFEST
+    for f in plan.traces + plan.manifests:
+        print(f"  {f.rel}  ->  {plan.target.with_path(f.path_in_repo).uri()}  ({_human(f.size)})", file=err)
+    if not own.exists():
+        print(f"  {MANIFEST} (new, with the links)  ->  {plan.target.with_path(_manifest_dest(plan)).uri()}",
+              file=err)
+    print_links(plan, out)
+
+
+def _human(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def _manifest_dest(plan: PushPlan) -> str:
+    return f"{plan.target.path}/{MANIFEST}" if plan.target.path else MANIFEST
+
+
+# --- the upload -------------------------------------------------------------------------------------
+
+@dataclass
+class PushOptions:
+    token: str | None = None
+    private: bool | None = None  # only used when the repo or bucket is created
+    overwrite: bool = False
+    progress: bool = True
+
+
+def resolve_token(token: str | None) -> str:
+    """The token to write with: --token, else HF_TOKEN or the one `hf auth login` stored."""
+    if token:
+        return token
+    from huggingface_hub import get_token
+
+    found = get_token()
+    if not found:
+        raise MlptuiError("no Hugging Face token: run `hf auth login`, set HF_TOKEN, or pass --token")
+    return found
+
+
+def whoami(token: str) -> str:
+    from huggingface_hub import HfApi
+
+    with hub_errors("who am I on the Hub"):
+        return str(HfApi(endpoint=hub_endpoint()).whoami(token=token)["name"])
+
+
+def push(plan: PushPlan, opts: PushOptions, err: TextIO = sys.stderr) -> bool:
+    """Upload the plan; return whether the target is private. Raises MlptuiError (one line) on failure,
+    leaving the local folder untouched; the local manifest is rewritten only after every upload succeeded."""
+    from huggingface_hub import HfApi, constants
+
+    own_path = plan.folder / MANIFEST
+    own = read_manifest(own_path)  # a manifest we could not rewrite stops the push before anything is sent
+    token = resolve_token(opts.token)
+    if constants.HF_HUB_OFFLINE:
+        raise MlptuiError("HF_HUB_OFFLINE=1: pushing needs the Hub; unset it, or use --dry-run")
+    target = plan.target
+    if target.is_bucket:
+        require_buckets(target.uri())
+    api = HfApi(endpoint=hub_endpoint(), token=token)
+    with hub_errors(target.uri()):
+        private = _ensure_target(api, target, opts.private, err)
+        remote = _remote_manifest(target.with_path(_manifest_dest(plan)))
+        when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        local_manifest = with_published(own, plan, private, when)
+        upload_manifest = _dumps(merge_remote(local_manifest, remote))
+        others = [m for m in plan.manifests if m.local != own_path]
+        if target.is_bucket:
+            _push_bucket(api, plan, others, upload_manifest, opts, err)
+        else:
+            _push_repo(api, plan, others, upload_manifest, opts)
+    write_json_atomic(own_path, local_manifest)
+    return private
+
+
+def _ensure_target(api: Any, target: HubSpec, private: bool | None, err: TextIO) -> bool:
+    """Create the bucket or repo if it does not exist yet; return whether it is private."""
+    from huggingface_hub import errors
+
+    def info() -> Any:
+        return api.bucket_info(target.repo_id) if target.is_bucket else \
+            api.repo_info(target.repo_id, repo_type=target.kind)
+
+    try:
+        found = info()
+    except (errors.BucketNotFoundError, errors.RepositoryNotFoundError):
+        try:
+            if target.is_bucket:
+                api.create_bucket(target.repo_id, private=private, exist_ok=True)
+            else:
+                api.create_repo(target.repo_id, repo_type=target.kind, private=private, exist_ok=True)
+        except errors.HfHubHTTPError as exc:
+            if exc.response is None or exc.response.status_code not in (401, 403, 404):
+                raise
+            raise MlptuiError(f"{target.uri()}: no such {target.kind} on {hub_endpoint()}, and this token may "
+                              f"not create it there ({exc.response.status_code})") from None
+        is_private = bool(getattr(info(), "private", private))  # an organization may default to private
+        print(f"created {'private ' if is_private else ''}{target.kind} {target.repo_id}", file=err)
+        return is_private
+    is_private = bool(getattr(found, "private", False))
+    if private is not None and private != is_private:
+        print(f"note: {target.repo_id} already exists and is {'private' if is_private else 'public'}; "
+              "--private only applies when it is created", file=err)
+    return is_private
+
+
+def _remote_manifest(spec: HubSpec) -> dict[str, Any] | None:
+    """The manifest already on the Hub at the destination, to merge into (None if there is none)."""
+    from mlptui.sources.hub import fetch_file
+
+    try:
+        path = fetch_file(spec)
+    except MlptuiError:
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _progress(files: list[PlannedFile], enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=sum(f.size for f in files), unit="B", unit_scale=True, unit_divisor=1024,
+                desc=f"push {len(files)} file(s)", disable=None if enabled else True, file=sys.stderr,
+                leave=False)
+
+
+@contextlib.contextmanager
+def _quiet_hub_bars() -> Any:
+    """Our bar is the one bar: silence huggingface_hub's own while we upload."""
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    was = are_progress_bars_disabled()
+    disable_progress_bars()
+    try:
+        yield
+    finally:
+        if not was:
+            enable_progress_bars()
+
+
+def _push_bucket(api: Any, plan: PushPlan, others: list[PlannedFile], manifest: bytes,
+                 opts: PushOptions, err: TextIO) -> None:
+    """One add per file (a bucket add is atomic per file), traces first, the manifest last."""
+    bucket = plan.target.repo_id
+    files = plan.traces + others
+    existing = {i.path: i.size for i in api.get_bucket_paths_info(bucket, [f.path_in_repo for f in files])}
+    changed = [f for f in plan.traces if f.path_in_repo in existing and existing[f.path_in_repo] != f.size]
+    if changed and not opts.overwrite:
+        names = ", ".join(f.rel for f in changed[:3]) + (" …" if len(changed) > 3 else "")
+        raise MlptuiError(f"{len(changed)} trace(s) already in {plan.target.uri()} with other content ({names}); "
+                          "buckets keep no history: pass --overwrite to replace them, or push under --prefix")
+    todo = [f for f in files if existing.get(f.path_in_repo) != f.size]
+    skipped = len(files) - len(todo)
+    if skipped:
+        print(f"{skipped} file(s) already in the bucket with the same size: not sent again", file=err)
+    with _quiet_hub_bars(), _progress(todo, opts.progress) as bar:
+        for f in todo:
+            api.batch_bucket_files(bucket, add=[(str(f.local), f.path_in_repo)])
+            bar.update(f.size)
+        api.batch_bucket_files(bucket, add=[(manifest, _manifest_dest(plan))])
+
+
+def _push_repo(api: Any, plan: PushPlan, others: list[PlannedFile], manifest: bytes,
+               opts: PushOptions) -> None:
+    """Pre-upload file by file (the progress bar), then one commit: all files appear together or none do."""
+    from huggingface_hub import CommitOperationAdd
+
+    target = plan.target
+    files = plan.traces + others
+    ops = [CommitOperationAdd(path_in_repo=f.path_in_repo, path_or_fileobj=str(f.local)) for f in files]
+    with _quiet_hub_bars(), _progress(files, opts.progress) as bar:
+        for f, op in zip(files, ops, strict=True):
+            api.preupload_lfs_files(target.repo_id, additions=[op], repo_type=target.kind, free_memory=False)
+            bar.update(f.size)
+    ops.append(CommitOperationAdd(path_in_repo=_manifest_dest(plan), path_or_fileobj=manifest))
+    api.create_commit(target.repo_id, operations=ops, repo_type=target.kind,
+                      commit_message=f"mlptui push: {len(plan.traces)} trace(s)")
+
+
+def links_message(private: bool, target: HubSpec) -> str | None:
+    return PRIVATE_NOTE.format(target=target.uri()) if private else None
+
+
+def run_push(plan: PushPlan, opts: PushOptions, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> bool:
+    """Push, then print the links (stdout) and the private-repo note (stderr)."""
+    private = push(plan, opts, err)
+    print(f"pushed {len(plan.traces)} trace(s) to {plan.target.uri()}/; links in {plan.folder / MANIFEST}",
+          file=err)
+    print_links(plan, out)
+    note = links_message(private, plan.target)
+    if note:
+        print(note, file=err)
+    return private

@@ -1,0 +1,194 @@
+"""The facts a trace tells at a glance, computed from its data (never from its file name).
+
+For the steady-state step (the last profiled step): which kernels ran and what they fuse, how they
+were launched (occupancy queries or not), and the CPU dispatch chain of the first GEMM with the ops
+that launch nothing marked.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from mlptui.trace.analysis.launches import classify_call
+from mlptui.trace.model import CPU_OP, KERNEL, LAUNCH_CATS, Trace
+from mlptui.trace.names.kernel import decode_kernel
+
+
+def focus_step(trace: Trace) -> int | None:
+    """The step the findings speak of: the last one (warm), or None for a trace without steps."""
+    return trace.steps[-1].index if trace.steps else None
+
+
+def step_gpu(trace: Trace, step: int | None) -> list[int]:
+    return [g.id for g in trace.gpu if step is None or g.step == step]
+
+
+def step_ops(trace: Trace, step: int | None) -> list[int]:
+    return [o.id for o in trace.ops if o.cat == CPU_OP and (step is None or o.step == step)]
+
+
+def kernel_line(trace: Trace, gpu_ids: list[int]) -> str:
+    kernels = [g for g in gpu_ids if trace.gpu[g].cat == KERNEL]
+    others = len(gpu_ids) - len(kernels)
+    groups: Counter[str] = Counter()
+    for g in kernels:
+        k = trace.gpu[g]
+        name = decode_kernel(k.name)
+        if name.family == "gemm":
+            groups[f"GEMM ({name.library})"] += 1
+        else:
+            label = k.name if len(k.name) <= 48 else name.short
+            ops = f" = {'·'.join(name.ops)}" if name.ops and not all(o in label for o in name.ops) else ""
+            groups[f"{label}{ops} ({name.family}, {name.library})"] += 1
+    if not kernels:
+        return "no GPU kernels" + (f" ({others} memset/memcpy)" if others else "")
+    ranked = sorted(groups.items(), key=lambda item: -item[1]) if len(groups) > 6 else list(groups.items())
+    parts = [f"{n}× {label}" if n > 1 else label for label, n in ranked[:6]]
+    if len(groups) > 6:
+        parts.append(f"{len(groups) - 6} more kinds")
+    extra = f" + {others} memset/memcpy" if others else ""
+    return f"{len(kernels)} kernel{'s' if len(kernels) != 1 else ''}{extra}: " + "; ".join(parts)
+
+
+def kernel_mix(trace: Trace, gpu_ids: list[int]) -> str:
+    """`3 GEMM + gelu + mul`, `3 GEMM + triton_poi_fused__unsafe_view_gelu_mul_0`: the step's kernels."""
+    labels: list[str] = []
+    for g in gpu_ids:
+        k = trace.gpu[g]
+        if k.cat != KERNEL:
+            continue
+        name = decode_kernel(k.name)
+        if name.family == "gemm":
+            labels.append("GEMM" + (f"+{name.epilogue}" if name.epilogue else ""))
+        elif "ATen" in name.library and name.ops:
+            labels.append("·".join(name.ops))
+        else:
+            labels.append(k.name if len(k.name) <= 48 else name.short)
+    counts = Counter(labels)
+    parts: list[str] = []
+    for label in labels:     # first appearance order, repeats folded: 3 GEMM + gelu + mul
+        if label in counts:
+            n = counts.pop(label)
+            parts.append(f"{n} {label}" if n > 1 else label)
+    return " + ".join(parts) if parts else "no kernels"
+
+
+def launch_line(trace: Trace, gpu_ids: list[int]) -> str:
+    calls: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    step_calls = {trace.ops[trace.gpu[g].launch].parent for g in gpu_ids if trace.gpu[g].launch >= 0}
+    seen: set[int] = set()
+    for parent in step_calls:
+        children = trace.ops[parent].children if parent >= 0 else []
+        for c in children:
+            op = trace.ops[c]
+            if op.cat in LAUNCH_CATS and c not in seen:
+                seen.add(c)
+                kind = classify_call(op.name)
+                if kind != "sync":
+                    calls[op.name] += 1
+                    kinds[kind] += 1
+    if not calls:
+        return "no launch calls recorded"
+    text = ", ".join(f"{name} ×{n}" for name, n in calls.most_common(5))
+    occupancy = kinds.get("occupancy", 0)
+    return f"occupancy queries: {occupancy if occupancy else 'none'}; launch calls: {text}"
+
+
+# The calls that prepare or make a launch; stream queries, mallocs and syncs are left out of the path.
+_LAUNCH_PATH_KINDS = frozenset({"occupancy", "attribute", "memset", "launch", "graph"})
+
+
+def _folded(calls: tuple[str, ...]) -> str:
+    """`a → a → b` as `2× a → b`."""
+    runs: list[tuple[str, int]] = []
+    for name in calls:
+        if runs and runs[-1][0] == name:
+            runs[-1] = (name, runs[-1][1] + 1)
+        else:
+            runs.append((name, 1))
+    return " → ".join(f"{n}× {name}" if n > 1 else name for name, n in runs)
+
+
+def gemm_launch_line(trace: Trace, gpu_ids: list[int]) -> str | None:
+    """How the step's GEMMs reach the GPU: the runtime/driver calls made for each since the previous
+    launch, e.g. `cudaMemsetAsync → cuLaunchKernelEx` (Hopper cuBLAS) or
+    `cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags → cudaLaunchKernel` (Ampere)."""
+    patterns: Counter[tuple[str, ...]] = Counter()
+    for g in gpu_ids:
+        k = trace.gpu[g]
+        if k.cat != KERNEL or k.launch < 0 or decode_kernel(k.name).family != "gemm":
+            continue
+        parent = trace.ops[k.launch].parent
+        siblings = trace.ops[parent].children if parent >= 0 else [k.launch]
+        calls: list[str] = []
+        for c in siblings:
+            op = trace.ops[c]
+            if op.cat not in LAUNCH_CATS or classify_call(op.name) not in _LAUNCH_PATH_KINDS:
+                continue
+            if c == k.launch:
+                calls.append(op.name)
+                break
+            if classify_call(op.name) in ("launch", "graph"):
+                calls = []          # an earlier kernel's launch: what follows belongs to this one
+            else:
+                calls.append(op.name)
+        patterns[tuple(calls)] += 1
+    if not patterns:
+        return None
+    parts = [f"{_folded(p)} ({n} GEMM{'s' if n > 1 else ''})" for p, n in patterns.most_common(3)]
+    queries = any(classify_call(name) == "occupancy" for p in patterns for name in p)
+    device = trace.device or {}
+    arch = f" on sm{device['computeMajor']}{device.get('computeMinor', 0)}" if "computeMajor" in device else ""
+    return f"GEMM launch{arch}: " + "; ".join(parts) + ("" if queries else "; no occupancy queries")
+
+
+def chain_line(trace: Trace, gpu_ids: list[int]) -> str | None:
+    """`aten::linear → aten::t (no GPU) → aten::addmm ⇒ kernel` for the first GEMM of the step."""
+    for g in gpu_ids:
+        k = trace.gpu[g]
+        name = decode_kernel(k.name)
+        if k.launch >= 0 and classify_call(trace.ops[k.launch].name) != "launch":
+            continue
+        if name.family != "gemm" or k.op < 0:
+            continue
+        outer = k.op
+        while trace.ops[outer].parent >= 0 and trace.ops[trace.ops[outer].parent].cat == CPU_OP:
+            outer = trace.ops[outer].parent
+        chain: list[str] = [trace.ops[outer].name]
+        for c in trace.ops[outer].children:
+            child = trace.ops[c]
+            if child.cat != CPU_OP:
+                continue
+            chain.append(child.name + ("" if child.gpu_us > 0 else " (no GPU)"))
+        if k.op != outer and trace.ops[k.op].parent != outer:
+            chain.append(trace.ops[k.op].name)
+        epilogue = f" (epilogue: {name.epilogue})" if name.epilogue else ""
+        return " → ".join(chain) + f" ⇒ {name.short}{epilogue}"
+    return None
+
+
+def trace_findings(trace: Trace) -> list[str]:
+    step = focus_step(trace)
+    gpu_ids = step_gpu(trace, step)
+    where = trace.steps[step].name if step is not None else "whole trace"
+    lines = [f"{where}: {kernel_line(trace, gpu_ids)}", launch_line(trace, gpu_ids)]
+    gemm_launch = gemm_launch_line(trace, gpu_ids)
+    if gemm_launch:
+        lines.append(gemm_launch)
+    chain = chain_line(trace, gpu_ids)
+    if chain:
+        lines.append("first GEMM: " + chain)
+    ops = step_ops(trace, step)
+    idle = sum(1 for o in ops if trace.ops[o].gpu_us == 0)
+    compiled = any(op.name.startswith("Torch-Compiled Region") and (step is None or op.step == step)
+                   for op in trace.ops)
+    cpu = f"CPU: {len(ops)} ops, {idle} of them launch nothing on the GPU"
+    if compiled:
+        cpu += "; runs a torch.compile region"
+    graphs = sum(1 for o in trace.ops if o.cat in LAUNCH_CATS and (step is None or o.step == step)
+                 and classify_call(o.name) == "graph")
+    if graphs:
+        cpu += f"; {graphs} CUDA graph launch{'es' if graphs > 1 else ''}"
+    lines.append(cpu)
+    return lines

@@ -1,0 +1,110 @@
+"""The host-side calls that put work on the GPU: what they are, how many, how long.
+
+    classify_call(name) -> kind   launch | occupancy | memset | memcpy | attribute | sync | graph | other
+    launch_calls(trace, step=None) -> [LaunchCallStat]   one row per call name, most time first
+    launches_by_op(trace, step=None) -> [OpLaunches]     per innermost launching CPU op, in time order
+
+A "call" is a runtime or driver slice (cudaLaunchKernel, cuLaunchKernelEx, hipLaunchKernel,
+cudaOccupancyMaxActiveBlocksPerMultiprocessor, cudaMemsetAsync, cudaGraphLaunch, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from mlptui.trace.model import LAUNCH_CATS, Trace
+
+KINDS = ("launch", "occupancy", "memset", "memcpy", "attribute", "sync", "graph", "other")
+
+# First match wins; matched against the call name with its vendor prefix (cuda/cu/hip) kept. Lower-case
+# needles catch MTIA's runtime ("enqueueCommand memcpyHtoDAsync", "synchronizeStream").
+_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("graph", ("GraphLaunch",)),
+    ("launch", ("LaunchKernel", "LaunchCooperativeKernel", "ModuleLaunch")),
+    ("occupancy", ("Occupancy",)),
+    ("memset", ("Memset", "memset")),
+    ("memcpy", ("Memcpy", "memcpy")),
+    ("attribute", ("Attribute", "FuncGetAttributes", "GetProperties")),
+    ("sync", ("Synchronize", "WaitEvent", "EventQuery", "StreamQuery", "synchronize")),
+)
+
+
+@lru_cache(maxsize=4096)
+def classify_call(name: str) -> str:
+    for kind, needles in _RULES:
+        if any(n in name for n in needles):
+            return kind
+    return "other"
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchCallStat:
+    name: str
+    kind: str
+    count: int
+    total_us: float
+
+    @property
+    def mean_us(self) -> float:
+        return self.total_us / self.count if self.count else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class OpLaunches:
+    op: int                   # innermost non-launch CPU op around the calls; -1 for calls outside any op
+    calls: tuple[int, ...]    # runtime/driver Op ids it made, in time order
+    kernels: tuple[int, ...]  # GpuOp ids those calls (or the op itself) launched, in time order
+
+
+def _calls(trace: Trace, step: int | None) -> list[int]:
+    return [op.id for op in trace.ops if op.cat in LAUNCH_CATS and (step is None or op.step == step)]
+
+
+def launch_calls(trace: Trace, step: int | None = None) -> list[LaunchCallStat]:
+    """Count and total time of each runtime/driver call name (in `step`, or everywhere when None)."""
+    totals: dict[str, list[float]] = {}
+    for i in _calls(trace, step):
+        op = trace.ops[i]
+        row = totals.setdefault(op.name, [0, 0.0])
+        row[0] += 1
+        row[1] += op.dur
+    stats = [LaunchCallStat(name, classify_call(name), int(c), t) for name, (c, t) in totals.items()]
+    stats.sort(key=lambda s: (-s.total_us, s.name))
+    return stats
+
+
+def launching_op(trace: Trace, call: int) -> int:
+    """The innermost non-launch slice around runtime/driver call `call` (-1 when there is none)."""
+    ops = trace.ops
+    p = ops[call].parent
+    while p >= 0 and ops[p].cat in LAUNCH_CATS:
+        p = ops[p].parent
+    return p
+
+
+def launches_by_op(trace: Trace, step: int | None = None) -> list[OpLaunches]:
+    calls_of: dict[int, list[int]] = {}
+    for i in _calls(trace, step):
+        calls_of.setdefault(launching_op(trace, i), []).append(i)
+    kernels_of: dict[int, list[int]] = {}
+    for g in trace.gpu:
+        if step is not None and g.step != step:
+            continue
+        owner = g.op if g.op >= 0 else (launching_op(trace, g.launch) if g.launch >= 0 else -2)
+        if owner != -2 and (owner in calls_of or g.op >= 0):
+            kernels_of.setdefault(owner, []).append(g.id)
+    owners = set(calls_of) | set(kernels_of)
+    ops = trace.ops
+
+    def start(o: int) -> float:
+        if o >= 0:
+            return ops[o].ts
+        first = calls_of.get(o) or []
+        return ops[first[0]].ts if first else float("inf")
+
+    return [
+        OpLaunches(o, tuple(sorted(calls_of.get(o, ()), key=lambda c: (ops[c].ts, c))),
+                   tuple(sorted(kernels_of.get(o, ()), key=lambda k: (trace.gpu[k].ts, k))))
+        for o in sorted(owners, key=lambda o: (start(o), o))
+    ]

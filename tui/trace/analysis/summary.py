@@ -1,0 +1,274 @@
+"""The headless report of one trace: `summarize(trace) -> dict`, and its text and Markdown renderings.
+
+JSON shape (`mlptui summary PATH --json`; times in µs rounded to ns, lists sorted as stated):
+
+    {
+      "source": str,                       # what the user named (path, host:path, hf://...)
+      "format": "kineto",
+      "device": {"name": str, ...} | null, # deviceProperties of the GPU that ran the kernels, as recorded
+      "warnings": [str],                   # what the loader skipped or could not nest
+      "manifest": {...} | null,            # the runner's entry for this trace (workload, mode, ...), if any
+      "findings": [str],                   # the last step at a glance: kernels, launch path, GEMM chain
+      "counts": {"events": int, "cpu_ops": int, "gpu_ops": int, "threads": int, "streams": int,
+                 "steps": int, "unlinked_gpu_ops": int},   # GPU work with no launch call or op found
+      "verdict_rule": str,                 # the rule behind every "verdict" below, in words
+      "steps": [                           # one per ProfilerStep#N, in time order
+        {"index": int, "name": "ProfilerStep#2", "cpu_us": f, "gpu_busy_us": f, "gpu_idle_us": f,
+         "kernels": int, "launches": int, "launch_overhead_us": f,
+         "verdict": "overhead-bound" | "compute-bound" | "cpu-only"}
+      ],
+      "total": {same keys as a step},      # all steps together (the whole trace when it has no steps)
+      "kernels": [                         # kernel events only, grouped by raw name, most time first
+        {"name": raw, "short": str, "family": str, "library": str, "count": int,
+         "total_us": f, "mean_us": f}
+      ],
+      "memory_ops": [                      # memcpy and memset on the GPU, grouped the same way
+        {"name": raw, "kind": "memcpy" | "memset", "count": int, "total_us": f, "mean_us": f}
+      ],
+      "launch_calls": [                    # runtime/driver calls, grouped by name, most time first
+        {"name": "cuLaunchKernelEx", "kind": "launch" | "occupancy" | "memset" | "memcpy" | "attribute"
+                                             | "sync" | "graph" | "other", "count": int, "total_us": f}
+      ],
+      "dispatch": [                        # each distinct CPU path that put kernels on the GPU
+        {"path": [op names from the outermost op of a step (below ProfilerStep#N) down to the leaf op
+                  that launched; Python frames left out], "count": int (how many times that path ran
+                  with those kernels),
+         "gpu_kernels": [raw names of the kernels the leaf launched, in order],
+         "gpu_us": f (their total GPU time over all occurrences)}
+      ]
+    }
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlptui.trace.analysis.findings import trace_findings
+from mlptui.trace.analysis.launches import launch_calls
+from mlptui.trace.model import KERNEL, MEMCPY, MEMSET, PYTHON, Trace
+from mlptui.trace.names.kernel import decode_kernel
+from mlptui.trace.analysis.steps import VERDICT_RULE, all_step_stats, step_stats
+
+
+def _r(x: float) -> float:
+    return round(x, 3)
+
+
+def _kernel_name(raw: str) -> tuple[str, str, str]:
+    k = decode_kernel(raw)
+    return k.short, k.family, k.library
+
+
+def _step_dict(s: Any) -> dict[str, Any]:
+    d = s.to_dict()
+    for key in ("cpu_us", "gpu_busy_us", "gpu_idle_us", "launch_overhead_us"):
+        d[key] = _r(d[key])
+    return d
+
+
+def _grouped(trace: Trace, cats: frozenset[str]) -> list[tuple[str, str, int, float]]:
+    groups: dict[str, list] = {}
+    for g in trace.gpu:
+        if g.cat in cats:
+            row = groups.setdefault(g.name, [g.cat, 0, 0.0])
+            row[1] += 1
+            row[2] += g.dur
+    rows = [(name, cat, n, total) for name, (cat, n, total) in groups.items()]
+    rows.sort(key=lambda r: (-r[3], r[0]))
+    return rows
+
+
+def _dispatch(trace: Trace) -> list[dict[str, Any]]:
+    ops = trace.ops
+    step_ops = {s.op for s in trace.steps}
+    kernels_of: dict[int, list[int]] = {}
+    for g in trace.gpu:
+        if g.cat == KERNEL and g.op >= 0:
+            kernels_of.setdefault(g.op, []).append(g.id)
+    rows: dict[tuple, list] = {}
+    for leaf in sorted(kernels_of, key=lambda o: (ops[o].ts, o)):
+        path = []
+        p = leaf
+        while p >= 0 and p not in step_ops:
+            if p == leaf or ops[p].cat != PYTHON:    # Python frames (with_stack) would drown the path
+                path.append(ops[p].name)
+            p = ops[p].parent
+        path.reverse()
+        gids = sorted(kernels_of[leaf], key=lambda k: (trace.gpu[k].ts, k))
+        names = tuple(trace.gpu[k].name for k in gids)
+        row = rows.setdefault((tuple(path), names), [0, 0.0])
+        row[0] += 1
+        row[1] += sum(trace.gpu[k].dur for k in gids)
+    return [{"path": list(path), "count": n, "gpu_kernels": list(names), "gpu_us": _r(us)}
+            for (path, names), (n, us) in rows.items()]
+
+
+def summarize(trace: Trace) -> dict[str, Any]:
+    kernels = []
+    for name, _cat, n, total in _grouped(trace, frozenset({KERNEL})):
+        short, family, library = _kernel_name(name)
+        kernels.append({"name": name, "short": short, "family": family, "library": library, "count": n,
+                        "total_us": _r(total), "mean_us": _r(total / n)})
+    memory = [{"name": name, "kind": "memcpy" if cat == MEMCPY else "memset", "count": n,
+               "total_us": _r(total), "mean_us": _r(total / n)}
+              for name, cat, n, total in _grouped(trace, frozenset({MEMCPY, MEMSET}))]
+    return {
+        "source": trace.source,
+        "format": trace.format,
+        "device": trace.device,
+        "warnings": list(trace.warnings),
+        "manifest": trace.manifest,
+        "findings": trace_findings(trace),
+        "counts": {"events": trace.meta.get("events", 0), "cpu_ops": len(trace.ops), "gpu_ops": len(trace.gpu),
+                   "threads": len(trace.threads), "streams": len(trace.streams), "steps": len(trace.steps),
+                   "unlinked_gpu_ops": sum(1 for g in trace.gpu if g.launch < 0 and g.op < 0)},
+        "verdict_rule": VERDICT_RULE,
+        "steps": [_step_dict(s) for s in all_step_stats(trace)],
+        "total": _step_dict(step_stats(trace, None)),
+        "kernels": kernels,
+        "memory_ops": memory,
+        "launch_calls": [{"name": c.name, "kind": c.kind, "count": c.count, "total_us": _r(c.total_us)}
+                         for c in launch_calls(trace)],
+        "dispatch": _dispatch(trace),
+    }
+
+
+# ---------------------------------------------------------------- renderings
+
+def _us(x: float) -> str:
+    return f"{x / 1000:.2f} ms" if x >= 1000 else f"{x:.1f} µs"
+
+
+def _device_line(d: dict[str, Any]) -> str:
+    dev = d.get("device")
+    if not dev:
+        return "device: none recorded (CPU-only trace or no deviceProperties)"
+    parts = [str(dev.get("name", "?"))]
+    if "computeMajor" in dev:
+        parts.append(f"sm_{dev.get('computeMajor')}{dev.get('computeMinor', 0)}")
+    if "numSms" in dev:
+        parts.append(f"{dev['numSms']} SMs")
+    return "device: " + ", ".join(parts)
+
+
+def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+
+    def fmt(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    return [fmt(headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
+
+
+def _step_rows(d: dict[str, Any], top: int) -> list[list[str]]:
+    steps = d["steps"]
+    if len(steps) > top:      # first and last steps; --json has them all
+        head = steps[: top // 2]
+        tail = steps[len(steps) - (top - len(head)):]
+        gap = {"name": f"… {len(steps) - len(head) - len(tail)} more", "cpu_us": None}
+        steps = head + [gap] + tail
+    rows = [*steps, d["total"]]
+    return [[s["name"]] + [""] * 7 if s["cpu_us"] is None else _step_row(s) for s in rows]
+
+
+def _step_row(s: dict[str, Any]) -> list[str]:
+    return [s["name"], _us(s["cpu_us"]), _us(s["gpu_busy_us"]), _us(s["gpu_idle_us"]), str(s["kernels"]),
+            str(s["launches"]), _us(s["launch_overhead_us"]), s["verdict"]]
+
+
+_STEP_HEAD = ["step", "CPU", "GPU busy", "GPU idle", "kernels", "launches", "launch ovh", "verdict"]
+
+
+def _manifest_line(d: dict[str, Any]) -> str | None:
+    m = d.get("manifest")
+    if not m:
+        return None
+    keys = [k for k in ("workload", "mode", "dtype") if m.get(k)]
+    return "run: " + ", ".join(f"{k} {m[k]}" for k in keys) if keys else None
+
+
+def _counts_line(d: dict[str, Any]) -> str:
+    c = d["counts"]
+    line = (f"{c['cpu_ops']} CPU slices on {c['threads']} thread(s), {c['gpu_ops']} GPU ops on "
+            f"{c['streams']} stream(s), {c['steps']} step(s)")
+    return line + (f", {c['unlinked_gpu_ops']} GPU op(s) with no launching call found" if c["unlinked_gpu_ops"] else "")
+
+
+def _verdict_line(d: dict[str, Any]) -> str:
+    t = d["total"]
+    if t["verdict"] == "cpu-only":
+        return f"verdict: cpu-only ({t['name']} put no work on the GPU)"
+    rel = ">" if t["verdict"] == "overhead-bound" else "<="
+    return (f"verdict: {t['verdict']} ({t['name']}: GPU idle {_us(t['gpu_idle_us'])} {rel} "
+            f"GPU busy {_us(t['gpu_busy_us'])})")
+
+
+def render_text(d: dict[str, Any], top: int = 15) -> str:
+    out = [f"trace: {d['source']}", _device_line(d), _counts_line(d), _verdict_line(d)]
+    if (line := _manifest_line(d)) is not None:
+        out.append(line)
+    for w in d["warnings"]:
+        out.append(f"warning: {w}")
+    if d["findings"]:
+        out += ["", "findings"] + [f"  {line}" for line in d["findings"]]
+    out += ["", "steps"] + ["  " + r for r in _table(_STEP_HEAD, _step_rows(d, top), {1, 2, 3, 4, 5, 6})]
+    out.append(f"  verdict rule: {d['verdict_rule']}")
+    if d["kernels"]:
+        rows = [[k["short"], k["family"], k["library"], str(k["count"]), _us(k["total_us"]), _us(k["mean_us"])]
+                for k in d["kernels"][:top]]
+        out += ["", f"kernels ({len(d['kernels'])} distinct, most time first)"]
+        out += ["  " + r for r in _table(["kernel", "family", "library", "count", "total", "mean"], rows, {3, 4, 5})]
+    if d["memory_ops"]:
+        rows = [[m["name"], m["kind"], str(m["count"]), _us(m["total_us"])] for m in d["memory_ops"][:top]]
+        out += ["", "memcpy / memset"] + ["  " + r for r in _table(["name", "kind", "count", "total"], rows, {2, 3})]
+    if d["launch_calls"]:
+        rows = [[c["name"], c["kind"], str(c["count"]), _us(c["total_us"])] for c in d["launch_calls"][:top]]
+        out += ["", "runtime / driver calls"]
+        out += ["  " + r for r in _table(["call", "kind", "count", "total"], rows, {2, 3})]
+    if d["dispatch"]:
+        out += ["", "dispatch (CPU path -> kernels it launched)"]
+        for row in d["dispatch"][:top]:
+            out.append(f"  {row['count']}× " + " → ".join(row["path"]))
+            for k in row["gpu_kernels"]:
+                out.append(f"       ⤷ {_kernel_name(k)[0]}")
+        if len(d["dispatch"]) > top:
+            out.append(f"  … {len(d['dispatch']) - top} more paths (--json has them all)")
+    return "\n".join(out) + "\n"
+
+
+def _md_escape(s: str) -> str:
+    return s.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    return lines + ["| " + " | ".join(_md_escape(c) for c in r) + " |" for r in rows]
+
+
+def render_markdown(d: dict[str, Any], top: int = 15) -> str:
+    out = [f"### Trace summary: `{d['source']}`", "", _device_line(d), "", _counts_line(d), "",
+           f"**{_verdict_line(d)}**"]
+    if (line := _manifest_line(d)) is not None:
+        out += ["", line]
+    for w in d["warnings"]:
+        out += ["", f"> warning: {_md_escape(w)}"]
+    if d["findings"]:
+        out += ["", "#### Findings", ""] + [f"- {_md_escape(line)}" for line in d["findings"]]
+    out += ["", "#### Steps", ""] + _md_table(_STEP_HEAD, _step_rows(d, top))
+    out += ["", f"Verdict rule: {d['verdict_rule']}."]
+    if d["kernels"]:
+        out += ["", "#### Kernels", ""]
+        out += _md_table(["kernel", "family", "library", "count", "total", "mean"],
+                         [[k["short"], k["family"], k["library"], str(k["count"]), _us(k["total_us"]),
+                           _us(k["mean_us"])] for k in d["kernels"][:top]])
+    if d["launch_calls"]:
+        out += ["", "#### Runtime / driver calls", ""]
+        out += _md_table(["call", "kind", "count", "total"],
+                         [[c["name"], c["kind"], str(c["count"]), _us(c["total_us"])] for c in d["launch_calls"][:top]])
+    if d["dispatch"]:
+        out += ["", "#### Dispatch", ""]
+        out += _md_table(["count", "CPU path", "kernels"],
+                         [[str(r["count"]), " → ".join(r["path"]), ", ".join(_kernel_name(k)[0] for k in r["gpu_kernels"])]
+                          for r in d["dispatch"][:top]])
+    return "\n".join(out) + "\n"

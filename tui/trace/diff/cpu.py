@@ -1,0 +1,92 @@
+"""The CPU half of a diff: dispatch chains of launched GPU work and ops found on one side only."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from mlptui.trace.model import ANNOTATION, CPU_OP, Trace
+
+# Names that carry a per-compilation hash: compared without it so two compiled runs line up.
+_HASHED = re.compile(r"(## Call CompiledFxGraph )\w+( ##)")
+
+
+def op_key(name: str) -> str:
+    """The name two traces are compared on (hashes of compiled graphs removed)."""
+    return _HASHED.sub(r"\1…\2", name)
+
+
+def launch_chain(trace: Trace, gpu_id: int, cache: dict[int, tuple[str, ...]] | None = None) -> list[str]:
+    """CPU op names root -> leaf that led to GPU op `gpu_id`, ending with the launch call itself.
+
+    The ProfilerStep annotation at the root is left out: every chain of a step starts with it.
+    `cache` (op id -> its chain) saves the walk for the many kernels that one op launches.
+    """
+    g = trace.gpu[gpu_id]
+    names = list(op_chain(trace, g.op, cache)) if g.op >= 0 else []
+    if g.launch >= 0:
+        names.append(trace.ops[g.launch].name)
+    return names
+
+
+def op_chain(trace: Trace, op: int, cache: dict[int, tuple[str, ...]] | None = None) -> tuple[str, ...]:
+    """Names of `op` and its ancestors, root first, without the ProfilerStep annotation."""
+    if cache is not None and op in cache:
+        return cache[op]
+    names: list[str] = []
+    cur = op
+    while cur >= 0:
+        o = trace.ops[cur]
+        if not (o.cat == ANNOTATION and o.name.startswith("ProfilerStep#")):
+            names.append(o.name)
+        cur = o.parent
+    names.reverse()
+    chain = tuple(names)
+    if cache is not None:
+        cache[op] = chain
+    return chain
+
+
+def step_op_counts(trace: Trace, step: int | None) -> Counter[str]:
+    """How many times each CPU op / annotation name occurs in `step` (None: the whole trace),
+    keyed by op_key, in order of first appearance."""
+    counts: Counter[str] = Counter()
+    for o in trace.ops:
+        if o.cat not in (CPU_OP, ANNOTATION) or (step is not None and o.step != step):
+            continue
+        if o.cat == ANNOTATION and o.name.startswith("ProfilerStep#"):
+            continue
+        counts[op_key(o.name)] += 1
+    return counts
+
+
+@dataclass
+class CpuDiff:
+    removed_ops: list[str] = field(default_factory=list)    # in A's step only, A's order
+    added_ops: list[str] = field(default_factory=list)      # in B's step only, B's order
+    count_changes: list[tuple[str, int, int]] = field(default_factory=list)  # in both, other counts
+    # Every name's count in each side's step (by op_key): the screen shows how often a one-sided op ran.
+    a_counts: dict[str, int] = field(default_factory=dict, repr=False)
+    b_counts: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def swapped(self) -> CpuDiff:
+        return CpuDiff(list(self.added_ops), list(self.removed_ops),
+                       [(n, cb, ca) for n, ca, cb in self.count_changes], self.b_counts, self.a_counts)
+
+    def to_json(self) -> dict:
+        return {
+            "removed_ops": self.removed_ops,
+            "added_ops": self.added_ops,
+            "count_changes": [{"name": n, "a": ca, "b": cb} for n, ca, cb in self.count_changes],
+        }
+
+
+def cpu_diff(a: Counter[str], b: Counter[str]) -> CpuDiff:
+    return CpuDiff(
+        removed_ops=[n for n in a if n not in b],
+        added_ops=[n for n in b if n not in a],
+        count_changes=[(n, a[n], b[n]) for n in a if n in b and a[n] != b[n]],
+        a_counts=dict(a),
+        b_counts=dict(b),
+    )

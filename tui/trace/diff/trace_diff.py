@@ -1,0 +1,319 @@
+"""Diff two traces: one step of each, GPU work aligned kernel by kernel, with the CPU side and
+the step timings beside it.
+
+    d = diff_traces(a, b)                  # each side's median-duration step
+    d = diff_traces(a, b, step_a=1, step_b=0)   # Step.index on each side
+    d.to_json()                            # the `mlptui diff --json` document
+    d.swapped()                            # B against A, without aligning again
+
+Renderers for text and Markdown are in mlptui.trace.diff.render.
+"""
+
+from __future__ import annotations
+
+import statistics
+import weakref
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from mlptui.trace.diff.align import (
+    ADDED,
+    CHANGED,
+    FUSED,
+    KERNEL,
+    MEMCPY,
+    MEMSET,
+    REMOVED,
+    SAME,
+    STATUSES,
+    AlignItem,
+    align,
+)
+from mlptui.trace.diff.cpu import CpuDiff, cpu_diff, launch_chain, step_op_counts
+from mlptui.trace.diff.tokens import name_words, op_words
+from mlptui.trace.diff.totals import Pair, biggest_rows, family_totals, launch_totals
+from mlptui.contract.errors import MlptuiError
+from mlptui.trace.analysis.launches import launch_calls
+from mlptui.trace.model import MEMCPY as CAT_MEMCPY
+from mlptui.trace.model import MEMSET as CAT_MEMSET
+from mlptui.trace.model import Trace
+from mlptui.trace.names.kernel import decode_kernel
+from mlptui.trace.analysis.steps import StepStats, all_step_stats, step_stats
+
+_MIRROR = {ADDED: REMOVED, REMOVED: ADDED}
+# Families whose kernels never stand for a fusion of several others (a GEMM may: a Triton GEMM with
+# an epilogue, such as a gate/up GEMM with GeGLU, stands for the GEMMs and the pointwise ops it replaced).
+_NOT_FUSABLE = frozenset({"copy", "memset", "comm"})
+# Libraries whose kernels each compute one op (or one op and its library epilogue): never a fusion.
+_VENDOR_LIBRARIES = ("ATen", "cuBLAS", "CUTLASS", "cuDNN", "CUB", "CUDA", "NCCL", "RCCL", "HIP", "rocBLAS",
+                     "hipBLASLt", "FBGEMM", "Apex")
+
+
+@dataclass(frozen=True, slots=True)
+class DiffKernel:
+    """One GPU op of one side, as a diff row shows it."""
+
+    gpu_id: int
+    name: str
+    short: str
+    family: str
+    library: str
+    kind: str                # kernel, memset, memcpy
+    dur: float
+    launcher: str            # innermost CPU op that launched it ("" if none)
+    chain: tuple[str, ...]   # CPU op names root -> leaf, then the launch call
+
+
+@dataclass(frozen=True, slots=True)
+class DiffRow:
+    status: str
+    a: tuple[DiffKernel, ...]
+    b: tuple[DiffKernel, ...]
+
+    @property
+    def a_us(self) -> float | None:
+        return sum(k.dur for k in self.a) if self.a else None
+
+    @property
+    def b_us(self) -> float | None:
+        return sum(k.dur for k in self.b) if self.b else None
+
+    @property
+    def delta_us(self) -> float | None:
+        a, b = self.a_us, self.b_us
+        return None if a is None or b is None else b - a
+
+    def swapped(self) -> DiffRow:
+        return DiffRow(_MIRROR.get(self.status, self.status), self.b, self.a)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One trace's numbers: the aligned step's identity plus medians over all its active steps."""
+
+    source: str
+    label: str               # workload/mode from the manifest, else the file name
+    device: str | None
+    step: str                # name of the aligned step ("all" when the trace has no steps)
+    step_index: int          # Step.index, -1 for the whole trace
+    steps: tuple[str, ...]   # every active step's name
+    step_us: float           # median step wall time
+    cpu_us: float
+    gpu_busy_us: float
+    gpu_idle_us: float
+    kernels: int
+    launches: int
+    aligned: StepStats | None   # the aligned step's own numbers
+    timed_us: float | None = None   # the runner's unprofiled median from the manifest, if any
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "source": self.source, "step": self.step, "cpu_us": _r(self.cpu_us),
+            "gpu_busy_us": _r(self.gpu_busy_us), "kernels": self.kernels, "launches": self.launches,
+            "gpu_idle_us": _r(self.gpu_idle_us), "step_us": _r(self.step_us), "label": self.label,
+            "device": self.device, "steps": len(self.steps), "timed_us": _r(self.timed_us),
+        }
+        if self.aligned is not None:
+            s = self.aligned
+            d["aligned_step"] = {"cpu_us": _r(s.cpu_us), "gpu_busy_us": _r(s.gpu_busy_us),
+                                 "gpu_idle_us": _r(s.gpu_idle_us), "kernels": s.kernels, "launches": s.launches}
+        return d
+
+
+@dataclass
+class TraceDiff:
+    a: Side
+    b: Side
+    rows: list[DiffRow]
+    cpu: CpuDiff
+    speedup: float | None            # A's median step time / B's: > 1 means B is faster
+    families: list[Pair] = field(default_factory=list)      # GPU time per kernel family, aligned steps
+    launch_calls: list[Pair] = field(default_factory=list)  # runtime/driver calls, aligned steps
+    trace_a: Trace | None = field(default=None, repr=False)
+    trace_b: Trace | None = field(default=None, repr=False)
+
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(STATUSES, 0)
+        for r in self.rows:
+            out[r.status] += 1
+        return out
+
+    @property
+    def gpu_busy_speedup(self) -> float | None:
+        return _ratio(self.a.gpu_busy_us, self.b.gpu_busy_us)
+
+    @property
+    def timed_speedup(self) -> float | None:
+        """From the runs' unprofiled timings: profiled steps carry profiler and sync overhead."""
+        return _ratio(self.a.timed_us, self.b.timed_us)
+
+    def differences(self) -> list[int]:
+        """Row numbers whose status is not `same`."""
+        return [i for i, r in enumerate(self.rows) if r.status != SAME]
+
+    def swapped(self) -> TraceDiff:
+        return TraceDiff(self.b, self.a, [r.swapped() for r in self.rows], self.cpu.swapped(),
+                         None if not self.speedup else 1.0 / self.speedup,
+                         [p.swapped() for p in self.families], [p.swapped() for p in self.launch_calls],
+                         self.trace_b, self.trace_a)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mlptui_diff": 1,
+            "a": self.a.to_json(),
+            "b": self.b.to_json(),
+            "kernels": [_row_json(r) for r in self.rows],
+            "cpu": self.cpu.to_json(),
+            "speedup": _r(self.speedup, 4),
+            "counts": self.counts(),
+            "gpu_busy_speedup": _r(self.gpu_busy_speedup, 4),
+            "timed_speedup": _r(self.timed_speedup, 4),
+            "by_family": [p.to_json("family") for p in self.families],
+            "launch_calls": [p.to_json("name") for p in self.launch_calls],
+            "biggest": [i + 1 for i in biggest_rows(self.rows)],
+        }
+
+
+def diff_traces(a: Trace, b: Trace, step_a: int | None = None, step_b: int | None = None) -> TraceDiff:
+    """Align step `step_a` of `a` with step `step_b` of `b` (Step.index; None: the median step)."""
+    sa = _pick_step(a, step_a, "A")
+    sb = _pick_step(b, step_b, "B")
+    items_a, kern_a = _items(a, sa)
+    items_b, kern_b = _items(b, sb)
+    rows = [DiffRow(r.status, tuple(kern_a[i] for i in r.a), tuple(kern_b[j] for j in r.b))
+            for r in align(items_a, items_b)]
+    side_a, side_b = _side(a, sa), _side(b, sb)
+    cpu = cpu_diff(step_op_counts(a, sa), step_op_counts(b, sb))
+    return TraceDiff(side_a, side_b, rows, cpu, _ratio(side_a.step_us, side_b.step_us), family_totals(rows),
+                     launch_totals(launch_calls(a, sa), launch_calls(b, sb)), a, b)
+
+
+def median_step(trace: Trace) -> int | None:
+    """Index of the active step with the median wall time (the lower one of an even count)."""
+    if not trace.steps:
+        return None
+    order = sorted(trace.steps, key=lambda s: (s.dur, s.index))
+    return order[(len(order) - 1) // 2].index
+
+
+def step_by_number(trace: Trace, number: int, side: str) -> int:
+    """Step.index of `ProfilerStep#<number>`; a one-line error listing the steps otherwise."""
+    for s in trace.steps:
+        if s.name.rpartition("#")[2] == str(number):
+            return s.index
+    have = ", ".join(s.name.rpartition("#")[2] for s in trace.steps) or "none"
+    raise MlptuiError(f"{side}: no ProfilerStep#{number} in {trace.source} (steps: {have})")
+
+
+def _pick_step(trace: Trace, step: int | None, side: str) -> int | None:
+    if step is None:
+        return median_step(trace)
+    if not 0 <= step < len(trace.steps):
+        raise MlptuiError(f"{side}: step {step} out of range for {trace.source} ({len(trace.steps)} steps)")
+    return step
+
+
+def _items(trace: Trace, step: int | None) -> tuple[list[AlignItem], list[DiffKernel]]:
+    ops = trace.ops
+    work = [g for g in trace.gpu if step is None or g.step == step]
+    # Program order: when the CPU launched it; a graph replay's kernels share one launch, so then GPU order.
+    work.sort(key=lambda g: (ops[g.launch].ts if g.launch >= 0 else g.ts, g.ts))
+    items: list[AlignItem] = []
+    kernels: list[DiffKernel] = []
+    chains: dict[int, tuple[str, ...]] = {}
+    for g in work:
+        kind = MEMSET if g.cat == CAT_MEMSET else MEMCPY if g.cat == CAT_MEMCPY else KERNEL
+        name = decode_kernel(g.name)
+        launcher = ops[g.op].name if g.op >= 0 else ""
+        words = op_words(name.ops, launcher)
+        if name.family != "gemm" and _is_identifier(g.name):
+            words |= name_words(g.name)
+        fusable = (kind == KERNEL and name.family not in _NOT_FUSABLE
+                   and not name.library.startswith(_VENDOR_LIBRARIES)
+                   and (name.family != "gemm" or bool(words - {"mm"})))
+        items.append(AlignItem(g.name, kind, name.family, words, launcher, fusable, g.dur, g.id))
+        kernels.append(DiffKernel(g.id, g.name, name.short, name.family, name.library, kind, g.dur,
+                                  launcher, tuple(launch_chain(trace, g.id, chains))))
+    return items, kernels
+
+
+def _is_identifier(raw: str) -> bool:
+    return raw.replace("_", "a").isalnum()
+
+
+def _side(trace: Trace, step: int | None) -> Side:
+    side = _measured_side(trace, step)
+    timed = ((trace.manifest or {}).get("timing") or {}).get("median_us")
+    return replace(side, timed_us=float(timed)) if isinstance(timed, (int, float)) else side
+
+
+def _measured_side(trace: Trace, step: int | None) -> Side:
+    manifest = trace.manifest or {}
+    label = "/".join(str(manifest[k]) for k in ("workload", "mode") if manifest.get(k)) or Path(
+        trace.source).name
+    steps = tuple(s.name for s in trace.steps)
+    if step is None:
+        whole = step_stats(trace, None)
+        return Side(trace.source, label, trace.device_name, "all", -1, steps, _gpu_span(trace),
+                    whole.cpu_us, whole.gpu_busy_us, whole.gpu_idle_us, whole.kernels, whole.launches, whole)
+    stats = _all_stats(trace)
+    return Side(
+        trace.source, label, trace.device_name, trace.steps[step].name, step, steps,
+        statistics.median(s.dur for s in trace.steps),
+        statistics.median(s.cpu_us for s in stats),
+        statistics.median(s.gpu_busy_us for s in stats),
+        statistics.median(s.gpu_idle_us for s in stats),
+        round(statistics.median(s.kernels for s in stats)),
+        round(statistics.median(s.launches for s in stats)),
+        stats[step] if step < len(stats) else None,
+    )
+
+
+# Step stats per trace, kept while the trace lives: switching the aligned step must not recount them.
+_STATS: dict[int, tuple[weakref.ref[Trace], list[StepStats]]] = {}
+
+
+def _all_stats(trace: Trace) -> list[StepStats]:
+    key = id(trace)
+    hit = _STATS.get(key)
+    if hit is not None and hit[0]() is trace:
+        return hit[1]
+    stats = all_step_stats(trace)
+    _STATS[key] = (weakref.ref(trace, lambda _ref, k=key: _STATS.pop(k, None)), stats)
+    return stats
+
+
+def _gpu_span(trace: Trace) -> float:
+    if not trace.gpu:
+        return 0.0
+    return max(g.end for g in trace.gpu) - min(g.ts for g in trace.gpu)
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a and b else None
+
+
+def _r(x: float | None, nd: int = 3) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+def _row_json(r: DiffRow) -> dict[str, Any]:
+    delta = r.delta_us
+    return {
+        "status": r.status,
+        "a": [k.name for k in r.a],
+        "b": [k.name for k in r.b],
+        "a_us": _r(r.a_us),
+        "b_us": _r(r.b_us),
+        "delta_us": _r(delta),
+        "kind": (r.a or r.b)[0].kind,
+        "a_short": [k.short for k in r.a],
+        "b_short": [k.short for k in r.b],
+        "a_chain": list(r.a[0].chain) if r.a else [],
+        "b_chain": list(r.b[0].chain) if r.b else [],
+    }
+
+
+__all__ = ["ADDED", "CHANGED", "FUSED", "REMOVED", "SAME", "STATUSES", "DiffKernel", "DiffRow", "Side",
+           "TraceDiff", "diff_traces", "median_step", "step_by_number"]

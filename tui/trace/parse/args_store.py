@@ -1,0 +1,117 @@
+"""Every event's full `args`, decoded only when asked for.
+
+The bulk load reads just the few args keys that linking needs (mlptui.trace.parse.decode.LinkArgs) and lets
+the input buffer go, which keeps the peak memory of a load near the size of the decoded events. The
+first call for a full `args` re-reads the trace (file or bytes), keeps each event's args as a raw JSON
+slice and decodes one on demand from then on. A file that changed since it was loaded is noticed
+(size and modification time) and never mixed with the loaded trace.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import zlib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from msgspec import Raw, Struct
+
+from mlptui.trace.parse.decode import event_args
+
+_NO_ARGS = Raw(b"")
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class _ArgsOnly(Struct, gc=False):
+    args: Raw = _NO_ARGS
+
+
+class _ArgsDoc(Struct, gc=False):
+    traceEvents: list[_ArgsOnly] = []
+
+
+_DOC = msgspec.json.Decoder(_ArgsDoc)
+_ARRAY = msgspec.json.Decoder(list[_ArgsOnly])
+
+
+class ArgsStore:
+    """Callable: event index -> that event's args dict ({} when there are none or they cannot be read)."""
+
+    def __init__(self, n_events: int, *, path: Path | None = None, data: bytes | None = None,
+                 stamp: tuple[int, int] | None = None, repair_utf8: bool = False,
+                 cut: int | None = None, suffix: bytes = b"", eager: list[Any] | None = None) -> None:
+        self._n = n_events
+        self._path = path
+        self._data = data
+        self._stamp = stamp
+        self._repair = repair_utf8
+        self._cut = cut
+        self._suffix = suffix
+        self._raws: list[Any] | None = eager
+        self._buffer: Any = None
+        self._lock = threading.Lock()
+        self.problem: str | None = None      # why args could not be read back, once that happened
+
+    @property
+    def loaded(self) -> bool:
+        return self._raws is not None
+
+    def __call__(self, event: int) -> dict[str, Any]:
+        raws = self._raws if self._raws is not None else self._load()
+        if not 0 <= event < len(raws):
+            return {}
+        value = raws[event]
+        if isinstance(value, dict):
+            return value
+        return event_args(value)
+
+    def _load(self) -> list[Any]:
+        with self._lock:
+            if self._raws is None:
+                try:
+                    self._raws = self._read()
+                except (OSError, zlib.error, msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
+                    self.problem = f"args unavailable: cannot re-read the trace ({exc})"
+                    self._raws = []
+            return self._raws
+
+    def _read(self) -> list[Any]:
+        if self._path is not None:
+            if _stamp(self._path) != self._stamp:
+                self.problem = "args unavailable: the file changed after it was loaded"
+                return []
+            data: bytes = self._path.read_bytes()
+        else:
+            data = self._data or b""
+        if data[:2] == _GZIP_MAGIC:
+            data = _gunzip(data)
+        if self._repair:
+            data = bytes(data).decode("utf-8", "replace").encode("utf-8")
+        if self._cut is not None:       # the load kept only the events before a truncation
+            data = bytes(data[:self._cut]) + self._suffix
+        first = data.lstrip()[:1]
+        events = _ARRAY.decode(data) if first == b"[" else _DOC.decode(data).traceEvents
+        if len(events) != self._n:
+            self.problem = "args unavailable: the trace no longer has the events it was loaded with"
+            return []
+        self._buffer = data          # every Raw below is a slice of it
+        return [e.args for e in events]
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+
+
+def _gunzip(data: bytes) -> bytes:
+    """Everything that decompresses, like the load did (a truncated stream yields what it has)."""
+    out = []
+    while data:
+        d = zlib.decompressobj(wbits=31)
+        out.append(d.decompress(data))
+        if not d.eof:
+            break
+        data = d.unused_data
+    return b"".join(out)
