@@ -15,12 +15,12 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-from mlptui.trace.parse.args_store import ArgsStore
-from mlptui.trace.parse.decode import Decoded, decode_document
 from mlptui.contract.errors import TraceError
-from mlptui.trace.parse.index import build_trace
 from mlptui.contract.manifest import manifest_for
 from mlptui.trace.model import Trace
+from mlptui.trace.parse.args_store import ArgsStore
+from mlptui.trace.parse.decode import Decoded, decode_document
+from mlptui.trace.parse.index import build_trace
 
 Progress = Callable[[int, int], None]
 
