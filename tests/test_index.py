@@ -43,11 +43,14 @@ def test_equal_starts_nest_longest_first_and_zero_durations() -> None:
     assert t.threads[0].roots == sorted(t.threads[0].roots)
 
 
-def test_partial_overlap_is_nested_and_counted() -> None:
-    t = _load([x("a", "cpu_op", 0.0, 10.0), x("b", "cpu_op", 5.0, 10.0), x("c", "cpu_op", 20.0, 1.0)])
+def test_partial_overlap_nests_by_true_containment_and_is_counted() -> None:
+    t = _load([x("a", "cpu_op", 0.0, 10.0), x("b", "cpu_op", 5.0, 10.0), x("c", "cpu_op", 20.0, 1.0),
+               x("frame", "python_function", 0.0, 30.0), x("in_b", "cpu_op", 8.0, 1.0)])
     ids = _by_name(t)
-    assert t.ops[ids["b"]].parent == ids["a"]
-    assert t.warnings == ["1 CPU slice(s) end after the slice they start in (partial overlap); nested where they start"]
+    assert t.ops[ids["b"]].parent == ids["frame"]      # b starts in a but outlives it: not a's child
+    assert t.ops[ids["in_b"]].parent == ids["b"]       # inside both a and b: a was closed when b began
+    assert t.warnings == ["1 CPU slice(s) end after the slice they start in (partial overlap); "
+                          "each nested under the innermost slice that contains it"]
 
 
 def test_threads_are_separate_trees_and_named_from_metadata() -> None:

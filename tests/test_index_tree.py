@@ -1,4 +1,5 @@
-"""The per-thread trees match a straightforward reference walk on any input, partial overlaps included."""
+"""The per-thread trees match a straightforward reference on any input, partial overlaps included: each
+slice's parent is the latest-starting earlier slice of its thread that contains it."""
 
 from __future__ import annotations
 
@@ -10,26 +11,33 @@ from mlptui.trace.parse.tree import build_forest
 
 
 def stack_walk(thread: list[int], start: list[int], dur: list[int]) -> tuple[list[int], list[int], list[int], int]:
-    """Reference: order by (thread, start, longest first), then a stack of open slices per thread."""
+    """Reference, quadratic: order by (thread, start, longest first); a slice's parent is the last earlier
+    slice of its thread that is open at its start and ends no earlier than it. A partial overlap is a
+    slice that starts inside an open slice it outlives, where that one is the latest-starting open slice."""
     order = sorted(range(len(start)), key=lambda i: (thread[i], start[i], -dur[i], i))
     parent = [-1] * len(order)
     depth = [0] * len(order)
-    stack: list[int] = []
     partial = 0
-    current = None
     for k, i in enumerate(order):
-        if thread[i] != current:
-            current, stack = thread[i], []
         s, e = start[i], start[i] + dur[i]
-        while stack and start[order[stack[-1]]] + dur[order[stack[-1]]] <= s:
-            stack.pop()
-        if stack:
-            parent[k] = stack[-1]
-            depth[k] = len(stack)
-            top = order[stack[-1]]
-            partial += e > start[top] + dur[top]
-        stack.append(k)
+        open_before = [j for j in range(k) if thread[order[j]] == thread[i]
+                       and start[order[j]] + dur[order[j]] > s and _chain_open(order, start, dur, parent, j, s)]
+        containing = [j for j in open_before if start[order[j]] + dur[order[j]] >= e]
+        if open_before and start[order[open_before[-1]]] + dur[order[open_before[-1]]] < e:
+            partial += 1
+        if containing:
+            parent[k] = containing[-1]
+            depth[k] = depth[containing[-1]] + 1
     return order, parent, depth, partial
+
+
+def _chain_open(order: list[int], start: list[int], dur: list[int], parent: list[int], j: int, s: int) -> bool:
+    """Slice j and all its ancestors are still running at s (a slice closed early is closed for good)."""
+    while j >= 0:
+        if start[order[j]] + dur[order[j]] <= s:
+            return False
+        j = parent[j]
+    return True
 
 
 slices = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 60), st.integers(0, 25)), max_size=60)

@@ -43,7 +43,10 @@ CATEGORY: dict[str, str] = {
 }
 # Device-side events that are not kernels/memcpys/memsets: kept out of the CPU trees.
 _DEVICE_SIDE = frozenset({GPU_ANNOTATION, SYNC})
-_DEVICE_SIDE_RAW = frozenset({"mtia_ccp_events"})
+# MTIA's device lanes: `dma_request` moves data, `event_record`/`event_wait` only order streams, the rest
+# (`fc-dtype_Float`, `pe_exe`, `merge`, ...) is compute the device ran, like a kernel.
+_MTIA_DEVICE = "mtia_ccp_events"
+_MTIA_BOOKKEEPING = frozenset({"event_record", "event_wait"})
 _SKIPPED_RAW = frozenset({"Trace"})        # the profiler's own span ("PyTorch Profiler (0)")
 # Beyond this distance from the median start (µs, about three years) a timestamp is corrupt, not data.
 _MAX_SPREAD_US = 1e14
@@ -86,10 +89,13 @@ def classify(events: list[Any], warnings: list[str]) -> Buckets:
             if cat is None:
                 if e.cat in _SKIPPED_RAW:
                     continue
-                if e.cat in _DEVICE_SIDE_RAW:
-                    device_side += 1
-                    continue
-                cat = OTHER
+                if e.cat == _MTIA_DEVICE:
+                    cat = _mtia_category(e.name)
+                    if cat is None:
+                        device_side += 1
+                        continue
+                else:
+                    cat = OTHER
             if cat in gpu_cats:
                 gpu_ev.append(i)
                 gpu_cat.append(cat)
@@ -123,6 +129,12 @@ def classify(events: list[Any], warnings: list[str]) -> Buckets:
         gpu_ev, gpu_cat = _keep(gpu_ev, keep_gpu), _keep(gpu_cat, keep_gpu)
         cpu_ts, gpu_ts = cpu_ts[keep_cpu], gpu_ts[keep_gpu]
     return Buckets(cpu_ev, cpu_cat, cpu_ts, gpu_ev, gpu_cat, gpu_ts, meta_ev, flow_ev, device_side)
+
+
+def _mtia_category(name: str | None) -> str | None:
+    if name in _MTIA_BOOKKEEPING:
+        return None
+    return MEMCPY if name is not None and name.startswith("dma") else KERNEL
 
 
 def _keep(items: list, mask: np.ndarray) -> list:

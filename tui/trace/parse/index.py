@@ -125,7 +125,7 @@ def _cpu_columns(events: list[Any], b: Buckets, origin_us: float, warnings: list
     forest = build_forest(thread, start, dur)
     if forest.partial_overlaps:
         warnings.append(f"{forest.partial_overlaps} CPU slice(s) end after the slice they start in "
-                        "(partial overlap); nested where they start")
+                        "(partial overlap); each nested under the innermost slice that contains it")
     return _Cpu(
         order=forest.order.tolist(), parent=forest.parent, depth=forest.depth,
         thread=thread[forest.order].tolist(),
@@ -266,7 +266,8 @@ def _roll_up_gpu_time(ops: list[Op], cpu: _Cpu, direct: list[float]) -> None:
 def _assign_steps(ops: list[Op], gpu: list[GpuOp], cpu: _Cpu) -> list[Step]:
     """Steps from ProfilerStep#N; an op belongs to the step it starts in (any thread), GPU work to the
     step of the op that launched it."""
-    marks = [op for op in ops if op.cat == ANNOTATION and op.name.startswith(STEP_PREFIX)]
+    # torch <= 1.9 records ProfilerStep#N with category `Operator` (a CPU op), later ones as an annotation.
+    marks = [op for op in ops if (op.cat == ANNOTATION or op.cat == CPU_OP) and op.name.startswith(STEP_PREFIX)]
     marks.sort(key=lambda op: (op.ts, op.id))
     steps = [Step(n, op.name, op.ts, op.dur, op.id) for n, op in enumerate(marks)]
     if not steps:

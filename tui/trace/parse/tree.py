@@ -1,12 +1,13 @@
 """Containment trees of CPU slices, one per thread, from integer-nanosecond intervals.
 
 Slices are ordered by (thread, start, longest first), so a parent always comes before its children
-and gets the smaller id. A slice's parent is the innermost slice of its thread that is still running
-when it starts (its end is after the start). So a slice that starts exactly when another ends is its
-sibling, a zero-length slice at its parent's start is its child, and two zero-length slices at one
-instant are siblings. A slice that starts inside another but ends after it (a partial overlap, which
-a well-formed trace never has) is nested where it starts and counted, so the caller can say so instead
-of mis-nesting silently.
+and gets the smaller id. A slice's parent is the innermost slice of its thread that contains it: still
+running when it starts (its end is after the start) and ending no earlier than it. So a slice that
+starts exactly when another ends is its sibling, a zero-length slice at its parent's start is its
+child, and two zero-length slices at one instant are siblings. A slice that starts inside another but
+ends after it (a partial overlap: `with_stack` Python frames around `ProfilerStep#N`, ops of threads
+the profiler merged) is not that one's child: the open slices it outlives are closed, it nests under
+the innermost one that contains it, and it is counted so the caller can say so.
 
 One stack walk per thread over plain ints: measured faster than a vectorised sparse-table search at
 every size tried (0.2 to 0.9 million slices), and linear.
@@ -49,12 +50,16 @@ def build_forest(thread: np.ndarray, start_ns: np.ndarray, dur_ns: np.ndarray) -
             while ends and ends[-1] <= s:
                 stack.pop()
                 ends.pop()
+            e = en[k]
+            if ends and ends[-1] < e:
+                partial += 1
+                while ends and ends[-1] < e:     # open slices that end inside this one: not its parents
+                    stack.pop()
+                    ends.pop()
             if stack:
                 parent[k] = stack[-1]
                 depth[k] = len(stack)
-                if en[k] > ends[-1]:
-                    partial += 1
             stack.append(k)
-            ends.append(en[k])
+            ends.append(e)
         lo = hi
     return Forest(order, parent, depth, partial)
