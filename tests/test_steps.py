@@ -10,6 +10,7 @@ import pytest
 from mlptui.trace.analysis.steps import (
     COMPUTE_BOUND,
     CPU_ONLY,
+    GPU_NOT_RECORDED,
     OVERHEAD_BOUND,
     all_step_stats,
     busy_us,
@@ -78,3 +79,35 @@ def test_samples_linear_is_overhead_bound_mlp_counts(sample_trace: Callable[...,
     assert [(s.kernels, s.launches) for s in mlp] == [(5, 5)] * 3
     ro = all_step_stats(load_trace(sample_trace("mlp", "reduce-overhead")))
     assert [(s.kernels, s.launches) for s in ro] == [(5, 2)] * 3     # one graph replay + the input copy
+
+
+def _pipelined() -> bytes:
+    """The CPU runs ahead: each step's kernel runs during the next step's window, the device never waits."""
+    return trace_bytes([
+        x("ProfilerStep#0", "user_annotation", 0.0, 10.0),
+        x("cudaLaunchKernel", "cuda_runtime", 1.0, 1.0, correlation=1),
+        x("ProfilerStep#1", "user_annotation", 10.0, 10.0),
+        x("cudaLaunchKernel", "cuda_runtime", 11.0, 1.0, correlation=2),
+        x("k0", "kernel", 2.0, 18.0, pid=0, tid=7, correlation=1),    # runs from step 0 into step 1
+        x("k1", "kernel", 20.0, 18.0, pid=0, tid=7, correlation=2),   # runs after step 1 has closed
+    ])
+
+
+def test_pipelined_steps_use_the_device_utilisation() -> None:
+    t = load_trace_bytes(_pipelined(), source="mem")
+    s0, s1 = all_step_stats(t)
+    # step 1's own work starts only at 20: 10 of its 28 µs window look idle by launch...
+    assert (s1.gpu_busy_us, s1.gpu_idle_us, s1.window_us) == pytest.approx((18.0, 10.0, 28.0))
+    # ...but the device ran step 0's kernel then: it never waited on the host in that window
+    assert (s1.device_busy_us, s1.device_idle_us) == pytest.approx((28.0, 0.0))
+    assert (s0.device_busy_us, s0.device_idle_us) == pytest.approx((18.0, 2.0))
+    assert s0.verdict == s1.verdict == COMPUTE_BOUND
+    both = step_stats(t, None)
+    # windows [0, 20] and [10, 38] overlap: counted once, not added
+    assert (both.window_us, both.device_busy_us, both.device_idle_us) == pytest.approx((38.0, 36.0, 2.0))
+    assert both.gpu_busy_us == pytest.approx(36.0) and both.cpu_us == pytest.approx(20.0)
+
+
+def test_launches_without_gpu_activity_are_not_cpu_only() -> None:
+    t = load_trace_bytes(trace_bytes([x("cudaLaunchKernel", "cuda_runtime", 0.0, 5.0, correlation=1)]), source="mem")
+    assert step_stats(t, None).verdict == GPU_NOT_RECORDED

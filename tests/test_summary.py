@@ -15,7 +15,7 @@ from mlptui.trace.analysis.summary import render_markdown, render_text, summariz
 from mlptui.trace.parse.load import load_trace
 
 STEP_KEYS = {"index", "name", "cpu_us", "gpu_busy_us", "gpu_idle_us", "kernels", "launches",
-             "launch_overhead_us", "verdict"}
+             "launch_overhead_us", "verdict", "window_us", "device_busy_us", "device_idle_us"}
 
 
 def test_json_contract_on_mlp_compile(sample_trace: Callable[..., Path]) -> None:
@@ -51,7 +51,7 @@ def test_renderings_mention_what_matters(sample_trace: Callable[..., Path]) -> N
     d = summarize(load_trace(sample_trace("mlp", "eager")))
     text = render_text(d)
     assert "ProfilerStep#3" in text and "verdict rule" in text and "aten::linear" in text
-    assert f"verdict: {d['total']['verdict']} (all 3 steps: GPU idle " in text
+    assert f"verdict: {d['total']['verdict']} (all 3 steps: device idle " in text
     md = render_markdown(d)
     assert md.startswith("### Trace summary") and "| step |" in md and "#### Dispatch" in md
 

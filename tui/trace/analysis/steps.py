@@ -2,39 +2,48 @@
 
 For step N (the `ProfilerStep#N` annotation):
 - cpu_us: the annotation's duration (CPU wall time of the step).
-- GPU work of the step: every kernel/memcpy/memset whose launching op is in the step (GpuOp.step), even
-  when it runs after the step's annotation has closed.
-- gpu_busy_us: the union of those intervals over all streams (overlap counted once).
-- window: from the step's start to whichever ends last, the annotation or the step's GPU work.
-- gpu_idle_us: window minus gpu_busy_us.
+- The step's own GPU work: every kernel/memcpy/memset whose launching op is in the step (GpuOp.step),
+  even when it runs after the step's annotation has closed (the CPU may run ahead of the GPU).
+- window: from the step's start to whichever ends last, the annotation or the step's own GPU work.
+- gpu_busy_us: the union of the step's own GPU work over all streams (overlap counted once);
+  gpu_idle_us: window minus gpu_busy_us.
+- device_busy_us: the union of ALL work on the device(s) inside the window, whichever step launched
+  it (when the CPU runs ahead, earlier steps' kernels fill this step's window); device_idle_us: window
+  minus device_busy_us. This is the device's real utilisation over the step.
 - kernels: kernel events only; launches: calls of kind "launch" or "graph" (mlptui.trace.analysis.launches).
 - launch_overhead_us: CPU time inside the step's runtime/driver calls on the launch path: kinds launch,
   graph, occupancy, attribute and memset (cuBLAS's cudaMemsetAsync before its GEMM). Syncs (waiting
   for the GPU), memcpys (waiting for transfers) and "other" calls (malloc, free, stream and event
   bookkeeping, first-call initialisation) are not the cost of launching and are left out.
 
-Verdict (VERDICT_RULE): "cpu-only" when the step put no work on the GPU; "overhead-bound" when
-gpu_idle_us > gpu_busy_us (the GPU waits for the host more than it works: Python, dispatch and launch
-costs set the pace); otherwise "compute-bound" (the GPU is busy at least half of the window; faster
-kernels, not fewer launches, would make the step faster).
+Verdict (VERDICT_RULE): "cpu-only" when the step put no work on the GPU; "gpu-not-recorded" when it made
+launch calls but the trace holds no GPU activity at all (the profiler did not capture the device);
+"overhead-bound" when device_idle_us > device_busy_us (the device waits for the host more than it
+works: Python, dispatch and launch costs set the pace); otherwise "compute-bound" (the device is busy
+at least half of the window; faster kernels, not fewer launches, would make the step faster).
 
-`step_stats(trace, None)` covers all steps together (sums of the per-step figures); a trace without
-ProfilerStep annotations is treated as one step spanning all its CPU slices.
+`step_stats(trace, None)` covers all steps together: CPU time, counts and launch overhead are sums; the
+GPU and device figures are over the union of the step windows (windows that overlap, as pipelined steps'
+do, are counted once). A trace without ProfilerStep annotations is treated as one step spanning all
+its slices.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import asdict, dataclass
 
 from mlptui.trace.analysis.launches import classify_call
-from mlptui.trace.model import KERNEL, LAUNCH_CATS, GpuOp, Op, Trace
+from mlptui.trace.model import KERNEL, LAUNCH_CATS, GpuOp, Op, Step, Trace
 
 OVERHEAD_BOUND = "overhead-bound"
 COMPUTE_BOUND = "compute-bound"
 CPU_ONLY = "cpu-only"
-VERDICT_RULE = ("overhead-bound when GPU idle > GPU busy within the step's window (step start to the later "
-                "of the step's end and the end of its GPU work); compute-bound otherwise; cpu-only when the "
-                "step launched no GPU work")
+GPU_NOT_RECORDED = "gpu-not-recorded"
+VERDICT_RULE = ("overhead-bound when the device is idle more than busy within the step's window (step start to "
+                "the later of the step's end and the end of its GPU work; all work on the device counts, "
+                "whichever step launched it); compute-bound otherwise; cpu-only when the step launched no GPU "
+                "work; gpu-not-recorded when it made launch calls but the trace has no GPU activity")
 _LAUNCH_KINDS = frozenset({"launch", "graph"})
 LAUNCH_PATH_KINDS = frozenset({"launch", "graph", "occupancy", "attribute", "memset"})
 
@@ -50,44 +59,77 @@ class StepStats:
     launches: int
     launch_overhead_us: float
     verdict: str
+    window_us: float = 0.0          # step start to the later of its end and the end of its own GPU work
+    device_busy_us: float = 0.0     # all work on the device within the window (any step's)
+    device_idle_us: float = 0.0     # window minus device_busy_us
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def verdict(gpu_busy_us: float, gpu_idle_us: float, gpu_ops: int) -> str:
+def verdict(gpu_busy_us: float, gpu_idle_us: float, gpu_ops: int, launches: int = 0,
+            gpu_recorded: bool = True) -> str:
+    """From the device's busy and idle time over the window (the step's own figures where they are the same)."""
     if gpu_ops == 0:
-        return CPU_ONLY
+        return GPU_NOT_RECORDED if launches and not gpu_recorded else CPU_ONLY
     return OVERHEAD_BOUND if gpu_idle_us > gpu_busy_us else COMPUTE_BOUND
+
+
+def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Sorted, disjoint intervals covering the same time."""
+    out: list[tuple[float, float]] = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            if e > out[-1][1]:
+                out[-1] = (out[-1][0], e)
+        else:
+            out.append((s, e))
+    return out
 
 
 def busy_us(intervals: list[tuple[float, float]]) -> float:
     """Length of the union of (start, end) intervals."""
-    total = 0.0
-    cur_s = cur_e = None
-    for s, e in sorted(intervals):
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        elif e > cur_e:
-            cur_e = e
-    if cur_e is not None:
-        total += cur_e - cur_s
-    return total
+    return sum(e - s for s, e in _union(intervals))
 
 
-def _stats(index: int, name: str, start: float, end: float, gpu: list[GpuOp], calls: list[Op]) -> StepStats:
+class _Device:
+    """The union of all GPU work in the trace, to measure any window against it."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.spans = _union([(g.ts, g.end) for g in trace.gpu])
+        self.starts = [s for s, _ in self.spans]
+
+    def busy(self, windows: list[tuple[float, float]]) -> float:
+        total = 0.0
+        for ws, we in windows:
+            i = max(bisect_right(self.starts, ws) - 1, 0)
+            while i < len(self.spans) and self.spans[i][0] < we:
+                s, e = self.spans[i]
+                total += max(min(e, we) - max(s, ws), 0.0)
+                i += 1
+        return total
+
+
+def _window(start: float, end: float, gpu: list[GpuOp]) -> tuple[float, float]:
+    return start, max([end] + [g.end for g in gpu])
+
+
+def _stats(index: int, name: str, windows: list[tuple[float, float]], cpu_us: float, gpu: list[GpuOp],
+           calls: list[Op], device: _Device, gpu_recorded: bool) -> StepStats:
+    windows = _union(windows)
+    window = sum(e - s for s, e in windows)
     busy = busy_us([(g.ts, g.end) for g in gpu])
-    window_end = max([end] + [g.end for g in gpu])
-    idle = max(window_end - start - busy, 0.0)
+    dev_busy = device.busy(windows)
     kinds = [classify_call(c.name) for c in calls]
+    launches = sum(1 for k in kinds if k in _LAUNCH_KINDS)
+    dev_idle = max(window - dev_busy, 0.0)
     return StepStats(
-        index=index, name=name, cpu_us=end - start, gpu_busy_us=busy, gpu_idle_us=idle,
+        index=index, name=name, cpu_us=cpu_us, gpu_busy_us=busy, gpu_idle_us=max(window - busy, 0.0),
         kernels=sum(1 for g in gpu if g.cat == KERNEL),
-        launches=sum(1 for k in kinds if k in _LAUNCH_KINDS),
+        launches=launches,
         launch_overhead_us=sum(c.dur for c, k in zip(calls, kinds, strict=True) if k in LAUNCH_PATH_KINDS),
-        verdict=verdict(busy, idle, len(gpu)),
+        verdict=verdict(dev_busy, dev_idle, len(gpu), launches, gpu_recorded),
+        window_us=window, device_busy_us=dev_busy, device_idle_us=dev_idle,
     )
 
 
@@ -102,10 +144,17 @@ def _by_step(trace: Trace) -> tuple[dict[int, list[GpuOp]], dict[int, list[Op]]]
     return gpu, calls
 
 
+def _one(trace: Trace, s: Step, gpu: dict[int, list[GpuOp]], calls: dict[int, list[Op]],
+         device: _Device) -> StepStats:
+    own = gpu.get(s.index, [])
+    return _stats(s.index, s.name, [_window(s.ts, s.ts + s.dur, own)], s.dur, own, calls.get(s.index, []),
+                  device, bool(trace.gpu))
+
+
 def all_step_stats(trace: Trace) -> list[StepStats]:
     gpu, calls = _by_step(trace)
-    return [_stats(s.index, s.name, s.ts, s.ts + s.dur, gpu.get(s.index, []), calls.get(s.index, []))
-            for s in trace.steps]
+    device = _Device(trace)
+    return [_one(trace, s, gpu, calls, device) for s in trace.steps]
 
 
 def _whole_trace(trace: Trace) -> StepStats:
@@ -115,12 +164,14 @@ def _whole_trace(trace: Trace) -> StepStats:
         start = min(op.ts for op in trace.ops)
         end = max(op.end for op in trace.ops)
     elif gpu:
-        start, end = min(g.ts for g in gpu), min(g.ts for g in gpu)
+        start = end = min(g.ts for g in gpu)
     else:
         start = end = 0.0
+    cpu_us = end - start
     if gpu:
         start = min(start, min(g.ts for g in gpu))
-    return _stats(-1, "whole trace", start, end, gpu, calls)
+    return _stats(-1, "whole trace", [_window(start, end, gpu)], cpu_us, gpu, calls, _Device(trace),
+                  bool(trace.gpu))
 
 
 def step_stats(trace: Trace, step: int | None) -> StepStats:
@@ -128,17 +179,13 @@ def step_stats(trace: Trace, step: int | None) -> StepStats:
     if step is not None:
         if not 0 <= step < len(trace.steps):
             raise IndexError(f"no step {step} (the trace has {len(trace.steps)})")
-        s = trace.steps[step]
         gpu, calls = _by_step(trace)
-        return _stats(s.index, s.name, s.ts, s.ts + s.dur, gpu.get(step, []), calls.get(step, []))
+        return _one(trace, trace.steps[step], gpu, calls, _Device(trace))
     if not trace.steps:
         return _whole_trace(trace)
-    per = all_step_stats(trace)
-    busy = sum(p.gpu_busy_us for p in per)
-    idle = sum(p.gpu_idle_us for p in per)
-    gpu_ops = sum(1 for g in trace.gpu if g.step >= 0)
-    return StepStats(
-        index=-1, name=f"all {len(per)} steps", cpu_us=sum(p.cpu_us for p in per), gpu_busy_us=busy,
-        gpu_idle_us=idle, kernels=sum(p.kernels for p in per), launches=sum(p.launches for p in per),
-        launch_overhead_us=sum(p.launch_overhead_us for p in per), verdict=verdict(busy, idle, gpu_ops),
-    )
+    gpu, calls = _by_step(trace)
+    own = [g for s in trace.steps for g in gpu.get(s.index, [])]
+    windows = [_window(s.ts, s.ts + s.dur, gpu.get(s.index, [])) for s in trace.steps]
+    stats = _stats(-1, f"all {len(trace.steps)} steps", windows, sum(s.dur for s in trace.steps), own,
+                   [c for s in trace.steps for c in calls.get(s.index, [])], _Device(trace), bool(trace.gpu))
+    return stats

@@ -15,9 +15,11 @@ JSON shape (`mlptui summary PATH --json`; times in µs rounded to ns, lists sort
       "steps": [                           # one per ProfilerStep#N, in time order
         {"index": int, "name": "ProfilerStep#2", "cpu_us": f, "gpu_busy_us": f, "gpu_idle_us": f,
          "kernels": int, "launches": int, "launch_overhead_us": f,
-         "verdict": "overhead-bound" | "compute-bound" | "cpu-only"}
-      ],
-      "total": {same keys as a step},      # all steps together (the whole trace when it has no steps)
+         "window_us": f, "device_busy_us": f, "device_idle_us": f,   # all work on the device in the window
+         "verdict": "overhead-bound" | "compute-bound" | "cpu-only" | "gpu-not-recorded"}
+      ],                                   # gpu_busy/idle: the step's own work (by launch); device_*: utilisation
+      "total": {same keys as a step},      # all steps together, overlapping windows counted once
+                                           # (the whole trace when it has no steps)
       "kernels": [                         # kernel events only, grouped by raw name, most time first
         {"name": raw, "short": str, "family": str, "library": str, "count": int,
          "total_us": f, "mean_us": f}
@@ -61,7 +63,8 @@ def _kernel_name(raw: str) -> tuple[str, str, str]:
 
 def _step_dict(s: Any) -> dict[str, Any]:
     d = s.to_dict()
-    for key in ("cpu_us", "gpu_busy_us", "gpu_idle_us", "launch_overhead_us"):
+    for key in ("cpu_us", "gpu_busy_us", "gpu_idle_us", "launch_overhead_us", "window_us", "device_busy_us",
+                "device_idle_us"):
         d[key] = _r(d[key])
     return d
 
@@ -169,15 +172,19 @@ def _step_rows(d: dict[str, Any], top: int) -> list[list[str]]:
         gap = {"name": f"… {len(steps) - len(head) - len(tail)} more", "cpu_us": None}
         steps = head + [gap] + tail
     rows = [*steps, d["total"]]
-    return [[s["name"]] + [""] * 7 if s["cpu_us"] is None else _step_row(s) for s in rows]
+    return [[s["name"]] + [""] * (len(_STEP_HEAD) - 1) if s["cpu_us"] is None else _step_row(s) for s in rows]
 
 
 def _step_row(s: dict[str, Any]) -> list[str]:
-    return [s["name"], _us(s["cpu_us"]), _us(s["gpu_busy_us"]), _us(s["gpu_idle_us"]), str(s["kernels"]),
+    return [s["name"], _us(s["cpu_us"]), _us(s["gpu_busy_us"]), _us(s["gpu_idle_us"]),
+            _us(s["device_busy_us"]), _us(s["device_idle_us"]), str(s["kernels"]),
             str(s["launches"]), _us(s["launch_overhead_us"]), s["verdict"]]
 
 
-_STEP_HEAD = ["step", "CPU", "GPU busy", "GPU idle", "kernels", "launches", "launch ovh", "verdict"]
+# "own": the step's own GPU work (by launch); "device": all work on the device in the step's window.
+_STEP_HEAD = ["step", "CPU", "own GPU busy", "own GPU idle", "device busy", "device idle", "kernels", "launches",
+              "launch ovh", "verdict"]
+_STEP_RIGHT = {1, 2, 3, 4, 5, 6, 7, 8}
 
 
 def _manifest_line(d: dict[str, Any]) -> str | None:
@@ -199,9 +206,15 @@ def _verdict_line(d: dict[str, Any]) -> str:
     t = d["total"]
     if t["verdict"] == "cpu-only":
         return f"verdict: cpu-only ({t['name']} put no work on the GPU)"
+    if t["verdict"] == "gpu-not-recorded":
+        return (f"verdict: unknown ({t['name']} made {t['launches']} launch call(s), but the trace holds no GPU "
+                "activity: the device side was not recorded)")
     rel = ">" if t["verdict"] == "overhead-bound" else "<="
-    return (f"verdict: {t['verdict']} ({t['name']}: GPU idle {_us(t['gpu_idle_us'])} {rel} "
-            f"GPU busy {_us(t['gpu_busy_us'])})")
+    line = (f"verdict: {t['verdict']} ({t['name']}: device idle {_us(t['device_idle_us'])} {rel} "
+            f"device busy {_us(t['device_busy_us'])}")
+    if abs(t["device_busy_us"] - t["gpu_busy_us"]) > 0.01 * max(t["device_busy_us"], 1.0):
+        line += f"; the step(s) own GPU work: {_us(t['gpu_busy_us'])}, the rest was launched earlier"
+    return line + ")"
 
 
 def render_text(d: dict[str, Any], top: int = 15) -> str:
@@ -212,7 +225,7 @@ def render_text(d: dict[str, Any], top: int = 15) -> str:
         out.append(f"warning: {w}")
     if d["findings"]:
         out += ["", "findings"] + [f"  {line}" for line in d["findings"]]
-    out += ["", "steps"] + ["  " + r for r in _table(_STEP_HEAD, _step_rows(d, top), {1, 2, 3, 4, 5, 6})]
+    out += ["", "steps"] + ["  " + r for r in _table(_STEP_HEAD, _step_rows(d, top), _STEP_RIGHT)]
     out.append(f"  verdict rule: {d['verdict_rule']}")
     if d["kernels"]:
         rows = [[k["short"], k["family"], k["library"], str(k["count"]), _us(k["total_us"]), _us(k["mean_us"])]
