@@ -18,6 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from mlptui.keys import TRACE_KEYS
+from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.model import LAUNCH_CATS
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.viewmodels import fmt
@@ -46,10 +47,10 @@ def device_line(facts: TraceFacts) -> str:
     trace = facts.trace
     parts = [facts.label]
     device = trace.device or {}
-    if device.get("name"):
-        arch = f"sm{device.get('computeMajor', '?')}{device.get('computeMinor', '')}"
-        sms = f", {device['numSms']} SMs" if device.get("numSms") else ""
-        parts.append(f"{device['name']} ({arch}{sms})")
+    if device:
+        info = device_arch(device, trace.meta)
+        units = f", {info.count} {info.units}" if info.count else ""
+        parts.append(f"{str(device.get('name') or '').strip() or 'unnamed device'} ({info.word}{units})")
     versions = (trace.manifest or {}).get("versions") or {}
     if versions.get("torch"):
         parts.append(f"torch {versions['torch']}")

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.analysis.launches import classify_call
-from mlptui.trace.model import CPU_OP, KERNEL, LAUNCH_CATS, Trace
+from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Trace
+from mlptui.trace.parse.index import STEP_PREFIX
 from mlptui.trace.names.kernel import decode_kernel
 
 
@@ -73,21 +75,17 @@ def kernel_mix(trace: Trace, gpu_ids: list[int]) -> str:
     return " + ".join(parts) if parts else "no kernels"
 
 
-def launch_line(trace: Trace, gpu_ids: list[int]) -> str:
+def launch_line(trace: Trace, step: int | None) -> str:
+    """The step's runtime/driver calls by name (syncs left out); in the whole trace, every call, made
+    inside a CPU op or not (GPU-only traces record no CPU ops at all)."""
     calls: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
-    step_calls = {trace.ops[trace.gpu[g].launch].parent for g in gpu_ids if trace.gpu[g].launch >= 0}
-    seen: set[int] = set()
-    for parent in step_calls:
-        children = trace.ops[parent].children if parent >= 0 else []
-        for c in children:
-            op = trace.ops[c]
-            if op.cat in LAUNCH_CATS and c not in seen:
-                seen.add(c)
-                kind = classify_call(op.name)
-                if kind != "sync":
-                    calls[op.name] += 1
-                    kinds[kind] += 1
+    for op in trace.ops:
+        if op.cat in LAUNCH_CATS and (step is None or op.step == step):
+            kind = classify_call(op.name)
+            if kind != "sync":
+                calls[op.name] += 1
+                kinds[kind] += 1
     if not calls:
         return "no launch calls recorded"
     text = ", ".join(f"{name} ×{n}" for name, n in calls.most_common(5))
@@ -138,13 +136,18 @@ def gemm_launch_line(trace: Trace, gpu_ids: list[int]) -> str | None:
         return None
     parts = [f"{_folded(p)} ({n} GEMM{'s' if n > 1 else ''})" for p, n in patterns.most_common(3)]
     queries = any(classify_call(name) == "occupancy" for p in patterns for name in p)
-    device = trace.device or {}
-    arch = f" on sm{device['computeMajor']}{device.get('computeMinor', 0)}" if "computeMajor" in device else ""
+    info = device_arch(trace.device, trace.meta)
+    arch = f" on {info.word}" if info.arch else ""
     return f"GEMM launch{arch}: " + "; ".join(parts) + ("" if queries else "; no occupancy queries")
 
 
+_CHAIN_CATS = frozenset({CPU_OP, ANNOTATION})
+_CHAIN_MAX = 8
+
+
 def chain_line(trace: Trace, gpu_ids: list[int]) -> str | None:
-    """`aten::linear → aten::t (no GPU) → aten::addmm ⇒ kernel` for the first GEMM of the step."""
+    """`aten::linear → aten::addmm ⇒ kernel` for the first GEMM of the step: the launching op and its
+    ancestors (ops and record_function annotations; Python frames and the step itself left out)."""
     for g in gpu_ids:
         k = trace.gpu[g]
         name = decode_kernel(k.name)
@@ -152,27 +155,43 @@ def chain_line(trace: Trace, gpu_ids: list[int]) -> str | None:
             continue
         if name.family != "gemm" or k.op < 0:
             continue
-        outer = k.op
-        while trace.ops[outer].parent >= 0 and trace.ops[trace.ops[outer].parent].cat == CPU_OP:
-            outer = trace.ops[outer].parent
-        chain: list[str] = [trace.ops[outer].name]
-        for c in trace.ops[outer].children:
-            child = trace.ops[c]
-            if child.cat != CPU_OP:
-                continue
-            chain.append(child.name + ("" if child.gpu_us > 0 else " (no GPU)"))
-        if k.op != outer and trace.ops[k.op].parent != outer:
-            chain.append(trace.ops[k.op].name)
+        chain: list[str] = []
+        p = k.op
+        while p >= 0:
+            op = trace.ops[p]
+            if op.name.startswith(STEP_PREFIX):
+                break
+            if op.cat in _CHAIN_CATS:
+                chain.append(op.name)
+            p = op.parent
+        if not chain:
+            continue
+        chain.reverse()
+        if len(chain) > _CHAIN_MAX:
+            chain = chain[:2] + [f"… {len(chain) - _CHAIN_MAX + 2} more"] + chain[-(_CHAIN_MAX - 3):]
         epilogue = f" (epilogue: {name.epilogue})" if name.epilogue else ""
         return " → ".join(chain) + f" ⇒ {name.short}{epilogue}"
     return None
+
+
+def not_recorded_line(trace: Trace) -> str | None:
+    """Launch calls but no GPU activity at all: the profiler did not capture the device."""
+    if trace.gpu:
+        return None
+    launches = sum(1 for op in trace.ops if op.cat in LAUNCH_CATS and classify_call(op.name) in ("launch", "graph"))
+    if not launches:
+        return None
+    return (f"GPU activity was not recorded: {launches} kernel launch call(s) but no kernel, memcpy or memset "
+            "events (profile with the GPU activity, e.g. ProfilerActivity.CUDA, enabled)")
 
 
 def trace_findings(trace: Trace) -> list[str]:
     step = focus_step(trace)
     gpu_ids = step_gpu(trace, step)
     where = trace.steps[step].name if step is not None else "whole trace"
-    lines = [f"{where}: {kernel_line(trace, gpu_ids)}", launch_line(trace, gpu_ids)]
+    missing = not_recorded_line(trace)
+    kernels = missing if missing is not None else kernel_line(trace, gpu_ids)
+    lines = [f"{where}: {kernels}", launch_line(trace, step)]
     gemm_launch = gemm_launch_line(trace, gpu_ids)
     if gemm_launch:
         lines.append(gemm_launch)
@@ -183,7 +202,10 @@ def trace_findings(trace: Trace) -> list[str]:
     idle = sum(1 for o in ops if trace.ops[o].gpu_us == 0)
     compiled = any(op.name.startswith("Torch-Compiled Region") and (step is None or op.step == step)
                    for op in trace.ops)
-    cpu = f"CPU: {len(ops)} ops, {idle} of them launch nothing on the GPU"
+    if not any(op.cat == CPU_OP for op in trace.ops):
+        cpu = "CPU: no CPU ops recorded" + (" (a GPU-only trace: kernels and runtime calls)" if trace.gpu else "")
+    else:
+        cpu = f"CPU: {len(ops)} ops, {idle} of them launch nothing on the GPU"
     if compiled:
         cpu += "; runs a torch.compile region"
     graphs = sum(1 for o in trace.ops if o.cat in LAUNCH_CATS and (step is None or o.step == step)

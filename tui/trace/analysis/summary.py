@@ -6,6 +6,8 @@ JSON shape (`mlptui summary PATH --json`; times in µs rounded to ns, lists sort
       "source": str,                       # what the user named (path, host:path, hf://...)
       "format": "kineto",
       "device": {"name": str, ...} | null, # deviceProperties of the GPU that ran the kernels, as recorded
+      "device_arch": {"vendor": "NVIDIA" | "AMD" | "unknown", "arch": "sm_90" | "gfx942" | null,
+                      "units": "SMs" | "CUs" | "units", "count": int | null},
       "warnings": [str],                   # what the loader skipped or could not nest
       "manifest": {...} | null,            # the runner's entry for this trace (workload, mode, ...), if any
       "findings": [str],                   # the last step at a glance: kernels, launch path, GEMM chain
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.analysis.findings import trace_findings
 from mlptui.trace.analysis.launches import launch_calls
 from mlptui.trace.analysis.steps import VERDICT_RULE, all_step_stats, step_stats
@@ -119,6 +122,7 @@ def summarize(trace: Trace) -> dict[str, Any]:
         "source": trace.source,
         "format": trace.format,
         "device": trace.device,
+        "device_arch": device_arch(trace.device, trace.meta).to_dict(),
         "warnings": list(trace.warnings),
         "manifest": trace.manifest,
         "findings": trace_findings(trace),
@@ -146,11 +150,12 @@ def _device_line(d: dict[str, Any]) -> str:
     dev = d.get("device")
     if not dev:
         return "device: none recorded (CPU-only trace or no deviceProperties)"
-    parts = [str(dev.get("name", "?"))]
-    if "computeMajor" in dev:
-        parts.append(f"sm_{dev.get('computeMajor')}{dev.get('computeMinor', 0)}")
-    if "numSms" in dev:
-        parts.append(f"{dev['numSms']} SMs")
+    arch = d.get("device_arch") or {}
+    parts = [str(dev.get("name") or "").strip() or "(unnamed device)"]
+    if arch.get("arch"):
+        parts.append(f"{arch['vendor']} {arch['arch']}" if arch.get("vendor") == "AMD" else arch["arch"])
+    if arch.get("count"):
+        parts.append(f"{arch['count']} {arch['units']}")
     return "device: " + ", ".join(parts)
 
 

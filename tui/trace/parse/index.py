@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from mlptui.trace.analysis.launches import classify_call
 from mlptui.trace.model import ANNOTATION, CPU_OP, LAUNCH_CATS, GpuOp, Op, Step, Stream, Thread, Trace
 from mlptui.trace.parse.classify import Buckets, classify
 from mlptui.trace.parse.decode import Decoded, LinkArgs, RawEvent
@@ -90,6 +91,10 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
     decoded.events = []
     _roll_up_gpu_time(ops, cpu, direct_gpu)
     steps = _assign_steps(ops, gpu, cpu)
+    if not gpu:
+        launches = sum(1 for op in ops if op.cat in LAUNCH_CATS and classify_call(op.name) in ("launch", "graph"))
+        if launches:
+            warnings.append(f"GPU activity was not recorded: {launches} kernel launch call(s) but no GPU events")
 
     threads = [Thread(pid, tid, thread_names.get((pid, tid)) or f"thread {tid}", roots[t])
                for t, (pid, tid) in enumerate(cpu.thread_keys)]

@@ -1,0 +1,68 @@
+"""Who made the device and which architecture it is, in the vendor's own words.
+
+    device_arch(device, meta) -> DeviceArch
+
+NVIDIA: `sm_90` from `computeMajor`/`computeMinor`, compute units are SMs. AMD (ROCm/HIP): the torch
+profiler fills the same deviceProperties fields, but `computeMajor` 9 means gfx9, not Hopper; the
+architecture is `gcnArchName` when recorded (gfx90a, gfx942, feature flags after ':' dropped), else the
+product line's known gfx target, else `gfx9 (HIP 9.4)`; compute units are CUs. AMD is recognised by
+`gcnArchName`, its names (AMD, Instinct, Radeon), 64-wide warps, or the HIP/roctracer versions in the
+trace's metadata, so an empty device name still reads right.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# Product -> gfx target, for traces whose deviceProperties lack gcnArchName (most torch versions).
+_AMD_TARGETS: tuple[tuple[str, str], ...] = (
+    ("MI355", "gfx950"), ("MI350", "gfx950"), ("MI325", "gfx942"), ("MI300", "gfx942"),
+    ("MI250", "gfx90a"), ("MI210", "gfx90a"), ("MI100", "gfx908"), ("MI50", "gfx906"), ("MI60", "gfx906"),
+)
+_AMD_META_KEYS = ("hip_runtime_version", "hip_driver_version", "roctracer_version", "rocprofiler_version")
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceArch:
+    vendor: str            # "NVIDIA", "AMD" or "unknown"
+    arch: str | None       # "sm_90", "gfx942", or None when the trace does not say
+    units: str             # what its compute units are called: "SMs", "CUs" or "units"
+    count: int | None      # how many (deviceProperties numSms)
+
+    @property
+    def word(self) -> str:
+        """How to name the device in a sentence: "sm90" on NVIDIA, "gfx942" on AMD, else "GPU"."""
+        return self.arch.replace("sm_", "sm", 1) if self.arch else "GPU"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"vendor": self.vendor, "arch": self.arch, "units": self.units, "count": self.count}
+
+
+def _is_amd(device: dict[str, Any], meta: dict[str, Any]) -> bool:
+    name = str(device.get("name") or "")
+    return (bool(device.get("gcnArchName")) or any(w in name for w in ("AMD", "Instinct", "Radeon"))
+            or device.get("warpSize") == 64 or any(meta.get(k) for k in _AMD_META_KEYS))
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def device_arch(device: dict[str, Any] | None, meta: dict[str, Any] | None = None) -> DeviceArch:
+    meta = meta or {}
+    if not device:
+        return DeviceArch("AMD" if any(meta.get(k) for k in _AMD_META_KEYS) else "unknown", None, "units", None)
+    count = _int(device.get("numSms"))
+    major, minor = _int(device.get("computeMajor")), _int(device.get("computeMinor"))
+    if _is_amd(device, meta):
+        gcn = str(device.get("gcnArchName") or "").split(":", 1)[0].strip()
+        if not gcn:
+            name = str(device.get("name") or "")
+            gcn = next((target for product, target in _AMD_TARGETS if product in name), "")
+        if not gcn and major is not None:
+            gcn = f"gfx{major} (HIP {major}.{minor or 0})"
+        return DeviceArch("AMD", gcn or None, "CUs", count)
+    if major is not None:
+        return DeviceArch("NVIDIA", f"sm_{major}{minor or 0}", "SMs", count)
+    return DeviceArch("unknown", None, "units", count)
