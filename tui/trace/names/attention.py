@@ -29,10 +29,11 @@ def decode_attention(raw: str) -> KernelName:
         library = "CUTLASS"     # PyTorch's memory-efficient attention (from xFormers)
     elif "flash" in low:
         library = "FlashAttention"
-    elif raw.lstrip("_").startswith("attn") or "triton" in low or re.match(r"^_\w+$", raw):
-        library = "Triton"
+    elif not raw.startswith("_Z") and (raw.lstrip("_").startswith("attn") or "triton" in low
+                                        or re.match(r"^_\w+$", raw)):
+        library = "Triton"      # a bare Python-style name; a mangled C++ symbol (_Z...) is not Triton
     else:
-        library = "custom"
+        library = "unknown"     # attention, but whose is not in the name
     backward = any(k in low for k in ("bwd", "backward", "dq_dk_dv", "dkdv", "_dq", "dot_do_o"))
     combine = "combine" in low
     splitkv = "splitkv" in low or "split_kv" in low

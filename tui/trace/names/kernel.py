@@ -24,6 +24,7 @@ from mlptui.trace.names.blas import (
     decode_tensile,
 )
 from mlptui.trace.names.comm import decode_nccl
+from mlptui.trace.names.libraries import decode_library
 from mlptui.trace.names.common import (
     FAMILIES,
     KernelName,
@@ -170,6 +171,9 @@ def _decode(raw: str) -> KernelName:
         return decode_tensile(name)
     if "nccl" in name[:24].lower():
         return decode_nccl(name)
+    known = decode_library(name)
+    if known is not None:
+        return known
     if looks_like_attention(name):
         return decode_attention(name)
     if _ARCH_GEMM.match(name):
