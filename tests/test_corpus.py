@@ -21,7 +21,7 @@ EXPECTED: dict[str, tuple[int, int, int, int, int]] = {
     "critical_path__cuda_event_sync_multi_stream__event_sync_trace.json.gz": (45, 6, 3, 0, 6),
     "cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz": (2322, 0, 0, 0, 0),
     "df_index_resolver__df_index_resolver.json.gz": (101088, 22290, 19370, 5, 22290),
-    "mtia_inference_trace__mtia_inference_rank_0.json.gz": (12865, 0, 0, 0, 0),
+    "mtia_inference_trace__mtia_inference_rank_0.json.gz": (12865, 974, 97, 0, 730),   # MTIA device lanes
     "nccl_parser_config__nccl_data.json.gz": (23128, 3774, 2700, 3, 3774),
     "negative_queue_length_values_check__rank0.json.gz": (59469, 7747, 6080, 5, 6875),
     "ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz": (39309, 6095, 4350, 5, 6095),
@@ -118,7 +118,7 @@ def test_mtia_runtime_and_many_threads(corpus_dir: Path) -> None:
     assert trace.device_name == "ARTEMIS"
     assert sum(1 for op in trace.ops if op.cat == RUNTIME) == 823
     assert len(trace.threads) == 47
-    assert trace.meta["device_side_events"] == 1313
+    assert trace.meta["device_side_events"] == 291 + 48      # event_record / event_wait: ordering, not work
 
 
 def test_cpu_only_trace(corpus_dir: Path) -> None:

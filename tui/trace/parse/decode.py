@@ -249,6 +249,8 @@ def _decode_tolerant(data: Any, source: str) -> Decoded:
             events.append(event)
             args.append(item["args"] if isinstance(item.get("args"), dict) else {})
     warnings = [f"skipped {bad} malformed event(s) (not an object or fields of the wrong type)"] if bad else []
+    if bad:
+        meta["malformed_events"] = bad
     return Decoded(events=events, meta=meta, warnings=warnings, eager_args=args)
 
 

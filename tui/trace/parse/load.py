@@ -21,6 +21,7 @@ from mlptui.trace.model import Trace
 from mlptui.trace.parse.args_store import ArgsStore
 from mlptui.trace.parse.decode import Decoded, decode_document
 from mlptui.trace.parse.index import build_trace
+from mlptui.trace.parse.not_a_trace import refusal
 
 Progress = Callable[[int, int], None]
 
@@ -107,6 +108,9 @@ def _build(holder: list[bytes | bytearray], source: str, total: int, progress: P
                 raise TraceError(f"{source}: this is a PyTorch execution trace, not a profiler trace "
                                  "(record one with torch.profiler)")
             raise TraceError(f"{source}: JSON without 'traceEvents': not a PyTorch profiler trace")
+        reason = refusal(decoded)
+        if reason is not None:
+            raise TraceError(f"{source}: {reason}")
         if decoded.eager_args is not None:
             store = ArgsStore(len(decoded.events), eager=decoded.eager_args)
         else:
