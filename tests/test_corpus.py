@@ -65,12 +65,9 @@ def test_loads_with_exact_counts(corpus_dir: Path, name: str) -> None:
             call = trace.ops[g.launch]
             assert call.cat in (RUNTIME, DRIVER) and call.correlation == g.correlation
             assert g.id in call.gpu
-    # every op sits inside its parent (to the ns) or is counted as a partial overlap
-    overlaps = sum(1 for op in trace.ops if op.parent >= 0 and op.end > trace.ops[op.parent].end + 1e-6)
-    partial = [w for w in trace.warnings if "partial overlap" in w]
-    assert (overlaps == 0) == (not partial)
-    if partial:
-        assert partial[0].startswith(f"{overlaps} CPU slice")
+    # every op sits inside its parent (to the ns): nesting is by true containment, partial overlaps included
+    assert all(op.end <= trace.ops[op.parent].end + 1e-3 and op.ts >= trace.ops[op.parent].ts - 1e-3
+               for op in trace.ops if op.parent >= 0)
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
