@@ -41,8 +41,11 @@ def test_json_contract_on_mlp_compile(sample_trace: Callable[..., Path]) -> None
 
 def test_dispatch_linear_eager(sample_trace: Callable[..., Path]) -> None:
     d = summarize(load_trace(sample_trace("linear", "eager")))
-    assert len(d["dispatch"]) == 1
-    row = d["dispatch"][0]
+    # every leaf path of the steps, the one that launches nothing included
+    assert len(d["dispatch"]) == 2
+    quiet, row = d["dispatch"]
+    assert quiet["path"][-4:] == ["aten::linear", "aten::t", "aten::transpose", "aten::as_strided"]
+    assert quiet["gpu_kernels"] == [] and quiet["count"] == 3 and quiet["gpu_us"] == 0.0
     assert row["path"][-2:] == ["aten::linear", "aten::addmm"] and row["count"] == 3
     assert len(row["gpu_kernels"]) == 1 and row["gpu_kernels"][0].startswith("nvjet_sm90_")
 

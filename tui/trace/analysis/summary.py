@@ -33,11 +33,12 @@ JSON shape (`mlptui summary PATH --json`; times in µs rounded to ns, lists sort
         {"name": "cuLaunchKernelEx", "kind": "launch" | "occupancy" | "memset" | "memcpy" | "attribute"
                                              | "sync" | "graph" | "other", "count": int, "total_us": f}
       ],
-      "dispatch": [                        # each distinct CPU path that put kernels on the GPU
-        {"path": [op names from the outermost op of a step (below ProfilerStep#N) down to the leaf op
-                  that launched; Python frames left out], "count": int (how many times that path ran
+      "dispatch": [                        # every distinct leaf path of the steps (the whole trace without
+                                           # steps), and every path ending at an op that launched kernels
+        {"path": [op and annotation names from the outermost op of a step (below ProfilerStep#N) down
+                  to the last op; Python frames left out], "count": int (how many times that path ran
                   with those kernels),
-         "gpu_kernels": [raw names of the kernels the leaf launched, in order],
+         "gpu_kernels": [raw names of the kernels the last op launched, in order; [] for none],
          "gpu_us": f (their total GPU time over all occurrences)}
       ]
     }
@@ -51,8 +52,11 @@ from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.analysis.findings import trace_findings
 from mlptui.trace.analysis.launches import launch_calls
 from mlptui.trace.analysis.steps import VERDICT_RULE, all_step_stats, step_stats
-from mlptui.trace.model import KERNEL, MEMCPY, MEMSET, PYTHON, Trace
+from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, MEMCPY, MEMSET, Trace
 from mlptui.trace.names.kernel import decode_kernel
+
+
+_PATH_CATS = frozenset({CPU_OP, ANNOTATION})
 
 
 def _r(x: float) -> float:
@@ -85,28 +89,41 @@ def _grouped(trace: Trace, cats: frozenset[str]) -> list[tuple[str, str, int, fl
 
 
 def _dispatch(trace: Trace) -> list[dict[str, Any]]:
+    """Every leaf path of the steps (of the whole trace without steps), with the kernels its last op
+    launched ([] for none), plus the paths that end at an op that launched kernels itself."""
     ops = trace.ops
     step_ops = {s.op for s in trace.steps}
+    in_scope = (lambda op: op.step >= 0) if trace.steps else (lambda op: True)
+    # The nearest op or annotation at or above each slice (Python frames and runtime calls are skipped).
+    owner = [-1] * len(ops)
+    path: dict[int, tuple[str, ...]] = {}
+    has_child: set[int] = set()
+    for op in ops:                       # parents have smaller ids: one pass in id order
+        up = owner[op.parent] if op.parent >= 0 else -1
+        if op.cat in _PATH_CATS and op.id not in step_ops:
+            owner[op.id] = op.id
+            path[op.id] = (path[up] if up >= 0 else ()) + (op.name,)
+            if up >= 0:
+                has_child.add(up)
+        else:
+            owner[op.id] = -1 if op.id in step_ops else up
     kernels_of: dict[int, list[int]] = {}
     for g in trace.gpu:
         if g.cat == KERNEL and g.op >= 0:
-            kernels_of.setdefault(g.op, []).append(g.id)
+            end = owner[g.op] if owner[g.op] >= 0 else g.op
+            kernels_of.setdefault(end, []).append(g.id)
+    ends = [o for o in path if o not in has_child and in_scope(ops[o])]
+    ends += [o for o in kernels_of if (o in has_child or o not in path) and in_scope(ops[o])]
     rows: dict[tuple, list] = {}
-    for leaf in sorted(kernels_of, key=lambda o: (ops[o].ts, o)):
-        path = []
-        p = leaf
-        while p >= 0 and p not in step_ops:
-            if p == leaf or ops[p].cat != PYTHON:    # Python frames (with_stack) would drown the path
-                path.append(ops[p].name)
-            p = ops[p].parent
-        path.reverse()
-        gids = sorted(kernels_of[leaf], key=lambda k: (trace.gpu[k].ts, k))
+    for end in sorted(set(ends), key=lambda o: (ops[o].ts, o)):
+        names_path = path.get(end) or (ops[end].name,)
+        gids = sorted(kernels_of.get(end, ()), key=lambda k: (trace.gpu[k].ts, k))
         names = tuple(trace.gpu[k].name for k in gids)
-        row = rows.setdefault((tuple(path), names), [0, 0.0])
+        row = rows.setdefault((names_path, names), [0, 0.0])
         row[0] += 1
         row[1] += sum(trace.gpu[k].dur for k in gids)
-    return [{"path": list(path), "count": n, "gpu_kernels": list(names), "gpu_us": _r(us)}
-            for (path, names), (n, us) in rows.items()]
+    return [{"path": list(p), "count": n, "gpu_kernels": list(names), "gpu_us": _r(us)}
+            for (p, names), (n, us) in rows.items()]
 
 
 def summarize(trace: Trace) -> dict[str, Any]:
@@ -247,7 +264,7 @@ def render_text(d: dict[str, Any], top: int = 15) -> str:
     if d["dispatch"]:
         out += ["", "dispatch (CPU path -> kernels it launched)"]
         for row in d["dispatch"][:top]:
-            out.append(f"  {row['count']}× " + " → ".join(row["path"]))
+            out.append(f"  {row['count']}× " + " → ".join(row["path"]) + ("" if row["gpu_kernels"] else "  (no GPU)"))
             for k in row["gpu_kernels"]:
                 out.append(f"       ⤷ {_kernel_name(k)[0]}")
         if len(d["dispatch"]) > top:
@@ -287,6 +304,7 @@ def render_markdown(d: dict[str, Any], top: int = 15) -> str:
     if d["dispatch"]:
         out += ["", "#### Dispatch", ""]
         out += _md_table(["count", "CPU path", "kernels"],
-                         [[str(r["count"]), " → ".join(r["path"]), ", ".join(_kernel_name(k)[0] for k in r["gpu_kernels"])]
+                         [[str(r["count"]), " → ".join(r["path"]),
+                           ", ".join(_kernel_name(k)[0] for k in r["gpu_kernels"]) or "(no GPU)"]
                           for r in d["dispatch"][:top]])
     return "\n".join(out) + "\n"
