@@ -122,12 +122,13 @@ class TraceScreen(Screen):
     def set_scope(self, step: int | None) -> None:
         trace = self.facts.trace
         self.scope = step
+        focus = -1
         if step is None:
             start = end = None
         else:
             s = trace.steps[step]
-            start, end = s.ts, s.ts + s.dur
-        self.query_one(OpTree).show_scope(start, end)
+            start, end, focus = s.ts, s.ts + s.dur, s.op
+        self.query_one(OpTree).show_scope(start, end, focus)
         self.query_one(KernelTable).show(self.facts.gpu_by_step.get(step, []))
         self._show_launches()
         timeline = self.query_one(Timeline)

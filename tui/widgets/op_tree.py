@@ -33,25 +33,40 @@ class OpTree(LineList):
         self.depths: list[int] = []
         self.expanded: set[int] = set()
         self._root_ts: list[list[float]] = []
+        self._root_longest: list[float] = []
+        self._scope: tuple[float, float] | None = None
 
     def set_trace(self, trace: Trace) -> None:
         self.trace = trace
         self._root_ts = [[trace.ops[r].ts for r in th.roots] for th in trace.threads]
+        self._root_longest = [max((trace.ops[r].dur for r in th.roots), default=0.0) for th in trace.threads]
+
+    def _overlaps(self, op_id: int) -> bool:
+        """In the scope's window: overlapping it (a Python frame that starts before the step and ends
+        after it is in), or a zero-length slice at an instant inside it."""
+        if self._scope is None:
+            return True
+        start, end = self._scope
+        op = self.trace.ops[op_id]
+        return op.ts < end - 1e-3 and (op.end > start + 1e-3 or op.ts >= start - 1e-3)
 
     # -- scope -----------------------------------------------------------------------------
-    def show_scope(self, start: float | None, end: float | None) -> None:
-        """Show the roots that start in [start, end) (everything when None), auto-expanded if small."""
+    def show_scope(self, start: float | None, end: float | None, focus: int = -1) -> None:
+        """Show the slices that overlap [start, end) (everything when None), by true containment: roots and,
+        as they are expanded, children; auto-expanded if small."""
         trace = self.trace
         if trace is None:
             return
+        self._scope = None if start is None or end is None else (start, end)
         ids: list[int] = []
         depths: list[int] = []
         for t, thread in enumerate(trace.threads):
-            if start is None:
+            if start is None or end is None:
                 roots = thread.roots
             else:
                 ts = self._root_ts[t]
-                roots = thread.roots[bisect_left(ts, start - 1e-3): bisect_left(ts, end - 1e-3)]
+                lo = bisect_left(ts, start - self._root_longest[t] - 1e-3)
+                roots = [r for r in thread.roots[lo: bisect_left(ts, end - 1e-3)] if self._overlaps(r)]
             if not roots:
                 continue
             if len(trace.threads) > 1:
@@ -62,14 +77,42 @@ class OpTree(LineList):
             depths.extend([base] * len(roots))
         self.ids, self.depths = ids, depths
         self.expanded = set()
+        at = 0
         if self._subtree_rows(ids, AUTO_EXPAND_ROWS) <= AUTO_EXPAND_ROWS:
             self._expand_all_from(0, len(ids), AUTO_EXPAND_ROWS)
+        elif focus >= 0 and self._open_to(focus):
+            # `focus` (the step's annotation) sits inside Python frames: open the way to it, then below it
+            at = self.ids.index(focus)
+            self._expand_all_from(at, at + 1, AUTO_EXPAND_ROWS)
         else:
             self._expand_all_from(0, min(len(ids), 1), 64)
         # the cursor starts on the first real op (aten::linear), not on the step annotation
         ops = trace.ops
-        first = next((i for i, n in enumerate(self.ids[:256]) if n >= 0 and ops[n].cat == CPU_OP), 0)
+        first = next((i for i, n in enumerate(self.ids[at:at + 256], at) if n >= 0 and ops[n].cat == CPU_OP), at)
         self.reset_rows(first)
+
+    def _open_to(self, op_id: int) -> bool:
+        """Expand the ancestors of `op_id` so that it has a row; False when it is not in the tree."""
+        chain = []
+        node = op_id
+        while node != -1:
+            chain.append(node)
+            node = self.trace.ops[node].parent
+        chain.reverse()
+        if chain[0] not in self.ids:
+            return False
+        index = self.ids.index(chain[0])
+        for ancestor in chain[1:]:
+            if self.ids[index] not in self.expanded:
+                ids, depths = self._children_rows(self.ids[index], self.depths[index])
+                self.ids[index + 1: index + 1] = ids
+                self.depths[index + 1: index + 1] = depths
+                self.expanded.add(self.ids[index])
+            try:
+                index = self.ids.index(ancestor, index + 1, self._subtree_end(index))
+            except ValueError:
+                return False
+        return True
 
     def _subtree_rows(self, roots: list[int], cap: int) -> int:
         ops = self.trace.ops
@@ -77,7 +120,7 @@ class OpTree(LineList):
         while stack and n <= cap:
             op = stack.pop()
             n += 1
-            stack.extend(ops[op].children)
+            stack.extend(c for c in ops[op].children if self._overlaps(c))
         return n
 
     # -- rows --------------------------------------------------------------------------------
@@ -113,8 +156,8 @@ class OpTree(LineList):
 
     # -- expansion ---------------------------------------------------------------------------
     def _children_rows(self, node: int, depth: int) -> tuple[list[int], list[int]]:
-        children = self.trace.ops[node].children
-        return list(children), [depth + 1] * len(children)
+        children = [c for c in self.trace.ops[node].children if self._overlaps(c)]
+        return children, [depth + 1] * len(children)
 
     def _subtree_end(self, index: int) -> int:
         depth, end = self.depths[index], index + 1
