@@ -49,7 +49,7 @@ def test_findings_tell_the_ladder_apart(sample_trace) -> None:
     }
     linear = trace_findings(load_trace(sample_trace("linear", "eager")))
     # the first GEMM's chain is the launching op and its ancestors: aten::t, a sibling, is not on it
-    assert any(line.startswith("first GEMM: aten::linear → aten::addmm ⇒ ") and "epilogue: bias" in line
+    assert any(line.startswith("first GEMM: linear_fwd → aten::linear → aten::addmm ⇒ ") and "epilogue: bias" in line
                for line in linear)
 
 
@@ -64,3 +64,10 @@ def test_summary_json_carries_the_findings(sample_trace, capsys) -> None:
     assert ("GEMM launch on sm90: cudaMemsetAsync → cuLaunchKernelEx (2 GEMMs); cuLaunchKernelEx (1 GEMM); "
             "no occupancy queries") in findings
     assert any("runs a torch.compile region" in line for line in findings)
+
+
+def test_first_gemm_chain_is_the_launching_ops_ancestors(sample_trace) -> None:
+    fused = trace_findings(load_trace(sample_trace("fused-mlp", "eager")))
+    chain = next(line for line in fused if line.startswith("first GEMM: "))
+    # the Triton kernel is launched under fused_mlp_fwd itself: no aten::mm on the way to it
+    assert chain.startswith("first GEMM: fused_mlp_fwd ⇒ ") and "aten::mm" not in chain
