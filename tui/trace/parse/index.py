@@ -9,7 +9,8 @@ What is linked, and how:
 - The launching CPU op is the innermost non-launch slice around the launch call; with no such slice,
   the op whose `External id` the GPU event (or launch call) carries.
 - GPU time goes to the launch call and every slice above it (Op.gpu_us); GpuOp.step is the step of
-  the launching op, so work queued in step N and run during step N+1 counts for step N.
+  the launch call (of the launching op without one), so work queued in step N and run during step N+1
+  counts for step N.
 
 Speed and memory: the work is done on integer-ns numpy columns and plain lists; each decoded event is
 dropped as soon as its Op or GpuOp exists; leaves share one read-only empty id list (NO_IDS).
@@ -270,7 +271,7 @@ def _roll_up_gpu_time(ops: list[Op], cpu: _Cpu, direct: list[float]) -> None:
 
 def _assign_steps(ops: list[Op], gpu: list[GpuOp], cpu: _Cpu) -> list[Step]:
     """Steps from ProfilerStep#N; an op belongs to the step it starts in (any thread), GPU work to the
-    step of the op that launched it."""
+    step of the call that launched it (of its op when it has no launch call)."""
     # torch <= 1.9 records ProfilerStep#N with category `Operator` (a CPU op), later ones as an annotation.
     marks = [op for op in ops if (op.cat == ANNOTATION or op.cat == CPU_OP) and op.name.startswith(STEP_PREFIX)]
     marks.sort(key=lambda op: (op.ts, op.id))
@@ -284,7 +285,8 @@ def _assign_steps(ops: list[Op], gpu: list[GpuOp], cpu: _Cpu) -> list[Step]:
     for op, s in zip(ops, np.where(inside, where, -1).tolist(), strict=True):
         op.step = s
     for gop in gpu:
-        owner = gop.op if gop.op >= 0 else gop.launch
+        # the launch call says when the work was queued (a with_stack frame around it may start earlier)
+        owner = gop.launch if gop.launch >= 0 else gop.op
         if owner >= 0:
             gop.step = ops[owner].step
     return steps
