@@ -75,8 +75,8 @@ class Plain:
         self.is_trace = bool(self.events) and (bool(keys & PROFILER_KEYS)
                                               or any(e.get("cat") in PROFILER_CATS for e in self.events))
         complete = [e for e in self.events if e.get("ph") == "X" and e.get("ts") is not None]
-        self.steps = sorted(((e["ts"], e["name"], e.get("dur", 0)) for e in complete
-                             if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("cat") in STEP_CATS))
+        self.steps = sorted((e["ts"], e["name"], e.get("dur", 0)) for e in complete
+                             if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("cat") in STEP_CATS)
         self.calls = collections.Counter(e["name"] for e in complete if e.get("cat") in RUNTIME_CATS)
         kinds = [(e, "kernel" if e.get("cat") in KERNEL_CATS else "memcpy" if e.get("cat") in MEMCPY_CATS
                   else "memset" if e.get("cat") in MEMSET_CATS else _mtia_kind(e)) for e in complete]

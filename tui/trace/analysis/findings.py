@@ -12,8 +12,8 @@ from collections import Counter
 from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.analysis.launches import classify_call
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Trace
-from mlptui.trace.parse.index import STEP_PREFIX
 from mlptui.trace.names.kernel import decode_kernel
+from mlptui.trace.parse.index import STEP_PREFIX
 
 
 def focus_step(trace: Trace) -> int | None:

@@ -55,7 +55,6 @@ from mlptui.trace.analysis.steps import VERDICT_RULE, all_step_stats, step_stats
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, MEMCPY, MEMSET, Trace
 from mlptui.trace.names.kernel import decode_kernel
 
-
 _PATH_CATS = frozenset({CPU_OP, ANNOTATION})
 
 

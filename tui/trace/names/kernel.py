@@ -24,7 +24,6 @@ from mlptui.trace.names.blas import (
     decode_tensile,
 )
 from mlptui.trace.names.comm import decode_nccl
-from mlptui.trace.names.libraries import decode_library
 from mlptui.trace.names.common import (
     FAMILIES,
     KernelName,
@@ -34,6 +33,7 @@ from mlptui.trace.names.common import (
     snake,
     truncate,
 )
+from mlptui.trace.names.libraries import decode_library
 from mlptui.trace.names.triton import decode_inductor, decode_user_triton
 
 __all__ = ["FAMILIES", "KernelName", "decode_kernel"]
