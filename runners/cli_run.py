@@ -119,7 +119,10 @@ def command_line(args: argparse.Namespace, w: Workload, mode: str, shape: Shape)
 
 def run(args: argparse.Namespace) -> int:
     runs = plan(args)
-    import torch  # only now: `mlptui run --help` and the plan's errors never pay for it
+    try:
+        import torch  # only now: `mlptui run --help` and the plan's errors never pay for it
+    except ImportError as exc:
+        raise MlptuiError(f"run needs torch (pip install 'mlptui[gpu]'): {exc}") from None
 
     if args.device == "cuda" and not torch.cuda.is_available():
         raise MlptuiError("CUDA is not available here; try --device cpu")

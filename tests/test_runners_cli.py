@@ -172,3 +172,17 @@ def test_open_hands_the_trace_to_the_viewer_in_its_own_process(tmp_path: Path,
     assert main(["run", "linear", "--device", "cpu", "--rows", "4", "--open", "--out", str(tmp_path)]) == 0
     trace = next(tmp_path.glob("*.pt.trace.json.gz"))
     assert calls == [[sys.executable, "-m", "mlptui.cli", "view", str(trace)]]
+
+
+def test_run_without_torch_says_to_install_the_gpu_extra(tmp_path: Path) -> None:
+    # A fresh interpreter where `import torch` fails, as after `pip install mlptui` without extras.
+    code = ("import sys\nclass NoTorch:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'torch' or name.startswith('torch.'):\n"
+            "            raise ModuleNotFoundError(\"No module named 'torch'\")\n"
+            "sys.meta_path.insert(0, NoTorch())\n"
+            "from mlptui.cli import main\n"
+            f"sys.exit(main(['run', 'mlp', '--compile', '--out', {str(tmp_path / 'runs')!r}]))")
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode != 0 and "Traceback" not in res.stderr
+    assert res.stderr.count("\n") == 1 and "pip install 'mlptui[gpu]'" in res.stderr
