@@ -253,6 +253,11 @@ async def test_zoom_pane_help_and_quit() -> None:
         assert isinstance(app.screen, HelpScreen)
         help_text = str(app.screen.query_one("#help-text", Static).render())
         assert "raw-names" in help_text and "jump op → its launch call → its kernel" in help_text
+        assert "group by kernel" in help_text
+        for pane in (KernelTable, OpTree, LaunchTable, Timeline, StepList, TraceScreen):
+            for binding in pane.BINDINGS:       # every key of the trace screen's panes is listed
+                assert binding.id in help_text, binding.id
+        assert "zoom the timeline in" in help_text and "zoom the timeline out" in help_text
         await pilot.press("escape")
         assert isinstance(app.screen, TraceScreen)
         await pilot.press("q")

@@ -40,8 +40,13 @@ TABLE_KEYS = [
     Binding("left,h", "scroll_left", "Scroll left", show=False, id="table-left"),
 ]
 
+KERNEL_KEYS = [
+    Binding("a", "toggle_grouped", "Group", id="group-kernels",
+            tooltip="group by kernel: one row per kernel name (count, total time) ⇄ one row per launch"),
+]
+
 TIMELINE_KEYS = [
-    Binding("plus,equals_sign", "zoom_in", "Zoom in", id="zoom-in", key_display="+"),
+    Binding("plus,equals_sign", "zoom_in", "Zoom in", id="zoom-in", key_display="+", tooltip="zoom the timeline in"),
     Binding("minus", "zoom_out", "Out", id="zoom-out", key_display="-", tooltip="zoom the timeline out"),
     Binding("right,l", "pan_right", "Pan right", show=False, id="pan-right"),
     Binding("left,h", "pan_left", "Pan left", show=False, id="pan-left"),

@@ -17,6 +17,7 @@ GROUPS = [
     ("Lists (steps, tree, kernels, launches)", keys.LIST_KEYS),
     ("CPU dispatch tree", keys.TREE_KEYS),
     ("Kernels & launches tables", keys.TABLE_KEYS),
+    ("Kernels table", keys.KERNEL_KEYS),
     ("Timeline", keys.TIMELINE_KEYS),
     ("Trace list", keys.PICKER_KEYS),
 ]

@@ -11,9 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from textual import work
-from textual.binding import Binding
 
-from mlptui.keys import TABLE_KEYS
+from mlptui.keys import KERNEL_KEYS, TABLE_KEYS
 from mlptui.trace.analysis.occupancy import kernel_occupancy
 from mlptui.trace.analysis.roofline import kernel_roofline
 from mlptui.trace.model import Trace
@@ -45,10 +44,7 @@ SORT_IN_WORKER = 20_000     # kernel lists longer than this are sorted off the U
 
 
 class KernelTable(SideScrolling, LineList):
-    BINDINGS = TABLE_KEYS + [
-        Binding("a", "toggle_grouped", "Group", id="group-kernels",
-                tooltip="one row per kernel name (count, total time) ⇄ one row per launch"),
-    ]
+    BINDINGS = TABLE_KEYS + KERNEL_KEYS
     MEASURE = False
 
     COLUMNS = [
