@@ -97,3 +97,13 @@ def test_cli_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert main(["summary", str(tmp_path / "none.json")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no such file" in err
+
+
+def test_summary_and_view_of_an_empty_folder_agree(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    codes, errors = [], []
+    for command in (["summary", str(tmp_path)], ["summary", str(tmp_path), "--json"], ["view", str(tmp_path)]):
+        codes.append(main(command))
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1
+        errors.append(err)
+    assert codes == [2, 2, 2] and len(set(errors)) == 1 and "no traces" in errors[0]

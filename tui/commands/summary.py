@@ -18,15 +18,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mlptui.contract.errors import MlptuiError
     from mlptui.sources.dispatch import is_folder, list_traces, open_trace
     from mlptui.trace.analysis.summary import render_markdown, render_text, summarize
 
     if is_folder(args.path):
         found = list_traces(args.path)
+        if not found:      # the same one line and exit status as `mlptui view` of an empty folder
+            raise MlptuiError(f"no traces (*.json, *.json.gz) in {args.path}")
         if args.json:
             sys.stdout.write(orjson.dumps({"folder": args.path, "traces": found}, option=orjson.OPT_INDENT_2).decode() + "\n")
-        elif not found:
-            print(f"{args.path}: no traces in this folder")
         else:
             print(f"{len(found)} trace(s) in {args.path}; `mlptui summary <one of them>` reports one:")
             print("\n".join(found))
