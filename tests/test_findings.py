@@ -71,3 +71,16 @@ def test_first_gemm_chain_is_the_launching_ops_ancestors(sample_trace) -> None:
     chain = next(line for line in fused if line.startswith("first GEMM: "))
     # the Triton kernel is launched under fused_mlp_fwd itself: no aten::mm on the way to it
     assert chain.startswith("first GEMM: fused_mlp_fwd ⇒ ") and "aten::mm" not in chain
+
+
+def test_one_cpu_op_count_in_findings_picker_and_diff(sample_trace) -> None:
+    from mlptui.trace.diff.trace_diff import diff_traces
+    from mlptui.viewmodels.facts import build_facts
+
+    eager, compiled = load_trace(sample_trace("mlp", "eager")), load_trace(sample_trace("mlp", "compile"))
+    d = diff_traces(eager, compiled)
+    for trace, counts in ((eager, d.cpu.a_counts), (compiled, d.cpu.b_counts)):
+        picker = build_facts(trace).focus_cpu_ops
+        cpu_line = next(line for line in trace_findings(trace) if line.startswith("CPU: "))
+        assert picker == sum(counts.values()) and cpu_line.startswith(f"CPU: {picker} ops")
+    assert build_facts(compiled).focus_cpu_ops < build_facts(eager).focus_cpu_ops

@@ -14,8 +14,8 @@ from mlptui.trace.analysis.launches import (
     launch_calls,
     launches_by_op,
 )
-from mlptui.trace.analysis.steps import StepStats, all_step_stats, step_stats
-from mlptui.trace.model import CPU_OP, KERNEL, Trace
+from mlptui.trace.analysis.steps import StepStats, all_step_stats, is_cpu_op, step_stats
+from mlptui.trace.model import KERNEL, Trace
 from mlptui.viewmodels.lanes import Lane, build_lanes
 
 
@@ -29,7 +29,7 @@ class TraceFacts:
     lanes: list[Lane] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)
     focus_mix: str = ""          # kernel_mix of the findings' step: `3 GEMM + gelu + mul`
-    focus_cpu_ops: int = 0       # CPU ops (cat cpu_op) in that step
+    focus_cpu_ops: int = 0       # CPU ops in that step (steps.is_cpu_op: ops and annotations)
 
     @property
     def label(self) -> str:
@@ -62,7 +62,7 @@ def build_facts(trace: Trace) -> TraceFacts:
     for g in trace.gpu:
         gpu_by_step.setdefault(g.step, []).append(g.id)
     step = focus_step(trace)
-    cpu_ops = sum(1 for o in trace.ops if o.cat == CPU_OP and o.step == (-1 if step is None else step))
+    cpu_ops = sum(1 for o in trace.ops if is_cpu_op(o) and o.step == (-1 if step is None else step))
     facts = TraceFacts(trace, stats, gpu_by_step, None, {}, build_lanes(trace), trace_findings(trace),
                        kernel_mix(trace, gpu_by_step.get(step, [])), cpu_ops)
     if len(trace.ops) <= INLINE_LAUNCH_OPS:

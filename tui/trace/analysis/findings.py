@@ -11,6 +11,7 @@ from collections import Counter
 
 from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.analysis.launches import classify_call
+from mlptui.trace.analysis.steps import is_cpu_op
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Trace
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.parse.index import STEP_PREFIX
@@ -26,7 +27,8 @@ def step_gpu(trace: Trace, step: int | None) -> list[int]:
 
 
 def step_ops(trace: Trace, step: int | None) -> list[int]:
-    return [o.id for o in trace.ops if o.cat == CPU_OP and (step is None or o.step == step)]
+    """The step's CPU ops (ops and annotations; mlptui.trace.analysis.steps.is_cpu_op)."""
+    return [o.id for o in trace.ops if is_cpu_op(o) and (step is None or o.step == step)]
 
 
 def kernel_line(trace: Trace, gpu_ids: list[int]) -> str:

@@ -34,7 +34,8 @@ from bisect import bisect_right
 from dataclasses import asdict, dataclass
 
 from mlptui.trace.analysis.launches import classify_call
-from mlptui.trace.model import KERNEL, LAUNCH_CATS, GpuOp, Op, Step, Trace
+from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, GpuOp, Op, Step, Trace
+from mlptui.trace.parse.index import STEP_PREFIX
 
 OVERHEAD_BOUND = "overhead-bound"
 COMPUTE_BOUND = "compute-bound"
@@ -65,6 +66,12 @@ class StepStats:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def is_cpu_op(op: Op) -> bool:
+    """The one definition of "a CPU op" that every count uses (findings, picker, diff): an op or a
+    record_function annotation; the ProfilerStep#N marks (annotations, or ops in torch <= 1.9) left out."""
+    return (op.cat == CPU_OP or op.cat == ANNOTATION) and not op.name.startswith(STEP_PREFIX)
 
 
 def verdict(gpu_busy_us: float, gpu_idle_us: float, gpu_ops: int, launches: int = 0,

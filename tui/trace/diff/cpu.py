@@ -6,7 +6,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from mlptui.trace.model import ANNOTATION, CPU_OP, Trace
+from mlptui.trace.analysis.steps import is_cpu_op
+from mlptui.trace.model import ANNOTATION, Trace
 
 # Names that carry a per-compilation hash: compared without it so two compiled runs line up.
 _HASHED = re.compile(r"(## Call CompiledFxGraph )\w+( ##)")
@@ -53,11 +54,8 @@ def step_op_counts(trace: Trace, step: int | None) -> Counter[str]:
     keyed by op_key, in order of first appearance."""
     counts: Counter[str] = Counter()
     for o in trace.ops:
-        if o.cat not in (CPU_OP, ANNOTATION) or (step is not None and o.step != step):
-            continue
-        if o.cat == ANNOTATION and o.name.startswith("ProfilerStep#"):
-            continue
-        counts[op_key(o.name)] += 1
+        if is_cpu_op(o) and (step is None or o.step == step):
+            counts[op_key(o.name)] += 1
     return counts
 
 
