@@ -240,6 +240,18 @@ async def test_timeline_zooms_pans_and_highlights_the_selection() -> None:
         assert "█" in gpu_line and "·" in gpu_line      # busy and idle GPU time both visible
 
 
+async def test_details_text_keeps_clear_of_the_launches_pane() -> None:
+    app = make_app([str(find_sample("mlp", "compile"))])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_trace(pilot, None)
+        await pilot.press("j", "j", "j")
+        details = screen.query_one(Details)
+        launches = screen.query_one("#launches-pane")
+        assert details.text
+        # wrapped lines start one blank column to the right of the launches pane (and its scrollbar)
+        assert details.content_region.x >= launches.region.right + 1
+
+
 async def test_zoom_pane_help_and_quit() -> None:
     app = make_app([str(find_sample("linear", "compile"))])
     async with app.run_test(size=(80, 24)) as pilot:

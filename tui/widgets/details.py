@@ -14,7 +14,7 @@ class Details(ScrollView, can_focus=True):
     new selection repaints this pane only (no layout pass over the screen)."""
 
     DEFAULT_CSS = """
-    Details { height: 1fr; overflow-x: hidden; }
+    Details { height: 1fr; overflow-x: hidden; padding-left: 1; }
     """
     BINDINGS = [
         Binding("down,j", "scroll_down", "Down", show=False, id="details-down"),
