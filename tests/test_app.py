@@ -328,9 +328,14 @@ async def test_picker_marks_two_traces_and_opens_their_diff() -> None:
         names = [s.rsplit("/", 1)[-1] for s in table.specs]
         eager = next(i for i, n in enumerate(names) if n.startswith("mlp-eager-"))
         compiled = next(i for i, n in enumerate(names) if n.startswith("mlp-compile-"))
-        await pilot.press(str(eager + 1), "m", str(compiled + 1), "d")
+        await pilot.press(str(eager + 1), "m")
+        assert any("[A] " in r for r in rows_text(table))
+        await pilot.press(str(compiled + 1), "d")
         diff = await wait_for_screen(app, pilot, DiffScreen)
         assert diff is app.screen
+        await pilot.press("escape")
+        await wait_for_screen(app, pilot, PickerScreen)
+        assert table.marked_spec is None and not any("[A] " in r for r in rows_text(table))
 
 
 class CountingList:

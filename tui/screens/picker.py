@@ -190,7 +190,10 @@ class PickerScreen(Screen):
         if table.marked_spec is None or spec is None or spec == table.marked_spec:
             self.notify("mark one trace with m, move to another, then press d", timeout=3)
             return
-        self.app.open_specs([table.marked_spec, spec])
+        marked = table.marked_spec
+        table.marked_spec = None        # the mark is spent on this diff: back here, no [A] is left over
+        table.refresh_text()
+        self.app.open_specs([marked, spec])
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:
