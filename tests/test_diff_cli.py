@@ -75,3 +75,11 @@ def test_bad_inputs_exit_2_with_one_line() -> None:
         assert len(lines) == 1 and lines[0].startswith("mlptui: "), out.stderr
     missing = mlptui("diff", good)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
+
+
+def test_markdown_never_prints_a_signed_zero() -> None:
+    path = str(sample("mlp", "eager"))
+    out = mlptui("diff", path, path, "--md")      # a trace against itself: every change is zero
+    assert out.returncode == 0, out.stderr
+    assert "| ±0.0 |" in out.stdout
+    assert not re.search(r"[-+−]0\.0\b", out.stdout)

@@ -40,6 +40,11 @@ def fmt_delta(x: float | None) -> str:
     return ("+" if x > 0 else "−") + fmt_us(abs(x))
 
 
+def _signed_us(x: float) -> str:
+    """`+1.2`, `-0.4`; a change that rounds to zero is `±0.0`, never `-0.0` or `+0.0`."""
+    return "±0.0" if abs(x) < 0.05 else f"{x:+.1f}"
+
+
 def fmt_speedup(x: float | None) -> str:
     return "—" if x is None else f"{x:.2f}×"
 
@@ -207,7 +212,7 @@ def render_markdown(doc: dict[str, Any], *, raw: bool = False, only_diff: bool =
         nb = "<br>".join(f"`{_md(x)}`" for x in _names(row, "b", raw))
         a_us = "" if row["a_us"] is None else f"{row['a_us']:.1f}"
         b_us = "" if row["b_us"] is None else f"{row['b_us']:.1f}"
-        d_us = "" if row["delta_us"] is None else f"{row['delta_us']:+.1f}"
+        d_us = "" if row["delta_us"] is None else _signed_us(row["delta_us"])
         lines.append(f"| {n} | {MARKERS[row['status']]} {row['status']} | {na} | {a_us} | {nb} | {b_us} | {d_us} |")
     lines += [""] + empty_notes(doc) if empty_notes(doc) else []
     for title, key, items in (("GPU time by kernel family", "family", doc.get("by_family") or []),
