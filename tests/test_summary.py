@@ -57,6 +57,8 @@ def test_renderings_mention_what_matters(sample_trace: Callable[..., Path]) -> N
     assert f"verdict: {d['total']['verdict']} (all 3 steps: device idle " in text
     md = render_markdown(d)
     assert md.startswith("### Trace summary") and "| step |" in md and "#### Dispatch" in md
+    assert d["memory_ops"] and "#### Memcpy / memset" in md and "memcpy / memset" in text
+    assert all(f"| {m['name']} | {m['kind']} | {m['count']} |" in md for m in d["memory_ops"][:15])
 
 
 def test_cli_text_json_md(sample_trace: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:

@@ -296,6 +296,10 @@ def render_markdown(d: dict[str, Any], top: int = 15) -> str:
         out += _md_table(["kernel", "family", "library", "count", "total", "mean"],
                          [[k["short"], k["family"], k["library"], str(k["count"]), _us(k["total_us"]),
                            _us(k["mean_us"])] for k in d["kernels"][:top]])
+    if d["memory_ops"]:
+        out += ["", "#### Memcpy / memset", ""]
+        out += _md_table(["name", "kind", "count", "total"],
+                         [[m["name"], m["kind"], str(m["count"]), _us(m["total_us"])] for m in d["memory_ops"][:top]])
     if d["launch_calls"]:
         out += ["", "#### Runtime / driver calls", ""]
         out += _md_table(["call", "kind", "count", "total"],
