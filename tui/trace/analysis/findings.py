@@ -133,7 +133,8 @@ def gemm_launch_line(trace: Trace, gpu_ids: list[int]) -> str | None:
                 calls = []          # an earlier kernel's launch: what follows belongs to this one
             else:
                 calls.append(op.name)
-        patterns[tuple(calls)] += 1
+        if calls:               # a launch through calls of no known kind (MTIA's job submission) says nothing
+            patterns[tuple(calls)] += 1
     if not patterns:
         return None
     parts = [f"{_folded(p)} ({n} GEMM{'s' if n > 1 else ''})" for p, n in patterns.most_common(3)]

@@ -165,6 +165,8 @@ def _us(x: float) -> str:
 def _device_line(d: dict[str, Any]) -> str:
     dev = d.get("device")
     if not dev:
+        if d["counts"]["gpu_ops"]:
+            return "device: not named in the trace (no deviceProperties)"
         return "device: none recorded (CPU-only trace or no deviceProperties)"
     arch = d.get("device_arch") or {}
     parts = [str(dev.get("name") or "").strip() or "(unnamed device)"]
@@ -234,7 +236,7 @@ def _verdict_line(d: dict[str, Any]) -> str:
     line = (f"verdict: {t['verdict']} ({t['name']}: device idle {_us(t['device_idle_us'])} {rel} "
             f"device busy {_us(t['device_busy_us'])}")
     if abs(t["device_busy_us"] - t["gpu_busy_us"]) > 0.01 * max(t["device_busy_us"], 1.0):
-        line += f"; the step(s) own GPU work: {_us(t['gpu_busy_us'])}, the rest was launched earlier"
+        line += f"; of that, work the step(s) launched: {_us(t['gpu_busy_us'])}"
     return line + ")"
 
 
