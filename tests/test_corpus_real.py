@@ -211,6 +211,27 @@ def test_memcpy_and_memset_counts(pair: tuple[Plain, Trace]) -> None:
     assert sum(1 for g in t.gpu if g.cat == MEMSET) == p.memsets
 
 
+def test_slices_nest_by_true_containment_and_gpu_time_rolls_up_only_into_them(pair: tuple[Plain, Trace]) -> None:
+    _, t = pair
+    ops = t.ops
+    assert all(ops[o.parent].ts <= o.ts + 1e-3 and o.end <= ops[o.parent].end + 1e-3 for o in ops if o.parent >= 0)
+    for g in t.gpu:                      # the launch call of each kernel lies inside every op its time goes to
+        node = t.ops[g.launch].parent if g.launch >= 0 else -1
+        while node >= 0:
+            assert ops[node].ts <= ops[g.launch].ts and ops[g.launch].end <= ops[node].end + 1e-3
+            node = ops[node].parent
+
+
+def test_headless_dispatch_has_every_leaf_path(pair: tuple[Plain, Trace]) -> None:
+    _, t = pair
+    rows = summarize(t)["dispatch"]
+    step_ops = [o for o in t.ops if o.cat in ("cpu_op", "user_annotation") and not o.name.startswith("ProfilerStep#")
+                and (o.step >= 0 or not t.steps)]
+    assert bool(rows) == bool(step_ops)
+    if not t.gpu:
+        assert all(r["gpu_kernels"] == [] for r in rows)
+
+
 # ---------------------------------------------------------------- the facts that were wrong
 
 def _real(stem: str) -> str:

@@ -73,3 +73,19 @@ def test_unsure_attention_says_unknown_rather_than_a_wrong_library() -> None:
     assert (k.family, k.library) == ("attention", "unknown")
     # a mangled C++ symbol is never called Triton, even when it looks like attention
     assert decode_kernel("_ZN3foo10fmha_fwd_kIfEEvv").library != "Triton"
+
+
+def test_device_architecture_in_the_vendors_words() -> None:
+    from mlptui.trace.analysis.device_arch import device_arch
+    from mlptui.trace.analysis.summary import _device_line
+
+    mi300 = {"name": "AMD Instinct MI300X", "computeMajor": 9, "computeMinor": 4, "numSms": 304, "warpSize": 64}
+    assert device_arch(mi300).to_dict() == {"vendor": "AMD", "arch": "gfx942", "units": "CUs", "count": 304}
+    assert device_arch({**mi300, "gcnArchName": "gfx942:sramecc+:xnack-"}).arch == "gfx942"
+    unnamed = {"name": "", "computeMajor": 9, "computeMinor": 4, "numSms": 304}
+    assert device_arch(unnamed, {"hip_runtime_version": 60443483}).vendor == "AMD"
+    line = _device_line({"device": unnamed, "device_arch": device_arch(unnamed, {"hip_runtime_version": 1}).to_dict(),
+                         "counts": {"gpu_ops": 1}})
+    assert line.startswith("device: (unnamed device), AMD gfx9") and "sm" not in line and ", ," not in line
+    h100 = {"name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0, "numSms": 132, "warpSize": 32}
+    assert (device_arch(h100).arch, device_arch(h100).word, device_arch(h100).units) == ("sm_90", "sm90", "SMs")
