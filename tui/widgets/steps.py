@@ -1,4 +1,7 @@
-"""The step list: an "all steps" row and one row per ProfilerStep, with the verdict of each."""
+"""The step list: an "all steps" row and one row per ProfilerStep, with the verdict of each.
+
+GPU busy/idle: the step's own GPU work (by launch); dev idle: the device's idle time over the step's
+window with all work on it counted (what the verdict reads; it differs when the CPU runs ahead)."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ class StepList(LineList):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(
             [Column("step", 16), Column("CPU", 9, ">"), Column("GPU busy", 9, ">"), Column("GPU idle", 9, ">"),
-             Column("kernels", 7, ">"), Column("launches", 8, ">"), Column("launch ovh", 10, ">", drop=1),
+             Column("dev idle", 9, ">", drop=2), Column("kernels", 7, ">"), Column("launches", 8, ">"), Column("launch ovh", 10, ">", drop=1),
              Column("verdict", 0, min_width=14)],
             id=id,
         )
@@ -32,6 +35,6 @@ class StepList(LineList):
         name = "all steps" if index == 0 else s.name
         return [
             (name, "header") if index == 0 else name, fmt.us(s.cpu_us), fmt.us(s.gpu_busy_us),
-            fmt.us(s.gpu_idle_us), fmt.count(s.kernels), fmt.count(s.launches), fmt.us(s.launch_overhead_us),
+            fmt.us(s.gpu_idle_us), fmt.us(s.device_idle_us), fmt.count(s.kernels), fmt.count(s.launches), fmt.us(s.launch_overhead_us),
             (verdict, tone),
         ]
