@@ -222,3 +222,22 @@ def test_args_after_utf8_repair_and_tolerant_decode(tmp_path: Path) -> None:
     assert t.op_args(2) == {"note": "\ufffd", "correlation": 42, "External id": 7}
     odd = load_trace_bytes(trace_bytes(EVENTS + [{"ph": "X", "name": 3}]), source="mem")
     assert odd.op_args(1) == {"External id": 7}
+
+
+def test_chrome_traces_not_from_the_profiler_are_refused_and_legacy_ones_load() -> None:
+    import orjson
+    import pytest
+
+    from mlptui.contract.errors import TraceError
+    from mlptui.trace.parse.load import load_trace_bytes
+
+    foreign = {"traceEvents": [{"ph": "B", "cat": "PERF", "name": "a", "pid": 1, "tid": 1, "ts": 0},
+                               {"ph": "E", "cat": "PERF", "name": "a", "pid": 1, "tid": 1, "ts": 5},
+                               {"ph": "X", "cat": "PREF", "name": "b", "pid": 1, "tid": 1, "ts": 1, "dur": 2}]}
+    with pytest.raises(TraceError, match="not from the PyTorch profiler"):
+        load_trace_bytes(orjson.dumps(foreign), source="tf.json")
+    with pytest.raises(TraceError, match="not trace events"):
+        load_trace_bytes(orjson.dumps([[-1, 1, 512, 7], [-1, 1, 1024, 7]]), source="memory_timeline.raw")
+    legacy = {"traceEvents": [{"name": "aten::mm", "ph": "X", "ts": 0, "dur": 5, "tid": 1, "pid": "CPU functions",
+                               "args": {}}]}
+    assert [op.name for op in load_trace_bytes(orjson.dumps(legacy), source="legacy.json").ops] == ["aten::mm"]

@@ -3,9 +3,10 @@
     refusal(decoded) -> str | None     the one-line reason to refuse it, or None for a profiler trace
 
 Refused: a JSON list whose items are not trace events at all (torch's memory-timeline raw export is a
-list of integer lists); and a Chrome trace that has events but none from the PyTorch profiler (a
-TensorFlow trace-viewer file: B/E/C/I/P events of its own categories). A profiler trace is known by
-its top-level keys (schemaVersion, deviceProperties, ...) or by the categories of its events.
+list of integer lists); and a Chrome trace whose events all carry categories the PyTorch profiler never
+writes (a TensorFlow trace-viewer file: B/E/C/I/P events of its own categories). A profiler trace is
+known by its top-level keys (schemaVersion, deviceProperties, ...) or by the categories of its events;
+the legacy autograd profiler wrote complete events with no category at all, and those still load.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from mlptui.trace.parse.decode import Decoded
 _PROFILER_CATS = frozenset(CATEGORY) | {
     "ac2g", "async", "fwdbwd", "Trace", "mtia_ccp_events", "cpu_instant_event", "overhead", "cuda_profiler_range",
     "gpu_user_annotation", "python_function", "Python", "xpu_runtime", "hip_runtime", "mtia_runtime",
+    "cpu_to_cuda", "async_gpu", "async_cpu_to_gpu",
 }
 # Top-level keys the profiler writes; displayTimeUnit is plain Chrome-trace and does not count.
 _PROFILER_KEYS = ("schemaVersion", "deviceProperties", "distributedInfo", "record_shapes", "with_stack",
@@ -37,5 +39,7 @@ def refusal(decoded: Decoded) -> str | None:
     cats = _PROFILER_CATS
     if any(e.cat in cats for e in events):
         return None
+    if not any(e.cat for e in events) and any(e.ph == "X" for e in events):
+        return None       # the legacy autograd profiler: complete events without categories
     return (f"a Chrome trace, but not from the PyTorch profiler (none of its {len(events)} events has a "
             "profiler category; record one with torch.profiler)")
