@@ -89,3 +89,20 @@ def test_device_architecture_in_the_vendors_words() -> None:
     assert line.startswith("device: (unnamed device), AMD gfx9") and "sm" not in line and ", ," not in line
     h100 = {"name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0, "numSms": 132, "warpSize": 32}
     assert (device_arch(h100).arch, device_arch(h100).word, device_arch(h100).units) == ("sm_90", "sm90", "SMs")
+
+
+def test_serving_library_functions_by_their_own_names() -> None:
+    flashinfer_norm = decode_kernel("void flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>(__nv_bfloat16*, "
+                                    "__nv_bfloat16*, __nv_bfloat16*, unsigned int, unsigned int, float)")
+    assert (flashinfer_norm.family, flashinfer_norm.library) == ("norm", "FlashInfer")
+    prefill = decode_kernel("void flashinfer::BatchPrefillWithPagedKVCacheKernel<flashinfer::KernelTraits<>, "
+                            "__nv_bfloat16>(flashinfer::PagedParams)")
+    assert (prefill.family, prefill.library) == ("attention", "FlashInfer")
+    allreduce = decode_kernel("void tensorrt_llm::kernels::ar_fusion::allreduce_fusion_kernel_oneshot_lamport"
+                              "<__nv_bfloat16, 8>(tensorrt_llm::kernels::ar_fusion::AllReduceFusionParams)")
+    assert (allreduce.family, allreduce.library) == ("comm", "TensorRT-LLM")
+    cache = decode_kernel("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, "
+                          "(vllm::Fp8KVCacheDataType)1>(__nv_bfloat16 const*, __nv_bfloat16 const*)")
+    assert (cache.family, cache.library) == ("copy", "vLLM")
+    op_tensor = decode_kernel("Op2dTensorGeneric")
+    assert (op_tensor.family, op_tensor.library) == ("pointwise", "MIOpen")

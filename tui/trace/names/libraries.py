@@ -9,9 +9,10 @@
   Element types are read from the Itanium mangling: `DF16b` is bf16, `DF16_` f16.
 - MIOpen: `igemm_{fwd,bwd,wrw}_gtc*` convolutions, `MIOpen*`/`miopen*` kernels, `batched_transpose_*`
   and `transpose_NCHW2CNHW*` layout copies, `SubTensorOp*`/`OpTensor*` elementwise ops.
-- aiter (`aiter::`) and vLLM / SGLang (`vllm::`, `sgl_hip::`) kernels, by namespace.
-- TensorRT-LLM (`tensorrt_llm::kernels::`): quantization kernels are quantization, whatever their
-  arguments name (a `flashinfer::` layout type is not FlashInfer attention).
+- aiter (`aiter::`), vLLM / SGLang (`vllm::`, `sgl_hip::`), TensorRT-LLM (`tensorrt_llm::`) and FlashInfer
+  (`flashinfer::`) kernels, by the namespace of the function itself (not of a type among its arguments:
+  TensorRT-LLM's quantize kernel takes a `flashinfer::` layout and is no attention kernel); within one,
+  collectives, norms, KV-cache writes, attention, quantization and GEMMs by the function's name.
 - Symmetric-memory collectives (`multimem_all_reduce_kernel`, `one_shot_all_reduce`, `two_shot_all_reduce`):
   communication.
 
@@ -34,12 +35,14 @@ _SYMM_ALL_REDUCE = re.compile(r"\b(multimem_all_reduce|one_shot_all_reduce|two_s
                               r"multimem_all_gather|multimem_reduce_scatter)\w*")
 _MIOPEN_IGEMM = re.compile(r"^igemm_(fwd|bwd|wrw)_gtc")
 _MIOPEN_PREFIXES = ("MIOpen", "miopen", "naive_conv_", "gridwise_convolution", "SubTensorOp", "OpTensor",
-                    "batched_transpose_", "transpose_NCHW2CNHW", "transpose_CNHW2NCHW", "Im2Col", "Col2Im")
+                    "Op1dTensor", "Op2dTensor", "Op3dTensor", "Op4dTensor", "Op5dTensor", "batched_transpose_",
+                    "transpose_NCHW2CNHW", "transpose_CNHW2NCHW", "Im2Col", "Col2Im", "Conv_Winograd",
+                    "ConvHipImplicitGemm", "gcnAsmConv")
 # Mangled element types, most specific first ("DF16b" before "DF16_").
-_MANGLED_TYPES = (("DF16b", "bf16"), ("bfloat16", "bf16"), ("BFloat16", "bf16"), ("bf16", "bf16"), ("DF16_", "f16"), ("half", "f16"),
-                  ("fp8", "fp8"), ("f8", "fp8"))
+_MANGLED_TYPES = (("DF16b", "bf16"), ("bfloat16", "bf16"), ("BFloat16", "bf16"), ("bf16", "bf16"), ("DF16_", "f16"),
+                  ("half", "f16"), ("Half", "f16"), ("fp16", "f16"), ("fp8", "fp8"), ("e4m3", "fp8"), ("f8", "fp8"))
 _NAMESPACES = (("aiter", "aiter"), ("vllm", "vLLM"), ("sgl_hip", "SGLang"), ("sglang", "SGLang"),
-               ("tensorrt_llm", "TensorRT-LLM"))
+               ("tensorrt_llm", "TensorRT-LLM"), ("flashinfer", "FlashInfer"))
 
 
 def _element_type(raw: str) -> str | None:
@@ -97,7 +100,8 @@ def _miopen(raw: str, name: str) -> KernelName:
         return _kn(raw, f"conv iGEMM {direction}", "gemm", "MIOpen", f"conv {direction}", ("conv",), dtype)
     if "transpose" in low:
         return _kn(raw, f"layout transform ({truncate(name, 40)})", "copy", "MIOpen", "copy", ("copy",))
-    if name.startswith(("SubTensorOp", "OpTensor")):
+    if name.startswith(("SubTensorOp", "OpTensor", "Op1dTensor", "Op2dTensor", "Op3dTensor", "Op4dTensor",
+                        "Op5dTensor")):
         return _kn(raw, f"tensor op ({name})", "pointwise", "MIOpen", "pointwise", ("elementwise",))
     if "batchnorm" in low or "bnfwd" in low or "bnbwd" in low:
         return _kn(raw, f"batch_norm ({truncate(name, 40)})", "norm", "MIOpen", "norm", ("batch_norm",))
@@ -126,26 +130,48 @@ def _mangled_path(raw: str) -> list[str]:
 def _namespace(raw: str) -> tuple[str, str] | None:
     """(library, function) of a kernel in a known namespace, demangled or mangled."""
     path = _mangled_path(raw)
+    best: tuple[int, str, str] | None = None
     for ns, library in _NAMESPACES:
         if len(path) >= 2 and path[0] == ns:
             return library, path[-1]
-        found = [m.group(1) for m in re.finditer(rf"\b{ns}::(?:\w+::)*(\w+)\s*[<(]", raw)]
-        if found:
-            return library, found[-1]       # the function, not a helper type in its return type
-    return None
+        # the function: the first such name that starts a declaration word (after the return type), not
+        # a type inside template arguments (`<vllm::_typeConvert...`, `<flashinfer::KernelTraits...`)
+        m = re.search(rf"(?:^|(?<=\s)){ns}::(?:\w+::)*(\w+)\s*[<(]", raw)
+        if m is not None and (best is None or m.start() < best[0]):
+            best = (m.start(), library, m.group(1))
+    return None if best is None else (best[1], best[2])
+
+
+_COMM_HINTS = ("allreduce", "all_reduce", "allgather", "all_gather", "reducescatter", "reduce_scatter", "alltoall",
+               "cross_device_reduce", "lamport")
+_ATTENTION_HINTS = ("attention", "fmha", "prefill", "batchdecode", "singledecode", "mergestate", "merge_state",
+                    "paged_attn", "mla")
+_CACHE_WRITES = ("reshape_and_cache", "concat_and_cache", "store_kvcache", "kvcache_copy")
 
 
 def _by_namespace(raw: str, library: str, fn: str) -> KernelName:
     low = fn.lower()
+    dtype = _element_type(raw[:300])
+    if any(h in low for h in _COMM_HINTS):
+        return _kn(raw, f"collective ({truncate(fn, 40)})", "comm", library, "collective", (fn,), dtype)
     if "rmsnorm" in low or "rms_norm" in low:
-        return _kn(raw, f"RMSNorm ({truncate(fn, 40)})", "norm", library, "norm", ("rms_norm",))
-    if "quant" in low and "attention" not in low:
-        return _kn(raw, f"quantize ({truncate(fn, 40)})", "other", library, "quantize", ("quantize",))
+        return _kn(raw, f"RMSNorm ({truncate(fn, 40)})", "norm", library, "norm", ("rms_norm",), dtype)
+    if "layernorm" in low or "layer_norm" in low:
+        return _kn(raw, f"LayerNorm ({truncate(fn, 40)})", "norm", library, "norm", ("layer_norm",), dtype)
+    if any(h in low for h in _CACHE_WRITES):
+        return _kn(raw, f"KV-cache write ({truncate(fn, 40)})", "copy", library, "kv-cache write", ("copy",), dtype)
+    if any(h in low for h in _ATTENTION_HINTS):
+        backward = "bwd" in low or "backward" in low
+        return _kn(raw, f"attention {'bwd' if backward else 'fwd'} ({truncate(fn, 40)})", "attention", library,
+                   "attention backward" if backward else "attention forward",
+                   ("attention_backward" if backward else "attention",), dtype)
+    if "quant" in low:
+        return _kn(raw, f"quantize ({truncate(fn, 40)})", "other", library, "quantize", ("quantize",), dtype)
+    if "gemm" in low or "bmm" in low or "matmul" in low:
+        return _kn(raw, f"GEMM ({truncate(fn, 40)})", "gemm", library, "gemm", ("gemm",), dtype)
     family = guess_family(fn)
-    if "attention" in low or "fmha" in low:
-        family = "attention"
     return KernelName(raw=raw, short=f"{truncate(fn, 50)} ({library})", family=family, library=library,
-                      kind=family, ops=(fn,))
+                      kind=family, ops=(fn,), dtype=dtype)
 
 
 def decode_library(raw: str) -> KernelName | None:
