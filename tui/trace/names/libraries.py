@@ -193,7 +193,7 @@ def decode_library(raw: str) -> KernelName | None:
     if bare.startswith("_ZN7ck_tile") or bare.startswith("ck_tile::"):
         return _ck_tile(raw)
     if bare.startswith("_ZN2ck") or bare.startswith("ck::"):
-        fn = re.search(r"(kernel_\w+?)(?:I|<|$)", bare)
+        fn = re.search(r"(kernel_\w+?)(?:I|<|$)", bare[:300])
         return _ck(raw, fn.group(1) if fn else "kernel")
     if _MIOPEN_IGEMM.match(bare) or bare.startswith(_MIOPEN_PREFIXES):
         return _miopen(raw, bare.split("(", 1)[0].split("<", 1)[0])
