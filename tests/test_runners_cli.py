@@ -60,6 +60,12 @@ def test_mlp_on_cpu_writes_a_trace_whose_dispatch_tree_has_aten_linear(tmp_path:
         assert "mlp_fwd" in ancestors(trace, op.id)
         assert any(trace.ops[c].name in ("aten::matmul", "aten::mm") for c in op.children)
     assert [s.name for s in trace.steps] == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
+    # headless dispatch of a CPU-only trace: every leaf path of the steps, none with kernels
+    from mlptui.trace.analysis.summary import summarize
+
+    dispatch = summarize(trace)["dispatch"]
+    assert dispatch and all(row["gpu_kernels"] == [] for row in dispatch)
+    assert any(row["path"][:2] == ["mlp_fwd", "aten::linear"] and row["count"] == 3 * 3 for row in dispatch)
 
     assert run["trace"] == trace_path.name and run["workload"] == "mlp" and run["mode"] == "eager"
     assert run["shape"] == {"batch": 2, "seq": 8, "dim": 32, "hidden": 64}
