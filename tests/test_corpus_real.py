@@ -296,6 +296,10 @@ def test_mtia_device_work_is_device_work() -> None:
     p = plain(name)
     assert sum(1 for g in t.gpu if g.cat == KERNEL) == len(p.kernels) > 0
     assert t.streams and summarize(t)["total"]["verdict"] != "cpu-only"
+    from mlptui.viewmodels.lanes import build_lanes
+
+    device_lanes = [lane for lane in build_lanes(t) if lane.kind == "gpu"]
+    assert len(device_lanes) == len(t.streams) and all(lane.label.startswith("MTIA") for lane in device_lanes)
 
 
 def test_first_gemm_chain_is_the_launching_ops_ancestors() -> None:

@@ -61,8 +61,11 @@ def build_lanes(trace: Trace) -> list[Lane]:
             lanes.append(Lane.of(f"CPU {thread.tid}"[:LABEL], "cpu", key, cpu.get(key, [])))
             if key in launch:
                 lanes.append(Lane.of("  launches", "launch", key, launch[key]))
+    processes = trace.meta.get("process_names") or {}
     for stream in trace.streams:
         key = (stream.device, stream.stream)
         if key in gpu:
-            lanes.append(Lane.of(f"GPU{stream.device} s{stream.stream}"[:LABEL], "gpu", key, gpu[key]))
+            # an accelerator that names itself (MTIA) is not called a GPU
+            device = "MTIA" if str(processes.get(str(stream.device), "")).startswith("MTIA") else "GPU"
+            lanes.append(Lane.of(f"{device}{stream.device} s{stream.stream}"[:LABEL], "gpu", key, gpu[key]))
     return lanes
