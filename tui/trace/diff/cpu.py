@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from mlptui.trace.analysis.steps import is_cpu_op
-from mlptui.trace.model import ANNOTATION, Trace
+from mlptui.trace.model import Trace
 
 # Names that carry a per-compilation hash: compared without it so two compiled runs line up.
 _HASHED = re.compile(r"(## Call CompiledFxGraph )\w+( ##)")
@@ -39,7 +39,7 @@ def op_chain(trace: Trace, op: int, cache: dict[int, tuple[str, ...]] | None = N
     cur = op
     while cur >= 0:
         o = trace.ops[cur]
-        if not (o.cat == ANNOTATION and o.name.startswith("ProfilerStep#")):
+        if not o.name.startswith("ProfilerStep#"):      # an annotation, or an op in torch <= 1.9
             names.append(o.name)
         cur = o.parent
     names.reverse()
