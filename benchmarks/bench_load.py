@@ -27,9 +27,11 @@ GENERATOR = ROOT.parent / "shared" / "tools" / "gen_kineto_trace.py"
 # Each child prints one JSON line: wall seconds, CPU seconds, peak RSS in bytes, and what it built.
 OURS = r"""
 import json, resource, sys, time
+from mlptui.gc_policy import bulk_allocation
 from mlptui.trace.parse.load import load_trace
 t0 = time.perf_counter(); c0 = time.process_time()
-trace = load_trace(sys.argv[1])
+with bulk_allocation():
+    trace = load_trace(sys.argv[1])
 wall = time.perf_counter() - t0; cpu = time.process_time() - c0
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps({"wall": wall, "cpu": cpu, "rss": rss,

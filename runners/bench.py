@@ -13,11 +13,23 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
+from torch import nn
 
 from mlptui.runners.modules import LigerConfig, SimpleGeGLUMLP, seeded, seeded_input
+
+if TYPE_CHECKING:
+    from mlptui.runners.fused_mlp import FusedGeGLUMLP
+
+MlpFn = Callable[[torch.Tensor], torch.Tensor]
+
+
+def _as_fn(module: nn.Module | Callable[..., Any]) -> MlpFn:
+    """Every mode's module maps the input tensor to the output tensor; torch types its __call__ as
+    returning Any (and torch.compile's result as any callable)."""
+    return cast(MlpFn, module)
 
 MODES: tuple[str, ...] = ("eager", "compile", "max-autotune", "kernels", "fused")
 FLOOR_MODE = "cublas-3gemm"
@@ -104,19 +116,19 @@ def _median_us(fn: Callable[[], Any], warmup_ms: float, rep_ms: float) -> float:
 
 
 def _build(mode: str, ref: SimpleGeGLUMLP, shape: BenchShape, dtype: torch.dtype,
-           info: dict[str, Any]) -> Callable[[torch.Tensor], torch.Tensor]:
+           info: dict[str, Any]) -> MlpFn:
     """The callable of one mode, with the reference's weights in `dtype`; notes go into `info`."""
     state = ref.state_dict()
     if mode in ("eager", "compile", "max-autotune"):
         module = SimpleGeGLUMLP(shape.dim, shape.hidden).to("cuda", dtype)
         module.load_state_dict(state)
         if mode == "eager":
-            return module
+            return _as_fn(module)
         torch._dynamo.reset()  # each compiled mode starts from a clean cache
         kwargs: dict[str, Any] = {"dynamic": False}
         if mode == "max-autotune":
             kwargs["mode"] = "max-autotune"
-        return torch.compile(module, **kwargs)
+        return _as_fn(torch.compile(module, **kwargs))
     if mode == "kernels":
         from mlptui.runners.liger_source import load_liger_geglu_mlp
 
@@ -124,17 +136,17 @@ def _build(mode: str, ref: SimpleGeGLUMLP, shape: BenchShape, dtype: torch.dtype
         info["source"] = found.source
         if found.tried:
             info["tried"] = list(found.tried)
-        module = found.cls(LigerConfig(shape.dim, shape.hidden))
-        module.load_state_dict(state)
-        return module.to("cuda", dtype)
+        liger = found.cls(LigerConfig(shape.dim, shape.hidden))
+        liger.load_state_dict(state)
+        return _as_fn(liger.to("cuda", dtype))
     if mode == "fused":
         from mlptui.runners.fused_mlp import FusedGeGLUMLP
 
-        module = FusedGeGLUMLP(shape.dim, shape.hidden, device="cuda", dtype=dtype)
-        module.load_state_dict(state)
-        info["path"] = module.path_for(shape.rows, torch.device("cuda"), dtype)
-        info["min_rows"] = module.min_rows
-        return module
+        fused = FusedGeGLUMLP(shape.dim, shape.hidden, device="cuda", dtype=dtype)
+        fused.load_state_dict(state)
+        info["path"] = fused.path_for(shape.rows, torch.device("cuda"), dtype)
+        info["min_rows"] = fused.min_rows
+        return _as_fn(fused)
     raise ValueError(mode)
 
 
@@ -244,7 +256,7 @@ def _bench_mode(run: _ShapeRun, mode: str, dtype: torch.dtype, warmup_ms: float,
          f"{t['host']:.1f}, rel err {t['err']:.2e}, {setup_s:.0f} s)")
     if mode == "fused" and info.get("path") != "fused":
         # the unfused fallback was chosen here: time the kernel path too, so the crossover shows
-        fn.min_rows = 0
+        cast("FusedGeGLUMLP", fn).min_rows = 0     # _build returned the FusedGeGLUMLP itself for this mode
         t = _time(fn, run.x, run.expected, warmup_ms, rep_ms, False)
         results.append(_row("fused-kernel", shape, t["us"], run.floor_us, **_extra(t), path="fused"))
         note(f"{shape.name} fused-kernel (not chosen): {t['us']:.1f} us (graph {t['graph'] or float('nan'):.1f})")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import shlex
 import subprocess
 import sys
@@ -228,10 +227,6 @@ def record_one(args: argparse.Namespace, w: Workload, mode: str, shape: Shape, f
     return record
 
 
-def viewer_installed() -> bool:
-    return importlib.util.find_spec("mlptui.commands.view") is not None
-
-
 @contextlib.contextmanager
 def _failing_as(title: str, what: str) -> Iterator[None]:
     """Any failure of a stage (compiler errors, CUDA errors, out of memory) becomes one line that
@@ -250,7 +245,4 @@ def _failing_as(title: str, what: str) -> Iterator[None]:
 
 def _open_viewer(target: Path, progress: Any) -> None:
     """The explorer runs in its own process, so this command never imports the UI."""
-    if not viewer_installed():
-        progress.note(f"the explorer is not installed here; open the result later with `mlptui view {target}`")
-        return
     subprocess.call([sys.executable, "-m", "mlptui.cli", "view", str(target)])

@@ -4,13 +4,17 @@ the CPU from fixed seeds, then moved, so every mode, dtype and device sees the s
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from mlptui.runners.workloads import Shape
+
+T = TypeVar("T")
 
 WEIGHT_SEED = 0
 INPUT_SEED = 1
@@ -38,10 +42,11 @@ class SimpleGeGLUMLP(nn.Module):
         self.down_proj = nn.Linear(hidden, dim, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
+        out: torch.Tensor = self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
+        return out
 
 
-def seeded(factory, seed: int = WEIGHT_SEED):
+def seeded(factory: Callable[[], T], seed: int = WEIGHT_SEED) -> T:
     """Build a module under a fixed seed without disturbing the caller's random state."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

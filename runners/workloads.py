@@ -15,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-MODES: tuple[str, ...] = ("eager", "compile", "reduce-overhead", "max-autotune")
-DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32")
+from mlptui.contract.vocabulary import DTYPES, MODES
+
+__all__ = ["DTYPES", "MODES", "SHAPE_KINDS", "WORKLOADS", "Shape", "ShapeKind", "Workload", "ladder", "workload"]
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,8 @@ class Shape:
     def __getattr__(self, name: str) -> int:
         fields = SHAPE_KINDS[object.__getattribute__(self, "kind")].fields
         if name in fields:
-            return object.__getattribute__(self, "values")[fields.index(name)]
+            values: tuple[int, ...] = object.__getattribute__(self, "values")
+            return values[fields.index(name)]
         raise AttributeError(name)
 
     @property
@@ -79,7 +81,8 @@ class Workload:
 
     def build_function(self) -> Callable[..., Any]:
         module_name, _, func = self.builder.partition(":")
-        return getattr(importlib.import_module(module_name), func)
+        build: Callable[..., Any] = getattr(importlib.import_module(module_name), func)
+        return build
 
 
 WORKLOADS: dict[str, Workload] = {

@@ -18,6 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mlptui.gc_policy import bulk_allocation
     from mlptui.sources.dispatch import is_folder, list_traces, open_trace
     from mlptui.trace.analysis.summary import render_markdown, render_text, summarize
 
@@ -31,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{len(found)} trace(s) in {args.path}; `mlptui summary <one of them>` reports one:")
             print("\n".join(found))
         return 0
-    trace = open_trace(args.path)
+    with bulk_allocation():
+        trace = open_trace(args.path)
     report = summarize(trace)
     if args.json:
         sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")

@@ -10,6 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from mlptui import keys
+from mlptui.screens.host import host
 
 GROUPS = [
     ("Everywhere", keys.APP_KEYS),
@@ -60,7 +61,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
-            yield Static(help_text(getattr(self.app, "_keymap", {}) or {}), id="help-text")
+            yield Static(help_text(host(self.app).user_keys), id="help-text")
 
     def action_scroll(self, direction: str) -> None:
         body = self.query_one("#help-body", VerticalScroll)

@@ -14,12 +14,13 @@ from textual import work
 from textual.binding import Binding
 
 from mlptui.keys import TABLE_KEYS
-from mlptui.trace.analysis.occupancy import kernel_occupancy
-from mlptui.trace.analysis.roofline import kernel_roofline
+from mlptui.trace.analysis.occupancy import Occupancy, kernel_occupancy
+from mlptui.trace.analysis.roofline import Roofline, kernel_roofline
 from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import KernelName, decode_kernel
 from mlptui.viewmodels import fmt
 from mlptui.widgets.lines import Cell, Column, LineList, SideScrolling
+from mlptui.widgets.worker_errors import ReportsWorkerErrors
 
 
 def _triple(value: Any) -> str:
@@ -44,8 +45,9 @@ def _dims(value: Any) -> float:
 SORT_IN_WORKER = 20_000     # kernel lists longer than this are sorted off the UI thread
 
 
-class KernelTable(SideScrolling, LineList):
-    BINDINGS = TABLE_KEYS + [
+class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
+    BINDINGS = [
+        *TABLE_KEYS,
         Binding("a", "toggle_grouped", "Group", id="group-kernels",
                 tooltip="one row per kernel name (count, total time) ⇄ one row per launch"),
     ]
@@ -69,8 +71,8 @@ class KernelTable(SideScrolling, LineList):
         self.raw = False
         self.sort_column = 0
         self.sort_reverse = False
-        self._occ: dict[int, Any] = {}
-        self._roof: dict[int, Any] = {}
+        self._occ: dict[int, Occupancy | None] = {}
+        self._roof: dict[int, Roofline | None] = {}
         self.grouped = False
         self._groups: dict[str, tuple[int, int, float]] = {}   # raw name -> (first GpuOp id, count, total µs)
         self._grouped_order: list[int] | None = None
@@ -80,21 +82,26 @@ class KernelTable(SideScrolling, LineList):
         self._occ.clear()
         self._roof.clear()
 
+    def _loaded(self) -> Trace:
+        """The trace: there are kernels to show only once set_trace has run."""
+        assert self.trace is not None, "KernelTable used before set_trace"
+        return self.trace
+
     def show(self, gpu_ids: list[int]) -> None:
         self.order = gpu_ids
         self._apply_sort()
 
     def decoded(self, gid: int) -> KernelName:
-        return decode_kernel(self.trace.gpu[gid].name)
+        return decode_kernel(self._loaded().gpu[gid].name)
 
-    def occupancy(self, gid: int) -> Any:
+    def occupancy(self, gid: int) -> Occupancy | None:
         if gid not in self._occ:
-            self._occ[gid] = kernel_occupancy(self.trace, gid)
+            self._occ[gid] = kernel_occupancy(self._loaded(), gid)
         return self._occ[gid]
 
-    def roofline(self, gid: int) -> Any:
+    def roofline(self, gid: int) -> Roofline | None:
         if gid not in self._roof:
-            self._roof[gid] = kernel_roofline(self.trace, gid)
+            self._roof[gid] = kernel_roofline(self._loaded(), gid)
         return self._roof[gid]
 
     # -- rows --------------------------------------------------------------------------------
@@ -111,7 +118,7 @@ class KernelTable(SideScrolling, LineList):
 
     def row_cells(self, index: int) -> list[Cell]:
         gid = self.rows[index]
-        trace = self.trace
+        trace = self._loaded()
         op = trace.gpu[gid]
         name = self.decoded(gid)
         args = trace.gpu_args(gid)
@@ -151,7 +158,7 @@ class KernelTable(SideScrolling, LineList):
 
     def row_of(self, gid: int) -> int | None:
         if self.grouped:
-            group = self._groups.get(self.trace.gpu[gid].name)
+            group = self._groups.get(self._loaded().gpu[gid].name)
             return None if group is None or self._position is None else self._position.get(group[0])
         if self._position is None:
             i = self.order_index(gid)
@@ -180,7 +187,7 @@ class KernelTable(SideScrolling, LineList):
 
     # -- sorting -----------------------------------------------------------------------------
     def _sort_key(self, column: int) -> Callable[[int], Any]:
-        trace = self.trace
+        trace = self._loaded()
         gpu = trace.gpu
         args = trace.gpu_args
         by_name: dict[int, Callable[[int], Any]] = {
@@ -203,18 +210,18 @@ class KernelTable(SideScrolling, LineList):
     def _group(self) -> list[int]:
         """One representative per kernel name of the scope, by total time (computed once per scope)."""
         if self._grouped_order is not self.order:
-            gpu = self.trace.gpu
-            groups: dict[str, list] = {}
+            gpu = self._loaded().gpu
+            groups: dict[str, tuple[int, int, float]] = {}
             for g in self.order:
                 entry = groups.get(gpu[g].name)
                 if entry is None:
-                    groups[gpu[g].name] = [g, 1, gpu[g].dur]
+                    groups[gpu[g].name] = (g, 1, gpu[g].dur)
                 else:
-                    entry[1] += 1
-                    entry[2] += gpu[g].dur
-            self._groups = {name: (e[0], e[1], e[2]) for name, e in groups.items()}
+                    groups[gpu[g].name] = (entry[0], entry[1] + 1, entry[2] + gpu[g].dur)
+            self._groups = groups
             self._grouped_order = self.order
-        return sorted((rep for rep, _, _ in self._groups.values()), key=lambda g: -self._groups[self.trace.gpu[g].name][2])
+        return sorted((rep for rep, _, _ in self._groups.values()),
+                      key=lambda g: -self._groups[self._loaded().gpu[g].name][2])
 
     def _apply_sort(self, keep: int | None = None) -> None:
         if self.grouped:
@@ -274,6 +281,6 @@ class KernelTable(SideScrolling, LineList):
 
     def search_rows(self, needle: str) -> list[int]:
         needle = needle.lower()
-        gpu = self.trace.gpu
+        gpu = self._loaded().gpu
         return [i for i, g in enumerate(self.rows)
                 if needle in gpu[g].name.lower() or needle in self.decoded(g).short.lower()]

@@ -9,11 +9,15 @@ compressed or not) and once more when indexing is done. Every failure is a one-l
 
 from __future__ import annotations
 
-import gc
+import io
 import os
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from zlib import _Decompress
 
 from mlptui.contract.errors import TraceError
 from mlptui.contract.manifest import manifest_for
@@ -29,6 +33,10 @@ _GZIP_CHUNK = 1 << 20      # compressed bytes per step: about 10 MB of JSON, so 
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
+class _Readable(Protocol):
+    def read(self, n: int, /) -> bytes: ...
+
+
 def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
                progress: Progress | None = None) -> Trace:
     """Read, decode and index the trace at `path`. `source` is what to call it in messages and in Trace.source."""
@@ -36,6 +44,7 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
     name = source if source is not None else str(path)
     if p.is_dir():
         raise TraceError(f"{name}: is a folder, not a trace file")
+    data: bytes | bytearray
     try:
         with open(p, "rb") as f:
             st = os.fstat(f.fileno())
@@ -54,7 +63,7 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
         raise TraceError(f"{name}: is a folder, not a trace file") from None
     except OSError as exc:
         raise TraceError(f"{name}: cannot read ({exc.strerror or exc})") from None
-    holder = [data]
+    holder: list[bytes | bytearray] = [data]
     del data
     trace = _build(holder, name, total, progress, lambda d: ArgsStore(
         len(d.events), path=p, stamp=(st.st_size, st.st_mtime_ns), repair_utf8=d.repaired_utf8, cut=d.cut,
@@ -73,7 +82,7 @@ def load_trace_bytes(data: bytes, *, source: str, progress: Progress | None = No
         data = _gunzip_bytes(data, source, progress)
     elif progress is not None:
         progress(total, total)
-    holder = [data]
+    holder: list[bytes | bytearray] = [data]
     del data
     trace = _build(holder, source, total, progress,
                    lambda d: ArgsStore(len(d.events), data=bytes(original), repair_utf8=d.repaired_utf8,
@@ -86,44 +95,35 @@ def _build(holder: list[bytes | bytearray], source: str, total: int, progress: P
            args_store: Callable[[Decoded], ArgsStore]) -> Trace:
     """Decode and index the bytes in `holder` (taken out of it, so that they are freed as soon as they are
     decoded); `args_store` makes the on-demand reader of full args for this input."""
-    # Building millions of small objects with the collector running costs more than the parse itself.
-    was_enabled = gc.isenabled()
-    gc.disable()
+    data = holder.pop()
+    gzip_cut = isinstance(data, _GzipTruncated)
     try:
-        data = holder.pop()
-        gzip_cut = isinstance(data, _GzipTruncated)
-        try:
-            decoded = decode_document(data, source)
-        except TraceError:
-            if gzip_cut:
-                raise TraceError(f"{source}: truncated gzip file (the stream ends early and the JSON in it "
-                                 "is incomplete)") from None
-            raise
-        del data     # only the decoded events are needed from here on; full args are re-read on demand
+        decoded = decode_document(data, source)
+    except TraceError:
         if gzip_cut:
-            decoded.warnings.insert(0, "the gzip stream ends early (truncated file); loaded what it holds")
-        if "not_a_trace" in decoded.meta:
-            if decoded.meta["not_a_trace"] == "execution":
-                raise TraceError(f"{source}: this is a PyTorch execution trace, not a profiler trace "
-                                 "(record one with torch.profiler)")
-            raise TraceError(f"{source}: JSON without 'traceEvents': not a PyTorch profiler trace")
-        if decoded.eager_args is not None:
-            store = ArgsStore(len(decoded.events), eager=decoded.eager_args)
-        else:
-            store = args_store(decoded)
-        trace = build_trace(decoded, source)
-        trace._args = store
-    finally:
-        if was_enabled:
-            gc.enable()
-    # The trace lives as long as the app: keep its objects out of every later collection.
-    gc.freeze()
+            raise TraceError(f"{source}: truncated gzip file (the stream ends early and the JSON in it "
+                             "is incomplete)") from None
+        raise
+    del data     # only the decoded events are needed from here on; full args are re-read on demand
+    if gzip_cut:
+        decoded.warnings.insert(0, "the gzip stream ends early (truncated file); loaded what it holds")
+    if "not_a_trace" in decoded.meta:
+        if decoded.meta["not_a_trace"] == "execution":
+            raise TraceError(f"{source}: this is a PyTorch execution trace, not a profiler trace "
+                             "(record one with torch.profiler)")
+        raise TraceError(f"{source}: JSON without 'traceEvents': not a PyTorch profiler trace")
+    if decoded.eager_args is not None:
+        store = ArgsStore(len(decoded.events), eager=decoded.eager_args)
+    else:
+        store = args_store(decoded)
+    trace = build_trace(decoded, source)
+    trace._args = store
     if progress is not None:
         progress(total, total)
     return trace
 
 
-def _read_plain(f, total: int, progress: Progress | None) -> bytearray:
+def _read_plain(f: io.BufferedIOBase, total: int, progress: Progress | None) -> bytearray:
     buf = bytearray(total)
     view = memoryview(buf)
     done = 0
@@ -144,7 +144,7 @@ def _read_plain(f, total: int, progress: Progress | None) -> bytearray:
     return buf
 
 
-def _read_gzip(f, total: int, source: str, progress: Progress | None) -> bytes:
+def _read_gzip(f: _Readable, total: int, source: str, progress: Progress | None) -> bytes:
     out: list[bytes] = []
     d = zlib.decompressobj(wbits=31)
     done = 0
@@ -176,7 +176,7 @@ class _GzipTruncated(bytes):
     """Decompressed bytes of a gzip stream that ended early (the decoder then says so in a warning)."""
 
 
-def _inflate(d, chunk: bytes) -> bytes:
+def _inflate(d: _Decompress, chunk: bytes) -> bytes:
     if d.eof and not d.unused_data:
         return b""   # trailing garbage after the last member is ignored, like gzip(1)
     return d.decompress(chunk)
