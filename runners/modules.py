@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from mlptui.runners.workloads import Shape
+from mlptui.runners.shapes import Shape
 
 T = TypeVar("T")
 

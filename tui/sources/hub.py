@@ -148,7 +148,7 @@ def _forwarding_bar(progress: Progress) -> type:
     """A tqdm class that draws nothing and hands the bytes downloaded so far to `progress`."""
     from tqdm import tqdm
 
-    class ForwardingBar(tqdm):  # type: ignore[misc]
+    class ForwardingBar(tqdm):  # type: ignore[misc, unused-ignore]  # tqdm ships no type information
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             kwargs["disable"] = True
             super().__init__(*args, **kwargs)
