@@ -11,30 +11,20 @@ from __future__ import annotations
 
 import io
 import os
-import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    from zlib import _Decompress
 
 from mlptui.contract.errors import TraceError
 from mlptui.contract.manifest import manifest_for
 from mlptui.trace.model import Trace
 from mlptui.trace.parse.args_store import ArgsStore
 from mlptui.trace.parse.decode import Decoded, decode_document
+from mlptui.trace.parse.gzip_input import GzipTruncated, gunzip_bytes, is_gzip, read_gzip
 from mlptui.trace.parse.index import build_trace
 
 Progress = Callable[[int, int], None]
 
 _CHUNK = 8 << 20
-_GZIP_CHUNK = 1 << 20      # compressed bytes per step: about 10 MB of JSON, so progress moves smoothly
-_GZIP_MAGIC = b"\x1f\x8b"
-
-
-class _Readable(Protocol):
-    def read(self, n: int, /) -> bytes: ...
 
 
 def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
@@ -51,8 +41,8 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
             total = st.st_size
             head = f.read(2)
             f.seek(0)
-            if head == _GZIP_MAGIC:
-                data = _read_gzip(f, total, name, progress)
+            if is_gzip(head):
+                data = read_gzip(f, total, name, progress)
             else:
                 data = _read_plain(f, total, progress)
     except FileNotFoundError:
@@ -78,8 +68,8 @@ def load_trace_bytes(data: bytes, *, source: str, progress: Progress | None = No
     """The same as load_trace for bytes already in memory (from ssh, the Hub, a test)."""
     total = len(data)
     original = data
-    if data[:2] == _GZIP_MAGIC:
-        data = _gunzip_bytes(data, source, progress)
+    if is_gzip(data):
+        data = gunzip_bytes(data, source, progress)
     elif progress is not None:
         progress(total, total)
     holder: list[bytes | bytearray] = [data]
@@ -96,7 +86,7 @@ def _build(holder: list[bytes | bytearray], source: str, total: int, progress: P
     """Decode and index the bytes in `holder` (taken out of it, so that they are freed as soon as they are
     decoded); `args_store` makes the on-demand reader of full args for this input."""
     data = holder.pop()
-    gzip_cut = isinstance(data, _GzipTruncated)
+    gzip_cut = isinstance(data, GzipTruncated)
     try:
         decoded = decode_document(data, source)
     except TraceError:
@@ -142,54 +132,3 @@ def _read_plain(f: io.BufferedIOBase, total: int, progress: Progress | None) -> 
         if rest:
             buf += rest
     return buf
-
-
-def _read_gzip(f: _Readable, total: int, source: str, progress: Progress | None) -> bytes:
-    out: list[bytes] = []
-    d = zlib.decompressobj(wbits=31)
-    done = 0
-    try:
-        while True:
-            chunk = f.read(_GZIP_CHUNK)
-            if not chunk:
-                break
-            done += len(chunk)
-            out.append(_inflate(d, chunk))
-            while d.eof and d.unused_data:   # concatenated gzip members
-                rest = d.unused_data
-                d = zlib.decompressobj(wbits=31)
-                out.append(_inflate(d, rest))
-            if progress is not None:
-                progress(done, total)
-    except zlib.error as exc:
-        raise TraceError(f"{source}: corrupt gzip data near byte {done} ({exc})") from None
-    data = b"".join(out)
-    if not d.eof:
-        # A run killed while writing: what decompressed may still hold most of the trace.
-        if not data.strip():
-            raise TraceError(f"{source}: truncated gzip file (stream ends early after {done} bytes)")
-        return _GzipTruncated(data)
-    return data
-
-
-class _GzipTruncated(bytes):
-    """Decompressed bytes of a gzip stream that ended early (the decoder then says so in a warning)."""
-
-
-def _inflate(d: _Decompress, chunk: bytes) -> bytes:
-    if d.eof and not d.unused_data:
-        return b""   # trailing garbage after the last member is ignored, like gzip(1)
-    return d.decompress(chunk)
-
-
-def _gunzip_bytes(data: bytes, source: str, progress: Progress | None) -> bytes:
-    class _Reader:
-        def __init__(self) -> None:
-            self.pos = 0
-
-        def read(self, n: int) -> bytes:
-            chunk = data[self.pos:self.pos + n]
-            self.pos += len(chunk)
-            return chunk
-
-    return _read_gzip(_Reader(), len(data), source, progress)
