@@ -1,7 +1,7 @@
 """The GPU kernels table: one row per kernel, memset and memcpy of the scope, sortable by any column.
 
-Cells come from `mlptui.trace` (decoded names, occupancy, roofline) for the rows on screen only; a sort
-computes its one column for every row, once per sort.
+Cells come from the view-model (`viewmodels/kernel_facts.py`: decoded names, occupancy, roofline) for
+the rows on screen only; a sort computes its one column for every row, once per sort.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from textual import work
 from textual.binding import Binding
 
 from mlptui.keys import TABLE_KEYS
-from mlptui.trace.analysis.occupancy import Occupancy, kernel_occupancy
-from mlptui.trace.analysis.roofline import Roofline, kernel_roofline
+from mlptui.trace.analysis.occupancy import Occupancy
+from mlptui.trace.analysis.roofline import Roofline
 from mlptui.trace.model import Trace
-from mlptui.trace.names.kernel import KernelName, decode_kernel
+from mlptui.trace.names.kernel import KernelName
 from mlptui.viewmodels import fmt
+from mlptui.viewmodels.kernel_facts import KernelFacts
 from mlptui.widgets.lines import Cell, Column, LineList, SideScrolling
 from mlptui.widgets.worker_errors import ReportsWorkerErrors
 
@@ -71,16 +72,14 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
         self.raw = False
         self.sort_column = 0
         self.sort_reverse = False
-        self._occ: dict[int, Occupancy | None] = {}
-        self._roof: dict[int, Roofline | None] = {}
+        self.facts: KernelFacts | None = None
         self.grouped = False
         self._groups: dict[str, tuple[int, int, float]] = {}   # raw name -> (first GpuOp id, count, total µs)
         self._grouped_order: list[int] | None = None
 
     def set_trace(self, trace: Trace) -> None:
         self.trace = trace
-        self._occ.clear()
-        self._roof.clear()
+        self.facts = KernelFacts(trace)
 
     def _loaded(self) -> Trace:
         """The trace: there are kernels to show only once set_trace has run."""
@@ -91,18 +90,18 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
         self.order = gpu_ids
         self._apply_sort()
 
+    def _facts(self) -> KernelFacts:
+        assert self.facts is not None, "KernelTable used before set_trace"
+        return self.facts
+
     def decoded(self, gid: int) -> KernelName:
-        return decode_kernel(self._loaded().gpu[gid].name)
+        return self._facts().decoded(gid)
 
     def occupancy(self, gid: int) -> Occupancy | None:
-        if gid not in self._occ:
-            self._occ[gid] = kernel_occupancy(self._loaded(), gid)
-        return self._occ[gid]
+        return self._facts().occupancy(gid)
 
     def roofline(self, gid: int) -> Roofline | None:
-        if gid not in self._roof:
-            self._roof[gid] = kernel_roofline(self._loaded(), gid)
-        return self._roof[gid]
+        return self._facts().roofline(gid)
 
     # -- rows --------------------------------------------------------------------------------
     def row_count(self) -> int:
@@ -123,17 +122,9 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
         name = self.decoded(gid)
         args = trace.gpu_args(gid)
         occ = self.occupancy(gid)
-        roof = self.roofline(gid)
         reported = args.get("est. achieved occupancy %")
-        perf: Cell = ""
-        peak: Cell = ""
-        if roof is not None:
-            if roof.bound == "compute" and roof.tflops is not None:
-                perf = f"{roof.tflops:.1f} TFLOP/s"
-            elif roof.gbps is not None:
-                perf = f"{roof.gbps:.0f} GB/s"
-            if roof.pct_of_peak is not None:
-                peak = (f"{roof.pct_of_peak:.0f}%", "good" if roof.pct_of_peak >= 50 else "warn")
+        perf, pct = self._facts().perf(gid)
+        peak: Cell = "" if pct is None else (f"{pct:.0f}%", "good" if pct >= 50 else "warn")
         tone = {"gemm": "hot", "memset": "dim", "copy": "dim"}.get(name.family, "base")
         if self.grouped:
             _, count, total = self._groups[op.name]
