@@ -15,6 +15,7 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
+from mlptui.trace.parse import index_cache
 from mlptui.trace.parse.args_store import ArgsStore
 from mlptui.trace.parse.decode import Decoded, decode_document
 from mlptui.contract.errors import TraceError
@@ -36,6 +37,9 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
     name = source if source is not None else str(path)
     if p.is_dir():
         raise TraceError(f"{name}: is a folder, not a trace file")
+    cached = index_cache.load_cached(p, name)
+    if cached is not None:
+        return _opened(cached, p, cached.meta.get("file_bytes", 0), progress)
     try:
         with open(p, "rb") as f:
             st = os.fstat(f.fileno())
@@ -60,8 +64,16 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
         len(d.events), path=p, stamp=(st.st_size, st.st_mtime_ns), repair_utf8=d.repaired_utf8, cut=d.cut,
         suffix=d.suffix))
     trace.meta.setdefault("file_bytes", total)
+    index_cache.remember(p, trace)
+    return _opened(trace, p, total, None)
+
+
+def _opened(trace: Trace, p: Path, total: int, progress: Progress | None) -> Trace:
+    """What every trace read from a file gets, whether it was indexed now or read from the cache."""
     trace.meta.setdefault("path", str(p))
     trace.manifest = manifest_for(p)
+    if progress is not None:
+        progress(total, total)
     return trace
 
 
