@@ -92,6 +92,17 @@ def lookup(path: Path, source: str) -> tuple[Trace, dict[str, Any]] | None:
         return None      # missing, unreadable or damaged: load the trace and write the entry anew
 
 
+def has_entry(path: Path) -> bool:
+    """Whether a usable entry for the file as it is now exists (reads only the entry's key)."""
+    if not enabled():
+        return False
+    try:
+        with np.load(entry_path(path), allow_pickle=False) as npz:
+            return bool(orjson.loads(npz["key"].tobytes()) == file_key(path))
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, orjson.JSONDecodeError):
+        return False
+
+
 def store(path: Path, trace: Trace, args_facts: dict[str, Any]) -> bool:
     """Write the entry for `path`; False (and nothing left behind) when it cannot be written."""
     if not enabled():
