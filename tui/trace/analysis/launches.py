@@ -31,7 +31,6 @@ _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 @lru_cache(maxsize=4096)
-@lru_cache(maxsize=4096)    # a trace repeats a few call names thousands of times
 def classify_call(name: str) -> str:
     for kind, needles in _RULES:
         if any(n in name for n in needles):

@@ -123,9 +123,8 @@ def _whole_trace(trace: Trace) -> StepStats:
     return _stats(-1, "whole trace", start, end, gpu, calls)
 
 
-def step_stats(trace: Trace, step: int | None, *, per: list[StepStats] | None = None) -> StepStats:
-    """Stats of step `step` (a Step.index), or of all steps together when None (`per`: all_step_stats
-    of the trace when the caller has it already)."""
+def step_stats(trace: Trace, step: int | None) -> StepStats:
+    """Stats of step `step` (a Step.index), or of all steps together when None."""
     if step is not None:
         if not 0 <= step < len(trace.steps):
             raise IndexError(f"no step {step} (the trace has {len(trace.steps)})")
@@ -134,8 +133,7 @@ def step_stats(trace: Trace, step: int | None, *, per: list[StepStats] | None = 
         return _stats(s.index, s.name, s.ts, s.ts + s.dur, gpu.get(step, []), calls.get(step, []))
     if not trace.steps:
         return _whole_trace(trace)
-    if per is None:
-        per = all_step_stats(trace)
+    per = all_step_stats(trace)
     busy = sum(p.gpu_busy_us for p in per)
     idle = sum(p.gpu_idle_us for p in per)
     gpu_ops = sum(1 for g in trace.gpu if g.step >= 0)

@@ -86,28 +86,17 @@ def _dispatch(trace: Trace) -> list[dict[str, Any]]:
         if g.cat == KERNEL and g.op >= 0:
             kernels_of.setdefault(g.op, []).append(g.id)
     rows: dict[tuple, list] = {}
-    paths: dict[int, tuple[str, ...]] = {-1: ()}   # op -> names from below the step down to it (ops share ancestors)
-
-    def above(p: int) -> tuple[str, ...]:
-        """Names of the non-Python ops from below the step down to `p` (inclusive)."""
-        chain = []
-        while p not in paths and p not in step_ops:
-            chain.append(p)
-            p = ops[p].parent
-        prefix = paths.get(p, ())
-        for q in reversed(chain):
-            prefix = paths[q] = prefix if ops[q].cat == PYTHON else (*prefix, ops[q].name)
-        return prefix
-
     for leaf in sorted(kernels_of, key=lambda o: (ops[o].ts, o)):
-        # Python frames (with_stack) would drown the path, except on the leaf itself.
-        parent = ops[leaf].parent
-        path = above(parent) if leaf not in step_ops and parent >= 0 else ()
-        if leaf not in step_ops:
-            path = (*path, ops[leaf].name)
+        path = []
+        p = leaf
+        while p >= 0 and p not in step_ops:
+            if p == leaf or ops[p].cat != PYTHON:    # Python frames (with_stack) would drown the path
+                path.append(ops[p].name)
+            p = ops[p].parent
+        path.reverse()
         gids = sorted(kernels_of[leaf], key=lambda k: (trace.gpu[k].ts, k))
         names = tuple(trace.gpu[k].name for k in gids)
-        row = rows.setdefault((path, names), [0, 0.0])
+        row = rows.setdefault((tuple(path), names), [0, 0.0])
         row[0] += 1
         row[1] += sum(trace.gpu[k].dur for k in gids)
     return [{"path": list(path), "count": n, "gpu_kernels": list(names), "gpu_us": _r(us)}
@@ -123,7 +112,6 @@ def summarize(trace: Trace) -> dict[str, Any]:
     memory = [{"name": name, "kind": "memcpy" if cat == MEMCPY else "memset", "count": n,
                "total_us": _r(total), "mean_us": _r(total / n)}
               for name, cat, n, total in _grouped(trace, frozenset({MEMCPY, MEMSET}))]
-    per_step = all_step_stats(trace)
     return {
         "source": trace.source,
         "format": trace.format,
@@ -135,8 +123,8 @@ def summarize(trace: Trace) -> dict[str, Any]:
                    "threads": len(trace.threads), "streams": len(trace.streams), "steps": len(trace.steps),
                    "unlinked_gpu_ops": sum(1 for g in trace.gpu if g.launch < 0 and g.op < 0)},
         "verdict_rule": VERDICT_RULE,
-        "steps": [_step_dict(s) for s in per_step],
-        "total": _step_dict(step_stats(trace, None, per=per_step)),
+        "steps": [_step_dict(s) for s in all_step_stats(trace)],
+        "total": _step_dict(step_stats(trace, None)),
         "kernels": kernels,
         "memory_ops": memory,
         "launch_calls": [{"name": c.name, "kind": c.kind, "count": c.count, "total_us": _r(c.total_us)}

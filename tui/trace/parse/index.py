@@ -18,8 +18,6 @@ dropped as soon as its Op or GpuOp exists; leaves share one read-only empty id l
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import repeat
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -32,7 +30,6 @@ from mlptui.trace.parse.tree import build_forest
 _FLOW_CATS = frozenset({"ac2g", "async_gpu", "async_cpu_to_gpu"})
 STEP_PREFIX = "ProfilerStep#"
 _MAX_DUR_US = 1e13
-_DUR, _PID, _TID, _NAME, _ARGS = (attrgetter(f) for f in ("dur", "pid", "tid", "name", "args"))
 
 
 class _ReadOnlyEmpty(list):
@@ -120,16 +117,11 @@ def _cpu_columns(events: list[Any], b: Buckets, origin_us: float, warnings: list
                  string_ids: dict[str, int]) -> _Cpu:
     """Integer-ns times (containment never compares floats), threads, and the per-thread trees."""
     start = _ns(b.cpu_ts, origin_us)
-    # Column reads through map/attrgetter run in C: a Python loop per event costs more than the tree walk.
-    evs = list(map(events.__getitem__, b.cpu_ev))
-    durs = list(map(_DUR, evs))
-    if None in durs:
-        durs = [d or 0.0 for d in durs]
-    dur = _durations(durs, warnings)
-    keys = list(zip(map(_PID, evs), map(_TID, evs), strict=True))
-    del evs
-    thread_of = {key: t for t, key in enumerate(dict.fromkeys(keys))}
-    thread = np.fromiter(map(thread_of.__getitem__, keys), dtype=np.int64, count=len(keys))
+    dur = _durations([events[i].dur or 0.0 for i in b.cpu_ev], warnings)
+    thread_of: dict[tuple, int] = {}
+    thread = np.asarray(
+        [thread_of.setdefault((e.pid, e.tid), len(thread_of)) for e in map(events.__getitem__, b.cpu_ev)],
+        dtype=np.int64)
     forest = build_forest(thread, start, dur)
     if forest.partial_overlaps:
         warnings.append(f"{forest.partial_overlaps} CPU slice(s) end after the slice they start in "
@@ -144,39 +136,39 @@ def _cpu_columns(events: list[Any], b: Buckets, origin_us: float, warnings: list
 
 def _make_ops(events: list[Any], b: Buckets, cpu: _Cpu, starts: dict, intern: dict[str, str]):
     """Ops in tree order; returns (ops, correlation -> launch call, External id -> first op carrying it)."""
-    n = len(cpu.order)
-    ev = np.asarray(b.cpu_ev, dtype=np.int64)[np.asarray(cpu.order, dtype=np.int64)].tolist() if n else []
-    evs = list(map(events.__getitem__, ev))
-    for i in ev:
-        events[i] = None         # each event is freed with the Op list below; the column lists hold them now
-    cats = list(map(b.cpu_cat.__getitem__, cpu.order))
-    names = list(map(_NAME, evs))
-    names = list(map(intern.setdefault, names, names))
-    keys = list(map(cpu.thread_keys.__getitem__, cpu.thread))
-    pids = [k[0] for k in keys]
-    tids = [k[1] for k in keys]
-    args = list(map(_ARGS, evs))
-    corrs = [None if a is None else a.correlation for a in args]
-    exts = [None if a is None else (a.external_id if a.external_id is not None else a.external_id_lc)
-            for a in args]
-    del args
-    launch_cats = LAUNCH_CATS
-    corr_to_launch: dict[int, int] = {}
+    ops: list[Op] = []
+    append = ops.append
     ext_to_op: dict[int, int] = {}
-    for k, cat in enumerate(cats):
-        if cat in launch_cats:
-            corr = corrs[k]
-            if corr is None and starts:
-                corr = corrs[k] = starts.get((pids[k], tids[k], evs[k].ts))
-            if corr is not None:
-                corr_to_launch[corr] = k
-        elif (cat == CPU_OP or cat == ANNOTATION) and exts[k] is not None:
-            ext_to_op.setdefault(exts[k], k)
+    corr_to_launch: dict[int, int] = {}
+    launch_cats = LAUNCH_CATS
+    cpu_ev, cpu_cat, parent, depth = b.cpu_ev, b.cpu_cat, cpu.parent, cpu.depth
+    thread_keys, thread = cpu.thread_keys, cpu.thread
     ts_us = (cpu.start_ns / 1000.0).tolist()
     dur_us = (cpu.dur_ns / 1000.0).tolist()
-    del evs
-    ops = list(map(Op, range(n), names, cats, pids, tids, ts_us, dur_us, ev, cpu.parent, repeat(NO_IDS, n),
-                   cpu.depth, exts, corrs, repeat(-1, n), repeat(0.0, n), repeat(0.0, n), repeat(NO_IDS, n)))
+    for k, j in enumerate(cpu.order):
+        i = cpu_ev[j]
+        e = events[i]
+        events[i] = None
+        cat = cpu_cat[j]
+        pid, tid = thread_keys[thread[k]]
+        a = e.args
+        if a is None:
+            ext = corr = None
+        else:
+            corr = a.correlation
+            ext = a.external_id
+            if ext is None:
+                ext = a.external_id_lc
+        name = e.name
+        if cat in launch_cats:
+            if corr is None and starts:
+                corr = starts.get((pid, tid, e.ts))
+            if corr is not None:
+                corr_to_launch[corr] = k
+        elif ext is not None and (cat == CPU_OP or cat == ANNOTATION) and ext not in ext_to_op:
+            ext_to_op[ext] = k
+        append(Op(k, intern.setdefault(name, name), cat, pid, tid, ts_us[k], dur_us[k], i, parent[k], NO_IDS,
+                  depth[k], ext, corr, -1, 0.0, 0.0, NO_IDS))
     return ops, corr_to_launch, ext_to_op
 
 

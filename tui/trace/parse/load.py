@@ -135,9 +135,7 @@ def _build(holder: list[bytes | bytearray], source: str, total: int, progress: P
     return trace
 
 
-def _read_plain(f, total: int, progress: Progress | None) -> bytes | bytearray:
-    if progress is None:
-        return f.read()     # one read: no zero-filled buffer to allocate first (a third of the read time)
+def _read_plain(f, total: int, progress: Progress | None) -> bytearray:
     buf = bytearray(total)
     view = memoryview(buf)
     done = 0
