@@ -31,7 +31,7 @@ from mlptui.trace.parse.args_store import ArgsStore
 from mlptui.trace.parse.columns import trace_columns, trace_from_columns
 
 FORMAT = 1                 # bump when the entry layout changes
-MIN_BYTES = 4 << 20        # smaller traces load in a few tens of ms: not worth an entry
+MIN_BYTES = 1 << 20        # smaller traces load in a few ms: not worth an entry
 _EDGE = 1 << 20            # bytes hashed at each end of the file
 _CODE_MODULES = ("model", "parse/columns", "parse/classify", "parse/decode", "parse/index", "parse/tree")
 
