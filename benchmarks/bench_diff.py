@@ -15,8 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mlptui.trace.diff.trace_diff import diff_traces  # noqa: E402
 from mlptui.trace.diff.render import render_text  # noqa: E402
+from mlptui.trace.diff.trace_diff import diff_traces  # noqa: E402
 from mlptui.trace.parse.load import load_trace  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "hta"

@@ -17,9 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
-import resource
 import sys
 import tempfile
 import time

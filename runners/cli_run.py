@@ -14,8 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from mlptui.runners.workloads import DTYPES, MODES, SHAPE_KINDS, WORKLOADS, Shape, Workload, ladder, workload
 from mlptui.contract.errors import MlptuiError
+from mlptui.runners.workloads import DTYPES, MODES, SHAPE_KINDS, WORKLOADS, Shape, Workload, ladder, workload
 
 DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mlptui.trace.model import Trace
 from mlptui.sources.dispatch import open_trace
+from mlptui.trace.model import Trace
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_traces"

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mlptui.contract.errors import TraceError
-from mlptui.trace.parse.load import load_trace_bytes
-from mlptui.trace.model import Trace
 from mlptui.trace.analysis.summary import summarize
+from mlptui.trace.model import Trace
+from mlptui.trace.parse.load import load_trace_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 _SAMPLE = sorted((ROOT / "sample_traces").glob("linear-eager-*.pt.trace.json.gz"))[0]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mlptui.runners import cli_bench
 from mlptui.contract.errors import MlptuiError
+from mlptui.runners import cli_bench
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = sorted((ROOT / "sample_traces" / "bench").glob("*.json"))

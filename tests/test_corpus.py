@@ -10,8 +10,8 @@ import pytest
 
 from mlptui.contract.errors import TraceError
 from mlptui.trace.analysis.launches import classify_call, launch_calls
-from mlptui.trace.parse.load import load_trace
 from mlptui.trace.model import DRIVER, KERNEL, RUNTIME
+from mlptui.trace.parse.load import load_trace
 
 # file -> (CPU slices, GPU kernels+memcpys+memsets, kernels, ProfilerSteps, GPU events with a launch call)
 EXPECTED: dict[str, tuple[int, int, int, int, int]] = {

@@ -8,7 +8,7 @@ from diff_support import load, sample
 
 from mlptui.screens.diff_screen import DiffHelp, DiffScreen, PairDetails
 from mlptui.trace.diff.trace_diff import FUSED, SAME
-from mlptui.widgets.fmt import us
+from mlptui.viewmodels.fmt import us
 
 
 def mlp_app() -> DiffHarness:

@@ -12,8 +12,8 @@ import time
 import pytest
 from diff_support import ROOT, load, sample
 
-from mlptui.trace.diff.trace_diff import SAME, diff_traces
 from mlptui.trace.diff.render import MARKERS
+from mlptui.trace.diff.trace_diff import SAME, diff_traces
 
 pytestmark = pytest.mark.tmux
 

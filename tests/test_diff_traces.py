@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 from diff_support import corpus_pair, load, sample
 
-from mlptui.trace.diff.trace_diff import FUSED, SAME, diff_traces, median_step, step_by_number
 from mlptui.contract.errors import MlptuiError
+from mlptui.trace.diff.trace_diff import FUSED, SAME, diff_traces, median_step, step_by_number
 
 CONTRACT_SIDE = {"source": str, "step": str, "cpu_us": float, "gpu_busy_us": float, "kernels": int,
                  "launches": int}

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import find_sample
 
 from mlptui.trace.analysis.summary import summarize
 from mlptui.trace.model import Trace
 from mlptui.trace.parse import index_cache
 from mlptui.trace.parse.load import load_trace
-
-from conftest import find_sample
 
 
 @pytest.fixture

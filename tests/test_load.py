@@ -9,9 +9,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import trace_bytes, x
 from mlptui.contract.errors import TraceError
 from mlptui.trace.parse.load import load_trace, load_trace_bytes
+from tests.conftest import trace_bytes, x
 
 EVENTS = [
     x("ProfilerStep#1", "user_annotation", 100.0, 50.0),

@@ -9,8 +9,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mlptui.trace.parse.discover import find_traces, is_trace_name, looks_like_trace
 from mlptui.contract.manifest import manifest_for
+from mlptui.trace.parse.discover import find_traces, is_trace_name, looks_like_trace
 
 
 @pytest.mark.parametrize(

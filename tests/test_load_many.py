@@ -11,6 +11,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import ROOT, find_sample, trace_bytes, x
 
 from mlptui.contract.errors import MlptuiError
 from mlptui.trace.analysis.rank_reduce import rank_digest, reduce_ranks
@@ -18,8 +19,6 @@ from mlptui.trace.analysis.summary import summarize
 from mlptui.trace.parse import index_cache
 from mlptui.trace.parse.load import load_trace
 from mlptui.trace.parse.load_many import load_many
-
-from conftest import ROOT, find_sample, trace_bytes, x
 
 GENERATOR = ROOT.parent / "shared" / "tools" / "gen_kineto_trace.py"
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlptui.trace.names.kernel import FAMILIES, KernelName, _decode, decode_kernel
 from mlptui.trace.names.common import function_path
+from mlptui.trace.names.kernel import FAMILIES, KernelName, _decode, decode_kernel
 from mlptui.trace.names.triton import split_fused_ops
 
 REPO = Path(__file__).resolve().parents[1]

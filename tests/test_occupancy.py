@@ -8,9 +8,6 @@ from pathlib import Path
 import pytest
 
 from mlptui.contract.errors import TraceError
-from mlptui.trace.parse.load import load_trace
-from mlptui.trace.model import KERNEL
-from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.analysis.occupancy import (
     kernel_launch,
     kernel_occupancy,
@@ -19,6 +16,9 @@ from mlptui.trace.analysis.occupancy import (
     theoretical_occupancy,
     waves,
 )
+from mlptui.trace.model import KERNEL
+from mlptui.trace.names.kernel import decode_kernel
+from mlptui.trace.parse.load import load_trace
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus" / "hta"

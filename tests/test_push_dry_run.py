@@ -91,7 +91,13 @@ def test_folder_without_traces_is_an_error(tmp_path: Path, no_network: None,
 
 
 def test_manifest_update_keeps_runs_and_other_keys(tmp_path: Path) -> None:
-    from mlptui.publish.hub_push import merge_remote, plan_push, read_manifest, with_published, write_json_atomic
+    from mlptui.publish.hub_push import (
+        merge_remote,
+        plan_push,
+        read_manifest,
+        with_published,
+        write_json_atomic,
+    )
     from mlptui.sources.hub_spec import parse_hf_spec
 
     shutil.copy(sample_traces()[0], tmp_path / sample_traces()[0].name)

@@ -25,10 +25,10 @@ from mlptui.trace.analysis.gpu_specs import (
     V100_SXM2,
     peak_for,
 )
-from mlptui.trace.parse.load import load_trace, load_trace_bytes
+from mlptui.trace.analysis.roofline import kernel_roofline, op_work
 from mlptui.trace.model import KERNEL
 from mlptui.trace.names.kernel import decode_kernel
-from mlptui.trace.analysis.roofline import kernel_roofline, op_work
+from mlptui.trace.parse.load import load_trace, load_trace_bytes
 
 REPO = Path(__file__).resolve().parents[1]
 BF16 = "c10::BFloat16"

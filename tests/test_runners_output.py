@@ -10,9 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mlptui.runners import output
 from mlptui.cli import main
 from mlptui.contract.errors import MlptuiError
+from mlptui.runners import output
 
 SMALL = ["mlp", "--device", "cpu", "--batch", "2", "--seq", "4", "--dim", "16", "--hidden", "32"]
 FIXED = datetime(2026, 11, 22, 3, 4, 5)

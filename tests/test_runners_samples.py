@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from mlptui.runners.workloads import WORKLOADS, ladder
-from mlptui.trace.parse.load import load_trace
 from mlptui.trace.model import KERNEL
+from mlptui.trace.parse.load import load_trace
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
 MANIFEST = orjson.loads((SAMPLES / "manifest.json").read_bytes())

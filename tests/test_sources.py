@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from mlptui.sources import dispatch as sources, remote_cache, ssh as remote_ssh
 from mlptui.contract.errors import MlptuiError
+from mlptui.sources import dispatch as sources
+from mlptui.sources import remote_cache
+from mlptui.sources import ssh as remote_ssh
 from mlptui.sources.ssh_spec import is_ssh_spec, parse_ssh_spec
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"

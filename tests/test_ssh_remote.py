@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.sshd_fixture import Sshd, ssh_env_fixture, sshd_fixture  # noqa: F401
-from mlptui.sources import dispatch as sources, ssh as remote_ssh
 from mlptui.contract.errors import MlptuiError
+from mlptui.sources import dispatch as sources
+from mlptui.sources import ssh as remote_ssh
+from tests.sshd_fixture import Sshd, ssh_env_fixture, sshd_fixture  # noqa: F401
 
 pytestmark = pytest.mark.ssh
 

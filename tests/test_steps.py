@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import trace_bytes, x
-from mlptui.trace.parse.load import load_trace, load_trace_bytes
 from mlptui.trace.analysis.steps import (
     COMPUTE_BOUND,
     CPU_ONLY,
@@ -18,6 +16,8 @@ from mlptui.trace.analysis.steps import (
     step_stats,
     verdict,
 )
+from mlptui.trace.parse.load import load_trace, load_trace_bytes
+from tests.conftest import trace_bytes, x
 
 
 def test_busy_is_the_union_of_intervals() -> None:

@@ -8,14 +8,14 @@ from textual import work
 from textual.app import App
 from textual.message import Message
 
+from mlptui.contract.errors import MlptuiError
 from mlptui.keys import APP_KEYS, user_keymap
-from mlptui.viewmodels.facts import TraceFacts
 from mlptui.screens.help_screen import HelpScreen
 from mlptui.screens.loading import LoadingScreen
 from mlptui.screens.partner import PartnerScreen
 from mlptui.screens.picker import PickerScreen
 from mlptui.screens.trace_screen import TraceScreen
-from mlptui.contract.errors import MlptuiError
+from mlptui.viewmodels.facts import TraceFacts
 
 
 class MlptuiApp(App[int]):

@@ -26,9 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import orjson
 
-    from mlptui.trace.diff.trace_diff import diff_traces, step_by_number
-    from mlptui.trace.diff.render import render_markdown, render_text
     from mlptui.sources.dispatch import open_trace
+    from mlptui.trace.diff.render import render_markdown, render_text
+    from mlptui.trace.diff.trace_diff import diff_traces, step_by_number
 
     a = open_trace(args.a)
     b = open_trace(args.b)

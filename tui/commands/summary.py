@@ -18,9 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mlptui.trace.analysis.summary import render_markdown, render_text, summarize
-
     from mlptui.sources.dispatch import is_folder, list_traces, open_trace
+    from mlptui.trace.analysis.summary import render_markdown, render_text, summarize
 
     if is_folder(args.path):
         found = list_traces(args.path)

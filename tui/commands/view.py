@@ -25,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def check_spec(spec: str, *, allow_folder: bool) -> None:
     """Refuse a local path that does not exist or is certainly not a trace (remote specs are checked
     when they are opened)."""
-    from mlptui.trace.parse.discover import find_traces, looks_like_trace
     from mlptui.sources.dispatch import source_kind
+    from mlptui.trace.parse.discover import find_traces, looks_like_trace
 
     if source_kind(spec) != "local":
         return

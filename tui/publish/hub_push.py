@@ -19,10 +19,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from mlptui.trace.parse.discover import is_trace_name, looks_like_trace
 from mlptui.contract.errors import MlptuiError
 from mlptui.sources.hub import MANIFEST, hub_errors, require_buckets
 from mlptui.sources.hub_spec import HubSpec, hub_endpoint, perfetto_url, resolve_url
+from mlptui.trace.parse.discover import is_trace_name, looks_like_trace
 
 PRIVATE_NOTE = (
     "note: {target} is private: Perfetto cannot fetch these URLs without a token. Open them with "

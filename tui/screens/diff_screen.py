@@ -18,15 +18,15 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, LoadingIndicator, Static
 
-from mlptui.screens.diff_lines import DiffList
+from mlptui.contract.errors import MlptuiError
 from mlptui.screens.help_screen import HelpScreen, help_text, key_text
-from mlptui.trace.diff.trace_diff import Side, TraceDiff, diff_traces
 from mlptui.trace.diff.cpu import op_key
 from mlptui.trace.diff.details import pair_details
 from mlptui.trace.diff.render import MARKERS, fmt_speedup
-from mlptui.contract.errors import MlptuiError
+from mlptui.trace.diff.trace_diff import Side, TraceDiff, diff_traces
 from mlptui.trace.model import Trace
-from mlptui.widgets.fmt import us
+from mlptui.viewmodels.fmt import us
+from mlptui.widgets.diff_list import DiffList
 
 # GPU ops (both sides together) above which the first alignment runs in a worker, not in the constructor.
 SYNC_LIMIT = 20_000

@@ -14,8 +14,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static
 
-from mlptui.viewmodels.facts import TraceFacts, build_facts
 from mlptui.contract.errors import MlptuiError
+from mlptui.viewmodels.facts import TraceFacts, build_facts
 
 
 class LoadingScreen(Screen):

@@ -11,8 +11,8 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from mlptui.screens.picker import TraceList, ladder_key
 from mlptui.contract.errors import MlptuiError
+from mlptui.screens.picker import TraceList, ladder_key
 from mlptui.widgets.lines import LineList
 
 

@@ -17,11 +17,11 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from mlptui.keys import PICKER_KEYS
-from mlptui.viewmodels.facts import TraceFacts, build_facts, call_stats, kernel_count
-from mlptui.screens.trace_screen import device_line
 from mlptui.contract.errors import MlptuiError
-from mlptui.widgets import fmt
+from mlptui.keys import PICKER_KEYS
+from mlptui.screens.trace_screen import device_line
+from mlptui.viewmodels import fmt
+from mlptui.viewmodels.facts import TraceFacts, build_facts, call_stats, kernel_count
 from mlptui.widgets.lines import Cell, Column, LineList
 
 PRELOAD_BYTES = 20_000_000     # local traces up to this size are summarised while the list shows

@@ -18,11 +18,12 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from mlptui.keys import TRACE_KEYS
-from mlptui.viewmodels.facts import TraceFacts, add_launches, call_stats
 from mlptui.trace.model import LAUNCH_CATS
 from mlptui.trace.names.kernel import decode_kernel
-from mlptui.widgets import fmt
-from mlptui.widgets.details import Details, gpu_details, op_details
+from mlptui.viewmodels import fmt
+from mlptui.viewmodels.detail_text import gpu_details, op_details
+from mlptui.viewmodels.facts import TraceFacts, add_launches, call_stats
+from mlptui.widgets.details import Details
 from mlptui.widgets.kernels import KernelTable
 from mlptui.widgets.launches import LaunchTable, summary_line
 from mlptui.widgets.lines import LineList

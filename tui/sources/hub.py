@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mlptui.trace.parse.discover import is_trace_name
 from mlptui.contract.errors import MlptuiError
 from mlptui.sources.hub_spec import HubSpec, hub_endpoint, parse_hf_spec, resolve_url
+from mlptui.trace.parse.discover import is_trace_name
 
 if TYPE_CHECKING:
     from mlptui.trace.model import Trace
@@ -106,8 +106,8 @@ def is_folder(spec: str) -> bool:
 
 
 def open_trace(spec: str, progress: Progress | None = None) -> Trace:
-    from mlptui.trace.parse.load import load_trace
     from mlptui.sources.local import attach_manifest
+    from mlptui.trace.parse.load import load_trace
 
     s = parse_hf_spec(spec)
     if is_folder(spec):

@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mlptui.sources import remote_cache
 from mlptui.contract.errors import MlptuiError
+from mlptui.sources import remote_cache
 from mlptui.sources.ssh_spec import SshSpec, parse_ssh_spec
 
 if TYPE_CHECKING:
@@ -385,8 +385,8 @@ def _receive(session: _Session, s: SshSpec, size: int, mtime: int, manifest: byt
 
 
 def open_trace(spec: str, progress: Progress | None = None) -> Trace:
-    from mlptui.trace.parse.load import load_trace
     from mlptui.sources.local import attach_manifest
+    from mlptui.trace.parse.load import load_trace
 
     path, note = _fetch(spec, progress)
     trace = attach_manifest(load_trace(path, source=spec, progress=progress), path)

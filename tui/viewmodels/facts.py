@@ -7,10 +7,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlptui.trace.analysis.findings import focus_step, kernel_mix, trace_findings
-from mlptui.trace.analysis.launches import LaunchCallStat, OpLaunches, classify_call, launch_calls, launches_by_op
-from mlptui.trace.model import CPU_OP, KERNEL, Trace
+from mlptui.trace.analysis.launches import (
+    LaunchCallStat,
+    OpLaunches,
+    classify_call,
+    launch_calls,
+    launches_by_op,
+)
 from mlptui.trace.analysis.steps import StepStats, all_step_stats, step_stats
-from mlptui.widgets.timeline import Lane, build_lanes
+from mlptui.trace.model import CPU_OP, KERNEL, Trace
+from mlptui.viewmodels.lanes import Lane, build_lanes
 
 
 @dataclass

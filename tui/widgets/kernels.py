@@ -14,11 +14,11 @@ from textual import work
 from textual.binding import Binding
 
 from mlptui.keys import TABLE_KEYS
-from mlptui.trace.model import Trace
-from mlptui.trace.names.kernel import KernelName, decode_kernel
 from mlptui.trace.analysis.occupancy import kernel_occupancy
 from mlptui.trace.analysis.roofline import kernel_roofline
-from mlptui.widgets import fmt
+from mlptui.trace.model import Trace
+from mlptui.trace.names.kernel import KernelName, decode_kernel
+from mlptui.viewmodels import fmt
 from mlptui.widgets.lines import Cell, Column, LineList, SideScrolling
 
 

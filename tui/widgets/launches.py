@@ -13,7 +13,7 @@ from mlptui.keys import TABLE_KEYS
 from mlptui.trace.analysis.launches import classify_call
 from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import decode_kernel
-from mlptui.widgets import fmt
+from mlptui.viewmodels import fmt
 from mlptui.widgets.lines import Cell, Column, LineList, SideScrolling
 
 

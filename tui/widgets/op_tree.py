@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from mlptui.keys import TREE_KEYS
 from mlptui.trace.model import ANNOTATION, CPU_OP, LAUNCH_CATS, PYTHON, Trace
-from mlptui.widgets import fmt
+from mlptui.viewmodels import fmt
 from mlptui.widgets.lines import Cell, Column, LineList
 
 AUTO_EXPAND_ROWS = 400      # a scope whose whole tree is at most this many rows opens fully expanded

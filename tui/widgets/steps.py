@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlptui.widgets import fmt
+from mlptui.viewmodels import fmt
 from mlptui.widgets.lines import Cell, Column, LineList
 
 

@@ -15,9 +15,9 @@ from math import prod
 from typing import Any
 
 from mlptui.trace.analysis.gpu_specs import GpuPeak, peak_for
+from mlptui.trace.analysis.occupancy import device_for
 from mlptui.trace.model import KERNEL, Trace
 from mlptui.trace.names.kernel import decode_kernel
-from mlptui.trace.analysis.occupancy import device_for
 
 # Kineto's "Input type" strings -> (dtype, bytes per element)
 TYPE_SIZES: dict[str, tuple[str, int]] = {

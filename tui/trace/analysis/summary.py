@@ -45,9 +45,9 @@ from typing import Any
 
 from mlptui.trace.analysis.findings import trace_findings
 from mlptui.trace.analysis.launches import launch_calls
+from mlptui.trace.analysis.steps import VERDICT_RULE, all_step_stats, step_stats
 from mlptui.trace.model import KERNEL, MEMCPY, MEMSET, PYTHON, Trace
 from mlptui.trace.names.kernel import decode_kernel
-from mlptui.trace.analysis.steps import VERDICT_RULE, all_step_stats, step_stats
 
 
 def _r(x: float) -> float:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlptui.trace.diff.trace_diff import DiffKernel, DiffRow, TraceDiff
 from mlptui.trace.diff.render import MARKERS, fmt_delta, fmt_us
+from mlptui.trace.diff.trace_diff import DiffKernel, DiffRow, TraceDiff
 from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import decode_kernel
 

@@ -17,6 +17,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from mlptui.contract.errors import MlptuiError
+from mlptui.trace.analysis.launches import launch_calls
+from mlptui.trace.analysis.steps import StepStats, all_step_stats, step_stats
 from mlptui.trace.diff.align import (
     ADDED,
     CHANGED,
@@ -33,13 +36,10 @@ from mlptui.trace.diff.align import (
 from mlptui.trace.diff.cpu import CpuDiff, cpu_diff, launch_chain, step_op_counts
 from mlptui.trace.diff.tokens import name_words, op_words
 from mlptui.trace.diff.totals import Pair, biggest_rows, family_totals, launch_totals
-from mlptui.contract.errors import MlptuiError
-from mlptui.trace.analysis.launches import launch_calls
 from mlptui.trace.model import MEMCPY as CAT_MEMCPY
 from mlptui.trace.model import MEMSET as CAT_MEMSET
 from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import decode_kernel
-from mlptui.trace.analysis.steps import StepStats, all_step_stats, step_stats
 
 _MIRROR = {ADDED: REMOVED, REMOVED: ADDED}
 # Families whose kernels never stand for a fusion of several others (a GEMM may: a Triton GEMM with

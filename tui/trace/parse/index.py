@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from mlptui.trace.model import ANNOTATION, CPU_OP, LAUNCH_CATS, GpuOp, Op, Step, Stream, Thread, Trace
 from mlptui.trace.parse.classify import Buckets, classify
 from mlptui.trace.parse.decode import Decoded, LinkArgs, RawEvent
-from mlptui.trace.model import ANNOTATION, CPU_OP, LAUNCH_CATS, GpuOp, Op, Step, Stream, Thread, Trace
 from mlptui.trace.parse.tree import build_forest
 
 _FLOW_CATS = frozenset({"ac2g", "async_gpu", "async_cpu_to_gpu"})

@@ -15,13 +15,13 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
+from mlptui.contract.errors import TraceError
+from mlptui.contract.manifest import manifest_for
+from mlptui.trace.model import Trace
 from mlptui.trace.parse import index_cache
 from mlptui.trace.parse.args_store import ArgsStore
 from mlptui.trace.parse.decode import Decoded, decode_document
-from mlptui.contract.errors import TraceError
 from mlptui.trace.parse.index import build_trace
-from mlptui.contract.manifest import manifest_for
-from mlptui.trace.model import Trace
 
 Progress = Callable[[int, int], None]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mlptui.trace.diff.trace_diff import Side, TraceDiff
 from mlptui.trace.diff.render import MARKERS, fmt_delta
-from mlptui.widgets.fmt import count, us
+from mlptui.trace.diff.trace_diff import Side, TraceDiff
+from mlptui.viewmodels.fmt import count, us
 
 
 @dataclass(frozen=True, slots=True)

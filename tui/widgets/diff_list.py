@@ -1,6 +1,6 @@
 """The diff screen's two-column list: one diff row per line (a fused row takes one line per kernel
 of its longer side), A on the left, B on the right, marker and colour per status; the CPU section
-(mlptui.screens.diff_cpu_section) follows the kernel rows in the same columns and markers."""
+(mlptui.viewmodels.diff_cpu_section) follows the kernel rows in the same columns and markers."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from rich.cells import set_cell_size
 from rich.segment import Segment
 
-from mlptui.screens.diff_cpu_section import CpuLine, cpu_section
-from mlptui.trace.diff.trace_diff import SAME, DiffRow, TraceDiff
 from mlptui.trace.diff.render import MARKERS, fmt_delta
-from mlptui.widgets.fmt import us
+from mlptui.trace.diff.trace_diff import SAME, DiffRow, TraceDiff
+from mlptui.viewmodels.diff_cpu_section import CpuLine, cpu_section
+from mlptui.viewmodels.fmt import us
 from mlptui.widgets.lines import Cell, Column, LineList
 
 # Status -> component class suffix (colours in tui/diff.tcss); the marker carries it without colour.
