@@ -104,7 +104,7 @@ def main() -> int:
         print(f"\n  extrapolated to 1,024 ranks of {args.mb} MB ({scale:.0f}x the ranks, linear):")
         for label, r in rows:
             print(f"  {label:30} {r['wall'] * scale:7.1f}s wall, reduction {r['reduce'] * scale * 1e3:.0f} ms")
-        per_rank_cpu = rows[1][1]["cpu"] / args.ranks
+        per_rank_cpu = rows[0][1]["cpu"] / args.ranks
         print(f"  uncached CPU per rank {per_rank_cpu:.3f}s: 1,024 ranks on N cores ~ {per_rank_cpu * 1024:.0f}/N s "
               f"(this box: N = {cpus})")
         busy = os.getloadavg()[0]

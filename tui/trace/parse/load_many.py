@@ -6,6 +6,7 @@
 
 - `paths`: trace files (str or PathLike); each is yielded once, as `str(path)`, in the order they finish.
 - `workers`: processes to use (default: one per CPU, at most one per file); 1 loads in this process.
+  Files with a usable index cache entry are read in this process first, without a worker.
 - `on_progress(path, done_bytes, total_bytes)`: called in this process, from the thread iterating, while
   a worker reads a file and once more when it is indexed (done == total).
 - Results: a `Trace`, or the `MlptuiError` that loading that file raised (a worker that dies is one too).
@@ -46,6 +47,12 @@ def load_many(paths: Sequence[str | os.PathLike[str]], *, workers: int | None = 
               on_progress: OnProgress | None = None) -> Iterator[tuple[str, Trace | MlptuiError]]:
     """Load and index `paths` in parallel; yield (path, Trace or MlptuiError) as each one finishes."""
     names = [str(p) for p in paths]
+    # Ranks with a usable index cache entry are read here: cheaper than starting a worker for them.
+    cached = [n for n in names if index_cache.has_entry(Path(n))]
+    yield from _in_process(cached, on_progress)
+    names = [n for n in names if n not in set(cached)]
+    if not names:
+        return
     if workers is None:
         workers = os.cpu_count() or 1
     workers = max(1, min(workers, len(names)))
