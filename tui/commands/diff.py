@@ -34,9 +34,9 @@ def run(args: argparse.Namespace) -> int:
     with bulk_allocation():
         a = open_trace(args.a)
         b = open_trace(args.b)
-    step_a = None if args.step_a is None else step_by_number(a, args.step_a, "A")
-    step_b = None if args.step_b is None else step_by_number(b, args.step_b, "B")
-    doc = diff_traces(a, b, step_a, step_b).to_json()
+        step_a = None if args.step_a is None else step_by_number(a, args.step_a, "A")
+        step_b = None if args.step_b is None else step_by_number(b, args.step_b, "B")
+        doc = diff_traces(a, b, step_a, step_b).to_json()
     if args.json:
         out = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
     elif args.md:

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     with bulk_allocation():
         trace = open_trace(args.path)
-    report = summarize(trace)
+        report = summarize(trace)
     if args.json:
         sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
     elif args.md:

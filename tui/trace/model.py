@@ -132,6 +132,15 @@ class Trace:
         problem = getattr(self._args, "problem", None)
         return problem if isinstance(problem, str) else None
 
+    def __getattr__(self, name: str) -> Any:
+        # A trace read from the index cache makes its ops and GPU ops on first use
+        # (mlptui.trace.parse.columns); every other missing attribute is missing.
+        pending = self.__dict__.get("_pending")
+        if pending is not None and name in ("ops", "gpu"):
+            pending(self)
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def args(self, event: int) -> dict[str, Any]:
         """The raw `args` of event number `event`, decoded now (never kept for the whole trace)."""
         return self._args(event) if self._args is not None else {}

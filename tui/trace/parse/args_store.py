@@ -54,6 +54,14 @@ class ArgsStore:
         self._lock = threading.Lock()
         self.problem: str | None = None      # why args could not be read back, once that happened
 
+    def reread_facts(self) -> dict[str, Any] | None:
+        """What a store for the same file needs to re-read args later (the index cache keeps it), or None
+        when the args are held in memory rather than re-read."""
+        if self._path is None:
+            return None
+        return {"events": self._n, "repair_utf8": self._repair, "cut": self._cut,
+                "suffix": self._suffix.decode("latin-1")}
+
     @property
     def loaded(self) -> bool:
         return self._raws is not None

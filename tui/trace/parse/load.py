@@ -17,6 +17,7 @@ from pathlib import Path
 from mlptui.contract.errors import TraceError
 from mlptui.contract.manifest import manifest_for
 from mlptui.trace.model import Trace
+from mlptui.trace.parse import index_cache
 from mlptui.trace.parse.args_store import ArgsStore
 from mlptui.trace.parse.decode import Decoded, decode_document
 from mlptui.trace.parse.gzip_input import GzipTruncated, gunzip_bytes, is_gzip, read_gzip
@@ -35,6 +36,9 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
     if p.is_dir():
         raise TraceError(f"{name}: is a folder, not a trace file")
     data: bytes | bytearray
+    cached = index_cache.load_cached(p, name)
+    if cached is not None:
+        return _opened(cached, p, cached.meta.get("file_bytes", 0), progress)
     try:
         with open(p, "rb") as f:
             st = os.fstat(f.fileno())
@@ -59,8 +63,16 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
         len(d.events), path=p, stamp=(st.st_size, st.st_mtime_ns), repair_utf8=d.repaired_utf8, cut=d.cut,
         suffix=d.suffix))
     trace.meta.setdefault("file_bytes", total)
+    index_cache.remember(p, trace)
+    return _opened(trace, p, total, None)
+
+
+def _opened(trace: Trace, p: Path, total: int, progress: Progress | None) -> Trace:
+    """What every trace read from a file gets, whether it was indexed now or read from the cache."""
     trace.meta.setdefault("path", str(p))
     trace.manifest = manifest_for(p)
+    if progress is not None:
+        progress(total, total)
     return trace
 
 
