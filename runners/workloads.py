@@ -58,7 +58,7 @@ WORKLOADS: dict[str, Workload] = {
             ladder_modes=("eager",), needs_cuda=True,
         ),
         Workload(
-            "fused-mlp", "fused_mlp_fwd", "mlp", "mlptui.runners.fused_mlp:build_fused_mlp",
+            "fused-mlp", "fused_mlp_fwd", "mlp", "mlptui.runners.fused.module:build_fused_mlp",
             "the same MLP, gate+up+GeGLU in one Triton kernel (fused_geglu_gateup_gemm_kernel), cuBLAS down",
             ladder_modes=("eager",), needs_cuda=True,
         ),
