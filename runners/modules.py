@@ -32,6 +32,12 @@ class Built:
     kernel_tried: tuple[str, ...] = ()  # sources tried before the one that ran, with the reason
 
 
+def geglu_mlp(x: torch.Tensor, gate: nn.Module, up: nn.Module, down: nn.Module) -> torch.Tensor:
+    """The article's GeGLU MLP, written once: down(gelu_tanh(gate(x)) * up(x))."""
+    out: torch.Tensor = down(F.gelu(gate(x), approximate="tanh") * up(x))
+    return out
+
+
 class SimpleGeGLUMLP(nn.Module):
     """The article's GeGLU MLP: gate/up/down projections without bias, tanh-approximated GELU."""
 
@@ -42,8 +48,7 @@ class SimpleGeGLUMLP(nn.Module):
         self.down_proj = nn.Linear(hidden, dim, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out: torch.Tensor = self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
-        return out
+        return geglu_mlp(x, self.gate_proj, self.up_proj, self.down_proj)
 
 
 def seeded(factory: Callable[[], T], seed: int = WEIGHT_SEED) -> T:

@@ -13,6 +13,7 @@ from torch import nn
 from mlptui.runners.fused import crossover
 from mlptui.runners.fused.launcher import GateUpLauncher, interpreting
 from mlptui.runners.fused.ops import GeGLUGateUp
+from mlptui.runners.modules import geglu_mlp
 
 POLICIES = ("auto", "fused", "unfused")
 
@@ -123,7 +124,7 @@ class FusedGeGLUMLP(nn.Module):
     # -- forward -------------------------------------------------------------------------------------
 
     def forward_unfused(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
+        return geglu_mlp(x, self.gate_proj, self.up_proj, self.down_proj)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if torch.compiler.is_compiling():
