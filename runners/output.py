@@ -105,3 +105,12 @@ def update_manifest(folder: Path, change: Callable[[list[dict[str, Any]]], list[
     data["mlptui_manifest"] = MANIFEST_VERSION
     data["runs"] = change(list(data["runs"]))
     write_atomic(folder / MANIFEST, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def set_distributed(folder: Path, info: dict[str, Any]) -> None:
+    """The manifest's "distributed" block of a multi-rank run: world size, backend, NCCL version and
+    each rank's trace and unprofiled step time."""
+    data = read_manifest(folder)
+    data["mlptui_manifest"] = MANIFEST_VERSION
+    data["distributed"] = info
+    write_atomic(folder / MANIFEST, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
