@@ -79,8 +79,8 @@ def collective_rows(report: dict[str, Any], link: Link | None) -> list[list[str]
 
 
 def collective_headers(link: Link | None) -> list[str]:
-    peak = f"% of {link.name} {link.peak_gbps:.0f}" if link else "% of peak"
-    return ["rank", "collective", "dtype", "size", "group", "count", "total", "algbw GB/s", "busbw GB/s", peak]
+    return ["rank", "collective", "dtype", "size", "group", "count", "total", "algbw GB/s", "busbw GB/s",
+            "% peak"]
 
 
 def render_ranks_text(report: dict[str, Any], link: Link | None) -> str:
@@ -94,5 +94,6 @@ def render_ranks_text(report: dict[str, Any], link: Link | None) -> str:
     if report["collectives"]:
         lines += ["", *_table(collective_headers(link), collective_rows(report, link), {3, 4, 5, 6, 7, 8, 9})]
         if link is not None:
-            lines.append(f"peak: {link.name}, {link.peak_gbps:.0f} GB/s per GPU one way (mlptui.trace.analysis.links)")
+            lines.append(f"% peak: bus bandwidth over {link.name}'s {link.peak_gbps:.0f} GB/s per GPU one way "
+                         "(mlptui.trace.analysis.links)")
     return "\n".join(lines) + "\n"
