@@ -26,9 +26,9 @@ def rank_run_summary(args: argparse.Namespace, found: list[str]) -> bool:
     if files is None:
         return False
     traces = []
-    for path, result in load_ranks([p for _, p in files]):
+    for path, result in load_ranks([str(p) for _, p in files]):
         if isinstance(result, MlptuiError):
-            raise MlptuiError(f"{path}: {result}") if str(path) not in str(result) else result
+            raise result if path in str(result) else MlptuiError(f"{path}: {result}")
         traces.append(result)
     ranked = rank_run(traces)
     if ranked is None:

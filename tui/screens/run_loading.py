@@ -58,19 +58,19 @@ class RunLoadingScreen(Screen):
     def load(self) -> None:
         from mlptui.trace.parse.load_ranks import load_ranks
 
-        rank_of = {p: r for r, p in self.rank_paths}
+        rank_of = {str(p): r for r, p in self.rank_paths}
         n = len(self.rank_paths)
         loaded: list[tuple[int, TraceFacts]] = []
         last = [0.0]
 
-        def progress(path: Path, done: int, total: int) -> None:
+        def progress(path: str, done: int, total: int) -> None:
             now = time.monotonic()
             if now - last[0] > 0.05 or done >= total:
                 last[0] = now
                 frac = len(loaded) + (done / total if total else 1.0)
                 self.post_message(self.Progress(f"rank {rank_of[path]}", int(frac * 1000), n * 1000))
 
-        for path, result in load_ranks([p for _, p in self.rank_paths], on_progress=progress):
+        for path, result in load_ranks([str(p) for _, p in self.rank_paths], on_progress=progress):
             if isinstance(result, MlptuiError):
                 self.post_message(self.Failed(str(result)))
                 return

@@ -6,22 +6,23 @@ without touching the callers.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 
 from mlptui.contract.errors import MlptuiError
 from mlptui.trace.model import Trace
 from mlptui.trace.parse.load import load_trace
 
-OnProgress = Callable[[Path, int, int], None]
+OnProgress = Callable[[str, int, int], None]
 
 
-def load_ranks(paths: Sequence[Path], *, workers: int | None = None,
-               on_progress: OnProgress | None = None) -> Iterator[tuple[Path, Trace | MlptuiError]]:
+def load_ranks(paths: Sequence[str | os.PathLike[str]], *, workers: int | None = None,
+               on_progress: OnProgress | None = None) -> Iterator[tuple[str, Trace | MlptuiError]]:
+    """Each path once, as `str(path)`, with its Trace or the one-line error that loading it raised."""
     del workers  # one at a time here
-    for path in paths:
-        progress = None if on_progress is None else (lambda done, total, p=path: on_progress(p, done, total))
+    for name in (str(p) for p in paths):
+        progress = None if on_progress is None else (lambda done, total, n=name: on_progress(n, done, total))
         try:
-            yield path, load_trace(path, progress=progress)
+            yield name, load_trace(name, progress=progress)
         except MlptuiError as exc:
-            yield path, exc
+            yield name, exc
