@@ -25,7 +25,7 @@ def _flag(field: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    names = ", ".join([*WORKLOADS, "ladder"])
+    names = ", ".join([*WORKLOADS, "tp-mlp (with --nproc)", "ladder"])
     parser.add_argument("workload", metavar="WORKLOAD", help=f"one of: {names} (ladder = all, in their modes)")
     parser.add_argument("--compile", action="store_true", help="same as --mode compile")
     parser.add_argument("--mode", choices=MODES, help="eager (default), compile, reduce-overhead, max-autotune")

@@ -30,6 +30,10 @@ from mlptui.runners.workloads import Shape, Workload, workload
 # GPUs out of service. A user who sets these explicitly keeps their values.
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 LABELS = {"tp-mlp": "tp_mlp_fwd", "mlp": "ddp_train_step"}
+# Several processes only, so not in the single-process registry (nor the ladder); the MLP's shape flags.
+TP_MLP = Workload("tp-mlp", LABELS["tp-mlp"], "mlp", "mlptui.runners.tp_mlp:TensorParallelGeGLUMLP",
+                  "the GeGLU MLP tensor-parallel over --nproc ranks: gate/up column-, down row-parallel, "
+                  "one all-reduce of the output", ladder_modes=())
 
 
 def is_distributed(args: argparse.Namespace) -> bool:
@@ -50,7 +54,7 @@ def check_request(args: argparse.Namespace) -> tuple[Workload, int]:
                               "(tp-mlp splits the forward pass)")
     else:
         raise MlptuiError(f"--nproc runs tp-mlp or mlp --train, not {args.workload}")
-    return workload(args.workload), nproc
+    return (TP_MLP if args.workload == "tp-mlp" else workload(args.workload)), nproc
 
 
 def check_devices(device: str, nproc: int) -> str:

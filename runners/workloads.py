@@ -105,12 +105,6 @@ WORKLOADS: dict[str, Workload] = {
             "the same MLP, gate+up+GeGLU in one Triton kernel (fused_geglu_gateup_gemm_kernel), cuBLAS down",
             ladder_modes=("eager",), needs_cuda=True,
         ),
-        Workload(
-            "tp-mlp", "tp_mlp_fwd", "mlp", "mlptui.runners.tp_mlp:TensorParallelGeGLUMLP",
-            "the same MLP tensor-parallel over --nproc ranks: gate/up column-, down row-parallel, one "
-            "all-reduce (runners/launch_ranks.py starts it)",
-            ladder_modes=(),
-        ),
     )
 }
 
