@@ -8,13 +8,14 @@ import os
 import re
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from mlptui.contract.errors import MlptuiError
 from mlptui.contract.files import temp_path
-from mlptui.contract.manifest import add_run, read_manifest
+from mlptui.contract.manifest import Manifest, add_run, read_manifest, update_manifest
 from mlptui.contract.vocabulary import TRACE_SUFFIX
 
-__all__ = ["add_run", "device_slug", "publish_trace", "read_manifest", "temp_path", "trace_name"]
+__all__ = ["add_run", "device_slug", "publish_trace", "read_manifest", "set_distributed", "temp_path", "trace_name", "TRACE_SUFFIX"]
 _VENDOR_WORDS = {"nvidia", "geforce", "tesla", "amd", "radeon", "instinct", "intel", "quadro"}
 
 
@@ -52,3 +53,11 @@ def publish_trace(tmp: Path, folder: Path, name: str) -> Path:
         tmp.unlink()
         return candidate
     raise MlptuiError(f"could not find a free name for {name} in {folder}")
+
+
+def set_distributed(folder: Path, info: dict[str, Any]) -> None:
+    """The manifest's "distributed" block of a multi-rank run: world size, backend, NCCL version and
+    each rank's trace and unprofiled step time."""
+    def change(m: Manifest) -> None:
+        m.extra["distributed"] = info
+    update_manifest(folder, change)

@@ -17,6 +17,7 @@ from mlptui.contract.errors import MlptuiError
 from mlptui.trace.analysis.rank_reduce import rank_digest, reduce_ranks
 from mlptui.trace.analysis.summary import summarize
 from mlptui.trace.parse import index_cache
+from mlptui.trace.parse import load_many as load_many_module
 from mlptui.trace.parse.load import load_trace
 from mlptui.trace.parse.load_many import load_many
 
@@ -90,7 +91,8 @@ def test_64_tiny_ranks_load_and_reduce(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_workers_write_the_cache_and_the_parent_reads_it(tmp_path: Path) -> None:
+def test_workers_write_the_cache_and_the_parent_reads_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(load_many_module, "PARALLEL_MIN_BYTES", 0)     # these 5 MB ranks go to workers
     if not GENERATOR.exists():
         pytest.skip(f"generator not found at {GENERATOR}")
     paths = [tmp_path / f"rank-{r}.json" for r in range(2)]

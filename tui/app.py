@@ -30,10 +30,12 @@ class MlptuiApp(App[int]):
     ENABLE_COMMAND_PALETTE = False
 
     class Listed(Message):
-        def __init__(self, folder: str, specs: list[str] | None, error: str | None) -> None:
+        def __init__(self, folder: str, specs: list[str] | None, error: str | None,
+                     ranks: list[tuple[int, Path]] | None = None) -> None:
             self.folder = folder
             self.specs = specs
             self.error = error
+            self.ranks = ranks          # the folder's traces are the ranks of one run
             super().__init__()
 
     def __init__(self, specs: list[str]) -> None:
@@ -65,13 +67,17 @@ class MlptuiApp(App[int]):
         except MlptuiError as exc:
             self.post_message(self.Listed(spec, None, str(exc)))
             return
-        self.post_message(self.Listed(spec, specs, None))
+        self.post_message(self.Listed(spec, specs, None, _rank_files(spec, specs)))
 
     def on_mlptui_app_listed(self, message: Listed) -> None:
         if message.error:
             self.push_screen(LoadingScreen([message.folder]))
         elif message.specs is None:
             self.push_screen(LoadingScreen([message.folder]))
+        elif message.ranks is not None:
+            from mlptui.screens.run_loading import RunLoadingScreen
+
+            self.push_screen(RunLoadingScreen(message.folder, message.ranks))
         else:
             self.push_screen(PickerScreen(message.specs, message.folder))
 
@@ -127,6 +133,16 @@ class MlptuiApp(App[int]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state is WorkerState.ERROR:      # the app's own workers (listing a folder)
             self.on_worker_failed(WorkerFailed(event.worker.name, event.worker.error))
+
+
+def _rank_files(spec: str, specs: list[str] | None) -> list[tuple[int, Path]] | None:
+    """The traces of a local folder in rank order when they are the ranks of one run."""
+    from mlptui.sources.dispatch import source_kind
+    from mlptui.trace.parse.rank_hint import rank_files
+
+    if not specs or source_kind(spec) != "local":
+        return None
+    return rank_files([Path(s) for s in specs])
 
 
 def make_app(specs: list[str]) -> MlptuiApp:

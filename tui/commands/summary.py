@@ -24,8 +24,13 @@ def run(args: argparse.Namespace) -> int:
 
     if is_folder(args.path):
         found = list_traces(args.path)
+        from mlptui.commands.summary_ranks import rank_run_summary
+
+        if rank_run_summary(args, found):
+            return 0
         if args.json:
-            sys.stdout.write(orjson.dumps({"folder": args.path, "traces": found}, option=orjson.OPT_INDENT_2).decode() + "\n")
+            sys.stdout.write(orjson.dumps({"folder": args.path, "traces": found, "ranks": None},
+                                          option=orjson.OPT_INDENT_2).decode() + "\n")
         elif not found:
             print(f"{args.path}: no traces in this folder")
         else:
@@ -35,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     with bulk_allocation():
         trace = open_trace(args.path)
         report = summarize(trace)
+    report["ranks"] = None  # one trace; a folder of rank traces has a "ranks" section
     if args.json:
         sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
     elif args.md:

@@ -4,12 +4,16 @@ which adds the links it published), read by the viewer. Its one reader and one w
     {"mlptui_manifest": 1, "runs": [{"trace": "<file name>", "workload": ..., "mode": ..., ...}],
      "published": {"<file>": {...}}}      # "published" only after `mlptui push`
 
-Writers update it under a lock beside it (the hidden `.manifest.json.lock`) and replace it atomically, so
+Writers update it under a lock (a file in the machine's temporary folder named after the manifest's
+absolute path, so run folders hold only traces and their manifest) and replace it atomically, so
 concurrent runs into one folder keep every entry and a reader never sees half a file.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -57,6 +61,14 @@ def manifest_path(folder: str | Path) -> Path:
     return Path(folder) / MANIFEST_NAME
 
 
+def lock_path(manifest: Path) -> Path:
+    """The lock of one manifest: every process on this machine that writes it agrees on this name."""
+    key = hashlib.sha256(str(manifest.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    folder = Path(tempfile.gettempdir()) / f"mlptui-{os.getuid() if hasattr(os, 'getuid') else 0}" / "locks"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return folder / f"{key}.lock"
+
+
 def parse_manifest(data: bytes, where: str) -> Manifest:
     """A manifest from its bytes; entries of `runs` that are not objects are dropped (never fatal)."""
     try:
@@ -101,7 +113,7 @@ def update_manifest(folder: str | Path, change: Callable[[Manifest], None]) -> M
     """Read, change in place and write the folder's manifest under its lock; returns what was written."""
     path = manifest_path(folder)
     try:
-        with FileLock(str(path.with_name(f".{MANIFEST_NAME}.lock")), timeout=LOCK_TIMEOUT_S):
+        with FileLock(str(lock_path(path)), timeout=LOCK_TIMEOUT_S):
             manifest = read_manifest(folder)
             change(manifest)
             manifest.mlptui_manifest = MANIFEST_VERSION

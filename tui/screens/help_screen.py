@@ -20,6 +20,7 @@ GROUPS = [
     ("Kernels & launches tables", keys.TABLE_KEYS),
     ("Timeline", keys.TIMELINE_KEYS),
     ("Trace list", keys.PICKER_KEYS),
+    ("Run of several ranks (ranks view; < > on a rank)", keys.RANKS_KEYS),
 ]
 
 LEGEND = """[b]Reading the panes[/b]

@@ -39,6 +39,14 @@ from mlptui.trace.parse.load import load_trace
 
 OnProgress = Callable[[str, int, int], None]
 _POLL_S = 0.05
+PARALLEL_MIN_BYTES = 8 << 20     # files smaller than this are indexed in the calling process
+
+
+def _size(name: str) -> int:
+    try:
+        return os.stat(name).st_size
+    except OSError:
+        return 0     # load_trace reports the problem
 
 _progress_queue: Any = None       # in a worker: where progress messages go
 
@@ -51,6 +59,10 @@ def load_many(paths: Sequence[str | os.PathLike[str]], *, workers: int | None = 
     cached = [n for n in names if index_cache.has_entry(Path(n))]
     yield from _in_process(cached, on_progress)
     names = [n for n in names if n not in set(cached)]
+    # Small ranks too: starting a worker process costs more than indexing a few MB (docs/scale.md).
+    small = [n for n in names if _size(n) < PARALLEL_MIN_BYTES]
+    yield from _in_process(small, on_progress)
+    names = [n for n in names if n not in set(small)]
     if not names:
         return
     if workers is None:
