@@ -15,10 +15,10 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import orjson
 from filelock import FileLock, Timeout
 
@@ -37,11 +37,12 @@ class ManifestError(MlptuiError):
     """A manifest that exists but cannot be used (not JSON, not an mlptui manifest, newer version)."""
 
 
-class Manifest(msgspec.Struct, kw_only=True):
-    runs: list[Run] = msgspec.field(default_factory=list)
+@dataclass
+class Manifest:
+    runs: list[Run] = field(default_factory=list)
     published: dict[str, Any] | None = None
     mlptui_manifest: int = MANIFEST_VERSION
-    extra: dict[str, Any] = msgspec.field(default_factory=dict)   # other top-level keys, kept as found
+    extra: dict[str, Any] = field(default_factory=dict)   # other top-level keys, kept as found
 
     def run_for(self, trace_name: str) -> Run | None:
         """The entry whose "trace" is `trace_name`, or None."""
