@@ -12,6 +12,7 @@ concurrent runs into one folder keep every entry and a reader never sees half a 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 from collections.abc import Callable
@@ -19,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
 from filelock import FileLock, Timeout
 
 from mlptui.contract.errors import MlptuiError
@@ -55,7 +55,7 @@ class Manifest:
         data: dict[str, Any] = {**self.extra, "mlptui_manifest": self.mlptui_manifest, "runs": self.runs}
         if self.published is not None:
             data["published"] = self.published
-        return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
+        return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def manifest_path(folder: str | Path) -> Path:
@@ -73,8 +73,8 @@ def lock_path(manifest: Path) -> Path:
 def parse_manifest(data: bytes, where: str) -> Manifest:
     """A manifest from its bytes; entries of `runs` that are not objects are dropped (never fatal)."""
     try:
-        raw = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
+        raw = json.loads(data)      # stdlib: runners on a GPU box need nothing beyond torch for this
+    except (ValueError, RecursionError) as exc:
         raise ManifestError(f"{where} is not valid JSON ({exc})") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("runs"), list):
         raise ManifestError(f'{where} is not an mlptui manifest (no "runs" list)')
