@@ -19,6 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mlptui.contract.errors import MlptuiError
+    from mlptui.gc_policy import bulk_allocation
     from mlptui.sources.dispatch import is_folder, list_traces, open_trace
     from mlptui.trace.analysis.summary import render_markdown, render_text, summarize
 
@@ -26,14 +27,21 @@ def run(args: argparse.Namespace) -> int:
         found = list_traces(args.path)
         if not found:      # the same one line and exit status as `mlptui view` of an empty folder
             raise MlptuiError(f"no traces (*.json, *.json.gz) in {args.path}")
+        from mlptui.commands.summary_ranks import rank_run_summary
+
+        if rank_run_summary(args, found):
+            return 0
         if args.json:
-            sys.stdout.write(orjson.dumps({"folder": args.path, "traces": found}, option=orjson.OPT_INDENT_2).decode() + "\n")
+            sys.stdout.write(orjson.dumps({"folder": args.path, "traces": found, "ranks": None},
+                                          option=orjson.OPT_INDENT_2).decode() + "\n")
         else:
             print(f"{len(found)} trace(s) in {args.path}; `mlptui summary <one of them>` reports one:")
             print("\n".join(found))
         return 0
-    trace = open_trace(args.path)
-    report = summarize(trace)
+    with bulk_allocation():
+        trace = open_trace(args.path)
+        report = summarize(trace)
+    report["ranks"] = None  # one trace; a folder of rank traces has a "ranks" section
     if args.json:
         sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
     elif args.md:

@@ -19,7 +19,7 @@ EXPAND_ALL_CAP = 20_000     # `e` never splices in more rows than this at once
 
 
 class OpTree(LineList):
-    BINDINGS = TREE_KEYS
+    BINDINGS = [*TREE_KEYS]
     MEASURE = False
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -47,8 +47,13 @@ class OpTree(LineList):
         if self._scope is None:
             return True
         start, end = self._scope
-        op = self.trace.ops[op_id]
+        op = self._loaded().ops[op_id]
         return op.ts < end - 1e-3 and (op.end > start + 1e-3 or op.ts >= start - 1e-3)
+
+    def _loaded(self) -> Trace:
+        """The trace: there are rows to act on only once set_trace has run."""
+        assert self.trace is not None, "OpTree used before set_trace"
+        return self.trace
 
     # -- scope -----------------------------------------------------------------------------
     def show_scope(self, start: float | None, end: float | None, focus: int = -1) -> None:
@@ -93,11 +98,12 @@ class OpTree(LineList):
 
     def _open_to(self, op_id: int) -> bool:
         """Expand the ancestors of `op_id` so that it has a row; False when it is not in the tree."""
-        chain = []
+        ops = self._loaded().ops
+        chain: list[int] = []
         node = op_id
         while node != -1:
             chain.append(node)
-            node = self.trace.ops[node].parent
+            node = ops[node].parent
         chain.reverse()
         if chain[0] not in self.ids:
             return False
@@ -115,7 +121,7 @@ class OpTree(LineList):
         return True
 
     def _subtree_rows(self, roots: list[int], cap: int) -> int:
-        ops = self.trace.ops
+        ops = self._loaded().ops
         n, stack = 0, [r for r in roots if r >= 0]
         while stack and n <= cap:
             op = stack.pop()
@@ -128,7 +134,7 @@ class OpTree(LineList):
         return len(self.ids)
 
     def row_cells(self, index: int) -> list[Cell]:
-        trace, node, depth = self.trace, self.ids[index], self.depths[index]
+        trace, node, depth = self._loaded(), self.ids[index], self.depths[index]
         if node < 0:
             thread = trace.threads[-1 - node]
             return [(f"{thread.name}  (pid {thread.pid})", "header"), "", "", "", ""]
@@ -156,7 +162,7 @@ class OpTree(LineList):
 
     # -- expansion ---------------------------------------------------------------------------
     def _children_rows(self, node: int, depth: int) -> tuple[list[int], list[int]]:
-        children = [c for c in self.trace.ops[node].children if self._overlaps(c)]
+        children = [c for c in self._loaded().ops[node].children if self._overlaps(c)]
         return children, [depth + 1] * len(children)
 
     def _subtree_end(self, index: int) -> int:
@@ -165,9 +171,9 @@ class OpTree(LineList):
             end += 1
         return end
 
-    def expand(self, index: int) -> None:
+    def expand_row(self, index: int) -> None:
         node = self.ids[index]
-        if node < 0 or node in self.expanded or not self.trace.ops[node].children:
+        if node < 0 or node in self.expanded or not self._loaded().ops[node].children:
             return
         ids, depths = self._children_rows(node, self.depths[index])
         self.ids[index + 1: index + 1] = ids
@@ -175,7 +181,7 @@ class OpTree(LineList):
         self.expanded.add(node)
         self.rows_changed()
 
-    def collapse(self, index: int) -> None:
+    def collapse_row(self, index: int) -> None:
         node = self.ids[index]
         if node not in self.expanded:
             return
@@ -192,7 +198,7 @@ class OpTree(LineList):
         added, index = 0, start
         while index < stop + added and added < cap:
             node = self.ids[index]
-            if node >= 0 and node not in self.expanded and self.trace.ops[node].children:
+            if node >= 0 and node not in self.expanded and self._loaded().ops[node].children:
                 ids, depths = self._children_rows(node, self.depths[index])
                 self.ids[index + 1: index + 1] = ids
                 self.depths[index + 1: index + 1] = depths
@@ -204,17 +210,17 @@ class OpTree(LineList):
     def action_expand(self) -> None:
         if self.ids:
             node = self.ids[self.cursor]
-            if node >= 0 and node in self.expanded and self.trace.ops[node].children:
+            if node >= 0 and node in self.expanded and self._loaded().ops[node].children:
                 self.move_cursor(self.cursor + 1)
             else:
-                self.expand(self.cursor)
+                self.expand_row(self.cursor)
 
     def action_collapse(self) -> None:
         if not self.ids:
             return
         node = self.ids[self.cursor]
         if node >= 0 and node in self.expanded:
-            self.collapse(self.cursor)
+            self.collapse_row(self.cursor)
             return
         depth = self.depths[self.cursor]
         for index in range(self.cursor - 1, -1, -1):
@@ -232,14 +238,14 @@ class OpTree(LineList):
             return
         node = self.ids[self.cursor]
         if node >= 0 and node in self.expanded:
-            self.collapse(self.cursor)
+            self.collapse_row(self.cursor)
         else:
-            self.expand(self.cursor)
+            self.expand_row(self.cursor)
         super().action_select()
 
     # -- find an op: expand its ancestors and put the cursor on it ---------------------------
     def reveal(self, op_id: int) -> bool:
-        trace = self.trace
+        trace = self._loaded()
         chain = []
         node = op_id
         while node != -1:
@@ -251,7 +257,7 @@ class OpTree(LineList):
         except ValueError:
             return False
         for ancestor in chain[1:]:
-            self.expand(index)
+            self.expand_row(index)
             end = self._subtree_end(index)
             try:
                 index = self.ids.index(ancestor, index + 1, end)
@@ -263,7 +269,7 @@ class OpTree(LineList):
     def search_ops(self, needle: str) -> Iterator[int]:
         """Op ids in scope whose name contains `needle` (case-insensitive), in tree order."""
         needle = needle.lower()
-        ops = self.trace.ops
+        ops = self._loaded().ops
         roots = [n for n in self.ids if n >= 0 and ops[n].parent == -1]
         stack = list(reversed(roots))
         while stack:

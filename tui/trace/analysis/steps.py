@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from mlptui.trace.analysis.launches import classify_call
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, GpuOp, Op, Step, Trace
@@ -64,7 +65,7 @@ class StepStats:
     device_busy_us: float = 0.0     # all work on the device within the window (any step's)
     device_idle_us: float = 0.0     # window minus device_busy_us
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

@@ -51,8 +51,8 @@ from typing import Any
 from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.analysis.findings import trace_findings
 from mlptui.trace.analysis.launches import launch_calls
-from mlptui.trace.analysis.steps import VERDICT_RULE, all_step_stats, step_stats
-from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, MEMCPY, MEMSET, Trace
+from mlptui.trace.analysis.steps import VERDICT_RULE, StepStats, all_step_stats, step_stats
+from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, MEMCPY, MEMSET, Op, Trace
 from mlptui.trace.names.kernel import decode_kernel
 
 _PATH_CATS = frozenset({CPU_OP, ANNOTATION})
@@ -67,7 +67,7 @@ def _kernel_name(raw: str) -> tuple[str, str, str]:
     return k.short, k.family, k.library
 
 
-def _step_dict(s: Any) -> dict[str, Any]:
+def _step_dict(s: StepStats) -> dict[str, Any]:
     d = s.to_dict()
     for key in ("cpu_us", "gpu_busy_us", "gpu_idle_us", "launch_overhead_us", "window_us", "device_busy_us",
                 "device_idle_us"):
@@ -76,12 +76,11 @@ def _step_dict(s: Any) -> dict[str, Any]:
 
 
 def _grouped(trace: Trace, cats: frozenset[str]) -> list[tuple[str, str, int, float]]:
-    groups: dict[str, list] = {}
+    groups: dict[str, tuple[str, int, float]] = {}
     for g in trace.gpu:
         if g.cat in cats:
-            row = groups.setdefault(g.name, [g.cat, 0, 0.0])
-            row[1] += 1
-            row[2] += g.dur
+            cat, n, total = groups.get(g.name, (g.cat, 0, 0.0))
+            groups[g.name] = (cat, n + 1, total + g.dur)
     rows = [(name, cat, n, total) for name, (cat, n, total) in groups.items()]
     rows.sort(key=lambda r: (-r[3], r[0]))
     return rows
@@ -92,7 +91,11 @@ def _dispatch(trace: Trace) -> list[dict[str, Any]]:
     launched ([] for none), plus the paths that end at an op that launched kernels itself."""
     ops = trace.ops
     step_ops = {s.op for s in trace.steps}
-    in_scope = (lambda op: op.step >= 0) if trace.steps else (lambda op: True)
+    with_steps = bool(trace.steps)
+
+    def in_scope(op: Op) -> bool:
+        return op.step >= 0 or not with_steps
+
     # The nearest op or annotation at or above each slice (Python frames and runtime calls are skipped).
     owner = [-1] * len(ops)
     path: dict[int, tuple[str, ...]] = {}
@@ -113,14 +116,13 @@ def _dispatch(trace: Trace) -> list[dict[str, Any]]:
             kernels_of.setdefault(end, []).append(g.id)
     ends = [o for o in path if o not in has_child and in_scope(ops[o])]
     ends += [o for o in kernels_of if (o in has_child or o not in path) and in_scope(ops[o])]
-    rows: dict[tuple, list] = {}
+    rows: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[int, float]] = {}
     for end in sorted(set(ends), key=lambda o: (ops[o].ts, o)):
         names_path = path.get(end) or (ops[end].name,)
         gids = sorted(kernels_of.get(end, ()), key=lambda k: (trace.gpu[k].ts, k))
         names = tuple(trace.gpu[k].name for k in gids)
-        row = rows.setdefault((names_path, names), [0, 0.0])
-        row[0] += 1
-        row[1] += sum(trace.gpu[k].dur for k in gids)
+        n, us = rows.get((names_path, names), (0, 0.0))
+        rows[(names_path, names)] = (n + 1, us + sum(trace.gpu[k].dur for k in gids))
     return [{"path": list(p), "count": n, "gpu_kernels": list(names), "gpu_us": _r(us)}
             for (p, names), (n, us) in rows.items()]
 

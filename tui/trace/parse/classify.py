@@ -8,9 +8,10 @@ skipped and counted in `warnings`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from mlptui.trace.model import (
     ANNOTATION,
@@ -26,6 +27,8 @@ from mlptui.trace.model import (
     RUNTIME,
     SYNC,
 )
+
+T = TypeVar("T")
 
 # Raw `cat` -> normalised category. Old traces capitalise; ROCm reuses the CUDA names; vendors add theirs.
 CATEGORY: dict[str, str] = {
@@ -137,7 +140,7 @@ def _mtia_category(name: str | None) -> str | None:
     return MEMCPY if name is not None and name.startswith("dma") else KERNEL
 
 
-def _keep(items: list, mask: np.ndarray) -> list:
+def _keep(items: list[T], mask: npt.NDArray[np.bool_]) -> list[T]:
     return [x for x, k in zip(items, mask.tolist(), strict=True) if k]
 
 
