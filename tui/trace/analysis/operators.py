@@ -3,8 +3,8 @@
 Per group: calls; host_self_us (Σ duration minus children) and host_total_us (Σ duration); device_self_us
 (GPU time of the kernels, memcpys and memsets the op launched itself, i.e. it was the innermost op at the
 launch) and device_total_us (the same for everything beneath it); tc_eligible (a matrix product or
-convolution, mlptui.trace.analysis.tensor_cores) and tc_share (of device_self, the part in kernels that
-used Tensor Cores). An op nested in an op of the same name counts in both, as the profiler's own tables do.
+convolution, mlptui.trace.analysis.tensor_cores) and tc_share (of the kernel time in device_self, the part
+in kernels that used Tensor Cores). An op nested in an op of the same name counts in both, as the profiler's own tables do.
 Scope: one step (the ops that start in it), or the whole trace (step=None). `ProfilerStep#N` itself
 (an op in old traces) is a step, not an operator.
 """
@@ -30,6 +30,7 @@ class OpGroup:
     host_total_us: float = 0.0
     device_self_us: float = 0.0
     device_total_us: float = 0.0
+    kernel_self_us: float = 0.0       # device_self_us without memcpys and memsets
     tc_us: float = 0.0
     ops: list[int] = field(default_factory=list)      # Op ids, in time order
 
@@ -39,7 +40,7 @@ class OpGroup:
 
     @property
     def tc_share(self) -> float | None:
-        return self.tc_us / self.device_self_us if self.device_self_us > 0 else None
+        return self.tc_us / self.kernel_self_us if self.kernel_self_us > 0 else None
 
     def to_dict(self) -> dict[str, Any]:
         share = self.tc_share
@@ -76,8 +77,10 @@ def operators(trace: Trace, step: int | None = None, by_shapes: bool = False) ->
         for k in op.gpu:
             work = gpu[k]
             g.device_self_us += work.dur
-            if work.cat == KERNEL and uses_tensor_cores(work.name):
-                g.tc_us += work.dur
+            if work.cat == KERNEL:
+                g.kernel_self_us += work.dur
+                if uses_tensor_cores(work.name):
+                    g.tc_us += work.dur
         g.ops.append(op.id)
     rows = list(groups.values())
     rows.sort(key=lambda r: (-r.device_total_us, -r.host_total_us, r.name))

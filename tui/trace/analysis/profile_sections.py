@@ -31,6 +31,7 @@ def _scoped_ops(trace: Trace) -> list[OpGroup]:
             row.device_self_us += g.device_self_us
             row.device_total_us += g.device_total_us
             row.tc_us += g.tc_us
+            row.kernel_self_us += g.kernel_self_us
             row.ops += g.ops
     rows = list(merged.values())
     rows.sort(key=lambda r: (-r.device_total_us, -r.host_total_us, r.name))

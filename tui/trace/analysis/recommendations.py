@@ -63,8 +63,8 @@ def recommendations(trace: Trace, overview: dict[str, Any], ops: list[OpGroup]) 
             "CUDA graphs or torch.compile (mode='reduce-overhead') cut the launches"),
             "figures": {"kernels": len(kernels), "shorter_than_launch": short,
                         "share": round(short / len(kernels), 4)}})
-    missed = [o for o in ops if o.tc_eligible and o.device_self_us > 0 and (o.tc_share or 0.0) < 0.5]
-    missed_us = sum(o.device_self_us - o.tc_us for o in missed)
+    missed = [o for o in ops if o.tc_eligible and o.kernel_self_us > 0 and (o.tc_share or 0.0) < 0.5]
+    missed_us = sum(o.kernel_self_us - o.tc_us for o in missed)
     if kernel_us and missed_us / kernel_us >= TC_MISS_SHARE:
         out.append({"rule": "tensor_cores", "message": (
             f"matrix products and convolutions spend {missed_us / kernel_us:.0%} of kernel time off Tensor "
