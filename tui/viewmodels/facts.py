@@ -30,6 +30,7 @@ class TraceFacts:
     findings: list[str] = field(default_factory=list)
     focus_mix: str = ""          # kernel_mix of the findings' step: `3 GEMM + gelu + mul`
     focus_cpu_ops: int = 0       # CPU ops (cat cpu_op) in that step
+    profile: object | None = None    # mlptui.viewmodels.profile_views.ProfileData, once the views computed it
 
     @property
     def label(self) -> str:

@@ -50,9 +50,11 @@ class OpGroup:
                 "tc_eligible": self.tc_eligible, "tc_share": None if share is None else round(share, 4)}
 
 
-def scope_ops(trace: Trace, step: int | None) -> Iterator[Op]:
+def scope_ops(trace: Trace, step: int | None, steps_only: bool = False) -> Iterator[Op]:
     for op in trace.ops:
-        if op.cat == CPU_OP and (step is None or op.step == step) and not op.name.startswith(STEP_PREFIX):
+        if op.cat != CPU_OP or op.name.startswith(STEP_PREFIX):
+            continue
+        if (step is None and (not steps_only or op.step >= 0)) or op.step == step:
             yield op
 
 
@@ -61,11 +63,12 @@ def input_shapes(trace: Trace, op_id: int) -> str:
     return str(dims) if dims is not None else "[]"
 
 
-def operators(trace: Trace, step: int | None = None, by_shapes: bool = False) -> list[OpGroup]:
+def operators(trace: Trace, step: int | None = None, by_shapes: bool = False,
+              steps_only: bool = False) -> list[OpGroup]:
     """Groups, most device time first, then most host time (see the module docstring)."""
     groups: dict[tuple[str, str | None], OpGroup] = {}
     gpu = trace.gpu
-    for op in scope_ops(trace, step):
+    for op in scope_ops(trace, step, steps_only):
         key = (op.name, input_shapes(trace, op.id) if by_shapes else None)
         g = groups.get(key)
         if g is None:
@@ -87,17 +90,28 @@ def operators(trace: Trace, step: int | None = None, by_shapes: bool = False) ->
     return rows
 
 
-def call_sites(trace: Trace, op_ids: list[int], top: int = 20) -> list[tuple[str, int]]:
-    """Where a group's ops were called from: the chain of enclosing ops (and Python frames, when the
-    trace has stacks) up to the step, as one line each, most frequent first."""
+def operators_in_steps(trace: Trace, by_shapes: bool = False) -> list[OpGroup]:
+    """The groups over every step together (the whole trace when it has no steps)."""
+    return operators(trace, by_shapes=by_shapes, steps_only=bool(trace.steps))
+
+
+def call_sites(trace: Trace, op_ids: list[int], top: int = 20, depth: int = 4) -> list[tuple[str, int]]:
+    """Where a group's ops were called from: up to `depth` enclosing ops, the nearest first, as one line
+    each, most frequent first. Of the Python frames (traces with stacks) only the nearest one and the
+    `nn.Module` ones are kept: the rest is the interpreter's plumbing."""
     sites: Counter[str] = Counter()
     step_ops = {s.op for s in trace.steps}
     for oid in op_ids:
-        chain = []
+        chain: list[str] = []
+        python_seen = False
         p = trace.ops[oid].parent
-        while p >= 0 and p not in step_ops and len(chain) < 8:
+        while p >= 0 and p not in step_ops and len(chain) < depth:
             up = trace.ops[p]
-            chain.append(up.name if up.cat != PYTHON else f"{up.name} (py)")
+            if up.cat != PYTHON:
+                chain.append(up.name)
+            elif up.name.startswith("nn.Module: ") or not python_seen:
+                chain.append(f"{up.name} (py)")
+                python_seen = True
             p = up.parent
         sites[" ← ".join(chain) if chain else "(top level)"] += 1
     return sites.most_common(top)

@@ -9,38 +9,15 @@ from mlptui.trace.analysis.breakdown import CATEGORIES
 from mlptui.trace.analysis.kernel_stats import kernel_stats
 from mlptui.trace.analysis.memory import memory_report
 from mlptui.trace.analysis.modules import module_tree
-from mlptui.trace.analysis.operators import OpGroup, operators
+from mlptui.trace.analysis.operators import operators_in_steps
 from mlptui.trace.analysis.overview import overview
 from mlptui.trace.analysis.recommendations import recommendations
 from mlptui.trace.model import Trace
 
 
-def _scoped_ops(trace: Trace) -> list[OpGroup]:
-    if not trace.steps:
-        return operators(trace)
-    merged: dict[str, OpGroup] = {}
-    for s in trace.steps:
-        for g in operators(trace, s.index):
-            row = merged.get(g.name)
-            if row is None:
-                merged[g.name] = g
-                continue
-            row.calls += g.calls
-            row.host_self_us += g.host_self_us
-            row.host_total_us += g.host_total_us
-            row.device_self_us += g.device_self_us
-            row.device_total_us += g.device_total_us
-            row.tc_us += g.tc_us
-            row.kernel_self_us += g.kernel_self_us
-            row.ops += g.ops
-    rows = list(merged.values())
-    rows.sort(key=lambda r: (-r.device_total_us, -r.host_total_us, r.name))
-    return rows
-
-
 def profile_sections(trace: Trace) -> dict[str, Any]:
     ov = overview(trace)
-    ops = _scoped_ops(trace)
+    ops = operators_in_steps(trace)
     mem = memory_report(trace)
     mods = module_tree(trace)
     kernels = kernel_stats(trace, steps_only=bool(trace.steps))
