@@ -72,8 +72,8 @@ TRACE_KEYS = [
 ] + [
     Binding(key, f"profile_view('{view}')", title, id=f"view-{view}", tooltip=tip, show=show)
     for key, view, title, tip, show in (
-        ("o", "overview", "Overview", "overview: GPU util, SM efficiency, occupancy, Tensor Cores, step breakdown", True),
-        ("p", "operators", "Operators", "operators: calls, host/device self and total, Tensor-Core share", True),
+        ("o", "overview", "Overview", "overview: GPU util, SM efficiency, occupancy, Tensor Cores, step breakdown", False),
+        ("p", "operators", "Operators", "operators: calls, host/device self and total, Tensor-Core share", False),
         ("K", "kernels", "Kernel stats", "kernels, completed: Tensor Cores, calls, mean/min/max, blocks/SM", False),
         ("M", "memory", "Memory", "memory: curve per device, peak and its op, allocations per op", False),
         ("u", "modules", "Modules", "nn.Module tree with calls, host and device time", False),

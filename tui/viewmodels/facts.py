@@ -46,6 +46,8 @@ def trace_label(trace: Trace) -> str:
     """`mlp · eager · bf16` from the manifest, else the file name."""
     run = trace.manifest or {}
     parts = [str(run[k]) for k in ("workload", "mode", "dtype") if run.get(k)]
+    if parts and run.get("train"):
+        parts.insert(1, "train")
     if parts:
         return " · ".join(parts)
     name = Path(trace.source.rstrip("/")).name
