@@ -164,3 +164,34 @@ class ModuleTable(SortedTable):
 
 __all__ = ["KernelGroup", "KernelStatsTable", "MemoryOpTable", "ModuleRow", "ModuleTable", "OpGroup",
            "OpMemory", "OperatorTable"]
+
+
+_DIFF_MARK = {"same": ("=", "base"), "changed": ("~", "warn"), "added": ("+", "good"), "removed": ("-", "hot")}
+
+
+def _side_us(row: dict, side: str, key: str) -> float | None:
+    values = row[side]
+    return None if values is None else values[key]
+
+
+class OperatorDiffTable(SortedTable):
+    """The diff's operator rows (mlptui.trace.diff.profile_diff.operator_diff): A and B side by side."""
+
+    CELLS = [
+        lambda r: _DIFF_MARK[r["status"]], lambda r: r["name"],
+        lambda r: "-" if r["a"] is None else fmt.count(r["a"]["calls"]),
+        lambda r: "-" if r["b"] is None else fmt.count(r["b"]["calls"]),
+        lambda r: fmt.us(_side_us(r, "a", "host_total_us")), lambda r: fmt.us(_side_us(r, "b", "host_total_us")),
+        lambda r: fmt.us(_side_us(r, "a", "device_total_us")), lambda r: fmt.us(_side_us(r, "b", "device_total_us")),
+    ]
+    KEYS = [
+        lambda r: r["status"], lambda r: r["name"],
+        lambda r: -1 if r["a"] is None else r["a"]["calls"], lambda r: -1 if r["b"] is None else r["b"]["calls"],
+        lambda r: _side_us(r, "a", "host_total_us") or -1.0, lambda r: _side_us(r, "b", "host_total_us") or -1.0,
+        lambda r: _side_us(r, "a", "device_total_us") or -1.0, lambda r: _side_us(r, "b", "device_total_us") or -1.0,
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__([Column("", 1), Column("operator", 0, min_width=20), Column("calls A", 7, ">", drop=5),
+                          Column("calls B", 7, ">", drop=6), Column("host A", 8, ">", drop=3),
+                          Column("host B", 8, ">", drop=4), Column("dev A", 8, ">"), Column("dev B", 8, ">")], id=id)
