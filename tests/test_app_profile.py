@@ -57,7 +57,9 @@ async def test_training_sample_views_show_memory_modules_and_tensor_cores() -> N
         assert mm.endswith("100%")                      # bf16 GEMMs on nvjet: all on Tensor Cores
         detail = str(screen.query_one("#operators-detail", Static).render())
         assert "called from" in detail and "MmBackward0" in detail and "nvjet" in detail
-        await pilot.press("a")                          # by input shapes
+        await pilot.press("a")                          # by input shapes (computed in a worker)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
         shaped = rows_text(screen.query_one(OperatorTable))
         assert any(r.startswith("aten::mm [[") for r in shaped)
         await pilot.press("s")                          # sort by the name column

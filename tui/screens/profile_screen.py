@@ -164,12 +164,39 @@ class ProfileScreen(Screen):
         data = self.data
         if data is None or self.view not in self.grouped:
             return
-        on = self.grouped[self.view] = not self.grouped[self.view]
-        if self.view == "operators":
-            self.query_one(OperatorTable).show(regrouped(data, "operators-shapes") if on else data.operators)
+        self.grouped[self.view] = not self.grouped[self.view]
+        which = "operators-shapes" if self.view == "operators" else "kernels-op"
+        if self.grouped[self.view] and which not in data.grouped:
+            self.notify("grouping…", timeout=1.5)
+            self.regroup(which)         # reads every op's or kernel's args: off the UI thread
+        else:
+            self._show_grouping(self.view)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="profile-regroup")
+    def regroup(self, which: str) -> None:
+        data = self.data
+        if data is not None:
+            regrouped(data, which)
+            self.post_message(self.Regrouped("operators" if which == "operators-shapes" else "kernels"))
+
+    class Regrouped(Message):
+        def __init__(self, view: str) -> None:
+            self.view = view
+            super().__init__()
+
+    def on_profile_screen_regrouped(self, message: Regrouped) -> None:
+        self._show_grouping(message.view)
+
+    def _show_grouping(self, view: str) -> None:
+        data = self.data
+        if data is None:
+            return
+        on = self.grouped[view]
+        if view == "operators":
+            self.query_one(OperatorTable).show(data.grouped["operators-shapes"] if on else data.operators)
             self.notify("operators by name and input shapes" if on else "operators by name", timeout=1.5)
         else:
-            self.query_one(KernelStatsTable).show(regrouped(data, "kernels-op") if on else data.kernels)
+            self.query_one(KernelStatsTable).show(data.grouped["kernels-op"] if on else data.kernels)
             self.notify("kernels by kernel and launching op" if on else "kernels by kernel", timeout=1.5)
 
     # -- drill-down ----------------------------------------------------------------------------

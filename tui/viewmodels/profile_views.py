@@ -27,6 +27,7 @@ GLYPHS = {"kernel": "K", "memcpy": "M", "memset": "S", "runtime": "R", "dataload
           "other": "·"}
 STYLES = {"kernel": "bold white on blue", "memcpy": "black on magenta", "memset": "black on cyan",
           "runtime": "black on yellow", "dataloader": "white on red", "cpu_exec": "black on green", "other": "dim"}
+MAX_STEPS = 12             # steps listed in the overview; the rest are summed in the total
 LABELS = {"kernel": "kernel", "memcpy": "memcpy", "memset": "memset", "runtime": "runtime",
           "dataloader": "DataLoader", "cpu_exec": "CPU exec", "other": "other"}
 
@@ -98,17 +99,28 @@ def overview_text(data: ProfileData, width: int) -> Text:
         out.append(f"device {dev['id']}: ", "bold")
         out.append(f"{dev['name'] or '?'} {dev['arch'] or ''}, {dev['sms'] or '?'} SMs, "
                    f"{fmt.size_bytes(dev['memory_bytes'])}; {dev['kernels']} kernels\n")
-    steps = ov["steps"] + ([ov["total"]] if len(ov["steps"]) > 1 else [])
+    steps = ov["steps"]
+    if len(steps) > MAX_STEPS:      # the first and the last steps; `summary --json` has them all
+        head = steps[: MAX_STEPS // 2]
+        gap = {"name": f"… {len(steps) - MAX_STEPS} more", "gap": True}
+        steps = head + [gap] + steps[len(steps) - (MAX_STEPS - len(head)):]
+    steps = steps + ([ov["total"]] if len(ov["steps"]) > 1 else [])
     name_w = max([len(s["name"]) for s in steps] + [4])
     head = f"{'step':<{name_w}} {'time':>8} {'GPU util':>8} {'SM eff':>6} {'occ ach/th':>10} {'TC':>4}\n"
     out.append(head, "bold")
     for s in steps:
+        if s.get("gap"):
+            out.append(f"{s['name']}\n", "dim")
+            continue
         occ = f"{fmt.pct(s['achieved_occupancy'])}/{fmt.pct(s['theoretical_occupancy'])}"
         out.append(f"{s['name']:<{name_w}} {fmt.us(s['duration_us']):>8} {fmt.pct(s['gpu_util']):>8} "
                    f"{fmt.pct(s['sm_efficiency']):>6} {occ:>10} {fmt.pct(s['tensor_core_share']):>4}\n")
     out.append("\nstep-time breakdown (each µs once, first of: K M S R D C ·)\n", "bold")
     bar_w = max(10, width - name_w - 2)
     for s in steps:
+        if s.get("gap"):
+            out.append(f"{s['name']}\n", "dim")
+            continue
         out.append(f"{s['name']:<{name_w}} ")
         out.append_text(stacked_bar(s["breakdown_us"], bar_w))
         out.append("\n")
