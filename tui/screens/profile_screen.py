@@ -7,6 +7,10 @@ kept on the trace's facts, so switching views or coming back costs a repaint, no
 
 from __future__ import annotations
 
+import contextlib
+import gc
+from collections.abc import Iterator
+
 from rich.markup import escape
 from rich.text import Text
 from textual import work
@@ -36,6 +40,19 @@ VIEWS = ("overview", "operators", "kernels", "memory", "modules")
 TITLES = {"overview": "o overview", "operators": "p operators", "kernels": "K kernels (completed)",
           "memory": "M memory", "modules": "u modules"}
 VIEW_KEYS = [b for b in TRACE_KEYS if b.id and b.id.startswith("view-")]
+
+
+@contextlib.contextmanager
+def _no_gc_pauses() -> Iterator[None]:
+    """A worker building many small objects over a big trace would set off full collections over the
+    whole heap, each holding the interpreter lock for seconds while keys wait; collect afterwards."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class ProfileScreen(Screen):
@@ -83,7 +100,8 @@ class ProfileScreen(Screen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="profile")
     def compute(self) -> None:
-        self.facts.profile = build_profile(self.facts.trace)
+        with _no_gc_pauses():
+            self.facts.profile = build_profile(self.facts.trace)
         self.post_message(self.Ready())
 
     def on_profile_screen_ready(self, message: Ready) -> None:
@@ -176,7 +194,8 @@ class ProfileScreen(Screen):
     def regroup(self, which: str) -> None:
         data = self.data
         if data is not None:
-            regrouped(data, which)
+            with _no_gc_pauses():
+                regrouped(data, which)
             self.post_message(self.Regrouped("operators" if which == "operators-shapes" else "kernels"))
 
     class Regrouped(Message):

@@ -45,10 +45,15 @@ class ProfileData:
 
 
 def build_profile(trace: Trace) -> ProfileData:
+    """Every view's rows, both groupings included: `a` then costs a repaint, not a pass over the trace
+    while the keys wait for the interpreter lock."""
     ov = overview(trace)
     ops = operators_in_steps(trace)
-    return ProfileData(trace, ov, recommendations(trace, ov, ops), ops,
+    data = ProfileData(trace, ov, recommendations(trace, ov, ops), ops,
                        kernel_stats(trace, steps_only=bool(trace.steps)), memory_report(trace), module_tree(trace))
+    regrouped(data, "operators-shapes")
+    regrouped(data, "kernels-op")
+    return data
 
 
 def regrouped(data: ProfileData, which: str) -> list[Any]:
