@@ -16,6 +16,7 @@ import os
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
@@ -58,7 +59,7 @@ def _local_copy(spec: str) -> Path:
     return path
 
 
-def _fetch_progress(spec: str):
+def _fetch_progress(spec: str) -> Callable[[int, int], None] | None:
     if not sys.stderr.isatty():
         return None
 

@@ -13,9 +13,14 @@ import ipaddress
 import shlex
 import socket
 import sys
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from mlptui.contract.errors import MlptuiError
+
+if TYPE_CHECKING:
+    from aiohttp import web
+    from textual_serve.server import Server
 
 DEFAULT_PORT = 8000
 
@@ -57,7 +62,7 @@ def allowed_origins(host: str, port: int, public_url: str | None) -> set[str]:
     return origins
 
 
-def make_server(specs: list[str], bind: str, port: int, public_url: str | None):
+def make_server(specs: list[str], bind: str, port: int, public_url: str | None) -> Server:
     """A textual-serve Server for `mlptui view SPECS`, listening on `bind`:`port`."""
     from aiohttp import web
     from textual_serve.server import Server
@@ -76,11 +81,11 @@ def make_server(specs: list[str], bind: str, port: int, public_url: str | None):
             if (need_origin or origin is not None) and origin not in origins:
                 raise web.HTTPForbidden(text="websocket from another site refused")
 
-        async def handle_index(self, request: web.Request):
+        async def handle_index(self, request: web.Request) -> web.StreamResponse:
             self._check(request, need_origin=False)
             return await super().handle_index(request)
 
-        async def handle_websocket(self, request: web.Request):
+        async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
             self._check(request, need_origin=True)
             return await super().handle_websocket(request)
 

@@ -10,6 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from mlptui import keys
+from mlptui.screens.host import host
 
 GROUPS = [
     ("Everywhere", keys.APP_KEYS),
@@ -20,6 +21,7 @@ GROUPS = [
     ("Timeline", keys.TIMELINE_KEYS),
     ("Profiler views (o p K M u)", keys.PROFILE_KEYS),
     ("Trace list", keys.PICKER_KEYS),
+    ("Run of several ranks (ranks view; < > on a rank)", keys.RANKS_KEYS),
 ]
 
 LEGEND = """[b]Reading the panes[/b]
@@ -61,7 +63,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
-            yield Static(help_text(getattr(self.app, "_keymap", {}) or {}), id="help-text")
+            yield Static(help_text(host(self.app).user_keys), id="help-text")
 
     def action_scroll(self, direction: str) -> None:
         body = self.query_one("#help-body", VerticalScroll)

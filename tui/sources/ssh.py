@@ -134,6 +134,7 @@ class _Session:
         except FileNotFoundError:
             raise MlptuiError(f"{spec.display}: ssh client {argv[0]!r} not found") from None
         assert self.proc.stdout is not None and self.proc.stderr is not None
+        self._pipes = (self.proc.stdout, self.proc.stderr)
         self.stderr = bytearray()
         self._out = self.proc.stdout.fileno()
         self._err = self.proc.stderr.fileno()
@@ -234,8 +235,8 @@ class _Session:
         except BlockingIOError:
             pass
         self._sel.close()
-        self.proc.stdout.close()
-        self.proc.stderr.close()
+        for pipe in self._pipes:
+            pipe.close()
         return code
 
 
@@ -303,10 +304,8 @@ def _tidy(path: str) -> str:
 
 
 def _is_trace_name(name: str) -> bool:
-    try:
-        from mlptui.trace.parse.discover import is_trace_name
-    except ImportError:
-        return name != "manifest.json" and name.endswith((".json", ".json.gz"))
+    from mlptui.trace.parse.discover import is_trace_name
+
     return is_trace_name(name)
 
 
