@@ -22,7 +22,7 @@ DIFF_PROFILE_KEYS = [
 
 
 class DiffProfileScreen(Screen):
-    BINDINGS = DIFF_PROFILE_KEYS
+    BINDINGS = [*DIFF_PROFILE_KEYS]
 
     class Ready(Message):
         def __init__(self, doc: dict) -> None:

@@ -56,7 +56,7 @@ def _no_gc_pauses() -> Iterator[None]:
 
 
 class ProfileScreen(Screen):
-    BINDINGS = VIEW_KEYS + PROFILE_KEYS
+    BINDINGS = [*VIEW_KEYS, *PROFILE_KEYS]
 
     class Ready(Message):
         """The figures are computed."""

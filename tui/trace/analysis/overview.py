@@ -154,7 +154,7 @@ def _arch(dev: dict[str, Any]) -> str | None:
         return f"sm_{dev.get('computeMajor')}{dev.get('computeMinor', 0)}"
     for key in ("gcnArchName", "arch"):
         if isinstance(dev.get(key), str):
-            return dev[key]
+            return str(dev[key])
     return None
 
 
@@ -173,7 +173,7 @@ def overview(trace: Trace, kf: KernelFacts | None = None) -> dict[str, Any]:
     for fig in steps:
         total.add(fig)
     devices = []
-    listed = {d.get("id"): d for d in trace.devices if isinstance(d.get("id"), int)}
+    listed: dict[int, dict[str, Any]] = {int(d["id"]): d for d in trace.devices if isinstance(d.get("id"), int)}
     for d in sorted(set(listed) | set(used)):
         props = listed.get(d, {})
         row: dict[str, Any] = {"id": d, "name": props.get("name"), "arch": _arch(props),

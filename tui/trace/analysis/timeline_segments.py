@@ -55,4 +55,4 @@ class Segments:
     def window_sum(self, prefix: np.ndarray, start: int, end: int) -> float:
         i = int(np.searchsorted(self.bounds, start))
         j = int(np.searchsorted(self.bounds, end))
-        return prefix[j] - prefix[i]
+        return float(prefix[j] - prefix[i])
