@@ -91,7 +91,7 @@ def command_line(args: argparse.Namespace, w: Workload, mode: str, shape: Shape)
               "--warmup", str(args.warmup), "--active", str(args.active)]
     for flag in ("with_stack", "profile_memory", "with_modules", "train"):
         if getattr(args, flag, False):
-            parts.append(_flag(flag))
+            parts.append(flag_name(flag))
     return shlex.join(parts)
 
 
