@@ -7,10 +7,6 @@ kept on the trace's facts, so switching views or coming back costs a repaint, no
 
 from __future__ import annotations
 
-import contextlib
-import gc
-from collections.abc import Iterator
-
 from rich.markup import escape
 from rich.text import Text
 from textual import work
@@ -20,6 +16,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Static
 
+from mlptui.gc_policy import bulk_allocation
 from mlptui.keys import PROFILE_KEYS, TRACE_KEYS
 from mlptui.trace.analysis.operators import call_sites, kernels_of
 from mlptui.trace.names.kernel import decode_kernel
@@ -35,6 +32,7 @@ from mlptui.widgets.profile_tables import (
     OperatorTable,
     SortedTable,
 )
+from mlptui.widgets.worker_errors import ReportsWorkerErrors, WorkerFailed
 
 VIEWS = ("overview", "operators", "kernels", "memory", "modules")
 TITLES = {"overview": "o overview", "operators": "p operators", "kernels": "K kernels (completed)",
@@ -42,20 +40,7 @@ TITLES = {"overview": "o overview", "operators": "p operators", "kernels": "K ke
 VIEW_KEYS = [b for b in TRACE_KEYS if b.id and b.id.startswith("view-")]
 
 
-@contextlib.contextmanager
-def _no_gc_pauses() -> Iterator[None]:
-    """A worker building many small objects over a big trace would set off full collections over the
-    whole heap, each holding the interpreter lock for seconds while keys wait; collect afterwards."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
-class ProfileScreen(Screen):
+class ProfileScreen(ReportsWorkerErrors, Screen[None]):
     BINDINGS = [*VIEW_KEYS, *PROFILE_KEYS]
 
     class Ready(Message):
@@ -66,6 +51,7 @@ class ProfileScreen(Screen):
         self.facts = facts
         self.view = view if view in VIEWS else "overview"
         self.grouped = {"operators": False, "kernels": False}
+        self._filled: set[str] = set()     # views built so far: each is built when first shown
 
     @property
     def data(self) -> ProfileData | None:
@@ -100,21 +86,41 @@ class ProfileScreen(Screen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="profile")
     def compute(self) -> None:
-        with _no_gc_pauses():
+        # Many small objects over a big trace: full collections would hold the interpreter while keys wait.
+        with bulk_allocation():
             self.facts.profile = build_profile(self.facts.trace)
         self.post_message(self.Ready())
 
     def on_profile_screen_ready(self, message: Ready) -> None:
         self._fill()
 
+    def worker_failed(self, failed: WorkerFailed) -> None:
+        self.query_one("#overview-body", Static).update(escape(failed.text))
+
     # -- filling the views -------------------------------------------------------------------
     def _fill(self) -> None:
+        """Build the view on screen (the others wait until they are first shown, so opening is one view's
+        work, not five)."""
         data = self.data
-        if data is None:
+        if data is None or self.view in self._filled:
+            self._header()
             return
+        self._filled.add(self.view)
+        {"overview": self._fill_overview, "operators": self._fill_operators, "kernels": self._fill_kernels,
+         "memory": self._fill_memory, "modules": self._fill_modules}[self.view](data)
+        self._header()
+
+    def _fill_overview(self, data: ProfileData) -> None:
         self.query_one("#overview-body", Static).update(overview_text(data, max(40, self.size.width - 4)))
+
+    def _fill_operators(self, data: ProfileData) -> None:
         self.query_one(OperatorTable).show(data.operators)
+        self._operator_detail()
+
+    def _fill_kernels(self, data: ProfileData) -> None:
         self.query_one(KernelStatsTable).show(data.kernels)
+
+    def _fill_memory(self, data: ProfileData) -> None:
         peaks = self.query_one("#memory-peaks", Static)
         if data.memory is None:
             peaks.update("no memory events: record with profile_memory=True (mlptui run --profile-memory)")
@@ -131,14 +137,14 @@ class ProfileScreen(Screen):
             peaks.update(escape("\n".join(lines)))
             self.query_one(MemoryPlot).show(data.memory.devices[0])
             self.query_one(MemoryOpTable).show(data.memory.ops)
+
+    def _fill_modules(self, data: ProfileData) -> None:
         if data.modules is None:
             self.query_one("#modules-detail", Static).update(
                 "no nn.Module frames: record with with_modules=True or with_stack=True (mlptui run --with-modules)")
         else:
             self.query_one(ModuleTable).show(data.modules)
             self._module_detail()
-        self._operator_detail()
-        self._header()
 
     def _header(self) -> None:
         tabs = "  ".join(f"[reverse]{TITLES[v]}[/reverse]" if v == self.view else TITLES[v] for v in VIEWS)
@@ -156,7 +162,7 @@ class ProfileScreen(Screen):
         focus = {"overview": "#view-overview", "operators": "#operators", "kernels": "#kernel-stats",
                  "memory": "#memory-ops", "modules": "#modules"}[view]
         self.query_one(focus).focus()
-        self._header()
+        self._fill()
 
     def action_profile_view(self, view: str) -> None:
         self._switch(view)
@@ -194,7 +200,7 @@ class ProfileScreen(Screen):
     def regroup(self, which: str) -> None:
         data = self.data
         if data is not None:
-            with _no_gc_pauses():
+            with bulk_allocation():
                 regrouped(data, which)
             self.post_message(self.Regrouped("operators" if which == "operators-shapes" else "kernels"))
 
