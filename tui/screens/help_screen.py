@@ -20,6 +20,7 @@ GROUPS = [
     ("Kernels & launches tables", keys.TABLE_KEYS),
     ("Kernels table", keys.KERNEL_KEYS),
     ("Timeline", keys.TIMELINE_KEYS),
+    ("Profiler views (o p K M u)", keys.PROFILE_KEYS),
     ("Trace list", keys.PICKER_KEYS),
     ("Run of several ranks (ranks view; < > on a rank)", keys.RANKS_KEYS),
 ]

@@ -44,6 +44,7 @@ CATEGORY: dict[str, str] = {
     "gpu_user_annotation": GPU_ANNOTATION,
     "cuda_sync": SYNC,
 }
+MEMORY_EVENT = "[memory]"
 # Device-side events that are not kernels/memcpys/memsets: kept out of the CPU trees.
 _DEVICE_SIDE = frozenset({GPU_ANNOTATION, SYNC})
 # MTIA's device lanes: `dma_request` moves data, `event_record`/`event_wait` only order streams, the rest
@@ -68,6 +69,7 @@ class Buckets:
     meta_ev: list[int]
     flow_ev: list[int]
     device_side: int         # device-side events that are not GPU work (GPU annotations, syncs, MTIA)
+    mem_ev: list[int]        # `[memory]` instant events (profile_memory=True)
 
 
 def classify(events: list[Any], warnings: list[str]) -> Buckets:
@@ -77,6 +79,7 @@ def classify(events: list[Any], warnings: list[str]) -> Buckets:
     gpu_cat: list[str] = []
     meta_ev: list[int] = []
     flow_ev: list[int] = []
+    mem_ev: list[int] = []
     no_ts = no_dur = ignored_phases = device_side = 0
     category = CATEGORY
     gpu_cats = GPU_CATS
@@ -111,6 +114,8 @@ def classify(events: list[Any], warnings: list[str]) -> Buckets:
             meta_ev.append(i)
         elif ph == "s" or ph == "f":
             flow_ev.append(i)
+        elif (ph == "i" or ph == "I") and e.name == MEMORY_EVENT and e.ts is not None:
+            mem_ev.append(i)
         elif ph == "B" or ph == "E":
             ignored_phases += 1
     if no_ts:
@@ -131,7 +136,7 @@ def classify(events: list[Any], warnings: list[str]) -> Buckets:
         cpu_ev, cpu_cat = _keep(cpu_ev, keep_cpu), _keep(cpu_cat, keep_cpu)
         gpu_ev, gpu_cat = _keep(gpu_ev, keep_gpu), _keep(gpu_cat, keep_gpu)
         cpu_ts, gpu_ts = cpu_ts[keep_cpu], gpu_ts[keep_gpu]
-    return Buckets(cpu_ev, cpu_cat, cpu_ts, gpu_ev, gpu_cat, gpu_ts, meta_ev, flow_ev, device_side)
+    return Buckets(cpu_ev, cpu_cat, cpu_ts, gpu_ev, gpu_cat, gpu_ts, meta_ev, flow_ev, device_side, mem_ev)
 
 
 def _mtia_category(name: str | None) -> str | None:
