@@ -60,6 +60,9 @@ class MlptuiApp(App[int]):
         except MlptuiError as exc:
             self.post_message(self.Listed(spec, None, str(exc)))
             return
+        except Exception as exc:     # the worker's boundary: shown by the loading screen, never a hang
+            self.post_message(self.Listed(spec, None, f"{type(exc).__name__}: {exc}"))
+            return
         self.post_message(self.Listed(spec, specs, None))
 
     def on_mlptui_app_listed(self, message: Listed) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-import orjson
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="trace file (.json, .json.gz, *.pt.trace.json[.gz]), folder, host:path or hf://")
@@ -18,25 +16,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mlptui.commands.output import dumps_json, safe_lines
     from mlptui.sources.dispatch import is_folder, list_traces, open_trace
-    from mlptui.trace.analysis.summary import render_markdown, render_text, summarize
+    from mlptui.trace.analysis.summary import summarize
 
     if is_folder(args.path):
         found = list_traces(args.path)
         if args.json:
-            sys.stdout.write(orjson.dumps({"folder": args.path, "traces": found}, option=orjson.OPT_INDENT_2).decode() + "\n")
+            sys.stdout.write(dumps_json({"folder": args.path, "traces": found}))
         elif not found:
-            print(f"{args.path}: no traces in this folder")
+            print(safe_lines([f"{args.path}: no traces in this folder"]))
         else:
-            print(f"{len(found)} trace(s) in {args.path}; `mlptui summary <one of them>` reports one:")
-            print("\n".join(found))
+            print(safe_lines([f"{len(found)} trace(s) in {args.path}; `mlptui summary <one of them>` reports one:"]))
+            print(safe_lines(found))
         return 0
     trace = open_trace(args.path)
     report = summarize(trace)
-    if args.json:
-        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
-    elif args.md:
-        sys.stdout.write(render_markdown(report, top=args.top))
-    else:
-        sys.stdout.write(render_text(report, top=args.top))
+    sys.stdout.write(format_report(report, "json" if args.json else "md" if args.md else "text", top=args.top))
     return 0
+
+
+def format_report(report: dict, fmt: str, top: int = 15) -> str:
+    """The report as `mlptui summary` writes it: "json" (exact), "md" or "text" (terminal-safe)."""
+    from mlptui.commands.output import dumps_json, safe_doc
+    from mlptui.trace.analysis.summary import render_markdown, render_text
+
+    if fmt == "json":
+        return dumps_json(report)
+    render = render_markdown if fmt == "md" else render_text
+    return render(safe_doc(report), top=top)

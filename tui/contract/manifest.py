@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 
+from mlptui.contract.values import bounded
+
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
 
@@ -37,5 +39,5 @@ def manifest_for(trace_path: str | Path) -> dict[str, Any] | None:
         return None
     for run in data["runs"]:
         if isinstance(run, dict) and run.get("trace") == path.name:
-            return dict(run)
+            return bounded(dict(run))       # a run may hold anything: cut what no writer could write back
     return None

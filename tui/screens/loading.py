@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static
 
 from mlptui.contract.errors import MlptuiError
+from mlptui.contract.text import printable
 from mlptui.viewmodels.facts import TraceFacts, build_facts
 
 
@@ -75,6 +76,9 @@ class LoadingScreen(Screen):
         except (OSError, ValueError) as exc:
             self.post_message(self.Failed(f"cannot read {', '.join(self.specs)}: {exc}"))
             return
+        except Exception as exc:     # the worker's boundary: any failure is shown, never a silent stop
+            self.post_message(self.Failed(f"cannot open {', '.join(self.specs)}: {type(exc).__name__}: {exc}"))
+            return
         self.post_message(self.Loaded(facts))
 
     def on_loading_screen_progress(self, message: Progress) -> None:
@@ -87,7 +91,7 @@ class LoadingScreen(Screen):
     def on_loading_screen_failed(self, message: Failed) -> None:
         self.query_one(ProgressBar).display = False
         self.query_one("#loading-error", Static).update(
-            f"[b]mlptui: {escape(message.text)}[/b]\n\nesc: back   q: quit")
+            f"[b]mlptui: {escape(printable(message.text))}[/b]\n\nesc: back   q: quit")
 
     def on_loading_screen_loaded(self, message: Loaded) -> None:
         facts = message.facts

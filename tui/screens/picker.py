@@ -18,6 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from mlptui.contract.errors import MlptuiError
+from mlptui.contract.text import printable
 from mlptui.keys import PICKER_KEYS
 from mlptui.screens.trace_screen import device_line
 from mlptui.viewmodels import fmt
@@ -127,6 +128,8 @@ class PickerScreen(Screen):
                 self.post_message(self.Summarised(spec, build_facts(open_trace(spec)), None))
             except (MlptuiError, OSError, ValueError) as exc:
                 self.post_message(self.Summarised(spec, None, f"unreadable: {exc}"))
+            except Exception as exc:   # one trace's failure is its row's text; the others still load
+                self.post_message(self.Summarised(spec, None, f"unreadable: {type(exc).__name__}: {exc}"))
 
     def on_picker_screen_summarised(self, message: Summarised) -> None:
         table = self.query_one(TraceList)
@@ -158,7 +161,8 @@ class PickerScreen(Screen):
         facts = self.app.facts_cache.get(spec)
         if facts is None:
             table = self.query_one(TraceList)
-            target.update(escape(table.errors.get(spec, f"{spec}\nreading…")))
+            error = table.errors.get(spec)
+            target.update(escape(printable(error) if error else f"{printable(spec)}\nreading…"))
             return
         lines = [f"[b]{escape(device_line(facts))}[/b]  [dim]{escape(spec.rsplit('/', 1)[-1])}[/dim]"]
         lines += [escape(line) for line in facts.findings]

@@ -72,7 +72,8 @@ class ArgsStore:
             if self._raws is None:
                 try:
                     self._raws = self._read()
-                except (OSError, zlib.error, msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
+                except (OSError, zlib.error, msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError,
+                        RecursionError, MemoryError) as exc:
                     self.problem = f"args unavailable: cannot re-read the trace ({exc})"
                     self._raws = []
             return self._raws

@@ -21,6 +21,7 @@ from mlptui.trace.model import Trace
 from mlptui.trace.parse.args_store import ArgsStore
 from mlptui.trace.parse.decode import Decoded, decode_document
 from mlptui.trace.parse.index import build_trace
+from mlptui.trace.parse.limits import InflateBudget, check_density
 
 Progress = Callable[[int, int], None]
 
@@ -92,6 +93,7 @@ def _build(holder: list[bytes | bytearray], source: str, total: int, progress: P
     try:
         data = holder.pop()
         gzip_cut = isinstance(data, _GzipTruncated)
+        check_density(data, source)
         try:
             decoded = decode_document(data, source)
         except TraceError:
@@ -147,6 +149,7 @@ def _read_plain(f, total: int, progress: Progress | None) -> bytearray:
 def _read_gzip(f, total: int, source: str, progress: Progress | None) -> bytes:
     out: list[bytes] = []
     d = zlib.decompressobj(wbits=31)
+    budget = InflateBudget(total, source)
     done = 0
     try:
         while True:
@@ -154,11 +157,11 @@ def _read_gzip(f, total: int, source: str, progress: Progress | None) -> bytes:
             if not chunk:
                 break
             done += len(chunk)
-            out.append(_inflate(d, chunk))
+            out.append(_inflate(d, chunk, budget))
             while d.eof and d.unused_data:   # concatenated gzip members
                 rest = d.unused_data
                 d = zlib.decompressobj(wbits=31)
-                out.append(_inflate(d, rest))
+                out.append(_inflate(d, rest, budget))
             if progress is not None:
                 progress(done, total)
     except zlib.error as exc:
@@ -176,10 +179,11 @@ class _GzipTruncated(bytes):
     """Decompressed bytes of a gzip stream that ended early (the decoder then says so in a warning)."""
 
 
-def _inflate(d, chunk: bytes) -> bytes:
+def _inflate(d, chunk: bytes, budget: InflateBudget) -> bytes:
     if d.eof and not d.unused_data:
         return b""   # trailing garbage after the last member is ignored, like gzip(1)
-    return d.decompress(chunk)
+    # Never more than the budget allows in one call: a small chunk can inflate a thousandfold.
+    return budget.add(d.decompress(chunk, budget.room()))
 
 
 def _gunzip_bytes(data: bytes, source: str, progress: Progress | None) -> bytes:
