@@ -94,9 +94,9 @@ def test_client_disconnects_and_vanished_files_print_no_traceback(tmp_path: Path
     big.write_bytes(b" " * (48 << 20))
     small = tmp_path / "small.json"
     small.write_bytes(b"{}")
-    proc = subprocess.Popen([sys.executable, "-m", "mlptui.cli", "perfetto", str(big), str(small), "--port", "0",
-                             "--keep"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-m", "mlptui.cli", "perfetto", str(big), str(small),
+                             "--port", "0", "--keep"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, stdin=subprocess.DEVNULL)
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()

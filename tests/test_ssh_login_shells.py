@@ -61,8 +61,8 @@ def fake_ssh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("shell", ["sh", "tcsh"])
-def test_hostile_names_run_nothing_and_open_the_right_file(fake_ssh: Path, tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch, shell: str) -> None:
+def test_hostile_names_run_nothing_and_open_the_right_file(
+        fake_ssh: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shell: str) -> None:
     if shutil.which(shell) is None:
         pytest.skip(f"{shell} is not installed (.ci/run installs it)")
     monkeypatch.setenv("FAKE_SSH_SHELL", shell)

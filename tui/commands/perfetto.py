@@ -6,8 +6,8 @@ answers exactly the given files (nothing else on disk is reachable), refuses req
 not loopback (a guard against DNS rebinding), and stops once every file was served (or on Ctrl-C;
 `--keep` serves until Ctrl-C). Each file is served as it was at start: opened without following a
 symlink and only while it is the same regular file (else 410 and one line); a browser that hangs up
-early costs nothing on the terminal, and the listen backlog takes a page's burst of requests. Remote specs (host:path, ssh://, hf://) are fetched to the local
-cache first, so no port forwarding is needed for them.
+early costs nothing on the terminal, and the listen backlog takes a page's burst of requests. Remote
+specs (host:path, ssh://, hf://) are fetched to the local cache first, so no port forwarding is needed.
 """
 
 from __future__ import annotations

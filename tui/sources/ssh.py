@@ -319,7 +319,8 @@ class _FileAnswer:
     """The header of an `open` answer, checked field by field: `SAME|DATA size mtime manifest_len enc`."""
 
     def __init__(self, spec: SshSpec, fields: list[str]) -> None:
-        if (len(fields) != 5 or fields[0] not in ("SAME", "DATA") or not all(_NUMBER.match(f) for f in fields[1:4])
+        if (len(fields) != 5 or fields[0] not in ("SAME", "DATA")
+                or not all(_NUMBER.match(f) for f in fields[1:4])
                 or fields[4] not in _ENCODINGS or int(fields[3]) > MANIFEST_MAX):
             raise _malformed(spec, fields)
         self.status, self.enc = fields[0], fields[4]
@@ -328,7 +329,8 @@ class _FileAnswer:
 
 def _malformed(spec: SshSpec, fields: list[str]) -> MlptuiError:
     shown = printable(" ".join(fields)[:80])
-    return MlptuiError(f"{spec.display}: malformed answer from the remote ({shown!r}); is `sh` there a POSIX shell?")
+    return MlptuiError(f"{spec.display}: malformed answer from the remote ({shown!r}); "
+                       "is `sh` there a POSIX shell?")
 
 
 def _first(spec: SshSpec, fields: list[str], allowed: tuple[str, ...]) -> str:
