@@ -16,6 +16,7 @@ import orjson
 from filelock import FileLock, Timeout
 
 from mlptui.contract.errors import MlptuiError
+from mlptui.contract.manifest import MANIFEST_LOCK
 
 TRACE_SUFFIX = ".pt.trace.json.gz"
 MANIFEST = "manifest.json"
@@ -119,7 +120,7 @@ def add_run(folder: Path, run: dict[str, Any]) -> None:
     update_manifest(folder, merged)
 
 
-LOCK_NAME = ".manifest.json.lock"
+LOCK_NAME = MANIFEST_LOCK
 LOCK_TIMEOUT_S = 120.0
 
 

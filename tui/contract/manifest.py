@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 MANIFEST_NAME = "manifest.json"
+MANIFEST_LOCK = ".manifest.json.lock"   # held (filelock) by whoever rewrites the manifest
 MANIFEST_VERSION = 1
 
 
