@@ -3,6 +3,7 @@ appears whole or not at all: written under a temporary name in the same folder, 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -12,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from filelock import FileLock, Timeout
 
 from mlptui.contract.errors import MlptuiError
+from mlptui.contract.manifest import MANIFEST_LOCK
 
 TRACE_SUFFIX = ".pt.trace.json.gz"
 MANIFEST = "manifest.json"
@@ -65,7 +68,10 @@ def publish_trace(tmp: Path, folder: Path, name: str) -> Path:
         except OSError:  # no hard links on this file system: check, then rename
             if candidate.exists():
                 continue
-            os.replace(tmp, candidate)
+            try:
+                os.replace(tmp, candidate)
+            except OSError as exc:
+                raise MlptuiError(f"cannot write {candidate}: {exc.strerror or exc}") from None
             return candidate
         tmp.unlink()
         return candidate
@@ -82,6 +88,14 @@ def write_atomic(path: Path, data: bytes) -> None:
             tmp.unlink()
 
 
+def check_writable(folder: Path) -> None:
+    """One line, before any work, when the run folder cannot take files (read-only, no permission)."""
+    try:
+        temp_path(folder, "probe").unlink()
+    except OSError as exc:
+        raise MlptuiError(f"cannot write in the run folder {folder}: {exc.strerror or exc}") from None
+
+
 def read_manifest(folder: Path) -> dict[str, Any]:
     path = folder / MANIFEST
     if not path.exists():
@@ -90,18 +104,48 @@ def read_manifest(folder: Path) -> dict[str, Any]:
         data = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as exc:
         raise MlptuiError(f"{path} is not valid JSON ({exc}); move it away and run again") from None
+    except OSError as exc:
+        raise MlptuiError(f"cannot read {path}: {exc.strerror or exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
         raise MlptuiError(f"{path} is not an mlptui manifest (no \"runs\" list); move it away and run again")
     return data
 
 
 def add_run(folder: Path, run: dict[str, Any]) -> None:
-    """Merge one run into the folder's manifest (a run for the same trace file is replaced)."""
-    update_manifest(folder, lambda runs: [r for r in runs if r.get("trace") != run["trace"]] + [run])
+    """Merge one run into the folder's manifest (a run for the same trace file is replaced; entries
+    that are not objects were not written by us and are kept as they are)."""
+    def merged(runs: list[Any]) -> list[Any]:
+        return [r for r in runs if not (isinstance(r, dict) and r.get("trace") == run["trace"])] + [run]
+
+    update_manifest(folder, merged)
 
 
-def update_manifest(folder: Path, change: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> None:
-    data = read_manifest(folder)
-    data["mlptui_manifest"] = MANIFEST_VERSION
-    data["runs"] = change(list(data["runs"]))
-    write_atomic(folder / MANIFEST, orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+LOCK_NAME = MANIFEST_LOCK
+LOCK_TIMEOUT_S = 120.0
+
+
+def update_manifest(folder: Path, change: Callable[[list[Any]], list[Any]]) -> None:
+    """Read, change and atomically rewrite the manifest while holding the folder's manifest lock, so
+    runs recorded at the same time into one folder (two `mlptui run`s, a `push`) all stay in it.
+    Failures (read-only folder, full disk, a lock held too long) end in one line."""
+    path = folder / MANIFEST
+    try:
+        with FileLock(folder / LOCK_NAME, timeout=LOCK_TIMEOUT_S):
+            data = read_manifest(folder)
+            data["mlptui_manifest"] = MANIFEST_VERSION
+            data["runs"] = change(list(data["runs"]))
+            write_atomic(path, _manifest_bytes(data))
+    except Timeout:
+        raise MlptuiError(f"{path}: another process has held its lock for {LOCK_TIMEOUT_S:g} s "
+                          f"(remove {folder / LOCK_NAME} if no mlptui is running)") from None
+    except OSError as exc:
+        raise MlptuiError(f"cannot update {path}: {exc.strerror or exc}") from None
+
+
+def _manifest_bytes(data: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
+    except orjson.JSONEncodeError:
+        # What orjson cannot write but a manifest may hold (nesting past 255 levels, integers wider
+        # than 64 bits, lone surrogates): the stdlib writer, with ASCII escapes, keeps it exact.
+        return (json.dumps(data, indent=2, ensure_ascii=True) + "\n").encode()

@@ -56,7 +56,7 @@ def test_manifest_merges_and_replaces_the_same_trace(tmp_path: Path) -> None:
     data = orjson.loads((tmp_path / "manifest.json").read_bytes())
     assert data == {"mlptui_manifest": 1, "runs": [{"trace": "b.pt.trace.json.gz", "median": 2},
                                                    {"trace": "a.pt.trace.json.gz", "median": 3}]}
-    assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [output.LOCK_NAME, "manifest.json"]
 
 
 def test_a_failed_manifest_write_leaves_the_old_one_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -67,10 +67,11 @@ def test_a_failed_manifest_write_leaves_the_old_one_whole(tmp_path: Path, monkey
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(output.os, "replace", failing_replace)
-    with pytest.raises(OSError):
+    with pytest.raises(MlptuiError, match="No space left on device"):
         output.add_run(tmp_path, {"trace": "b.pt.trace.json.gz"})
     assert (tmp_path / "manifest.json").read_bytes() == before
-    assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]  # no temp file left behind
+    # no temp file left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == [output.LOCK_NAME, "manifest.json"]
 
 
 def test_a_broken_manifest_stops_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -105,7 +106,7 @@ def test_existing_output_is_kept_and_the_new_run_gets_a_free_name(tmp_path: Path
     runs = orjson.loads((tmp_path / "manifest.json").read_bytes())["runs"]
     assert [r["trace"] for r in runs] == [new]
     assert (tmp_path / new).stat().st_size > 1000
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([EXPECTED, new, "manifest.json"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([EXPECTED, new, "manifest.json", output.LOCK_NAME])
 
 
 def test_ctrl_c_while_timing_leaves_no_partial_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -16,6 +16,7 @@ import orjson
 from mlptui.contract.values import bounded
 
 MANIFEST_NAME = "manifest.json"
+MANIFEST_LOCK = ".manifest.json.lock"   # held (filelock) by whoever rewrites the manifest
 MANIFEST_VERSION = 1
 
 
