@@ -47,3 +47,16 @@ def printable_tree(value: Any, _depth: int = 0) -> Any:
             return "…"
         return [printable_tree(v, _depth + 1) for v in value]
     return value
+
+
+_BEFORE_BRACKET = re.compile(r"(\\*)\[")
+_TRAILING_BACKSLASHES = re.compile(r"(\\+)$")
+
+
+def markup_escape(text: str) -> str:
+    """`printable(text)` made literal inside Rich or Textual markup: every `[` is escaped (Rich's own
+    escape leaves `[2J` or a lone `[` alone, and Textual then reads up to the next `]` as a tag and
+    fails on the closing tag after it), and backslashes are doubled where they would escape one."""
+    text = _BEFORE_BRACKET.sub(lambda m: m.group(1) * 2 + "\\[", printable(text))
+    m = _TRAILING_BACKSLASHES.search(text)
+    return text + m.group(1) if m else text

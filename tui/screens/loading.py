@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import time
 
-from rich.markup import escape
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,6 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static
 
 from mlptui.contract.errors import MlptuiError
+from mlptui.contract.text import markup_escape as escape
 from mlptui.contract.text import printable
 from mlptui.viewmodels.facts import TraceFacts, build_facts
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.markup import escape
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -18,6 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from mlptui.contract.errors import MlptuiError
+from mlptui.contract.text import markup_escape as escape
 from mlptui.contract.text import printable
 from mlptui.keys import PICKER_KEYS
 from mlptui.screens.trace_screen import device_line

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gc
 
-from rich.markup import escape
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -17,6 +16,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from mlptui.contract.text import markup_escape as escape
 from mlptui.keys import TRACE_KEYS
 from mlptui.trace.model import LAUNCH_CATS
 from mlptui.trace.names.kernel import decode_kernel

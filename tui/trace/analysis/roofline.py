@@ -197,7 +197,7 @@ def kernel_roofline(trace: Trace, gpu_id: int) -> Roofline | None:
         ridge = peak_tflops * 1e12 / (peak_gbps * 1e9)
         bound = "compute" if intensity >= ridge else "memory"
         attainable = min(peak_tflops, intensity * peak_gbps / 1e3)
-        pct_roof = 100.0 * (tflops or 0.0) / attainable
+        pct_roof = 100.0 * (tflops or 0.0) / attainable if attainable > 0 else None   # no work: no roof
     else:   # data movement is memory-bound by nature; a GEMM's side needs the peaks to tell
         bound = "memory" if work.flops is None else "unknown"
         pct_roof = 100.0 * gbps / peak_gbps if work.flops is None and peak_gbps else None
