@@ -159,3 +159,20 @@ def test_ssh_error_text_is_one_printable_line(fake_ssh: Path, monkeypatch: pytes
     text = str(err.value)
     assert "\n" not in text and "\x1b" not in text and "\x07" not in text
     assert "\\x1b]0;owned\\x07\\x1b[2Jbad things" in text
+
+
+def test_an_endless_listing_is_refused(fake_ssh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(remote_ssh, "LISTING_MAX", 1 << 20)
+    _answer(monkeypatch, b"MLPTUI1 {nonce} DIR\n" + b"/t/x.json\0" * 200_000)
+    with pytest.raises(MlptuiError, match="the folder listing is over 1 MB; refused"):
+        sources.list_traces("box:/t/")
+
+
+def test_an_unwritable_local_cache_is_one_line(fake_ssh: Path, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "not-a-folder").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "not-a-folder"))
+    data = _trace("k")
+    _answer(monkeypatch, f"MLPTUI1 {{nonce}} DATA {len(data)} 1 0 raw\n".encode() + data)
+    with pytest.raises(MlptuiError, match="cannot write the local copy in .*: Not a directory"):
+        sources.open_trace("box:/t/x.json")
