@@ -68,7 +68,8 @@ if [ -d "$p" ]; then
   [ "$m" = list ] || { h DIR; exit 0; }
   [ -r "$p" ] && [ -x "$p" ] || { h ERR perm; exit 0; }
   h DIR
-  find -L "$p"/ -mindepth 1 -maxdepth 1 -type f \( -iname '*.json' -o -iname '*.json.gz' \) -print0 2>/dev/null
+  find -L "$p"/ -mindepth 1 -maxdepth 1 -type f \( -iname '*.json' -o -iname '*.json.gz' \) \
+    -print0 2>/dev/null
   exit 0
 fi
 [ "$m" = list ] && { h FILE; exit 0; }
