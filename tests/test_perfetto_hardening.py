@@ -95,8 +95,8 @@ def test_client_disconnects_and_vanished_files_print_no_traceback(tmp_path: Path
     small = tmp_path / "small.json"
     small.write_bytes(b"{}")
     proc = subprocess.Popen([sys.executable, "-m", "mlptui.cli", "perfetto", str(big), str(small),
-                             "--port", "0", "--keep"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, stdin=subprocess.DEVNULL)
+                             "--port", "0", "--keep"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
@@ -121,8 +121,9 @@ def test_client_disconnects_and_vanished_files_print_no_traceback(tmp_path: Path
 def test_file_names_reach_the_terminal_escaped(tmp_path: Path) -> None:
     evil = tmp_path / "a\x1b]0;owned\x07\x1b[2J.json"
     evil.write_bytes(b"{}")
-    proc = subprocess.Popen([sys.executable, "-m", "mlptui.cli", "perfetto", str(evil), "--port", "0"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-m", "mlptui.cli", "perfetto", str(evil), "--port", "0"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline()
