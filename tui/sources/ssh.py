@@ -287,8 +287,9 @@ class _Session:
         except BlockingIOError:
             pass
         self._sel.close()
-        self.proc.stdout.close()
-        self.proc.stderr.close()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
         return code
 
 
