@@ -95,8 +95,8 @@ def test_client_disconnects_and_vanished_files_print_no_traceback(tmp_path: Path
     small = tmp_path / "small.json"
     small.write_bytes(b"{}")
     proc = subprocess.Popen([sys.executable, "-m", "mlptui.cli", "perfetto", str(big), str(small),
-                             "--port", "0", "--keep"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, stdin=subprocess.DEVNULL)
+                             "--port", "0", "--keep"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
@@ -116,3 +116,23 @@ def test_client_disconnects_and_vanished_files_print_no_traceback(tmp_path: Path
         proc.wait()
     assert "Traceback" not in err
     assert err.splitlines() == ["mlptui: small.json: no longer served (No such file or directory)"]
+
+
+def test_file_names_reach_the_terminal_escaped(tmp_path: Path) -> None:
+    evil = tmp_path / "a\x1b]0;owned\x07\x1b[2J.json"
+    evil.write_bytes(b"{}")
+    proc = subprocess.Popen([sys.executable, "-m", "mlptui.cli", "perfetto", str(evil), "--port", "0"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline()
+        port = int(url.split("127.0.0.1:", 1)[1].split("/", 1)[0])
+        route = "/" + url.strip().rsplit("/", 1)[1]          # percent-encoded in the URL
+        assert "\x1b" not in url and _get(port, route)[0] == 200
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "\x1b" not in out + err and "\x07" not in out + err
+    assert "served a\\x1b]0;owned\\x07\\x1b[2J.json (0.0 kB)" in out

@@ -60,11 +60,13 @@ def fake_ssh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     return home
 
 
-@pytest.mark.parametrize("shell", ["sh", "tcsh"])
+@pytest.mark.parametrize("shell", ["sh", "bash", "tcsh", "csh", "zsh", "mksh", "fish"])
 def test_hostile_names_run_nothing_and_open_the_right_file(
         fake_ssh: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shell: str) -> None:
     if shutil.which(shell) is None:
-        pytest.skip(f"{shell} is not installed (.ci/run installs it)")
+        # sh and tcsh are always there in CI (.ci/run installs tcsh); the others are checked where present.
+        assert shell not in ("sh", "tcsh"), f"{shell} is missing: .ci/run installs it"
+        pytest.skip(f"{shell} is not installed here")
     monkeypatch.setenv("FAKE_SSH_SHELL", shell)
     folder = tmp_path / "remote traces"
     folder.mkdir()
@@ -159,3 +161,20 @@ def test_ssh_error_text_is_one_printable_line(fake_ssh: Path, monkeypatch: pytes
     text = str(err.value)
     assert "\n" not in text and "\x1b" not in text and "\x07" not in text
     assert "\\x1b]0;owned\\x07\\x1b[2Jbad things" in text
+
+
+def test_an_endless_listing_is_refused(fake_ssh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(remote_ssh, "LISTING_MAX", 1 << 20)
+    _answer(monkeypatch, b"MLPTUI1 {nonce} DIR\n" + b"/t/x.json\0" * 200_000)
+    with pytest.raises(MlptuiError, match="the folder listing is over 1 MB; refused"):
+        sources.list_traces("box:/t/")
+
+
+def test_an_unwritable_local_cache_is_one_line(fake_ssh: Path, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "not-a-folder").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "not-a-folder"))
+    data = _trace("k")
+    _answer(monkeypatch, f"MLPTUI1 {{nonce}} DATA {len(data)} 1 0 raw\n".encode() + data)
+    with pytest.raises(MlptuiError, match="cannot write the local copy in .*: Not a directory"):
+        sources.open_trace("box:/t/x.json")

@@ -25,6 +25,7 @@ from typing import BinaryIO
 from urllib.parse import quote, unquote, urlsplit
 
 from mlptui.contract.errors import MlptuiError
+from mlptui.contract.text import printable
 
 ORIGIN = "https://ui.perfetto.dev"
 DEFAULT_PORT = 9001
@@ -94,7 +95,8 @@ class Served:
 
     @property
     def name(self) -> str:
-        return self.path.name
+        """The file name as printed on the terminal (control characters spelled out)."""
+        return printable(self.path.name)
 
 
 def url_names(paths: list[Path]) -> dict[str, Path]:

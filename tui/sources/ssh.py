@@ -39,6 +39,7 @@ Progress = Callable[[int, int], None]
 
 MARK = b"MLPTUI1 "
 MANIFEST_MAX = 4 << 20
+LISTING_MAX = 16 << 20         # names of one folder's traces: far more than any real folder
 DEFAULT_TIMEOUT = 30.0
 HEADER_SEARCH_MAX = 1 << 20      # login banners before our header line; more than this is not a shell
 
@@ -67,7 +68,8 @@ if [ -d "$p" ]; then
   [ "$m" = list ] || { h DIR; exit 0; }
   [ -r "$p" ] && [ -x "$p" ] || { h ERR perm; exit 0; }
   h DIR
-  find -L "$p"/ -mindepth 1 -maxdepth 1 -type f \( -iname '*.json' -o -iname '*.json.gz' \) -print0 2>/dev/null
+  find -L "$p"/ -mindepth 1 -maxdepth 1 -type f \( -iname '*.json' -o -iname '*.json.gz' \) \
+    -print0 2>/dev/null
   exit 0
 fi
 [ "$m" = list ] && { h FILE; exit 0; }
@@ -247,8 +249,18 @@ class _Session:
             data, self._buf = self._buf, b""
             yield data
 
-    def read_all(self) -> bytes:
-        return b"".join(self.chunks())
+    def read_all(self, limit: int) -> bytes:
+        """The rest of the answer; more than `limit` bytes is not an answer we asked for."""
+        out: list[bytes] = []
+        got = 0
+        for chunk in self.chunks():
+            got += len(chunk)
+            if got > limit:
+                self.close()
+                raise MlptuiError(f"{self.spec.display}: the folder listing is over {limit >> 20} MB; "
+                                  "refused")
+            out.append(chunk)
+        return b"".join(out)
 
     def failure(self, fallback: str = "no answer") -> MlptuiError:
         """The one-line error for an ssh that ended without a proper answer."""
@@ -275,8 +287,9 @@ class _Session:
         except BlockingIOError:
             pass
         self._sel.close()
-        self.proc.stdout.close()
-        self.proc.stderr.close()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
         return code
 
 
@@ -358,7 +371,8 @@ def _listing(spec: str) -> list[str] | None:
         kind = _first(s, session.header(), ("DIR", "FILE"))
         result: list[str] | None = None
         if kind == "DIR":
-            names = [n.decode("utf-8", "surrogateescape") for n in session.read_all().split(b"\0") if n]
+            listing = session.read_all(LISTING_MAX)
+            names = [n.decode("utf-8", "surrogateescape") for n in listing.split(b"\0") if n]
             result = sorted(s.spec_for(_tidy(n)) for n in names if _is_trace_name(n.rsplit("/", 1)[-1]))
     finally:
         session.close()
@@ -431,7 +445,11 @@ def _receive(session: _Session, s: SshSpec, size: int, mtime: int, manifest: byt
              progress: Progress | None) -> Path:
     """Receive exactly `size` bytes (after inflating) into the cache; a remote that sends more is refused
     before the excess is written anywhere."""
-    writer = remote_cache.CacheWriter(s.endpoint, s.path, size, mtime)
+    try:
+        writer = remote_cache.CacheWriter(s.endpoint, s.path, size, mtime)
+    except OSError as exc:
+        raise MlptuiError(f"{s.display}: cannot write the local copy in {remote_cache.cache_root()}: "
+                          f"{exc.strerror or exc}") from None
     inflate = zlib.decompressobj(wbits=31) if enc == "gzip" else None
 
     def too_much() -> MlptuiError:
@@ -473,6 +491,9 @@ def _receive(session: _Session, s: SshSpec, size: int, mtime: int, manifest: byt
     except zlib.error:
         writer.abort()
         raise MlptuiError(f"{s.display}: corrupt data on the wire; try again") from None
+    except OSError as exc:      # the local disk, not the remote (full, read-only cache folder)
+        writer.abort()
+        raise MlptuiError(f"{s.display}: cannot write the local copy: {exc.strerror or exc}") from None
     except BaseException:
         writer.abort()
         raise
