@@ -19,6 +19,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, LoadingIndicator, Static
 
 from mlptui.contract.errors import MlptuiError
+from mlptui.contract.text import markup_escape
 from mlptui.screens.help_screen import HelpScreen, help_text, key_text
 from mlptui.trace.diff.cpu import op_key
 from mlptui.trace.diff.details import pair_details
@@ -132,7 +133,11 @@ class DiffScreen(Screen[None]):
         try:
             d = diff_traces(*self._request)
         except MlptuiError as exc:
-            self.app.call_from_thread(self._set_status, str(exc))
+            self.app.call_from_thread(self._set_status, markup_escape(str(exc)))
+            return
+        except Exception as exc:     # the worker's boundary: shown, never a screen left aligning forever
+            message = markup_escape(f"cannot diff: {type(exc).__name__}: {exc}")
+            self.app.call_from_thread(self._set_status, message)
             return
         self.app.call_from_thread(self._first_show, d)
 

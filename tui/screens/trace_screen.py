@@ -161,7 +161,12 @@ class TraceScreen(Screen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="launches")
     def link_launches(self) -> None:
-        add_launches(self.facts)
+        try:
+            add_launches(self.facts)
+        except Exception as exc:     # the worker's boundary: the other panes stay usable, the error shows
+            self.app.call_from_thread(self.notify, f"launch lists unavailable: {type(exc).__name__}: {exc}",
+                                      severity="error", markup=False)
+            return
         gc.freeze()
         self.post_message(self.LaunchesReady())
 
