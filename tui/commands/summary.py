@@ -18,21 +18,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mlptui.gc_policy import bulk_allocation
     from mlptui.sources.dispatch import is_folder, list_traces, open_trace
     from mlptui.trace.analysis.summary import render_markdown, render_text, summarize
 
     if is_folder(args.path):
         found = list_traces(args.path)
+        from mlptui.commands.summary_ranks import rank_run_summary
+
+        if rank_run_summary(args, found):
+            return 0
         if args.json:
-            sys.stdout.write(orjson.dumps({"folder": args.path, "traces": found}, option=orjson.OPT_INDENT_2).decode() + "\n")
+            sys.stdout.write(orjson.dumps({"folder": args.path, "traces": found, "ranks": None},
+                                          option=orjson.OPT_INDENT_2).decode() + "\n")
         elif not found:
             print(f"{args.path}: no traces in this folder")
         else:
             print(f"{len(found)} trace(s) in {args.path}; `mlptui summary <one of them>` reports one:")
             print("\n".join(found))
         return 0
-    trace = open_trace(args.path)
-    report = summarize(trace)
+    with bulk_allocation():
+        trace = open_trace(args.path)
+        report = summarize(trace)
+    report["ranks"] = None  # one trace; a folder of rank traces has a "ranks" section
     if args.json:
         sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
     elif args.md:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import time
 
 from rich.markup import escape
@@ -15,10 +14,13 @@ from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static
 
 from mlptui.contract.errors import MlptuiError
+from mlptui.gc_policy import bulk_allocation
+from mlptui.screens.host import host
 from mlptui.viewmodels.facts import TraceFacts, build_facts
+from mlptui.widgets.worker_errors import ReportsWorkerErrors, WorkerFailed
 
 
-class LoadingScreen(Screen):
+class LoadingScreen(ReportsWorkerErrors, Screen[None]):
     BINDINGS = [Binding("escape", "back", "Back", id="loading-back")]
 
     class Progress(Message):
@@ -66,9 +68,9 @@ class LoadingScreen(Screen):
 
         facts: list[TraceFacts] = []
         try:
-            for spec in self.specs:
-                facts.append(build_facts(open_trace(spec, progress)))
-            gc.freeze()     # the trace and its facts live as long as the app: keep them out of GC passes
+            with bulk_allocation():     # the traces and their facts live as long as the app
+                for spec in self.specs:
+                    facts.append(build_facts(open_trace(spec, progress)))
         except MlptuiError as exc:
             self.post_message(self.Failed(str(exc)))
             return
@@ -76,6 +78,9 @@ class LoadingScreen(Screen):
             self.post_message(self.Failed(f"cannot read {', '.join(self.specs)}: {exc}"))
             return
         self.post_message(self.Loaded(facts))
+
+    def worker_failed(self, failed: WorkerFailed) -> None:
+        self.post_message(self.Failed(failed.text))     # the screen says why instead of "indexing …"
 
     def on_loading_screen_progress(self, message: Progress) -> None:
         bar = self.query_one(ProgressBar)
@@ -93,7 +98,7 @@ class LoadingScreen(Screen):
         facts = message.facts
         if self.with_facts is not None:
             facts = [self.with_facts, *facts]
-        self.app.show_loaded(self, facts)
+        host(self.app).show_loaded(self, facts)
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 1:

@@ -9,7 +9,6 @@ values of unexpected types (a hand-edited file, an exotic exporter) the typed de
 
 from __future__ import annotations
 
-import gc
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,26 +107,20 @@ def decode_document(data: bytes | bytearray | memoryview, source: str) -> Decode
     if first not in (ord("{"), ord("[")):
         raise TraceError(f"{source}: not JSON (starts with {bytes(view[:12])!r})")
     del view
-    was_enabled = gc.isenabled()
-    gc.disable()
     try:
+        return _decode_any(data, first, source)
+    except UnicodeDecodeError:
+        # A stray byte in a name or an args string should not cost the whole trace.
+        raw = bytes(data)
         try:
-            return _decode_any(data, first, source)
-        except UnicodeDecodeError:
-            # A stray byte in a name or an args string should not cost the whole trace.
-            raw = bytes(data)
-            try:
-                raw.decode("utf-8")
-                where = len(raw)
-            except UnicodeDecodeError as exc:
-                where = exc.start
-            decoded = _decode_any(raw.decode("utf-8", "replace").encode("utf-8"), first, source)
-            decoded.warnings.insert(0, f"invalid UTF-8 at byte {where}; replaced bad bytes with U+FFFD")
-            decoded.repaired_utf8 = True
-            return decoded
-    finally:
-        if was_enabled:
-            gc.enable()
+            raw.decode("utf-8")
+            where = len(raw)
+        except UnicodeDecodeError as exc:
+            where = exc.start
+        decoded = _decode_any(raw.decode("utf-8", "replace").encode("utf-8"), first, source)
+        decoded.warnings.insert(0, f"invalid UTF-8 at byte {where}; replaced bad bytes with U+FFFD")
+        decoded.repaired_utf8 = True
+        return decoded
 
 
 def _decode_any(data: Any, first: int, source: str) -> Decoded:
