@@ -13,11 +13,23 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
+from torch import nn
 
 from mlptui.runners.modules import LigerConfig, SimpleGeGLUMLP, seeded, seeded_input
+
+if TYPE_CHECKING:
+    from mlptui.runners.fused import FusedGeGLUMLP
+
+MlpFn = Callable[[torch.Tensor], torch.Tensor]
+
+
+def _as_fn(module: nn.Module | Callable[..., Any]) -> MlpFn:
+    """Every mode's module maps the input tensor to the output tensor; torch types its __call__ as
+    returning Any (and torch.compile's result as any callable)."""
+    return cast(MlpFn, module)
 
 MODES: tuple[str, ...] = ("eager", "compile", "max-autotune", "kernels", "fused")
 FLOOR_MODE = "cublas-3gemm"
@@ -97,6 +109,22 @@ def host_loop_us(fn: Callable[[], Any], iters: int = 50) -> float:
     return (time.perf_counter() - start) / iters * 1e6
 
 
+def enqueue_us(fn: Callable[[], Any], iters: int = 50) -> float:
+    """Host time per call alone: calls enqueued back to back, timed before waiting for the GPU (the
+    launch queue holds ~1000 kernels, so it never blocks at this count)."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        best = min(best, (time.perf_counter() - start) / iters * 1e6)
+        torch.cuda.synchronize()
+    return best
+
+
 def _median_us(fn: Callable[[], Any], warmup_ms: float, rep_ms: float) -> float:
     from triton.testing import do_bench
 
@@ -104,19 +132,19 @@ def _median_us(fn: Callable[[], Any], warmup_ms: float, rep_ms: float) -> float:
 
 
 def _build(mode: str, ref: SimpleGeGLUMLP, shape: BenchShape, dtype: torch.dtype,
-           info: dict[str, Any]) -> Callable[[torch.Tensor], torch.Tensor]:
+           info: dict[str, Any]) -> MlpFn:
     """The callable of one mode, with the reference's weights in `dtype`; notes go into `info`."""
     state = ref.state_dict()
     if mode in ("eager", "compile", "max-autotune"):
         module = SimpleGeGLUMLP(shape.dim, shape.hidden).to("cuda", dtype)
         module.load_state_dict(state)
         if mode == "eager":
-            return module
+            return _as_fn(module)
         torch._dynamo.reset()  # each compiled mode starts from a clean cache
         kwargs: dict[str, Any] = {"dynamic": False}
         if mode == "max-autotune":
             kwargs["mode"] = "max-autotune"
-        return torch.compile(module, **kwargs)
+        return _as_fn(torch.compile(module, **kwargs))
     if mode == "kernels":
         from mlptui.runners.liger_source import load_liger_geglu_mlp
 
@@ -124,17 +152,19 @@ def _build(mode: str, ref: SimpleGeGLUMLP, shape: BenchShape, dtype: torch.dtype
         info["source"] = found.source
         if found.tried:
             info["tried"] = list(found.tried)
-        module = found.cls(LigerConfig(shape.dim, shape.hidden))
-        module.load_state_dict(state)
-        return module.to("cuda", dtype)
+        liger = found.cls(LigerConfig(shape.dim, shape.hidden))
+        liger.load_state_dict(state)
+        return _as_fn(liger.to("cuda", dtype))
     if mode == "fused":
-        from mlptui.runners.fused_mlp import FusedGeGLUMLP
+        from mlptui.runners.fused import FusedGeGLUMLP
 
-        module = FusedGeGLUMLP(shape.dim, shape.hidden, device="cuda", dtype=dtype)
-        module.load_state_dict(state)
-        info["path"] = module.path_for(shape.rows, torch.device("cuda"), dtype)
-        info["min_rows"] = module.min_rows
-        return module
+        fused = FusedGeGLUMLP(shape.dim, shape.hidden, device="cuda", dtype=dtype)
+        fused.load_state_dict(state)
+        info["path"] = fused.path_for(shape.rows, torch.device("cuda"), dtype)
+        why = fused.fallback_reason(shape.rows, torch.device("cuda"), dtype)
+        if why:
+            info["why"] = why
+        return _as_fn(fused)
     raise ValueError(mode)
 
 
@@ -150,7 +180,8 @@ def _floor_fn(ref: SimpleGeGLUMLP, x2: torch.Tensor, dtype: torch.dtype) -> Call
 
 def _row(mode: str, shape: BenchShape, us: float, floor_us: float, **extra: Any) -> dict[str, Any]:
     """floor_pct: the three-GEMM floor's time as a percentage of this mode's (100 = at the floor)."""
-    row: dict[str, Any] = {"mode": mode, "shape": shape.name, "median_us": round(us, 2),
+    row: dict[str, Any] = {"mode": mode, "shape": shape.name, "rows": shape.rows, "dim": shape.dim,
+                           "hidden": shape.hidden, "pass": "fwd", "median_us": round(us, 2),
                            "tflops": round(shape.flops / us / 1e6, 1), "floor_pct": round(100.0 * floor_us / us, 1)}
     row.update(extra)
     return row
@@ -190,11 +221,13 @@ def _time(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, expected:
         _stop_compile_workers()
     us = min(_median_us(lambda: fn(x), warmup_ms, rep_ms) for _ in range(ROUNDS))
     graph_us = _graph_us(lambda: fn(x), rep_ms) if graph else None
-    return {"err": err, "us": us, "graph": graph_us, "host": host_loop_us(lambda: fn(x))}
+    return {"err": err, "us": us, "graph": graph_us, "host": host_loop_us(lambda: fn(x)),
+            "enqueue": enqueue_us(lambda: fn(x))}
 
 
 def _extra(t: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"rel_err": float(f"{t['err']:.3g}"), "host_us": round(t["host"], 2)}
+    out: dict[str, Any] = {"rel_err": float(f"{t['err']:.3g}"), "host_us": round(t["host"], 2),
+                           "enqueue_us": round(t["enqueue"], 2)}
     if t["graph"] is not None:
         out["graph_us"] = round(t["graph"], 2)
     return out
@@ -244,7 +277,7 @@ def _bench_mode(run: _ShapeRun, mode: str, dtype: torch.dtype, warmup_ms: float,
          f"{t['host']:.1f}, rel err {t['err']:.2e}, {setup_s:.0f} s)")
     if mode == "fused" and info.get("path") != "fused":
         # the unfused fallback was chosen here: time the kernel path too, so the crossover shows
-        fn.min_rows = 0
+        cast("FusedGeGLUMLP", fn).policy = "fused"     # _build returned the FusedGeGLUMLP itself for this mode
         t = _time(fn, run.x, run.expected, warmup_ms, rep_ms, False)
         results.append(_row("fused-kernel", shape, t["us"], run.floor_us, **_extra(t), path="fused"))
         note(f"{shape.name} fused-kernel (not chosen): {t['us']:.1f} us (graph {t['graph'] or float('nan'):.1f})")
@@ -277,16 +310,18 @@ def bench_mlp(shapes: list[BenchShape], modes: list[str], *, dtype: torch.dtype 
         for row in rows:
             if eager_us and row["mode"] != FLOOR_MODE:
                 row["speedup_vs_eager"] = round(eager_us / row["median_us"], 3)
-    from mlptui.runners.fused_mlp import FUSED_MIN_ROWS, tuned_configs
+    from mlptui.runners.fused import crossover, tuned_configs
 
     return {"results": results, "errors": errors,
-            "fused": {"min_rows": FUSED_MIN_ROWS, "tuned": tuned_configs(),
+            "fused": {"route": "crossover model (runners/fused/crossover.py)", "margin": crossover.MARGIN,
+                      "tuned": tuned_configs(),
                       "kernel": "fused_geglu_gateup_gemm_kernel (gate+up GEMM, GeGLU epilogue) + cuBLAS down"},
             "timing": {"method": f"triton.testing.do_bench median, L2 flushed before each call; best of {ROUNDS} "
                                  "medians",
                        "warmup_ms": warmup_ms, "rep_ms": rep_ms,
                        "graph_us": "do_bench_cudagraph median: GPU time without host launch cost",
                        "host_us": "mean of 50 back-to-back calls without a flush (host-inclusive)",
+                       "enqueue_us": "host time per call: 50 calls enqueued, timed before the synchronize",
                        "order": "per mode over all shapes; torch.compile modes last"},
             "dtype": str(dtype).removeprefix("torch."),
             "shapes": {s.name: s.as_dict() for s in shapes}}
@@ -297,7 +332,7 @@ def render_table(report: dict[str, Any]) -> str:
     head = (f"{'shape':9} {'mode':14} {'median µs':>10} {'TFLOP/s':>8} {'% floor':>8} {'× eager':>8} "
             f"{'graph µs':>9} {'host µs':>8}  note")
     lines = [head, "-" * len(head)]
-    for r in report["results"]:
+    for r in (r for r in report["results"] if not r.get("sweep")):
         spd = f"{r['speedup_vs_eager']:.2f}" if "speedup_vs_eager" in r else ""
         graph = f"{r['graph_us']:.1f}" if "graph_us" in r else ""
         host = f"{r['host_us']:.1f}" if "host_us" in r else ""
@@ -306,6 +341,18 @@ def render_table(report: dict[str, Any]) -> str:
             note = "floor: gate, up, down GEMMs alone"
         lines.append(f"{r['shape']:9} {r['mode']:14} {r['median_us']:10.1f} {r['tflops']:8.1f} "
                      f"{r['floor_pct']:8.1f} {spd:>8} {graph:>9} {host:>8}  {note}")
+    cells: dict[tuple[str, int, str], dict[str, float]] = {}
+    for r in (r for r in report["results"] if r.get("sweep")):
+        cells.setdefault((r["shape"], r["rows"], r["pass"]), {})[r["mode"]] = r["median_us"]
+    if cells:
+        modes = [m for m in ("eager", "fused", "compile", "kernels") if any(m in c for c in cells.values())]
+        lines.append("")
+        lines.append(f"{'sweep':11} {'rows':>6} {'pass':8}" + "".join(f"{m + ' µs':>12}" for m in modes)
+                     + "".join(f"{'÷' + m:>10}" for m in modes if m != "fused"))
+        for (shape, rows, ps), c in cells.items():
+            f = c.get("fused")
+            lines.append(f"{shape:11} {rows:6} {ps:8}" + "".join(f"{c[m]:12.1f}" if m in c else f"{'':12}" for m in modes)
+                         + "".join(f"{c[m] / f:10.3f}" if f and m in c else f"{'':10}" for m in modes if m != "fused"))
     for e in report.get("errors", []):
         lines.append(f"error: {e['shape']} {e['mode']}: {e['error']}")
     return "\n".join(lines)

@@ -30,11 +30,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="mlp: the GeGLU MLP in every mode (eager, compile, max-autotune, kernels, fused)")
     parser.add_argument("--shapes", default="article",
                         help="comma-separated: article (x[64,128,768], hidden 3072), seed (1024 rows, dim 1024, "
-                             "hidden 4096), decode (= decode16,decode64: 16 / 64 rows at dim 768, hidden 3072)")
+                             "hidden 4096), decode (= decode16,decode64: 16 / 64 rows at dim 768, hidden 3072), "
+                             "or none (with --sweep)")
     parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {', '.join(MODES)}")
     parser.add_argument("--dtype", choices=tuple(DTYPES), default="bf16")
     parser.add_argument("--warmup-ms", type=float, default=25.0, help="do_bench warm-up budget (default 25)")
     parser.add_argument("--rep-ms", type=float, default=100.0, help="do_bench measurement budget (default 100)")
+    parser.add_argument("--sweep", action="store_true",
+                        help="also sweep rows x model-family dims (fused against eager, compile, Liger; fwd and "
+                             "fwd+bwd), after measuring the crossover table the fused module routes by")
+    parser.add_argument("--sweep-rows", default="1,16,64,128,256,512,1024,2048,4096,8192,16384",
+                        help="comma-separated row counts of the sweep")
+    parser.add_argument("--sweep-families", default="768x3072,1024x2816,2048x5632,1536x8960,4096x11008,5120x13824",
+                        help="comma-separated DIMxHIDDEN of the sweep")
+    parser.add_argument("--sweep-modes", default="eager,fused,compile,kernels", help="modes of the sweep")
+    parser.add_argument("--passes", default="fwd,fwd+bwd", help="passes of the sweep: fwd, fwd+bwd")
+    parser.add_argument("--no-crossover", action="store_true",
+                        help="sweep with the committed crossover table instead of measuring it first")
+    parser.add_argument("--crossover-table", type=Path,
+                        help="read this GPU's crossover table from this file if it has one, else measure it "
+                             "(over the sweep's families and rows) and write it there")
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     parser.add_argument("--out", type=Path, help="also write the JSON report to this file (never overwritten)")
 
@@ -66,12 +81,52 @@ def write_new_file(path: Path, text: str) -> None:
         os.unlink(tmp)
 
 
+def _sweep_args(args: argparse.Namespace) -> dict[str, Any]:
+    try:
+        rows = tuple(int(r) for r in args.sweep_rows.split(",") if r.strip())
+        families = tuple(tuple(int(v) for v in f.lower().split("x")) for f in args.sweep_families.split(",")
+                         if f.strip())
+    except ValueError:
+        raise MlptuiError("--sweep-rows takes integers and --sweep-families DIMxHIDDEN pairs") from None
+    if not rows or any(r < 1 for r in rows) or not families or any(len(f) != 2 for f in families):
+        raise MlptuiError("--sweep-rows takes integers >= 1 and --sweep-families DIMxHIDDEN pairs")
+    modes = tuple(m.strip() for m in args.sweep_modes.split(",") if m.strip())
+    passes = tuple(p.strip() for p in args.passes.split(",") if p.strip())
+    if not modes or any(m not in ("eager", "fused", "compile", "kernels") for m in modes) or "eager" not in modes:
+        raise MlptuiError("--sweep-modes: a subset of eager,fused,compile,kernels with eager in it")
+    if not passes or any(p not in ("fwd", "fwd+bwd") for p in passes):
+        raise MlptuiError("--passes: fwd and/or fwd+bwd")
+    return {"rows": rows, "families": families, "modes": modes, "passes": passes}
+
+
+def _crossover(args: argparse.Namespace, device: str, dtype: Any) -> dict[str, Any] | None:
+    """This GPU's crossover entry (read, or measured), installed for the fused module of this run."""
+    from mlptui.runners import sweep
+    from mlptui.runners.fused import crossover
+
+    path: Path | None = args.crossover_table
+    doc = json.loads(path.read_text()) if path is not None and path.exists() else {}
+    entry = doc.get("devices", {}).get(device)
+    if entry is None:
+        if args.no_crossover:
+            return None
+        sweep_args = _sweep_args(args)
+        entry = sweep.measure_crossover(sweep_args["families"], sweep_args["rows"], dtype, 10.0, _note)
+        if path is not None:
+            path.write_text(json.dumps(crossover.merge_device(doc, device, entry), indent=1) + "\n")
+    model = crossover.model_from_table({"devices": {device: entry}}, device)
+    if model is not None:
+        crossover.install(model)
+    return entry
+
+
 def _note(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    _check_names(args.shapes, SHAPE_NAMES, "shape")
+    if args.shapes != "none":
+        _check_names(args.shapes, SHAPE_NAMES, "shape")
     _check_names(args.modes, MODES, "mode")
     if args.out is not None and args.out.exists():
         raise MlptuiError(f"{args.out} exists; bench never overwrites a file")
@@ -86,14 +141,32 @@ def run(args: argparse.Namespace) -> int:
     from mlptui.runners import bench
     from mlptui.runners.environment import device_info, versions
 
-    shapes = bench.resolve_shapes(args.shapes)
+    shapes = bench.resolve_shapes(args.shapes) if args.shapes != "none" else []
     modes = bench.resolve_modes(args.modes)
     dev = device_info("cuda")
     command = "mlptui bench " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 and \
         sys.argv[1] == "bench" else f"mlptui bench {args.workload} --shapes {args.shapes} --modes {args.modes}"
     _note(f"{dev['name']}: {', '.join(modes)} at {', '.join(s.name for s in shapes)} ({args.dtype})")
-    report = bench.bench_mlp(shapes, modes, dtype=getattr(torch, DTYPES[args.dtype]),
-                             warmup_ms=args.warmup_ms, rep_ms=args.rep_ms, note=_note)
+    dtype = getattr(torch, DTYPES[args.dtype])
+    crossover_entry = _crossover(args, dev["name"], dtype) if args.sweep or args.crossover_table else None
+    report = bench.bench_mlp(shapes, modes, dtype=dtype, warmup_ms=args.warmup_ms, rep_ms=args.rep_ms, note=_note) \
+        if shapes else {"results": [], "errors": [], "dtype": args.dtype, "shapes": {}}
+    if crossover_entry is not None:
+        report["crossover"] = crossover_entry
+    if args.sweep:
+        from mlptui.runners import sweep
+
+        sweep_args = _sweep_args(args)
+        rows, errors, info = sweep.sweep(sweep_args["families"], sweep_args["rows"], sweep_args["modes"],
+                                         sweep_args["passes"], dtype, 5.0, 20.0, _note)
+        report["results"].extend(rows)
+        report["errors"].extend(errors)
+        report["sweep"] = {"families": [f"{d}x{h}" for d, h in sweep_args["families"]],
+                           "rows": list(sweep_args["rows"]), "modes": list(sweep_args["modes"]),
+                           "passes": list(sweep_args["passes"]), **info,
+                           "timing": f"do_bench median (warm-up 5 ms, 20 ms), L2 flushed; modes of a cell in turn, "
+                                     f"best of {sweep.ROUNDS}; compile: torch.compile(dynamic=True) per family",
+                           "summary": sweep.summarize(rows)}
     doc: dict[str, Any] = {"device": dev["name"], "device_slug": dev["slug"], "torch": torch.__version__,
                            "triton": triton.__version__, "cuda": torch.version.cuda, "command": command,
                            "workload": args.workload, **report, "versions": versions(),

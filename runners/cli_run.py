@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import shlex
 import subprocess
 import sys
@@ -25,7 +24,7 @@ def _flag(field: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    names = ", ".join([*WORKLOADS, "ladder"])
+    names = ", ".join([*WORKLOADS, "tp-mlp (with --nproc)", "ladder"])
     parser.add_argument("workload", metavar="WORKLOAD", help=f"one of: {names} (ladder = all, in their modes)")
     parser.add_argument("--compile", action="store_true", help="same as --mode compile")
     parser.add_argument("--mode", choices=MODES, help="eager (default), compile, reduce-overhead, max-autotune")
@@ -44,6 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--with-stack", action="store_true", help="record Python stacks (larger traces)")
     parser.add_argument("--out", default="traces", metavar="DIR", help="run folder (default ./traces)")
     parser.add_argument("--open", action="store_true", help="open the result in the explorer afterwards")
+    ranks = parser.add_argument_group("several ranks (torch.distributed.run on 127.0.0.1, one process per GPU)")
+    ranks.add_argument("--nproc", type=int, metavar="N",
+                       help="ranks to start: tp-mlp (default 2) or mlp --train (NCCL on CUDA, gloo on the CPU)")
+    ranks.add_argument("--train", action="store_true",
+                       help="with mlp --nproc N: a DDP training step (forward, backward, bucketed all-reduce, AdamW)")
 
 
 def resolve_mode(args: argparse.Namespace) -> str | None:
@@ -118,6 +122,12 @@ def command_line(args: argparse.Namespace, w: Workload, mode: str, shape: Shape)
 
 
 def run(args: argparse.Namespace) -> int:
+    from mlptui.runners.launch_ranks import is_distributed, run_distributed
+
+    if is_distributed(args):
+        return run_distributed(args)
+    if args.train:
+        raise MlptuiError("--train runs data-parallel here: give --nproc N")
     runs = plan(args)
     import torch  # only now: `mlptui run --help` and the plan's errors never pay for it
 
@@ -234,10 +244,6 @@ def record_one(args: argparse.Namespace, w: Workload, mode: str, shape: Shape, f
     return record
 
 
-def viewer_installed() -> bool:
-    return importlib.util.find_spec("mlptui.commands.view") is not None
-
-
 @contextlib.contextmanager
 def _failing_as(title: str, what: str) -> Iterator[None]:
     """Any failure of a stage (compiler errors, CUDA errors, out of memory) becomes one line that
@@ -256,7 +262,4 @@ def _failing_as(title: str, what: str) -> Iterator[None]:
 
 def _open_viewer(target: Path, progress: Any) -> None:
     """The explorer runs in its own process, so this command never imports the UI."""
-    if not viewer_installed():
-        progress.note(f"the explorer is not installed here; open the result later with `mlptui view {target}`")
-        return
     subprocess.call([sys.executable, "-m", "mlptui.cli", "view", str(target)])

@@ -4,13 +4,17 @@ the CPU from fixed seeds, then moved, so every mode, dtype and device sees the s
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from mlptui.runners.workloads import Shape
+from mlptui.runners.shapes import Shape
+
+T = TypeVar("T")
 
 WEIGHT_SEED = 0
 INPUT_SEED = 1
@@ -28,6 +32,12 @@ class Built:
     kernel_tried: tuple[str, ...] = ()  # sources tried before the one that ran, with the reason
 
 
+def geglu_mlp(x: torch.Tensor, gate: nn.Module, up: nn.Module, down: nn.Module) -> torch.Tensor:
+    """The article's GeGLU MLP, written once: down(gelu_tanh(gate(x)) * up(x))."""
+    out: torch.Tensor = down(F.gelu(gate(x), approximate="tanh") * up(x))
+    return out
+
+
 class SimpleGeGLUMLP(nn.Module):
     """The article's GeGLU MLP: gate/up/down projections without bias, tanh-approximated GELU."""
 
@@ -38,10 +48,10 @@ class SimpleGeGLUMLP(nn.Module):
         self.down_proj = nn.Linear(hidden, dim, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
+        return geglu_mlp(x, self.gate_proj, self.up_proj, self.down_proj)
 
 
-def seeded(factory, seed: int = WEIGHT_SEED):
+def seeded(factory: Callable[[], T], seed: int = WEIGHT_SEED) -> T:
     """Build a module under a fixed seed without disturbing the caller's random state."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

@@ -131,13 +131,18 @@ def busy_gpu(ms: float = BUSY_MS) -> None:
         torch.cuda.synchronize()
 
 
+def _timing_event() -> torch.cuda.Event:
+    # torch leaves Event's constructor unannotated (an error only where untyped calls are checked)
+    return torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call, unused-ignore]
+
+
 def time_cuda(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...]) -> dict[str, Any]:
     """CUDA events around each call, with L2 flushed before each, after warm-up (do_bench's method)."""
     busy_gpu()
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
     flush.zero_()  # loads the fill kernel (lazy module loading) before the estimate below
     torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start, end = _timing_event(), _timing_event()
     start.record()
     for _ in range(5):
         flush.zero_()
@@ -148,8 +153,8 @@ def time_cuda(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...]) -> dict[
     for _ in range(max(1, int(WARMUP_MS / estimate_ms))):
         fn(*inputs)
     n = max(MIN_ITERS, min(MAX_ITERS, int(MEASURE_MS / estimate_ms)))
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    starts = [_timing_event() for _ in range(n)]
+    ends = [_timing_event() for _ in range(n)]
     for i in range(n):
         flush.zero_()
         starts[i].record()

@@ -12,57 +12,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-MODES: tuple[str, ...] = ("eager", "compile", "reduce-overhead", "max-autotune")
-DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32")
+from mlptui.contract.vocabulary import DTYPES, MODES
+from mlptui.runners.shapes import SHAPE_KINDS, Shape, ShapeKind
 
-
-@dataclass(frozen=True)
-class ShapeKind:
-    """One family of shape flags: their names in order, the article's defaults, and help text."""
-
-    name: str
-    fields: tuple[str, ...]
-    defaults: tuple[int, ...]
-    help: dict[str, str] = field(default_factory=dict)
-
-
-LINEAR_SHAPE = ShapeKind(
-    "linear",
-    ("rows", "in_dim", "out_dim"),
-    (1024, 32, 64),
-    {"rows": "rows of x", "in_dim": "input features", "out_dim": "output features"},
-)
-MLP_SHAPE = ShapeKind(
-    "mlp",
-    ("batch", "seq", "dim", "hidden"),
-    (64, 128, 768, 3072),
-    {"batch": "batch size", "seq": "sequence length", "dim": "model width", "hidden": "MLP hidden width"},
-)
-SHAPE_KINDS: dict[str, ShapeKind] = {k.name: k for k in (LINEAR_SHAPE, MLP_SHAPE)}
-
-
-@dataclass(frozen=True)
-class Shape:
-    """Resolved shape of one workload; `slug` goes into trace file names (e.g. 64x128x768x3072)."""
-
-    kind: str
-    values: tuple[int, ...]
-
-    def __getattr__(self, name: str) -> int:
-        fields = SHAPE_KINDS[object.__getattribute__(self, "kind")].fields
-        if name in fields:
-            return object.__getattribute__(self, "values")[fields.index(name)]
-        raise AttributeError(name)
-
-    @property
-    def slug(self) -> str:
-        return "x".join(str(v) for v in self.values)
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(zip(SHAPE_KINDS[self.kind].fields, self.values, strict=True))
+__all__ = ["DTYPES", "MODES", "SHAPE_KINDS", "WORKLOADS", "Shape", "ShapeKind", "Workload", "ladder", "workload"]
 
 
 @dataclass(frozen=True)
@@ -79,7 +35,8 @@ class Workload:
 
     def build_function(self) -> Callable[..., Any]:
         module_name, _, func = self.builder.partition(":")
-        return getattr(importlib.import_module(module_name), func)
+        build: Callable[..., Any] = getattr(importlib.import_module(module_name), func)
+        return build
 
 
 WORKLOADS: dict[str, Workload] = {
@@ -101,7 +58,7 @@ WORKLOADS: dict[str, Workload] = {
             ladder_modes=("eager",), needs_cuda=True,
         ),
         Workload(
-            "fused-mlp", "fused_mlp_fwd", "mlp", "mlptui.runners.fused_mlp:build_fused_mlp",
+            "fused-mlp", "fused_mlp_fwd", "mlp", "mlptui.runners.fused.module:build_fused_mlp",
             "the same MLP, gate+up+GeGLU in one Triton kernel (fused_geglu_gateup_gemm_kernel), cuBLAS down",
             ladder_modes=("eager",), needs_cuda=True,
         ),

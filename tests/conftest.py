@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,35 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_traces"
 # CI clones the repository with shared/ beside it, as on the development machine.
 CORPUS = ROOT.parent / "shared" / "corpus" / "hta"
+
+
+# End-to-end modules: subprocesses (the CLI, torch on the CPU, Triton's interpreter), tmux, a real
+# sshd, local servers, the Hub stand-in, snapshot rendering, wheel builds. `pytest -m "not slow"` is the
+# quick loop; CI runs everything. A test elsewhere that is slow says so with @pytest.mark.slow.
+SLOW_MODULES = frozenset({
+    "test_app_cli", "test_app_snapshots", "test_bench", "test_diff_tmux", "test_fused_mlp", "test_hub_read",
+    "test_hub_standin", "test_import_hygiene", "test_layering", "test_perfetto", "test_push_hub",
+    "test_runners_cli", "test_runners_liger_source", "test_runners_output", "test_runners_samples",
+    "test_serve", "test_ssh_injection", "test_ssh_remote", "test_ssh_tmux", "test_tmux_app", "test_wheel",
+})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.stem in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_cache_home(tmp_path_factory: pytest.TempPathFactory):
+    """Every test (and every process a test starts) caches under a temporary folder, never in the real home."""
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
 
 
 @pytest.fixture(scope="session")

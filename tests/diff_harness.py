@@ -16,6 +16,7 @@ class DiffHarness(App[None]):
     def __init__(self, a: Trace, b: Trace) -> None:
         super().__init__()
         self.a, self.b = a, b
+        self.user_keys: dict[str, str] = {}     # what the help screens read from their host
 
     def on_mount(self) -> None:
         self.push_screen(DiffScreen(self.a, self.b))

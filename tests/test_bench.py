@@ -87,8 +87,12 @@ def test_committed_report_is_complete_and_consistent(path: Path) -> None:
         assert doc[key], key
     assert doc["device_slug"] == path.stem and path.stem in doc["device"].lower()
     assert doc["command"].startswith("mlptui bench mlp")
-    rows = {(r["mode"], r["shape"]): r for r in doc["results"]}
-    shapes = {r["shape"] for r in doc["results"]}
+    for r in doc["results"]:  # every row can be compared with its eager row
+        assert {"shape", "rows", "dim", "hidden", "mode", "pass", "median_us"} <= set(r), r
+        assert r["pass"] in ("fwd", "fwd+bwd") and r["median_us"] > 0
+    named = [r for r in doc["results"] if not r.get("sweep")]
+    rows = {(r["mode"], r["shape"]): r for r in named}
+    shapes = {r["shape"] for r in named}
     assert {"article", "seed", "decode16", "decode64"} <= shapes
     for shape in shapes:
         floor = rows[("cublas-3gemm", shape)]["median_us"]
@@ -104,6 +108,33 @@ def test_committed_report_is_complete_and_consistent(path: Path) -> None:
             assert rows[("fused-kernel", shape)]["median_us"] > 0
     assert "liger" in rows[("kernels", "article")]["source"]
     assert rows[("fused", "article")]["path"] == "fused"
+
+
+@pytest.mark.parametrize("path", [p for p in REPORTS if "sweep" in json.loads(p.read_text())], ids=lambda p: p.stem)
+def test_committed_sweep_is_complete_and_its_ratios_hold(path: Path) -> None:
+    doc = json.loads(path.read_text())
+    cells: dict[tuple, dict[str, float]] = {}
+    fused_rows = {}
+    for r in doc["results"]:
+        if r.get("sweep"):
+            key = (r["shape"], r["rows"], r["pass"])
+            cells.setdefault(key, {})[r["mode"]] = r["median_us"]
+            if r["mode"] == "fused":
+                fused_rows[key] = r
+    sw = doc["sweep"]
+    assert len(cells) == len(sw["families"]) * len(sw["rows"]) * len(sw["passes"])
+    failed = {(e["shape"], int(e["rows"]), e["pass"]) for e in doc["errors"] if e.get("rows") and e["mode"] == "fused"}
+    for key, modes in cells.items():
+        assert "eager" in modes and ("fused" in modes or key in failed), key  # a missing cell says why
+        if "fused" not in modes:
+            continue
+        for mode, us in modes.items():
+            if mode != "fused":
+                assert fused_rows[key][f"vs_{mode}"] == pytest.approx(us / modes["fused"], rel=1e-2)
+    for ps, summary in sw["summary"].items():
+        worst = min(fused_rows[k]["vs_eager"] for k in fused_rows if k[2] == ps)
+        assert summary["worst_fused_over_eager"] == pytest.approx(1 / worst, rel=1e-2)
+    assert doc["crossover"]["families"]  # the table the sweep's fused module routed by
 
 
 def test_render_table_lists_every_row() -> None:

@@ -1,5 +1,7 @@
-"""fused_geglu_gateup_gemm_kernel on the CPU through Triton's interpreter (TRITON_INTERPRET=1), against an
-fp64 torch reference, for small odd shapes; and FusedGeGLUMLP's function, fallback and registry entry.
+"""The fused MLP on the CPU through Triton's interpreter (TRITON_INTERPRET=1), against fp64/fp32 torch
+references, for small odd shapes: the forward kernel, the training forward and the fused backward,
+torch.compile(fullgraph=True) through the registered ops, FusedGeGLUMLP's routing and registry entry;
+and the crossover rule (no interpreter needed).
 
 Triton reads TRITON_INTERPRET when it is first imported (its own library functions are jit-decorated
 then), so the interpreter tests run in a child pytest started with the variable set:
@@ -8,6 +10,7 @@ test_interpreter_suite starts it; in this process they are skipped, there they r
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -38,9 +41,9 @@ def test_interpreter_suite() -> None:
 
 @pytest.fixture(scope="module")
 def interp() -> ModuleType:
-    from mlptui.runners import fused_mlp
+    from mlptui.runners import fused
 
-    return fused_mlp
+    return fused
 
 
 def _inputs(m: int, k: int, n: int, dtype: torch.dtype, seed: int, scale: float = 1.0):
@@ -147,38 +150,116 @@ def test_module_rebuilds_interleaved_weights_after_updates(interp: ModuleType) -
 
     torch.manual_seed(1)
     ref = SimpleGeGLUMLP(24, 40)
-    fused = interp.FusedGeGLUMLP(24, 40, min_rows=1, dtype=torch.float16)
+    fused = interp.FusedGeGLUMLP(24, 40, policy="fused", dtype=torch.float16)
     fused.load_state_dict(ref.state_dict())
     x = torch.randn(90, 24)  # 90 rows: the default configuration for this bucket interleaves
     assert interp.candidate_configs(90)[0].interleaved
     with torch.no_grad():
         first = fused(x.half())
-        assert len(fused._weight_store) == 1
+        launcher = fused.launcher()
+        assert len(launcher._interleaved) == 1 and launcher.weight_refreshes == 0
+        fused(x.half())
+        assert launcher.weight_refreshes == 0 and len(launcher._rows) == 1  # nothing redone per call
         for module in (ref, fused):
             module.up_proj.weight.mul_(-0.5)  # in place: same storage, new version
         second, expected = fused(x.half()), ref(x)
+        assert launcher.weight_refreshes == 1
     assert _rel_err(second, expected.double()) <= 1e-2
     assert not torch.allclose(first, second)
     fused.gate_proj.weight.data = fused.gate_proj.weight.data.clone() * 0  # new storage
     with torch.no_grad():
         assert not fused(x.half()).any()
+    fused.gate_proj.weight = torch.nn.Parameter(ref.gate_proj.weight.detach().half())  # a new Parameter
+    with torch.no_grad():
+        assert fused.launcher() is not launcher
+        assert _rel_err(fused(x.half()), ref(x).double()) <= 1e-2
 
 
 @interpreted_only
 def test_module_falls_back_and_says_why(interp: ModuleType) -> None:
     fused = interp.FusedGeGLUMLP(16, 32, min_rows=128, dtype=torch.bfloat16)
-    assert "64 rows < 128" in fused.fallback_reason(64)
+    assert "64 rows < min_rows 128" in fused.fallback_reason(64)
     assert fused.fallback_reason(256) is None
-    assert "autograd" in fused.fallback_reason(256, grad=True)
     assert "float32" in fused.fallback_reason(256, dtype=torch.float32)
+    assert interp.FusedGeGLUMLP(16, 32, policy="unfused", dtype=torch.bfloat16).fallback_reason(4096) == "policy='unfused'"
+    auto = interp.FusedGeGLUMLP(16, 32, dtype=torch.bfloat16)  # no table for "cpu": the default rule
+    assert "no crossover table for cpu" in auto.fallback_reason(64) and auto.path_for(4096) == "fused"
     x = torch.randn(4, 16, dtype=torch.bfloat16)
     with torch.no_grad():
         assert torch.equal(fused(x), fused.forward_unfused(x))  # 4 rows: the unfused path ran
+    with pytest.raises(ValueError, match="policy"):
+        interp.FusedGeGLUMLP(16, 32, policy="fast")
+
+
+def _grads(module, x, go):
+    xg = x.clone().requires_grad_(True)
+    module(xg).backward(go)
+    return [xg.grad] + [getattr(module, n).weight.grad for n in ("gate_proj", "up_proj", "down_proj")]
+
+
+@interpreted_only
+@pytest.mark.parametrize("shape", [(70, 24, 40), (33, 16, 72), (1, 8, 24)], ids=lambda s: "x".join(map(str, s)))
+def test_training_matches_eager_fp32(interp: ModuleType, shape) -> None:
+    from mlptui.runners.modules import SimpleGeGLUMLP
+
+    rows, dim, hidden = shape
+    torch.manual_seed(rows)
+    ref = SimpleGeGLUMLP(dim, hidden)
+    fused = interp.FusedGeGLUMLP(dim, hidden, policy="fused", dtype=torch.bfloat16)
+    eager16 = interp.FusedGeGLUMLP(dim, hidden, policy="unfused", dtype=torch.bfloat16)
+    for m in (fused, eager16):
+        m.load_state_dict(ref.state_dict())
+    x, go = torch.randn(rows, dim), torch.randn(rows, dim)
+    want = _grads(ref, x, go)
+    got = _grads(fused, x.bfloat16(), go.bfloat16())
+    bf16 = _grads(eager16, x.bfloat16(), go.bfloat16())
+    for g, b, w in zip(got, bf16, want, strict=True):
+        err, tol = _rel_err(g, w.double()), max(2 * _rel_err(b, w.double()), 2e-2)
+        assert err <= tol, (err, tol)
+
+
+@interpreted_only
+def test_backward_kernel_is_the_geglu_derivative(interp: ModuleType) -> None:
+    g = torch.Generator().manual_seed(2)
+    gate, up = torch.randn(9, 50, generator=g) * 3, torch.randn(9, 50, generator=g)
+    dh = torch.randn(9, 50, generator=g)
+    gu = torch.cat([gate, up], dim=1)
+    dgu = interp.geglu_backward(dh, gu)
+    gd, ud = gate.double().requires_grad_(True), up.double().requires_grad_(True)
+    (F.gelu(gd, approximate="tanh") * ud).backward(dh.double())
+    assert _rel_err(dgu[:, :50], gd.grad) <= 1e-5 and _rel_err(dgu[:, 50:], ud.grad) <= 1e-5
+
+
+@interpreted_only
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_compile_fullgraph_through_the_registered_ops(interp: ModuleType, backend: str) -> None:
+    from torch._dynamo.utils import counters
+
+    from mlptui.runners.modules import SimpleGeGLUMLP
+
+    torch.manual_seed(3)
+    ref = SimpleGeGLUMLP(24, 40)
+    fused = interp.FusedGeGLUMLP(24, 40, policy="fused", dtype=torch.bfloat16)
+    fused.load_state_dict(ref.state_dict())
+    torch._dynamo.reset()
+    counters.clear()
+    compiled = torch.compile(fused, fullgraph=True, backend=backend)
+    x, go = torch.randn(2, 35, 24), torch.randn(2, 35, 24)
+    with torch.no_grad():
+        out = compiled(x.bfloat16())
+    assert _rel_err(out, ref(x).double()) <= 1e-2
+    got = _grads(compiled, x.bfloat16(), go.bfloat16())
+    want = _grads(ref, x, go)
+    for g, w in zip(got, want, strict=True):
+        assert _rel_err(g, w.double()) <= 3e-2
+    assert not counters["graph_break"]
+    gm = torch._dynamo.explain(fused)(x.bfloat16())
+    assert gm.graph_break_count == 0 and gm.graph_count == 1
 
 
 @pytest.mark.skipif(INTERPRETED, reason="off the GPU only without the interpreter")
 def test_real_module_off_gpu_uses_unfused_path() -> None:
-    from mlptui.runners.fused_mlp import FusedGeGLUMLP
+    from mlptui.runners.fused import FusedGeGLUMLP
 
     fused = FusedGeGLUMLP(16, 32, dtype=torch.bfloat16)
     assert fused.fallback_reason(4096) == "no Triton on cpu"
@@ -207,7 +288,7 @@ def test_registry_has_fused_mlp_in_the_ladder() -> None:
     from mlptui.runners.workloads import WORKLOADS, ladder
 
     w = WORKLOADS["fused-mlp"]
-    assert w.builder == "mlptui.runners.fused_mlp:build_fused_mlp" and w.needs_cuda
+    assert w.builder == "mlptui.runners.fused.module:build_fused_mlp" and w.needs_cuda
     assert ("fused-mlp", "eager") in [(x.name, m) for x, m in ladder()]
 
 
@@ -215,7 +296,7 @@ def test_registry_has_fused_mlp_in_the_ladder() -> None:
 def test_builder_records_the_path(interp: ModuleType) -> None:
     from mlptui.runners.workloads import Shape
 
-    shape = Shape("mlp", (2, 70, 16, 40))  # 140 rows: over the threshold
+    shape = Shape("mlp", (2, 70, 16, 40))  # 140 rows: over the default threshold (no table for cpu)
     built = interp.build_fused_mlp(shape, torch.bfloat16, "cpu")
     assert built.kernel_source.startswith("triton fused_geglu_gateup_gemm_kernel")
     with torch.no_grad():
@@ -223,4 +304,88 @@ def test_builder_records_the_path(interp: ModuleType) -> None:
         ref = built.reference(*(x.float() for x in built.inputs))
     assert _rel_err(out, ref.double()) <= 1e-2
     small = interp.build_fused_mlp(Shape("mlp", (2, 3, 16, 40)), torch.bfloat16, "cpu")
-    assert small.kernel_source == "unfused eager path: 6 rows < 128: too little work for the fused kernel to win"
+    assert small.kernel_source == "unfused eager path: 6 rows < 128 (no crossover table for cpu)"
+
+
+def _family(dim, hidden, rows, fused_gpu, eager_gpu, fused_host, eager_host):
+    from mlptui.runners.fused.crossover import Family, PathCost
+
+    return Family(dim, hidden, PathCost(fused_host, tuple(rows), tuple(fused_gpu)),
+                  PathCost(eager_host, tuple(rows), tuple(eager_gpu)))
+
+
+def test_crossover_rule() -> None:
+    from mlptui.runners.fused import crossover as cx
+
+    rows = (1, 64, 1024, 8192)
+    # host-bound at small rows where fused has more host time; fused wins once the GPU work dominates
+    fam = _family(768, 3072, rows, [10, 12, 40, 180], [14, 17, 50, 260], fused_host=30, eager_host=25)
+    model = cx.CrossoverModel("GPU", (fam,))
+    assert not model.use_fused(1, 768, 3072) and not model.use_fused(64, 768, 3072)  # host-bound: 30 vs 25
+    # 512 rows: fused max(30, 25.1) = 30 against eager max(25, 32.4): 7 % faster, past the 3 % margin
+    assert model.predict(512, 768, 3072) == pytest.approx({"fused": 30, "unfused": 17 + 448 / 960 * 33})
+    assert model.use_fused(512, 768, 3072)
+    assert model.use_fused(1024, 768, 3072) and model.use_fused(100_000, 768, 3072)
+    assert model.predict(16384, 768, 3072) == {"fused": 360.0, "unfused": 520.0}  # linear past the grid
+    assert not model.use_fused(0, 768, 3072)
+    # within the margin: the unfused path (eager itself) is kept
+    tie = cx.CrossoverModel("GPU", (_family(768, 3072, rows, [99, 99, 99, 99], [100] * 4, 1, 1),))
+    assert not tie.use_fused(4096, 768, 3072)
+    # another shape reads the nearest family with its rows scaled by the work ratio
+    big = _family(4096, 11008, rows, [20, 30, 200, 1500], [25, 40, 260, 2000], 30, 25)
+    two = cx.CrossoverModel("GPU", (fam, big))
+    assert two._family(5120, 13824)[0] is big and two._family(1024, 2816)[0] is fam
+    assert two.predict(512, 8192, 22016)["fused"] == pytest.approx(big.fused.at(2048))
+    # no table for a GPU: the default threshold
+    assert cx.use_fused(cx.DEFAULT_MIN_ROWS, 768, 3072, None) and not cx.use_fused(127, 768, 3072, None)
+    # the table's JSON form round-trips into the same model
+    doc = {"devices": {"GPU": {"families": [{"dim": 768, "hidden": 3072, "rows": list(rows),
+                                             "fused_gpu_us": [10, 12, 40, 180], "eager_gpu_us": [14, 17, 50, 260],
+                                             "fused_host_us": 30, "eager_host_us": 25}]}}}
+    assert cx.model_from_table(doc, "GPU") == model and cx.model_from_table(doc, "other") is None
+
+
+def test_committed_crossover_table_never_routes_to_a_slower_path() -> None:
+    from mlptui.runners.fused import crossover as cx
+
+    doc = json.loads(cx.TABLE_FILE.read_text()) if cx.TABLE_FILE.exists() else {}
+    if not doc:
+        pytest.skip("no crossover table committed")
+    for device in doc["devices"]:
+        model = cx.model_for(device)
+        assert model is not None
+        for fam in model.families:
+            for r, gf, ge in zip(fam.fused.rows, fam.fused.gpu_us, fam.eager.gpu_us, strict=True):
+                if model.use_fused(r, fam.dim, fam.hidden):  # chosen only where measured faster
+                    assert max(fam.fused.host_us, gf) < max(fam.eager.host_us, ge), (device, fam.dim, r)
+            for train, pairs in ((False, fam.fwd_bench), (True, fam.train_bench)):
+                for r, (f, e) in zip(fam.bench_rows, pairs, strict=True):
+                    if model.use_fused(r, fam.dim, fam.hidden, train) and f is not None:
+                        assert f < e, (device, fam.dim, r, train)  # the sweep measured it faster
+                    if train and f is None:
+                        assert not model.use_fused(r, fam.dim, fam.hidden, True)  # unmeasured: unfused
+
+
+def test_crossover_folds_the_sweep_and_routes_training_by_it() -> None:
+    from mlptui.runners.fused import crossover as cx
+
+    rows = [1, 64, 1024, 8192]
+    fam = {"dim": 768, "hidden": 3072, "rows": rows, "fused_gpu_us": [10, 12, 40, 180],
+           "eager_gpu_us": [14, 17, 50, 260], "fused_host_us": 5, "eager_host_us": 5}
+    table = {"version": 1, "devices": {"GPU": {"families": [fam]}}}
+
+    def cell(r, mode, ps, us, path=None):
+        row = {"sweep": True, "dim": 768, "hidden": 3072, "rows": r, "pass": ps, "mode": mode, "median_us": us}
+        return row if path is None else {**row, "path": path}
+    results = [cell(64, "eager", "fwd", 20), cell(64, "fused", "fwd", 25, "fused"),  # measured slower
+               cell(8192, "eager", "fwd", 250), cell(8192, "fused", "fwd", 190, "fused"),
+               cell(8192, "eager", "fwd+bwd", 800), cell(8192, "fused", "fwd+bwd", 700, "fused"),
+               cell(64, "eager", "fwd+bwd", 90), cell(64, "fused", "fwd+bwd", 90, "unfused")]
+    folded = cx.fold_sweep(table, {"device": "GPU", "results": results}, "test")
+    f = folded["devices"]["GPU"]["families"][0]
+    assert f["bench_rows"] == [64, 8192] and f["fwd_bench_us"] == [[25, 20], [190, 250]]
+    assert f["train_bench_us"] == [[None, None], [700, 800]]  # 64 rows: the fused path did not run
+    model = cx.model_from_table(folded, "GPU")
+    assert not model.use_fused(64, 768, 3072)  # the model says faster, the sweep measured it slower
+    assert model.use_fused(8192, 768, 3072) and model.use_fused(8192, 768, 3072, train=True)
+    assert not model.use_fused(64, 768, 3072, train=True)  # training: unmeasured is unfused

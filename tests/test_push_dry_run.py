@@ -95,8 +95,8 @@ def test_manifest_update_keeps_runs_and_other_keys(tmp_path: Path) -> None:
         merge_remote,
         plan_push,
         read_manifest,
+        save_published,
         with_published,
-        write_json_atomic,
     )
     from mlptui.sources.hub_spec import parse_hf_spec
 
@@ -117,9 +117,9 @@ def test_manifest_update_keeps_runs_and_other_keys(tmp_path: Path) -> None:
     assert [r["trace"] for r in merged["runs"]] == ["other.pt.trace.json.gz", sample_traces()[0].name]
     assert set(merged["published"]) == {"other.pt.trace.json.gz", "gone-elsewhere.json", sample_traces()[0].name}
 
-    write_json_atomic(tmp_path / "manifest.json", updated)
+    save_published(tmp_path, updated)
     assert json.loads((tmp_path / "manifest.json").read_text()) == updated
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp")] == []
 
 
 def test_unreadable_manifest_is_never_overwritten(tmp_path: Path) -> None:
@@ -127,5 +127,5 @@ def test_unreadable_manifest_is_never_overwritten(tmp_path: Path) -> None:
     from mlptui.publish.hub_push import read_manifest
 
     (tmp_path / "manifest.json").write_text("{not json")
-    with pytest.raises(MlptuiError, match="cannot read the manifest"):
+    with pytest.raises(MlptuiError, match="is not valid JSON"):
         read_manifest(tmp_path / "manifest.json")

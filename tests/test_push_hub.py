@@ -92,7 +92,7 @@ def test_push_never_deletes_remote_files_and_skips_unchanged_ones(folder: Path, 
         hub.cas_holds(sorted(folder.glob("*.pt.trace.json.gz")))
         env = hub_env(tmp_path / "hf", hub.endpoint)
         assert run_mlptui(["push", str(folder), "--repo", "me/t"], env).returncode == 0
-        r = run_mlptui(["push", str(folder), "--repo", "me/t", "--no-delete"], env)
+        r = run_mlptui(["push", str(folder), "--repo", "me/t"], env)
         assert r.returncode == 0, r.stderr
         repo = hub.repos[("dataset", "me/t")]
         assert repo.files["older/keep.pt.trace.json"] == b'{"traceEvents": []}'

@@ -167,7 +167,6 @@ def test_open_hands_the_trace_to_the_viewer_in_its_own_process(tmp_path: Path,
     from mlptui.runners import cli_run
 
     calls: list[list[str]] = []
-    monkeypatch.setattr(cli_run, "viewer_installed", lambda: True)
     monkeypatch.setattr(cli_run.subprocess, "call", lambda argv: calls.append(argv) or 0)
     assert main(["run", "linear", "--device", "cpu", "--rows", "4", "--open", "--out", str(tmp_path)]) == 0
     trace = next(tmp_path.glob("*.pt.trace.json.gz"))

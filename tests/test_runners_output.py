@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from mlptui.cli import main
+from mlptui.contract import files
 from mlptui.contract.errors import MlptuiError
 from mlptui.runners import output
 
@@ -56,7 +57,7 @@ def test_manifest_merges_and_replaces_the_same_trace(tmp_path: Path) -> None:
     data = orjson.loads((tmp_path / "manifest.json").read_bytes())
     assert data == {"mlptui_manifest": 1, "runs": [{"trace": "b.pt.trace.json.gz", "median": 2},
                                                    {"trace": "a.pt.trace.json.gz", "median": 3}]}
-    assert sorted(p.name for p in tmp_path.iterdir()) == [output.LOCK_NAME, "manifest.json"]
+    assert visible(tmp_path) == ["manifest.json"]
 
 
 def test_a_failed_manifest_write_leaves_the_old_one_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -66,12 +67,11 @@ def test_a_failed_manifest_write_leaves_the_old_one_whole(tmp_path: Path, monkey
     def failing_replace(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(output.os, "replace", failing_replace)
-    with pytest.raises(MlptuiError, match="No space left on device"):
+    monkeypatch.setattr(files.os, "replace", failing_replace)
+    with pytest.raises(MlptuiError, match="No space left"):
         output.add_run(tmp_path, {"trace": "b.pt.trace.json.gz"})
     assert (tmp_path / "manifest.json").read_bytes() == before
-    # no temp file left behind
-    assert sorted(p.name for p in tmp_path.iterdir()) == [output.LOCK_NAME, "manifest.json"]
+    assert visible(tmp_path) == ["manifest.json"]  # no temp file left behind
 
 
 def test_a_broken_manifest_stops_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -79,10 +79,15 @@ def test_a_broken_manifest_stops_before_any_work(tmp_path: Path, capsys: pytest.
     assert main(["run", *SMALL, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"mlptui: {tmp_path / 'manifest.json'} is not valid JSON") and err.count("\n") == 1
-    assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]
+    assert visible(tmp_path) == ["manifest.json"]
     (tmp_path / "manifest.json").write_text("[]")
     with pytest.raises(MlptuiError, match="not an mlptui manifest"):
         output.read_manifest(tmp_path)
+
+
+def visible(folder: Path) -> list[str]:
+    """The folder's files, sorted (a run folder holds its traces and the manifest, nothing else)."""
+    return sorted(p.name for p in folder.iterdir())
 
 
 @pytest.fixture
@@ -106,7 +111,7 @@ def test_existing_output_is_kept_and_the_new_run_gets_a_free_name(tmp_path: Path
     runs = orjson.loads((tmp_path / "manifest.json").read_bytes())["runs"]
     assert [r["trace"] for r in runs] == [new]
     assert (tmp_path / new).stat().st_size > 1000
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([EXPECTED, new, "manifest.json", output.LOCK_NAME])
+    assert visible(tmp_path) == sorted([EXPECTED, new, "manifest.json"])
 
 
 def test_ctrl_c_while_timing_leaves_no_partial_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -3,41 +3,48 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from textual import work
 from textual.app import App
 from textual.message import Message
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
 
 from mlptui.contract.errors import MlptuiError
 from mlptui.keys import APP_KEYS, user_keymap
+from mlptui.screens.diff_screen import DiffScreen
 from mlptui.screens.help_screen import HelpScreen
 from mlptui.screens.loading import LoadingScreen
 from mlptui.screens.partner import PartnerScreen
 from mlptui.screens.picker import PickerScreen
 from mlptui.screens.trace_screen import TraceScreen
 from mlptui.viewmodels.facts import TraceFacts
+from mlptui.widgets.worker_errors import WorkerFailed
 
 
 class MlptuiApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "mlptui"
-    BINDINGS = APP_KEYS
+    BINDINGS = [*APP_KEYS]
     ENABLE_COMMAND_PALETTE = False
 
     class Listed(Message):
-        def __init__(self, folder: str, specs: list[str] | None, error: str | None) -> None:
+        def __init__(self, folder: str, specs: list[str] | None, error: str | None,
+                     ranks: list[tuple[int, Path]] | None = None) -> None:
             self.folder = folder
             self.specs = specs
             self.error = error
+            self.ranks = ranks          # the folder's traces are the ranks of one run
             super().__init__()
 
     def __init__(self, specs: list[str]) -> None:
         super().__init__()
         self.specs = list(specs)
         self.facts_cache: dict[str, TraceFacts] = {}
-        keymap = user_keymap()
-        if keymap:
-            self.set_keymap(keymap)
+        self.user_keys = user_keymap()
+        if self.user_keys:
+            self.set_keymap(self.user_keys)
 
     def on_mount(self) -> None:
         if not self.specs:
@@ -63,13 +70,17 @@ class MlptuiApp(App[int]):
         except Exception as exc:     # the worker's boundary: shown by the loading screen, never a hang
             self.post_message(self.Listed(spec, None, f"{type(exc).__name__}: {exc}"))
             return
-        self.post_message(self.Listed(spec, specs, None))
+        self.post_message(self.Listed(spec, specs, None, _rank_files(spec, specs)))
 
     def on_mlptui_app_listed(self, message: Listed) -> None:
         if message.error:
             self.push_screen(LoadingScreen([message.folder]))
         elif message.specs is None:
             self.push_screen(LoadingScreen([message.folder]))
+        elif message.ranks is not None:
+            from mlptui.screens.run_loading import RunLoadingScreen
+
+            self.push_screen(RunLoadingScreen(message.folder, message.ranks))
         else:
             self.push_screen(PickerScreen(message.specs, message.folder))
 
@@ -81,22 +92,16 @@ class MlptuiApp(App[int]):
         else:
             self.push_screen(LoadingScreen(specs))
 
-    def show_loaded(self, loading: LoadingScreen, facts: list[TraceFacts]) -> None:
+    def show_loaded(self, loading: Screen[Any], facts: list[TraceFacts]) -> None:
         for f in facts:
             self.facts_cache.setdefault(f.trace.source, f)
         self._show(facts, replace=self.screen is loading)
 
     def _show(self, facts: list[TraceFacts], *, replace: bool) -> None:
+        screen: TraceScreen | DiffScreen
         if len(facts) == 1:
             screen = TraceScreen(facts[0])
         else:
-            try:
-                from mlptui.screens.diff_screen import DiffScreen
-            except ImportError:
-                self.notify("the diff screen is not available in this build", severity="error")
-                if replace:
-                    self.pop_screen()
-                return
             screen = DiffScreen(facts[0].trace, facts[1].trace)
         if replace:
             self.switch_screen(screen)
@@ -121,6 +126,26 @@ class MlptuiApp(App[int]):
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
+
+    # -- failures --------------------------------------------------------------------------------
+    def on_worker_failed(self, message: WorkerFailed) -> None:
+        """Every failed worker of every screen ends here: shown, logged, never silent."""
+        self.log.error(message.text)
+        self.notify(message.text, title="mlptui", severity="error", timeout=15)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state is WorkerState.ERROR:      # the app's own workers (listing a folder)
+            self.on_worker_failed(WorkerFailed(event.worker.name, event.worker.error))
+
+
+def _rank_files(spec: str, specs: list[str] | None) -> list[tuple[int, Path]] | None:
+    """The traces of a local folder in rank order when they are the ranks of one run."""
+    from mlptui.sources.dispatch import source_kind
+    from mlptui.trace.parse.rank_hint import rank_files
+
+    if not specs or source_kind(spec) != "local":
+        return None
+    return rank_files([Path(s) for s in specs])
 
 
 def make_app(specs: list[str]) -> MlptuiApp:

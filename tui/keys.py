@@ -71,6 +71,20 @@ TRACE_KEYS = [
     Binding("6", "focus_pane('details')", "Details pane", show=False, id="pane-details"),
 ]
 
+# A run of several ranks: the ranks view, and `<` `>` between ranks on a rank's trace screen.
+RANK_SWITCH_KEYS = [
+    Binding("less_than_sign", "rank(-1)", "Prev rank", id="prev-rank", key_display="<"),
+    Binding("greater_than_sign", "rank(1)", "Next rank", id="next-rank", key_display=">"),
+]
+RANKS_KEYS = [
+    *RANK_SWITCH_KEYS,
+    Binding("o", "open_rank", "Open rank", id="open-rank", tooltip="every pane of the selected rank (also enter)"),
+    Binding("tab", "app.focus_next", "Next pane", show=False, id="ranks-next-pane"),
+    Binding("shift+tab", "app.focus_previous", "Previous pane", show=False, id="ranks-previous-pane"),
+    Binding("z", "zoom_pane", "Zoom", show=False, id="ranks-zoom-pane"),
+    Binding("escape", "back", "Back", show=False, id="ranks-back"),
+]
+
 PICKER_KEYS = [
     Binding("enter", "open", "Open", id="open"),
     Binding("m", "mark", "Mark for diff", id="mark"),

@@ -25,15 +25,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mlptui.commands.output import dumps_json, safe_doc
+    from mlptui.gc_policy import bulk_allocation
     from mlptui.sources.dispatch import open_trace
     from mlptui.trace.diff.render import render_markdown, render_text
     from mlptui.trace.diff.trace_diff import diff_traces, step_by_number
 
-    a = open_trace(args.a)
-    b = open_trace(args.b)
-    step_a = None if args.step_a is None else step_by_number(a, args.step_a, "A")
-    step_b = None if args.step_b is None else step_by_number(b, args.step_b, "B")
-    doc = diff_traces(a, b, step_a, step_b).to_json()
+    with bulk_allocation():
+        a = open_trace(args.a)
+        b = open_trace(args.b)
+        step_a = None if args.step_a is None else step_by_number(a, args.step_a, "A")
+        step_b = None if args.step_b is None else step_by_number(b, args.step_b, "B")
+        doc = diff_traces(a, b, step_a, step_b).to_json()
     if args.json:
         out = dumps_json(doc)
     elif args.md:

@@ -19,6 +19,7 @@ import socket
 import stat
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -64,7 +65,7 @@ def _local_copy(spec: str) -> Path:
     return path
 
 
-def _fetch_progress(spec: str):
+def _fetch_progress(spec: str) -> Callable[[int, int], None] | None:
     if not sys.stderr.isatty():
         return None
 

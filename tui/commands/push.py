@@ -23,8 +23,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="kind of --repo (default: dataset)")
     parser.add_argument("--prefix", default="", metavar="PATH",
                         help="folder inside the bucket or repo to push into (default: its root)")
-    parser.add_argument("--no-delete", action="store_true",
-                        help="keep remote files that are not in FOLDER (always the case: push never deletes)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace bucket files of the same name but other content (buckets keep no history)")
     parser.add_argument("--dry-run", action="store_true",

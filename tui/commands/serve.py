@@ -14,10 +14,16 @@ import ipaddress
 import shlex
 import socket
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from mlptui.contract.errors import MlptuiError
+
+if TYPE_CHECKING:
+    from aiohttp import web
+    from textual_serve.server import Server
 
 DEFAULT_PORT = 8000
 
@@ -59,7 +65,7 @@ def allowed_origins(host: str, port: int, public_url: str | None) -> set[str]:
     return origins
 
 
-def make_server(specs: list[str], bind: str, port: int, public_url: str | None):
+def make_server(specs: list[str], bind: str, port: int, public_url: str | None) -> Server:
     """A textual-serve Server for `mlptui view SPECS`, listening on `bind`:`port`."""
     from aiohttp import web
     from textual_serve.server import Server
@@ -83,7 +89,8 @@ def make_server(specs: list[str], bind: str, port: int, public_url: str | None):
             statics = Path(self.statics_path).resolve()
 
             @web.middleware
-            async def guard(request: web.Request, handler):
+            async def guard(request: web.Request,
+                            handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
                 # Every route, /static/ and /download/ included, answers only this server's own pages.
                 self._check(request, need_origin=request.path == "/ws")
                 if request.path.startswith("/static"):

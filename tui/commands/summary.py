@@ -17,21 +17,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mlptui.commands.output import dumps_json, safe_lines
+    from mlptui.gc_policy import bulk_allocation
     from mlptui.sources.dispatch import is_folder, list_traces, open_trace
     from mlptui.trace.analysis.summary import summarize
 
     if is_folder(args.path):
         found = list_traces(args.path)
+        from mlptui.commands.summary_ranks import rank_run_summary
+
+        if rank_run_summary(args, found):
+            return 0
         if args.json:
-            sys.stdout.write(dumps_json({"folder": args.path, "traces": found}))
+            sys.stdout.write(dumps_json({"folder": args.path, "traces": found, "ranks": None}))
         elif not found:
             print(safe_lines([f"{args.path}: no traces in this folder"]))
         else:
             print(safe_lines([f"{len(found)} trace(s) in {args.path}; `mlptui summary <one of them>` reports one:"]))
             print(safe_lines(found))
         return 0
-    trace = open_trace(args.path)
-    report = summarize(trace)
+    with bulk_allocation():
+        trace = open_trace(args.path)
+        report = summarize(trace)
+    report["ranks"] = None  # one trace; a folder of rank traces has a "ranks" section
     sys.stdout.write(format_report(report, "json" if args.json else "md" if args.md else "text", top=args.top))
     return 0
 

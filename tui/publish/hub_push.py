@@ -13,16 +13,15 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from filelock import FileLock
-
 from mlptui.contract.errors import MlptuiError
-from mlptui.contract.manifest import MANIFEST_LOCK
+from mlptui.contract.manifest import Manifest, update_manifest
+from mlptui.contract.manifest import read_manifest as read_folder_manifest
 from mlptui.contract.text import printable
 from mlptui.sources.hub import MANIFEST, hub_errors, require_buckets
 from mlptui.sources.hub_spec import HubSpec, hub_endpoint, perfetto_url, resolve_url
@@ -104,16 +103,13 @@ def plan_push(folder: str | os.PathLike[str], target: HubSpec, endpoint: str | N
 # --- manifest ---------------------------------------------------------------------------------------
 
 def read_manifest(path: Path) -> dict[str, Any]:
-    """The folder's manifest, or a new empty one; a manifest that is not JSON is an error (never clobbered)."""
-    if not path.exists():
-        return {"mlptui_manifest": 1, "runs": []}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise MlptuiError(f"{path}: cannot read the manifest ({exc})") from None
-    if not isinstance(data, dict):
-        raise MlptuiError(f"{path}: the manifest is not a JSON object")
-    return data
+    """The folder's manifest as a dict (a new empty one when there is none); one that is unusable is an
+    error, so it is never clobbered."""
+    m = read_folder_manifest(path.parent)
+    out: dict[str, Any] = {**m.extra, "mlptui_manifest": m.mlptui_manifest, "runs": m.runs}
+    if m.published is not None:
+        out["published"] = m.published
+    return out
 
 
 def with_published(manifest: dict[str, Any], plan: PushPlan, private: bool | None, when: str) -> dict[str, Any]:
@@ -144,18 +140,11 @@ def merge_remote(local: dict[str, Any], remote: dict[str, Any] | None) -> dict[s
     return out
 
 
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Write `data` to `path` through a temp file in the same folder and os.replace (never half-written)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+def save_published(folder: Path, manifest: dict[str, Any]) -> None:
+    """Record this push's links in the folder's manifest, under its lock (runs written meanwhile are kept)."""
+    def change(m: Manifest) -> None:
+        m.published = {**(m.published or {}), **(manifest.get("published") or {})}
+    update_manifest(folder, change)
 
 
 def _dumps(data: dict[str, Any]) -> bytes:
@@ -258,8 +247,7 @@ def push(plan: PushPlan, opts: PushOptions, err: TextIO = sys.stderr) -> bool:
             _push_bucket(api, plan, others, upload_manifest, opts, err)
         else:
             _push_repo(api, plan, others, upload_manifest, opts)
-    with FileLock(plan.folder / MANIFEST_LOCK, timeout=120):     # a run may be adding to it right now
-        write_json_atomic(own_path, with_published(read_manifest(own_path), plan, private, when))
+    save_published(plan.folder, local_manifest)
     return private
 
 
@@ -318,9 +306,14 @@ def _progress(files: list[PlannedFile], enabled: bool) -> Any:
 
 
 @contextlib.contextmanager
-def _quiet_hub_bars() -> Any:
+def _quiet_hub_bars() -> Iterator[None]:
     """Our bar is the one bar: silence huggingface_hub's own while we upload."""
-    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+    # the package re-exports these lazily, invisibly to the type checker
+    from huggingface_hub.utils import (  # type: ignore[attr-defined, unused-ignore]
+        are_progress_bars_disabled,
+        disable_progress_bars,
+        enable_progress_bars,
+    )
 
     was = are_progress_bars_disabled()
     disable_progress_bars()

@@ -21,6 +21,7 @@ from textual.widgets import Footer, LoadingIndicator, Static
 from mlptui.contract.errors import MlptuiError
 from mlptui.contract.text import markup_escape
 from mlptui.screens.help_screen import HelpScreen, help_text, key_text
+from mlptui.screens.host import host
 from mlptui.trace.diff.cpu import op_key
 from mlptui.trace.diff.details import pair_details
 from mlptui.trace.diff.render import MARKERS, fmt_speedup
@@ -28,6 +29,7 @@ from mlptui.trace.diff.trace_diff import Side, TraceDiff, diff_traces
 from mlptui.trace.model import Trace
 from mlptui.viewmodels.fmt import us
 from mlptui.widgets.diff_list import DiffList
+from mlptui.widgets.worker_errors import ReportsWorkerErrors, WorkerFailed
 
 # GPU ops (both sides together) above which the first alignment runs in a worker, not in the constructor.
 SYNC_LIMIT = 20_000
@@ -86,7 +88,7 @@ class DiffHelp(HelpScreen):
     """The explorer's help with the diff screen's keys first (same box, same look, same remaps)."""
 
     def compose(self) -> ComposeResult:
-        keymap = getattr(self.app, "_keymap", {}) or {}
+        keymap = host(self.app).user_keys
         text = Text()
         text.append("Diff screen\n", "bold")
         for b in DIFF_KEYS:
@@ -98,9 +100,9 @@ class DiffHelp(HelpScreen):
             yield Static(text, id="help-text")
 
 
-class DiffScreen(Screen[None]):
+class DiffScreen(ReportsWorkerErrors, Screen[None]):
     CSS_PATH = "../diff.tcss"
-    BINDINGS = DIFF_KEYS
+    BINDINGS = [*DIFF_KEYS]
 
     def __init__(self, a: Trace, b: Trace, *, step_a: int | None = None, step_b: int | None = None,
                  diff: TraceDiff | None = None) -> None:
@@ -139,7 +141,8 @@ class DiffScreen(Screen[None]):
             message = markup_escape(f"cannot diff: {type(exc).__name__}: {exc}")
             self.app.call_from_thread(self._set_status, message)
             return
-        self.app.call_from_thread(self._first_show, d)
+        # Textual types the callback as `Callable[..., T | Awaitable[T]]`, which mypy cannot solve for a coroutine
+        self.app.call_from_thread(self._first_show, d)  # type: ignore[arg-type]
 
     async def _first_show(self, d: TraceDiff) -> None:
         self.diff = d
@@ -153,7 +156,11 @@ class DiffScreen(Screen[None]):
     @property
     def ready(self) -> bool:
         """The rows are on screen (the first alignment of big traces runs in a worker)."""
-        return self.diff is not None and bool(self.query(DiffList))
+        return self._shown() is not None
+
+    def _shown(self) -> TraceDiff | None:
+        """The diff, once its rows are on screen; None before."""
+        return self.diff if self.diff is not None and self.query(DiffList) else None
 
     @property
     def rows(self) -> DiffList:
@@ -169,10 +176,11 @@ class DiffScreen(Screen[None]):
         self.query_one("#diff-status", Static).update(text)
 
     def _update_status(self, note: str = "") -> None:
-        if not self.ready:
+        diff = self._shown()
+        if diff is None:
             return
         row = self.rows.current_row
-        diffs = self.diff.differences()
+        diffs = diff.differences()
         text = note
         cpu = self.rows.cpu_line(self.rows.cursor)
         if not text and cpu is not None:
@@ -204,17 +212,19 @@ class DiffScreen(Screen[None]):
             self.rows.jump_cpu()
 
     def action_details(self) -> None:
-        if not self.ready:
+        diff = self._shown()
+        if diff is None:
             return
         row = self.rows.current_row
         if row is not None:
-            self.app.push_screen(PairDetails(pair_details(self.diff, row)))
+            self.app.push_screen(PairDetails(pair_details(diff, row)))
 
     def action_swap(self) -> None:
-        if not self.ready:
+        diff = self._shown()
+        if diff is None:
             return
         cursor = self.rows.cursor
-        self._show(self.diff.swapped())
+        self._show(diff.swapped())
         self.rows.move_cursor(cursor, center=True)
 
     def action_toggle_raw(self) -> None:
@@ -224,14 +234,15 @@ class DiffScreen(Screen[None]):
         self.rows.refresh_text()
 
     def action_step(self, delta: int) -> None:
-        if not self.ready:
+        diff = self._shown()
+        if diff is None:
             return
-        ta, tb = self.diff.trace_a, self.diff.trace_b
+        ta, tb = diff.trace_a, diff.trace_b
         if ta is None or tb is None or not (ta.steps and tb.steps):
             self._update_status("these traces have no ProfilerStep to switch between")
             return
         # Both sides move together, each within its own steps.
-        now = [max(self.diff.a.step_index, 0), max(self.diff.b.step_index, 0)]
+        now = [max(diff.a.step_index, 0), max(diff.b.step_index, 0)]
         pos = [max(0, min(p + delta, len(t.steps) - 1)) for p, t in zip(now, (ta, tb), strict=True)]
         if pos == now:
             self._update_status("no " + ("later" if delta > 0 else "earlier") + " step on either side")
@@ -243,6 +254,9 @@ class DiffScreen(Screen[None]):
     def _realign(self, ta: Trace, tb: Trace, sa: int, sb: int) -> None:
         d = diff_traces(ta, tb, sa, sb)
         self.app.call_from_thread(self._show, d)
+
+    def worker_failed(self, failed: WorkerFailed) -> None:
+        self._set_status(failed.text)
 
     def action_help(self) -> None:
         if not isinstance(self.app.screen, HelpScreen):

@@ -10,6 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from mlptui import keys
+from mlptui.screens.host import host
 
 GROUPS = [
     ("Everywhere", keys.APP_KEYS),
@@ -19,6 +20,7 @@ GROUPS = [
     ("Kernels & launches tables", keys.TABLE_KEYS),
     ("Timeline", keys.TIMELINE_KEYS),
     ("Trace list", keys.PICKER_KEYS),
+    ("Run of several ranks (ranks view; < > on a rank)", keys.RANKS_KEYS),
 ]
 
 LEGEND = """[b]Reading the panes[/b]
@@ -60,7 +62,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
-            yield Static(help_text(getattr(self.app, "_keymap", {}) or {}), id="help-text")
+            yield Static(help_text(host(self.app).user_keys), id="help-text")
 
     def action_scroll(self, direction: str) -> None:
         body = self.query_one("#help-body", VerticalScroll)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import time
 
 from textual import work
@@ -15,11 +14,13 @@ from textual.widgets import Footer, ProgressBar, Static
 
 from mlptui.contract.errors import MlptuiError
 from mlptui.contract.text import markup_escape as escape
-from mlptui.contract.text import printable
+from mlptui.gc_policy import bulk_allocation
+from mlptui.screens.host import host
 from mlptui.viewmodels.facts import TraceFacts, build_facts
+from mlptui.widgets.worker_errors import ReportsWorkerErrors, WorkerFailed
 
 
-class LoadingScreen(Screen):
+class LoadingScreen(ReportsWorkerErrors, Screen[None]):
     BINDINGS = [Binding("escape", "back", "Back", id="loading-back")]
 
     class Progress(Message):
@@ -67,9 +68,9 @@ class LoadingScreen(Screen):
 
         facts: list[TraceFacts] = []
         try:
-            for spec in self.specs:
-                facts.append(build_facts(open_trace(spec, progress)))
-            gc.freeze()     # the trace and its facts live as long as the app: keep them out of GC passes
+            with bulk_allocation():     # the traces and their facts live as long as the app
+                for spec in self.specs:
+                    facts.append(build_facts(open_trace(spec, progress)))
         except MlptuiError as exc:
             self.post_message(self.Failed(str(exc)))
             return
@@ -81,6 +82,9 @@ class LoadingScreen(Screen):
             return
         self.post_message(self.Loaded(facts))
 
+    def worker_failed(self, failed: WorkerFailed) -> None:
+        self.post_message(self.Failed(failed.text))     # the screen says why instead of "indexing …"
+
     def on_loading_screen_progress(self, message: Progress) -> None:
         bar = self.query_one(ProgressBar)
         bar.update(total=max(message.total, 1), progress=message.done)
@@ -91,13 +95,13 @@ class LoadingScreen(Screen):
     def on_loading_screen_failed(self, message: Failed) -> None:
         self.query_one(ProgressBar).display = False
         self.query_one("#loading-error", Static).update(
-            f"[b]mlptui: {escape(printable(message.text))}[/b]\n\nesc: back   q: quit")
+            f"[b]mlptui: {escape(message.text)}[/b]\n\nesc: back   q: quit")
 
     def on_loading_screen_loaded(self, message: Loaded) -> None:
         facts = message.facts
         if self.with_facts is not None:
             facts = [self.with_facts, *facts]
-        self.app.show_loaded(self, facts)
+        host(self.app).show_loaded(self, facts)
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 1:

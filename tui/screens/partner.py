@@ -12,11 +12,13 @@ from textual.widgets import Static
 
 from mlptui.contract.errors import MlptuiError
 from mlptui.contract.text import markup_escape as escape
-from mlptui.screens.picker import TraceList, ladder_key
+from mlptui.screens.host import host
 from mlptui.widgets.lines import LineList
+from mlptui.widgets.trace_list import TraceList, ladder_key
+from mlptui.widgets.worker_errors import ReportsWorkerErrors
 
 
-class PartnerScreen(ModalScreen[str | None]):
+class PartnerScreen(ReportsWorkerErrors, ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="partner-cancel")]
 
     class Listed(Message):
@@ -38,7 +40,7 @@ class PartnerScreen(ModalScreen[str | None]):
 
     def on_mount(self) -> None:
         self.query_one("#partner-box").border_title = f"traces in {self.folder}"
-        self.query_one(TraceList).facts.update(self.app.facts_cache)
+        self.query_one(TraceList).facts.update(host(self.app).facts_cache)
         self.query_one(TraceList).focus()
         self.list_folder()
 

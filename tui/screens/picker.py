@@ -18,65 +18,22 @@ from textual.widgets import Footer, Static
 
 from mlptui.contract.errors import MlptuiError
 from mlptui.contract.text import markup_escape as escape
-from mlptui.contract.text import printable
+from mlptui.gc_policy import bulk_allocation
 from mlptui.keys import PICKER_KEYS
+from mlptui.screens.host import host
 from mlptui.screens.trace_screen import device_line
-from mlptui.viewmodels import fmt
-from mlptui.viewmodels.facts import TraceFacts, build_facts, call_stats, kernel_count
-from mlptui.widgets.lines import Cell, Column, LineList
+from mlptui.viewmodels.facts import TraceFacts, build_facts
+from mlptui.widgets.lines import LineList
+from mlptui.widgets.trace_list import TraceList, ladder_key
+from mlptui.widgets.worker_errors import ReportsWorkerErrors
 
 PRELOAD_BYTES = 20_000_000     # local traces up to this size are summarised while the list shows
-LADDER = ["linear", "mlp", "kernels-mlp", "fused-mlp"]
-MODES = ["eager", "compile", "reduce-overhead", "max-autotune"]
 
 
-def ladder_key(spec: str) -> tuple:
-    """Sort the article's ladder in its order: linear, mlp, Liger, fused; eager before compile."""
-    name = spec.rstrip("/").rsplit("/", 1)[-1]
-    workload = max((w for w in LADDER if name.startswith(w + "-")), key=len, default="")
-    rest = name[len(workload) + 1:] if workload else name
-    mode = max((m for m in MODES if rest.startswith(m + "-")), key=len, default="")
-    return (LADDER.index(workload) if workload else len(LADDER), "-fp32-" in name,
-            MODES.index(mode) if mode else len(MODES), name)
-
-
-class TraceList(LineList):
-    def __init__(self, specs: list[str], *, id: str | None = None) -> None:
-        super().__init__(
-            [Column("#", 2, ">"), Column("trace", 28), Column("kernels", 7, ">"),
-             Column("the step's kernels", 0, min_width=36), Column("launches", 8, ">", drop=6),
-             Column("CPU ops", 7, ">", drop=4), Column("GPU busy", 9, ">", drop=5), Column("CPU", 9, ">", drop=7),
-             Column("occ.q", 5, ">"), Column("device", 11, drop=8), Column("file", 30, drop=9)],
-            id=id,
-        )
-        self.specs = specs
-        self.facts: dict[str, TraceFacts] = {}
-        self.errors: dict[str, str] = {}
-        self.marked_spec: str | None = None
-
-    def row_count(self) -> int:
-        return len(self.specs)
-
-    def row_cells(self, index: int) -> list[Cell]:
-        spec = self.specs[index]
-        name = spec.rstrip("/").rsplit("/", 1)[-1]
-        mark = "[A] " if spec == self.marked_spec else ""
-        facts = self.facts.get(spec)
-        if facts is None:
-            state = self.errors.get(spec, "…")
-            return [str(index + 1), (mark + name, "base"), "", (state, "dim"), "", "", "", "", "", "", name]
-        s = facts.per_step()
-        device = (facts.trace.device_name or "-").replace("NVIDIA ", "")
-        occupancy = sum(c.count for c in call_stats(facts, s.index if s.index >= 0 else None)
-                        if c.kind == "occupancy")
-        return [str(index + 1), mark + facts.label, str(kernel_count(facts)), facts.focus_mix,
-                str(s.launches), str(facts.focus_cpu_ops), fmt.us(s.gpu_busy_us), fmt.us(s.cpu_us),
-                (str(occupancy), "warn" if occupancy else "dim"), device, name]
-
-
-class PickerScreen(Screen):
-    BINDINGS = PICKER_KEYS + [
-        Binding(str(n), f"jump({n})", f"Trace {n}", show=False, id=f"trace-{n}") for n in range(1, 10)
+class PickerScreen(ReportsWorkerErrors, Screen[None]):
+    BINDINGS = [
+        *PICKER_KEYS,
+        *(Binding(str(n), f"jump({n})", f"Trace {n}", show=False, id=f"trace-{n}") for n in range(1, 10)),
     ]
 
     class Summarised(Message):
@@ -106,7 +63,7 @@ class PickerScreen(Screen):
             f"{len(self.specs)} traces · per-step figures of the last profiled step")
         self.query_one("#picker-findings-pane").border_title = "findings"
         table = self.query_one(TraceList)
-        table.facts.update(self.app.facts_cache)
+        table.facts.update(host(self.app).facts_cache)
         table.reset_rows(0)
         table.focus()
         self._show_findings()
@@ -117,7 +74,7 @@ class PickerScreen(Screen):
         from mlptui.sources.dispatch import open_trace, source_kind
 
         for spec in self.specs:
-            if spec in self.app.facts_cache:
+            if spec in host(self.app).facts_cache:
                 continue
             if source_kind(spec) != "local":
                 continue
@@ -125,7 +82,9 @@ class PickerScreen(Screen):
                 if Path(spec).stat().st_size > PRELOAD_BYTES:
                     self.post_message(self.Summarised(spec, None, "large: enter opens"))
                     continue
-                self.post_message(self.Summarised(spec, build_facts(open_trace(spec)), None))
+                with bulk_allocation():
+                    facts = build_facts(open_trace(spec))
+                self.post_message(self.Summarised(spec, facts, None))
             except (MlptuiError, OSError, ValueError) as exc:
                 self.post_message(self.Summarised(spec, None, f"unreadable: {exc}"))
             except Exception as exc:   # one trace's failure is its row's text; the others still load
@@ -134,7 +93,7 @@ class PickerScreen(Screen):
     def on_picker_screen_summarised(self, message: Summarised) -> None:
         table = self.query_one(TraceList)
         if message.facts is not None:
-            self.app.facts_cache[message.spec] = message.facts
+            host(self.app).facts_cache[message.spec] = message.facts
             table.facts[message.spec] = message.facts
         elif message.error:
             table.errors[message.spec] = message.error
@@ -158,11 +117,11 @@ class PickerScreen(Screen):
         if spec is None:
             target.update("no traces here")
             return
-        facts = self.app.facts_cache.get(spec)
+        facts = host(self.app).facts_cache.get(spec)
         if facts is None:
             table = self.query_one(TraceList)
             error = table.errors.get(spec)
-            target.update(escape(printable(error) if error else f"{printable(spec)}\nreading…"))
+            target.update(escape(error) if error else f"{escape(spec)}\nreading…")
             return
         lines = [f"[b]{escape(device_line(facts))}[/b]  [dim]{escape(spec.rsplit('/', 1)[-1])}[/dim]"]
         lines += [escape(line) for line in facts.findings]
@@ -173,7 +132,7 @@ class PickerScreen(Screen):
     def action_open(self) -> None:
         spec = self._current()
         if spec is not None:
-            self.app.open_specs([spec])
+            host(self.app).open_specs([spec])
 
     def action_jump(self, n: int) -> None:
         table = self.query_one(TraceList)
@@ -194,7 +153,7 @@ class PickerScreen(Screen):
         if table.marked_spec is None or spec is None or spec == table.marked_spec:
             self.notify("mark one trace with m, move to another, then press d", timeout=3)
             return
-        self.app.open_specs([table.marked_spec, spec])
+        host(self.app).open_specs([table.marked_spec, spec])
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:

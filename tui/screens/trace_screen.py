@@ -7,8 +7,6 @@ proportional to the screen, not to the trace (the lists were computed by `facts.
 
 from __future__ import annotations
 
-import gc
-
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -17,7 +15,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from mlptui.contract.text import markup_escape as escape
+from mlptui.gc_policy import bulk_allocation
 from mlptui.keys import TRACE_KEYS
+from mlptui.screens.host import host
 from mlptui.trace.model import LAUNCH_CATS
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.viewmodels import fmt
@@ -30,6 +30,7 @@ from mlptui.widgets.lines import LineList
 from mlptui.widgets.op_tree import OpTree
 from mlptui.widgets.steps import StepList
 from mlptui.widgets.timeline import Timeline
+from mlptui.widgets.worker_errors import ReportsWorkerErrors
 
 MARKED_KERNELS_CAP = 2000
 PANES = {"steps": "#steps", "tree": "#tree", "kernels": "#kernels", "launches": "#launches",
@@ -59,8 +60,8 @@ def device_line(facts: TraceFacts) -> str:
     return "  ·  ".join(parts)
 
 
-class TraceScreen(Screen):
-    BINDINGS = TRACE_KEYS
+class TraceScreen(ReportsWorkerErrors, Screen[None]):
+    BINDINGS = [*TRACE_KEYS]
 
     class LaunchesReady(Message):
         """The launch lists of a big trace are ready (computed after the screen showed)."""
@@ -121,19 +122,19 @@ class TraceScreen(Screen):
     def set_scope(self, step: int | None) -> None:
         trace = self.facts.trace
         self.scope = step
-        if step is None:
-            start = end = None
-        else:
+        span: tuple[float, float] | None = None
+        if step is not None:
             s = trace.steps[step]
-            start, end = s.ts, s.ts + s.dur
-        self.query_one(OpTree).show_scope(start, end)
+            span = (s.ts, s.ts + s.dur)
+        op_start, op_end = span if span is not None else (None, None)
+        self.query_one(OpTree).show_scope(op_start, op_end)
         self.query_one(KernelTable).show(self.facts.gpu_by_step.get(step, []))
         self._show_launches()
         timeline = self.query_one(Timeline)
-        if step is None:
-            span = self._extent()
-            timeline.show_scope(*span)
+        if span is None:
+            timeline.show_scope(*self._extent())
         else:
+            start, end = span
             kernels = self.facts.gpu_by_step.get(step, [])
             gpu_end = max((trace.gpu[g].end for g in kernels[-64:]), default=end)
             timeline.show_scope(start, max(end, gpu_end))
@@ -162,12 +163,12 @@ class TraceScreen(Screen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="launches")
     def link_launches(self) -> None:
         try:
-            add_launches(self.facts)
+            with bulk_allocation():
+                add_launches(self.facts)
         except Exception as exc:     # the worker's boundary: the other panes stay usable, the error shows
             self.app.call_from_thread(self.notify, f"launch lists unavailable: {type(exc).__name__}: {exc}",
                                       severity="error", markup=False)
             return
-        gc.freeze()
         self.post_message(self.LaunchesReady())
 
     def on_trace_screen_launches_ready(self, message: LaunchesReady) -> None:
@@ -394,4 +395,4 @@ class TraceScreen(Screen):
             self.app.pop_screen()
 
     def action_diff(self) -> None:
-        self.app.choose_diff_partner(self.facts)
+        host(self.app).choose_diff_partner(self.facts)

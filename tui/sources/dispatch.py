@@ -9,16 +9,23 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
-from mlptui.contract.errors import MlptuiError
 from mlptui.sources.ssh_spec import is_ssh_spec
 
 if TYPE_CHECKING:
     from mlptui.trace.model import Trace
 
 Progress = Callable[[int, int], None]
+
+
+class SourceHandler(Protocol):
+    """What each module named in HANDLERS defines."""
+
+    def open_trace(self, spec: str, progress: Progress | None = None) -> Trace: ...
+    def list_traces(self, spec: str) -> list[str]: ...
+    def is_folder(self, spec: str) -> bool: ...
+
 
 # kind -> module defining open_trace(spec, progress), list_traces(spec), is_folder(spec)
 HANDLERS: dict[str, str] = {
@@ -44,14 +51,8 @@ def source_kind(spec: str) -> str:
     return "local"
 
 
-def _handler(spec: str) -> ModuleType:
-    kind = source_kind(spec)
-    try:
-        return importlib.import_module(HANDLERS[kind])
-    except ModuleNotFoundError as exc:
-        if exc.name != HANDLERS[kind]:
-            raise
-        raise MlptuiError(f"{spec}: {kind} sources are not available in this installation") from None
+def _handler(spec: str) -> SourceHandler:
+    return cast(SourceHandler, importlib.import_module(HANDLERS[source_kind(spec)]))
 
 
 def open_trace(spec: str, progress: Progress | None = None) -> Trace:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,8 @@ from mlptui.sources.hub_spec import HubSpec, hub_endpoint, parse_hf_spec, resolv
 from mlptui.trace.parse.discover import is_trace_name
 
 if TYPE_CHECKING:
+    from huggingface_hub import BucketFile, BucketFolder, RepoFile, RepoFolder
+
     from mlptui.trace.model import Trace
 
 Progress = Callable[[int, int], None]
@@ -146,7 +148,7 @@ def _forwarding_bar(progress: Progress) -> type:
     """A tqdm class that draws nothing and hands the bytes downloaded so far to `progress`."""
     from tqdm import tqdm
 
-    class ForwardingBar(tqdm):  # type: ignore[misc]
+    class ForwardingBar(tqdm):  # type: ignore[misc, unused-ignore]  # tqdm ships no type information
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             kwargs["disable"] = True
             super().__init__(*args, **kwargs)
@@ -214,8 +216,9 @@ def _fetch_bucket_file(s: HubSpec, bar: type | None = None) -> Path:
 
 def _download(url: str, dest: Path, size: int, bar: type | None = None) -> None:
     """GET `url` into `dest` atomically (temp file in the same folder, then os.replace)."""
+    # huggingface_hub.utils re-exports build_hf_headers lazily, invisibly to the type checker
     from huggingface_hub.file_download import http_get
-    from huggingface_hub.utils import build_hf_headers
+    from huggingface_hub.utils import build_hf_headers  # type: ignore[attr-defined, unused-ignore]
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".incomplete-")
@@ -279,6 +282,7 @@ def _list_remote(s: HubSpec) -> list[str]:
         require_buckets(s.uri())
     api = HfApi(endpoint=hub_endpoint())
     _probe(api, s)
+    entries: Iterable[BucketFile | BucketFolder | RepoFile | RepoFolder]
     if s.is_bucket:
         entries = api.list_bucket_tree(s.repo_id, prefix=s.path or None, recursive=True)
     else:
@@ -291,6 +295,7 @@ def _list_remote(s: HubSpec) -> list[str]:
 
 def _list_cached(s: HubSpec) -> list[str] | None:
     """Files under `s.path` in the local cache (None when nothing of that repo or bucket is cached)."""
+    root: Path | None
     if s.is_bucket:
         root = bucket_cache_dir(s.repo_id) / "paths"
     else:

@@ -165,6 +165,7 @@ class _Session:
         except FileNotFoundError:
             raise MlptuiError(f"{spec.display}: ssh client {argv[0]!r} not found") from None
         assert self.proc.stdin is not None and self.proc.stdout is not None and self.proc.stderr is not None
+        self._pipes = (self.proc.stdout, self.proc.stderr)
         try:   # a few KB: fits the pipe, so this never waits on the remote
             self.proc.stdin.write(remote_script(self.nonce))
             self.proc.stdin.close()
@@ -287,9 +288,8 @@ class _Session:
         except BlockingIOError:
             pass
         self._sel.close()
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
+        for pipe in self._pipes:
+            pipe.close()
         return code
 
 
@@ -387,10 +387,8 @@ def _tidy(path: str) -> str:
 
 
 def _is_trace_name(name: str) -> bool:
-    try:
-        from mlptui.trace.parse.discover import is_trace_name
-    except ImportError:
-        return name != "manifest.json" and name.endswith((".json", ".json.gz"))
+    from mlptui.trace.parse.discover import is_trace_name
+
     return is_trace_name(name)
 
 

@@ -123,6 +123,23 @@ class Trace:
     origin_us: float = 0.0
     format: str = "kineto"
     _args: Callable[[int], dict[str, Any]] | None = field(default=None, repr=False)
+    # Results of analyses that several views ask for (step stats, ...), computed once per trace.
+    derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def args_problem(self) -> str | None:
+        """Why full args can no longer be read back (the file changed or vanished), once that happened."""
+        problem = getattr(self._args, "problem", None)
+        return problem if isinstance(problem, str) else None
+
+    def __getattr__(self, name: str) -> Any:
+        # A trace read from the index cache makes its ops and GPU ops on first use
+        # (mlptui.trace.parse.columns); every other missing attribute is missing.
+        pending = self.__dict__.get("_pending")
+        if pending is not None and name in ("ops", "gpu"):
+            pending(self)
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def args(self, event: int) -> dict[str, Any]:
         """The raw `args` of event number `event`, decoded now (never kept for the whole trace)."""

@@ -20,12 +20,14 @@ def _value(value: Any) -> str:
     return text if len(text) <= ARG_CHARS else text[: ARG_CHARS - 1] + "…"
 
 
-def _args_block(lines: list[str], args: dict[str, Any]) -> None:
-    """The event's own args, decoded on demand, one key per line."""
+def _args_block(lines: list[str], trace: Trace, args: dict[str, Any]) -> None:
+    """The event's own args, decoded on demand, one key per line (or why they cannot be read back)."""
     if args:
         lines.append("[b]args[/b]")
         for key, value in args.items():
             _kv(lines, key, value)
+    elif trace.args_problem:
+        lines.append(f"[dim]{escape(trace.args_problem)}[/dim]")
 
 
 def _ancestry(trace: Trace, op_id: int, limit: int = 12) -> list[str]:
@@ -66,7 +68,7 @@ def op_details(trace: Trace, op_id: int) -> str:
         for g in kernels[:20]:
             k = trace.gpu[g]
             lines.append(f"  {escape(decode_kernel(k.name).short)}  {fmt.us(k.dur)}  stream {k.stream}")
-    _args_block(lines, trace.op_args(op_id))
+    _args_block(lines, trace, trace.op_args(op_id))
     return "\n".join(lines)
 
 
@@ -102,5 +104,5 @@ def gpu_details(trace: Trace, gid: int) -> str:
         _kv(lines, "CPU op", " ← ".join(_ancestry(trace, g.op)))
     elif g.launch < 0:
         _kv(lines, "CPU op", "none linked")
-    _args_block(lines, trace.gpu_args(gid))
+    _args_block(lines, trace, trace.gpu_args(gid))
     return "\n".join(lines)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rich.text import Text
 from textual.binding import Binding
 from textual.geometry import Size
@@ -47,7 +49,7 @@ class Details(ScrollView, can_focus=True):
         if width == self._wrapped_at:
             return
         console = self.app.console
-        lines = self._content.wrap(console, width, overflow="fold") if self._content else []
+        lines: Iterable[Text] = self._content.wrap(console, width, overflow="fold") if self._content else []
         self._lines = [Strip(list(line.render(console, "")), line.cell_len) for line in lines]
         self._wrapped_at = width
         self.virtual_size = Size(width, len(self._lines))

@@ -10,7 +10,7 @@ from rich.cells import set_cell_size
 from rich.segment import Segment
 
 from mlptui.trace.diff.render import MARKERS, fmt_delta
-from mlptui.trace.diff.trace_diff import SAME, DiffRow, TraceDiff
+from mlptui.trace.diff.trace_diff import SAME, DiffKernel, DiffRow, TraceDiff
 from mlptui.viewmodels.diff_cpu_section import CpuLine, cpu_section
 from mlptui.viewmodels.fmt import us
 from mlptui.widgets.lines import Cell, Column, LineList
@@ -123,28 +123,21 @@ class DiffList(LineList):
             (delta, _delta_tone(row.delta_us)),
         ]
 
-    def _kernel_label(self, kernel) -> str:
+    def _kernel_label(self, kernel: DiffKernel | None) -> str:
         if kernel is None:
             return ""
         return kernel.name if self.raw else kernel.short or kernel.name
 
-    def _layout_widths(self) -> list[int]:
+    def fit_widths(self, room: int, natural: list[int]) -> list[int]:
         # Two flexible name columns share the room the fixed columns leave.
         widths = [c.width for c in self.columns]
-        room = self.scrollable_content_region.width - 1 - len(self.SEPARATOR) * (len(widths) - 1)
-        if self._layout[0] == room:
-            return self._layout[1]
-        free = max(24, room - sum(widths))
+        free = max(24, room - len(self.SEPARATOR) * (len(widths) - 1) - sum(widths))
         widths[1] = free // 2
         widths[3] = free - free // 2
-        # The room changes when the scrollbar comes and goes: lines cut for the old width must go.
-        self._layout = (room, widths)
-        self._strips.clear()
         return widths
 
-    def _measure(self) -> None:
-        self._widths = [c.width for c in self.columns]
-        self._set_virtual_size()
+    def measured_widths(self) -> list[int]:
+        return [c.width for c in self.columns]
 
     def _line(self, texts: Sequence[Cell], widths: list[int], gutter: str, tone: str) -> list[Segment]:
         if len(texts) != 1:

@@ -1,7 +1,7 @@
 """The GPU kernels table: one row per kernel, memset and memcpy of the scope, sortable by any column.
 
-Cells come from `mlptui.trace` (decoded names, occupancy, roofline) for the rows on screen only; a sort
-computes its one column for every row, once per sort.
+Cells come from the view-model (`viewmodels/kernel_facts.py`: decoded names, occupancy, roofline) for
+the rows on screen only; a sort computes its one column for every row, once per sort.
 """
 
 from __future__ import annotations
@@ -14,12 +14,14 @@ from textual import work
 from textual.binding import Binding
 
 from mlptui.keys import TABLE_KEYS
-from mlptui.trace.analysis.occupancy import kernel_occupancy
-from mlptui.trace.analysis.roofline import kernel_roofline
+from mlptui.trace.analysis.occupancy import Occupancy
+from mlptui.trace.analysis.roofline import Roofline
 from mlptui.trace.model import Trace
-from mlptui.trace.names.kernel import KernelName, decode_kernel
+from mlptui.trace.names.kernel import KernelName
 from mlptui.viewmodels import fmt
+from mlptui.viewmodels.kernel_facts import KernelFacts
 from mlptui.widgets.lines import Cell, Column, LineList, SideScrolling
+from mlptui.widgets.worker_errors import ReportsWorkerErrors
 
 
 def _triple(value: Any) -> str:
@@ -46,8 +48,9 @@ def _dims(value: Any) -> float:
 SORT_IN_WORKER = 20_000     # kernel lists longer than this are sorted off the UI thread
 
 
-class KernelTable(SideScrolling, LineList):
-    BINDINGS = TABLE_KEYS + [
+class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
+    BINDINGS = [
+        *TABLE_KEYS,
         Binding("a", "toggle_grouped", "Group", id="group-kernels",
                 tooltip="one row per kernel name (count, total time) ⇄ one row per launch"),
     ]
@@ -71,33 +74,36 @@ class KernelTable(SideScrolling, LineList):
         self.raw = False
         self.sort_column = 0
         self.sort_reverse = False
-        self._occ: dict[int, Any] = {}
-        self._roof: dict[int, Any] = {}
+        self.facts: KernelFacts | None = None
         self.grouped = False
         self._groups: dict[str, tuple[int, int, float]] = {}   # raw name -> (first GpuOp id, count, total µs)
         self._grouped_order: list[int] | None = None
 
     def set_trace(self, trace: Trace) -> None:
         self.trace = trace
-        self._occ.clear()
-        self._roof.clear()
+        self.facts = KernelFacts(trace)
+
+    def _loaded(self) -> Trace:
+        """The trace: there are kernels to show only once set_trace has run."""
+        assert self.trace is not None, "KernelTable used before set_trace"
+        return self.trace
 
     def show(self, gpu_ids: list[int]) -> None:
         self.order = gpu_ids
         self._apply_sort()
 
+    def _facts(self) -> KernelFacts:
+        assert self.facts is not None, "KernelTable used before set_trace"
+        return self.facts
+
     def decoded(self, gid: int) -> KernelName:
-        return decode_kernel(self.trace.gpu[gid].name)
+        return self._facts().decoded(gid)
 
-    def occupancy(self, gid: int) -> Any:
-        if gid not in self._occ:
-            self._occ[gid] = kernel_occupancy(self.trace, gid)
-        return self._occ[gid]
+    def occupancy(self, gid: int) -> Occupancy | None:
+        return self._facts().occupancy(gid)
 
-    def roofline(self, gid: int) -> Any:
-        if gid not in self._roof:
-            self._roof[gid] = kernel_roofline(self.trace, gid)
-        return self._roof[gid]
+    def roofline(self, gid: int) -> Roofline | None:
+        return self._facts().roofline(gid)
 
     # -- rows --------------------------------------------------------------------------------
     def row_count(self) -> int:
@@ -113,22 +119,14 @@ class KernelTable(SideScrolling, LineList):
 
     def row_cells(self, index: int) -> list[Cell]:
         gid = self.rows[index]
-        trace = self.trace
+        trace = self._loaded()
         op = trace.gpu[gid]
         name = self.decoded(gid)
         args = trace.gpu_args(gid)
         occ = self.occupancy(gid)
-        roof = self.roofline(gid)
         reported = args.get("est. achieved occupancy %")
-        perf: Cell = ""
-        peak: Cell = ""
-        if roof is not None:
-            if roof.bound == "compute" and roof.tflops is not None:
-                perf = f"{roof.tflops:.1f} TFLOP/s"
-            elif roof.gbps is not None:
-                perf = f"{roof.gbps:.0f} GB/s"
-            if roof.pct_of_peak is not None:
-                peak = (f"{roof.pct_of_peak:.0f}%", "good" if roof.pct_of_peak >= 50 else "warn")
+        perf, pct = self._facts().perf(gid)
+        peak: Cell = "" if pct is None else (f"{pct:.0f}%", "good" if pct >= 50 else "warn")
         tone = {"gemm": "hot", "memset": "dim", "copy": "dim"}.get(name.family, "base")
         if self.grouped:
             _, count, total = self._groups[op.name]
@@ -153,7 +151,7 @@ class KernelTable(SideScrolling, LineList):
 
     def row_of(self, gid: int) -> int | None:
         if self.grouped:
-            group = self._groups.get(self.trace.gpu[gid].name)
+            group = self._groups.get(self._loaded().gpu[gid].name)
             return None if group is None or self._position is None else self._position.get(group[0])
         if self._position is None:
             i = self.order_index(gid)
@@ -182,7 +180,7 @@ class KernelTable(SideScrolling, LineList):
 
     # -- sorting -----------------------------------------------------------------------------
     def _sort_key(self, column: int) -> Callable[[int], Any]:
-        trace = self.trace
+        trace = self._loaded()
         gpu = trace.gpu
         args = trace.gpu_args
         by_name: dict[int, Callable[[int], Any]] = {
@@ -205,18 +203,18 @@ class KernelTable(SideScrolling, LineList):
     def _group(self) -> list[int]:
         """One representative per kernel name of the scope, by total time (computed once per scope)."""
         if self._grouped_order is not self.order:
-            gpu = self.trace.gpu
-            groups: dict[str, list] = {}
+            gpu = self._loaded().gpu
+            groups: dict[str, tuple[int, int, float]] = {}
             for g in self.order:
                 entry = groups.get(gpu[g].name)
                 if entry is None:
-                    groups[gpu[g].name] = [g, 1, gpu[g].dur]
+                    groups[gpu[g].name] = (g, 1, gpu[g].dur)
                 else:
-                    entry[1] += 1
-                    entry[2] += gpu[g].dur
-            self._groups = {name: (e[0], e[1], e[2]) for name, e in groups.items()}
+                    groups[gpu[g].name] = (entry[0], entry[1] + 1, entry[2] + gpu[g].dur)
+            self._groups = groups
             self._grouped_order = self.order
-        return sorted((rep for rep, _, _ in self._groups.values()), key=lambda g: -self._groups[self.trace.gpu[g].name][2])
+        return sorted((rep for rep, _, _ in self._groups.values()),
+                      key=lambda g: -self._groups[self._loaded().gpu[g].name][2])
 
     def _apply_sort(self, keep: int | None = None) -> None:
         if self.grouped:
@@ -276,6 +274,6 @@ class KernelTable(SideScrolling, LineList):
 
     def search_rows(self, needle: str) -> list[int]:
         needle = needle.lower()
-        gpu = self.trace.gpu
+        gpu = self._loaded().gpu
         return [i for i, g in enumerate(self.rows)
                 if needle in gpu[g].name.lower() or needle in self.decoded(g).short.lower()]

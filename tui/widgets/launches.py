@@ -7,10 +7,8 @@ Hopper; cuLaunchKernel for Triton; cudaGraphLaunch for graphs. The rows come fro
 
 from __future__ import annotations
 
-from typing import Any
-
 from mlptui.keys import TABLE_KEYS
-from mlptui.trace.analysis.launches import classify_call
+from mlptui.trace.analysis.launches import LaunchCallStat, OpLaunches, classify_call
 from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.viewmodels import fmt
@@ -35,7 +33,7 @@ def call_chain(trace: Trace, calls: list[int]) -> str:
 
 
 class LaunchTable(SideScrolling, LineList):
-    BINDINGS = TABLE_KEYS
+    BINDINGS = [*TABLE_KEYS]
     MEASURE = False
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -45,13 +43,18 @@ class LaunchTable(SideScrolling, LineList):
             id=id,
         )
         self.trace: Trace | None = None
-        self.rows: list[Any] = []     # OpLaunches
+        self.rows: list[OpLaunches] = []
         self.raw = False
 
     def set_trace(self, trace: Trace) -> None:
         self.trace = trace
 
-    def show(self, rows: list[Any]) -> None:
+    def _loaded(self) -> Trace:
+        """The trace: there are rows only once set_trace has run."""
+        assert self.trace is not None, "LaunchTable used before set_trace"
+        return self.trace
+
+    def show(self, rows: list[OpLaunches]) -> None:
         self.rows = rows
         self.marked = set()
         self.reset_rows(0)
@@ -61,7 +64,7 @@ class LaunchTable(SideScrolling, LineList):
 
     def row_cells(self, index: int) -> list[Cell]:
         row = self.rows[index]
-        trace = self.trace
+        trace = self._loaded()
         kinds = {classify_call(trace.ops[c].name) for c in row.calls}
         tone = "warn" if "occupancy" in kinds else "base"
         names = []
@@ -76,7 +79,7 @@ class LaunchTable(SideScrolling, LineList):
             fmt.us(sum(trace.ops[c].dur for c in row.calls)),
         ]
 
-    def current(self) -> Any:
+    def current(self) -> OpLaunches | None:
         return self.rows[self.cursor] if self.rows else None
 
     def select_op(self, op_id: int) -> bool:
@@ -98,7 +101,7 @@ class LaunchTable(SideScrolling, LineList):
         self.refresh_text()
 
     def action_sort_next(self) -> None:
-        self.rows = sorted(self.rows, key=lambda r: -sum(self.trace.ops[c].dur for c in r.calls))
+        self.rows = sorted(self.rows, key=lambda r: -sum(self._loaded().ops[c].dur for c in r.calls))
         self.reset_rows(0)
         self.app.notify("launches sorted by call time", timeout=1.5)
 
@@ -108,15 +111,15 @@ class LaunchTable(SideScrolling, LineList):
 
     def search_rows(self, needle: str) -> list[int]:
         needle = needle.lower()
-        ops = self.trace.ops
+        ops = self._loaded().ops
         return [i for i, r in enumerate(self.rows)
                 if (r.op >= 0 and needle in ops[r.op].name.lower())
                 or any(needle in ops[c].name.lower() for c in r.calls)]
 
 
-def summary_line(stats: list[Any]) -> str:
+def summary_line(stats: list[LaunchCallStat]) -> str:
     """One line per kind from `launch_calls`: the counts that tell Ampere from Hopper at a glance."""
-    by_kind: dict[str, list[Any]] = {}
+    by_kind: dict[str, list[LaunchCallStat]] = {}
     for stat in stats:
         by_kind.setdefault(stat.kind, []).append(stat)
     parts = []

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
+from textual import events
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -53,7 +54,7 @@ class LineList(ScrollView, can_focus=True):
         "line-list--header", "line-list--cursor", "line-list--mark", "line-list--dim",
         "line-list--warn", "line-list--good", "line-list--hot",
     }
-    BINDINGS = LIST_KEYS
+    BINDINGS = [*LIST_KEYS]
     SEPARATOR = " "
     CACHE_ROWS = 2048
     MEASURE = True          # False: the columns' own widths stand (no cells computed to size them)
@@ -136,7 +137,8 @@ class LineList(ScrollView, can_focus=True):
         self._measure()
         self.refresh()
 
-    def _measure(self) -> None:
+    def measured_widths(self) -> list[int]:
+        """Natural column widths: each fixed column fits its header and a sample of its cells."""
         heads = self.header_cells()
         widths = [max(c.width, cell_len(heads[i]) if i < len(heads) else 0) for i, c in enumerate(self.columns)]
         for i in self.sample_rows() if self.MEASURE else ():
@@ -144,21 +146,20 @@ class LineList(ScrollView, can_focus=True):
                 if j < len(widths) and self.columns[j].width:
                     text = cell if isinstance(cell, str) else cell[0]
                     widths[j] = max(widths[j], min(cell_len(text), 48))
+        return widths
+
+    def _measure(self) -> None:
+        widths = self.measured_widths()
         if widths != self._widths:
             self._strips.clear()
         self._widths = widths
         self._layout = (-1, [])
         self._set_virtual_size()
 
-    def _layout_widths(self) -> list[int]:
-        """Column widths for the pane's width: the flexible column takes the room left; when even
-        its minimum does not fit, droppable columns are hidden (width 0), highest `drop` first."""
-        if not self._widths:
-            self._measure()
-        room = self.scrollable_content_region.width - 1
-        if self._layout[0] == room:
-            return self._layout[1]
-        widths = list(self._widths)
+    def fit_widths(self, room: int, natural: list[int]) -> list[int]:
+        """Column widths for `room` cells: the flexible column takes the room left; when even its
+        minimum does not fit, droppable columns are hidden (width 0), highest `drop` first."""
+        widths = list(natural)
         shown = [True] * len(widths)
 
         def need() -> int:
@@ -177,6 +178,17 @@ class LineList(ScrollView, can_focus=True):
                 widths[j] = 0
             elif not column.width:
                 widths[j] = max(min(column.min_width, 12), room - fixed)
+        return widths
+
+    def _layout_widths(self) -> list[int]:
+        """The widths for the pane's current width, computed once per width. The room changes when the
+        scrollbar comes and goes: lines cut for the old width are dropped."""
+        if not self._widths:
+            self._measure()
+        room = self.scrollable_content_region.width - 1
+        if self._layout[0] == room:
+            return self._layout[1]
+        widths = self.fit_widths(room, self._widths)
         self._layout = (room, widths)
         self._strips.clear()
         return widths
@@ -247,8 +259,8 @@ class LineList(ScrollView, can_focus=True):
         if self.header and y == 0:
             heads = self.header_cells()
             segments = self._line(heads, widths, " ", "header")
-            strip = Strip(segments).adjust_cell_length(total, self._style("header"))
-            return strip.crop(scroll_x, scroll_x + width)
+            head = Strip(segments).adjust_cell_length(total, self._style("header"))
+            return head.crop(scroll_x, scroll_x + width)
         index = scroll_y + y - (1 if self.header else 0)
         if index >= self.row_count() or index < 0:
             return Strip.blank(width, self._style("base"))
@@ -304,7 +316,7 @@ class LineList(ScrollView, can_focus=True):
         if self.row_count():
             self.post_message(self.Chosen(self, self.cursor))
 
-    def on_click(self, event) -> None:
+    def on_click(self, event: events.Click) -> None:
         index = round(self.scroll_offset.y) + event.y - (1 if self.header else 0)
         if 0 <= index < self.row_count():
             self.focus()

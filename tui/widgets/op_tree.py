@@ -19,7 +19,7 @@ EXPAND_ALL_CAP = 20_000     # `e` never splices in more rows than this at once
 
 
 class OpTree(LineList):
-    BINDINGS = TREE_KEYS
+    BINDINGS = [*TREE_KEYS]
     MEASURE = False
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -38,6 +38,11 @@ class OpTree(LineList):
         self.trace = trace
         self._root_ts = [[trace.ops[r].ts for r in th.roots] for th in trace.threads]
 
+    def _loaded(self) -> Trace:
+        """The trace: there are rows to act on only once set_trace has run."""
+        assert self.trace is not None, "OpTree used before set_trace"
+        return self.trace
+
     # -- scope -----------------------------------------------------------------------------
     def show_scope(self, start: float | None, end: float | None) -> None:
         """Show the roots that start in [start, end) (everything when None), auto-expanded if small."""
@@ -47,7 +52,7 @@ class OpTree(LineList):
         ids: list[int] = []
         depths: list[int] = []
         for t, thread in enumerate(trace.threads):
-            if start is None:
+            if start is None or end is None:
                 roots = thread.roots
             else:
                 ts = self._root_ts[t]
@@ -72,7 +77,7 @@ class OpTree(LineList):
         self.reset_rows(first)
 
     def _subtree_rows(self, roots: list[int], cap: int) -> int:
-        ops = self.trace.ops
+        ops = self._loaded().ops
         n, stack = 0, [r for r in roots if r >= 0]
         while stack and n <= cap:
             op = stack.pop()
@@ -85,7 +90,7 @@ class OpTree(LineList):
         return len(self.ids)
 
     def row_cells(self, index: int) -> list[Cell]:
-        trace, node, depth = self.trace, self.ids[index], self.depths[index]
+        trace, node, depth = self._loaded(), self.ids[index], self.depths[index]
         if node < 0:
             thread = trace.threads[-1 - node]
             return [(f"{thread.name}  (pid {thread.pid})", "header"), "", "", "", ""]
@@ -113,7 +118,7 @@ class OpTree(LineList):
 
     # -- expansion ---------------------------------------------------------------------------
     def _children_rows(self, node: int, depth: int) -> tuple[list[int], list[int]]:
-        children = self.trace.ops[node].children
+        children = self._loaded().ops[node].children
         return list(children), [depth + 1] * len(children)
 
     def _subtree_end(self, index: int) -> int:
@@ -122,9 +127,9 @@ class OpTree(LineList):
             end += 1
         return end
 
-    def expand(self, index: int) -> None:
+    def expand_row(self, index: int) -> None:
         node = self.ids[index]
-        if node < 0 or node in self.expanded or not self.trace.ops[node].children:
+        if node < 0 or node in self.expanded or not self._loaded().ops[node].children:
             return
         ids, depths = self._children_rows(node, self.depths[index])
         self.ids[index + 1: index + 1] = ids
@@ -132,7 +137,7 @@ class OpTree(LineList):
         self.expanded.add(node)
         self.rows_changed()
 
-    def collapse(self, index: int) -> None:
+    def collapse_row(self, index: int) -> None:
         node = self.ids[index]
         if node not in self.expanded:
             return
@@ -149,7 +154,7 @@ class OpTree(LineList):
         added, index = 0, start
         while index < stop + added and added < cap:
             node = self.ids[index]
-            if node >= 0 and node not in self.expanded and self.trace.ops[node].children:
+            if node >= 0 and node not in self.expanded and self._loaded().ops[node].children:
                 ids, depths = self._children_rows(node, self.depths[index])
                 self.ids[index + 1: index + 1] = ids
                 self.depths[index + 1: index + 1] = depths
@@ -161,17 +166,17 @@ class OpTree(LineList):
     def action_expand(self) -> None:
         if self.ids:
             node = self.ids[self.cursor]
-            if node >= 0 and node in self.expanded and self.trace.ops[node].children:
+            if node >= 0 and node in self.expanded and self._loaded().ops[node].children:
                 self.move_cursor(self.cursor + 1)
             else:
-                self.expand(self.cursor)
+                self.expand_row(self.cursor)
 
     def action_collapse(self) -> None:
         if not self.ids:
             return
         node = self.ids[self.cursor]
         if node >= 0 and node in self.expanded:
-            self.collapse(self.cursor)
+            self.collapse_row(self.cursor)
             return
         depth = self.depths[self.cursor]
         for index in range(self.cursor - 1, -1, -1):
@@ -189,14 +194,14 @@ class OpTree(LineList):
             return
         node = self.ids[self.cursor]
         if node >= 0 and node in self.expanded:
-            self.collapse(self.cursor)
+            self.collapse_row(self.cursor)
         else:
-            self.expand(self.cursor)
+            self.expand_row(self.cursor)
         super().action_select()
 
     # -- find an op: expand its ancestors and put the cursor on it ---------------------------
     def reveal(self, op_id: int) -> bool:
-        trace = self.trace
+        trace = self._loaded()
         chain = []
         node = op_id
         while node != -1:
@@ -208,7 +213,7 @@ class OpTree(LineList):
         except ValueError:
             return False
         for ancestor in chain[1:]:
-            self.expand(index)
+            self.expand_row(index)
             end = self._subtree_end(index)
             try:
                 index = self.ids.index(ancestor, index + 1, end)
@@ -220,7 +225,7 @@ class OpTree(LineList):
     def search_ops(self, needle: str) -> Iterator[int]:
         """Op ids in scope whose name contains `needle` (case-insensitive), in tree order."""
         needle = needle.lower()
-        ops = self.trace.ops
+        ops = self._loaded().ops
         roots = [n for n in self.ids if n >= 0 and ops[n].parent == -1]
         stack = list(reversed(roots))
         while stack:

@@ -39,7 +39,7 @@ class Timeline(ScrollView, can_focus=True):
         "timeline--axis", "timeline--label", "timeline--cpu", "timeline--launch", "timeline--gpu",
         "timeline--idle", "timeline--selected",
     }
-    BINDINGS = TIMELINE_KEYS
+    BINDINGS = [*TIMELINE_KEYS]
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -51,7 +51,7 @@ class Timeline(ScrollView, can_focus=True):
         self.gpu_marks: list[tuple[tuple[int, int], float, float]] = []
         self.caption = ""
         self._rows: dict[int, list[Segment]] = {}
-        self._rows_key: tuple = ()
+        self._rows_key: tuple[object, ...] = ()     # what the cached rows were drawn for
 
     def set_lanes(self, lanes: list[Lane]) -> None:
         self.lanes = lanes

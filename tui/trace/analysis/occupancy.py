@@ -270,4 +270,5 @@ def kineto_estimate_pct(device: dict[str, Any], grid_blocks: int, threads_per_bl
 
 
 def _f32(x: float) -> float:
-    return struct.unpack("f", struct.pack("f", x))[0]
+    value: float = struct.unpack("f", struct.pack("f", x))[0]
+    return value

@@ -193,6 +193,7 @@ def kernel_roofline(trace: Trace, gpu_id: int) -> Roofline | None:
     intensity = work.flops / work.bytes if work.flops is not None and work.bytes else None
     peak_tflops = peak.tflops_for(dtype) if peak is not None else None
     peak_gbps = peak.mem_gbps if peak is not None else None
+    pct_roof: float | None
     if intensity is not None and peak_tflops and peak_gbps:
         ridge = peak_tflops * 1e12 / (peak_gbps * 1e9)
         bound = "compute" if intensity >= ridge else "memory"

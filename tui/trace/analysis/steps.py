@@ -25,6 +25,7 @@ ProfilerStep annotations is treated as one step spanning all its CPU slices.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from mlptui.trace.analysis.launches import classify_call
 from mlptui.trace.model import KERNEL, LAUNCH_CATS, GpuOp, Op, Trace
@@ -51,7 +52,7 @@ class StepStats:
     launch_overhead_us: float
     verdict: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -64,16 +65,16 @@ def verdict(gpu_busy_us: float, gpu_idle_us: float, gpu_ops: int) -> str:
 def busy_us(intervals: list[tuple[float, float]]) -> float:
     """Length of the union of (start, end) intervals."""
     total = 0.0
-    cur_s = cur_e = None
+    cur: tuple[float, float] | None = None    # the (start, end) being merged
     for s, e in sorted(intervals):
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        elif e > cur_e:
-            cur_e = e
-    if cur_e is not None:
-        total += cur_e - cur_s
+        if cur is None or s > cur[1]:
+            if cur is not None:
+                total += cur[1] - cur[0]
+            cur = (s, e)
+        elif e > cur[1]:
+            cur = (cur[0], e)
+    if cur is not None:
+        total += cur[1] - cur[0]
     return total
 
 

@@ -45,7 +45,7 @@ from typing import Any
 
 from mlptui.trace.analysis.findings import trace_findings
 from mlptui.trace.analysis.launches import launch_calls
-from mlptui.trace.analysis.steps import VERDICT_RULE, all_step_stats, step_stats
+from mlptui.trace.analysis.steps import VERDICT_RULE, StepStats, all_step_stats, step_stats
 from mlptui.trace.model import KERNEL, MEMCPY, MEMSET, PYTHON, Trace
 from mlptui.trace.names.kernel import decode_kernel
 
@@ -59,7 +59,7 @@ def _kernel_name(raw: str) -> tuple[str, str, str]:
     return k.short, k.family, k.library
 
 
-def _step_dict(s: Any) -> dict[str, Any]:
+def _step_dict(s: StepStats) -> dict[str, Any]:
     d = s.to_dict()
     for key in ("cpu_us", "gpu_busy_us", "gpu_idle_us", "launch_overhead_us"):
         d[key] = _r(d[key])
@@ -67,12 +67,11 @@ def _step_dict(s: Any) -> dict[str, Any]:
 
 
 def _grouped(trace: Trace, cats: frozenset[str]) -> list[tuple[str, str, int, float]]:
-    groups: dict[str, list] = {}
+    groups: dict[str, tuple[str, int, float]] = {}
     for g in trace.gpu:
         if g.cat in cats:
-            row = groups.setdefault(g.name, [g.cat, 0, 0.0])
-            row[1] += 1
-            row[2] += g.dur
+            cat, n, total = groups.get(g.name, (g.cat, 0, 0.0))
+            groups[g.name] = (cat, n + 1, total + g.dur)
     rows = [(name, cat, n, total) for name, (cat, n, total) in groups.items()]
     rows.sort(key=lambda r: (-r[3], r[0]))
     return rows
@@ -85,9 +84,9 @@ def _dispatch(trace: Trace) -> list[dict[str, Any]]:
     for g in trace.gpu:
         if g.cat == KERNEL and g.op >= 0:
             kernels_of.setdefault(g.op, []).append(g.id)
-    rows: dict[tuple, list] = {}
+    rows: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[int, float]] = {}
     for leaf in sorted(kernels_of, key=lambda o: (ops[o].ts, o)):
-        path = []
+        path: list[str] = []
         p = leaf
         while p >= 0 and p not in step_ops:
             if p == leaf or ops[p].cat != PYTHON:    # Python frames (with_stack) would drown the path
@@ -96,9 +95,8 @@ def _dispatch(trace: Trace) -> list[dict[str, Any]]:
         path.reverse()
         gids = sorted(kernels_of[leaf], key=lambda k: (trace.gpu[k].ts, k))
         names = tuple(trace.gpu[k].name for k in gids)
-        row = rows.setdefault((tuple(path), names), [0, 0.0])
-        row[0] += 1
-        row[1] += sum(trace.gpu[k].dur for k in gids)
+        n, us = rows.get((tuple(path), names), (0, 0.0))
+        rows[(tuple(path), names)] = (n + 1, us + sum(trace.gpu[k].dur for k in gids))
     return [{"path": list(path), "count": n, "gpu_kernels": list(names), "gpu_us": _r(us)}
             for (path, names), (n, us) in rows.items()]
 

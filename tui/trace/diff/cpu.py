@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from mlptui.trace.model import ANNOTATION, CPU_OP, Trace
 
@@ -74,7 +75,7 @@ class CpuDiff:
         return CpuDiff(list(self.added_ops), list(self.removed_ops),
                        [(n, cb, ca) for n, ca, cb in self.count_changes], self.b_counts, self.a_counts)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "removed_ops": self.removed_ops,
             "added_ops": self.added_ops,

@@ -11,14 +11,19 @@ from mlptui.trace.analysis.launches import LaunchCallStat
 
 
 class _Kernel(Protocol):
-    family: str
-    dur: float
+    @property
+    def family(self) -> str: ...
+    @property
+    def dur(self) -> float: ...
 
 
 class _Row(Protocol):
-    status: str
-    a: Sequence[_Kernel]
-    b: Sequence[_Kernel]
+    @property
+    def status(self) -> str: ...
+    @property
+    def a(self) -> Sequence[_Kernel]: ...
+    @property
+    def b(self) -> Sequence[_Kernel]: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,6 @@ Renderers for text and Markdown are in mlptui.trace.diff.render.
 from __future__ import annotations
 
 import statistics
-import weakref
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -270,17 +269,11 @@ def _measured_side(trace: Trace, step: int | None) -> Side:
     )
 
 
-# Step stats per trace, kept while the trace lives: switching the aligned step must not recount them.
-_STATS: dict[int, tuple[weakref.ref[Trace], list[StepStats]]] = {}
-
-
 def _all_stats(trace: Trace) -> list[StepStats]:
-    key = id(trace)
-    hit = _STATS.get(key)
-    if hit is not None and hit[0]() is trace:
-        return hit[1]
-    stats = all_step_stats(trace)
-    _STATS[key] = (weakref.ref(trace, lambda _ref, k=key: _STATS.pop(k, None)), stats)
+    """Step stats, kept with the trace: switching the aligned step must not recount them."""
+    stats: list[StepStats] | None = trace.derived.get("all_step_stats")
+    if stats is None:
+        stats = trace.derived["all_step_stats"] = all_step_stats(trace)
     return stats
 
 

@@ -12,6 +12,7 @@ tensor-core instruction with a 128x128 tile and 32x5 (K x stages); Tensile's
 from __future__ import annotations
 
 import re
+from typing import TypedDict
 
 from mlptui.trace.names.common import KernelName, short_dtype
 
@@ -37,9 +38,26 @@ def _dtype_of_token(token: str) -> str | None:
     return short_dtype(token) if token in {"bf16", "fp16", "f16", "f32", "fp32", "tf32", "f64", "int8", "i8"} else None
 
 
-def _gemm_fields(tokens: list[str]) -> dict:
+class _ShortFields(TypedDict):
+    """What the one-line name of a GEMM shows."""
+
+    dtype: str | None
+    tile: str | None
+    layout: str | None
+    epilogue: str | None
+
+
+class _GemmFields(_ShortFields):
+    k_tile: int | None
+    stages: int | None
+    cluster: str | None
+    instr: str | None
+    variants: list[str]
+
+
+def _gemm_fields(tokens: list[str]) -> _GemmFields:
     """Pick tile / K-tile / stages / cluster / dtype / layout / epilogue out of a token list."""
-    out: dict = {"tile": None, "k_tile": None, "stages": None, "cluster": None, "dtype": None,
+    out: _GemmFields = {"tile": None, "k_tile": None, "stages": None, "cluster": None, "dtype": None,
                  "layout": None, "epilogue": None, "instr": None, "variants": []}
     dims2: list[tuple[int, int]] = []
     epis: list[str] = []
@@ -118,20 +136,26 @@ def _gemm_fields(tokens: list[str]) -> dict:
     return out
 
 
-def _gemm_short(library: str, what: str, f: dict, extra: str | None = None) -> str:
+def _with_dtype(f: _GemmFields, dtype: str | None) -> _GemmFields:
+    out = f.copy()
+    out["dtype"] = dtype
+    return out
+
+
+def _gemm_short(library: str, what: str, f: _ShortFields, extra: str | None = None) -> str:
     parts = [library, what]
-    for key in ("dtype", "tile", "layout"):
-        if f.get(key):
-            parts.append(str(f[key]))
+    for value in (f["dtype"], f["tile"], f["layout"]):
+        if value:
+            parts.append(str(value))
     if extra:
         parts.append(extra)
-    if f.get("epilogue"):
+    if f["epilogue"]:
         parts.append("+" + f["epilogue"])
     return " ".join(parts)
 
 
-def _ops(base: str, f: dict) -> tuple[str, ...]:
-    return (base, *f["epilogue"].split("+")) if f.get("epilogue") else (base,)
+def _ops(base: str, f: _ShortFields) -> tuple[str, ...]:
+    return (base, *f["epilogue"].split("+")) if f["epilogue"] else (base,)
 
 
 def decode_nvjet(raw: str) -> KernelName:
@@ -146,7 +170,7 @@ def decode_nvjet(raw: str) -> KernelName:
     f["dtype"] = dtype or f["dtype"]
     variant = next((t for t in tokens if t.startswith("coop") or t == "pp"), None)
     return KernelName(
-        raw=raw, short=_gemm_short("cuBLAS nvjet", "GEMM", {**f, "dtype": None}, variant),
+        raw=raw, short=_gemm_short("cuBLAS nvjet", "GEMM", _with_dtype(f, None), variant),
         family="gemm", library="cuBLAS nvjet", kind="gemm", ops=_ops("gemm", f), tile=f["tile"],
         stages=f["stages"], cluster=f["cluster"], dtype=f["dtype"], layout=f["layout"],
         epilogue=f["epilogue"], k_tile=f["k_tile"], variant=variant)
@@ -187,7 +211,7 @@ def decode_cudnn_legacy(raw: str) -> KernelName:
             dtype = _LETTER_TYPES.get(t[0])
     what = "conv winograd" if "winograd" in tokens else "conv"
     return KernelName(
-        raw=raw, short=_gemm_short("cuDNN", what, {**f, "dtype": dtype}), family="gemm", library="cuDNN",
+        raw=raw, short=_gemm_short("cuDNN", what, _with_dtype(f, dtype)), family="gemm", library="cuDNN",
         kind=what, ops=_ops("conv", f), tile=f["tile"], stages=f["stages"], dtype=dtype,
         layout=f["layout"], epilogue=f["epilogue"], k_tile=f["k_tile"])
 
@@ -245,7 +269,7 @@ def decode_tensile(raw: str) -> KernelName:
             variant = t
     epilogue = "bias" if "Bias" in tokens else None
     library = "hipBLASLt" if "UserArgs" in tokens or "SAV" in tokens else "rocBLAS"
-    f = {"dtype": dtype, "tile": tile, "layout": layout, "epilogue": epilogue}
+    f: _ShortFields = {"dtype": dtype, "tile": tile, "layout": layout, "epilogue": epilogue}
     return KernelName(
         raw=raw, short=_gemm_short(library, "GEMM", f), family="gemm", library=library, kind="gemm",
         ops=("gemm", "bias") if epilogue else ("gemm",), tile=tile, dtype=dtype, layout=layout,

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import os
 import threading
-import zlib
 from pathlib import Path
 from typing import Any
 
 import msgspec
 from msgspec import Raw, Struct
 
+from mlptui.contract.errors import TraceError
 from mlptui.trace.parse.decode import event_args
+from mlptui.trace.parse.gzip_input import gunzip_bytes, is_gzip
 
 _NO_ARGS = Raw(b"")
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 class _ArgsOnly(Struct, gc=False):
@@ -54,6 +54,14 @@ class ArgsStore:
         self._lock = threading.Lock()
         self.problem: str | None = None      # why args could not be read back, once that happened
 
+    def reread_facts(self) -> dict[str, Any] | None:
+        """What a store for the same file needs to re-read args later (the index cache keeps it), or None
+        when the args are held in memory rather than re-read."""
+        if self._path is None:
+            return None
+        return {"events": self._n, "repair_utf8": self._repair, "cut": self._cut,
+                "suffix": self._suffix.decode("latin-1")}
+
     @property
     def loaded(self) -> bool:
         return self._raws is not None
@@ -72,7 +80,7 @@ class ArgsStore:
             if self._raws is None:
                 try:
                     self._raws = self._read()
-                except (OSError, zlib.error, msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError,
+                except (OSError, TraceError, msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError,
                         RecursionError, MemoryError) as exc:
                     self.problem = f"args unavailable: cannot re-read the trace ({exc})"
                     self._raws = []
@@ -86,8 +94,8 @@ class ArgsStore:
             data: bytes = self._path.read_bytes()
         else:
             data = self._data or b""
-        if data[:2] == _GZIP_MAGIC:
-            data = _gunzip(data)
+        if is_gzip(data):
+            data = gunzip_bytes(data, str(self._path or "trace"), None)   # a truncated stream: what it has
         if self._repair:
             data = bytes(data).decode("utf-8", "replace").encode("utf-8")
         if self._cut is not None:       # the load kept only the events before a truncation
@@ -104,15 +112,3 @@ class ArgsStore:
 def _stamp(path: Path) -> tuple[int, int]:
     st = os.stat(path)
     return st.st_size, st.st_mtime_ns
-
-
-def _gunzip(data: bytes) -> bytes:
-    """Everything that decompresses, like the load did (a truncated stream yields what it has)."""
-    out = []
-    while data:
-        d = zlib.decompressobj(wbits=31)
-        out.append(d.decompress(data))
-        if not d.eof:
-            break
-        data = d.unused_data
-    return b"".join(out)

@@ -8,9 +8,10 @@ skipped and counted in `warnings`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from mlptui.trace.model import (
     ANNOTATION,
@@ -26,6 +27,8 @@ from mlptui.trace.model import (
     RUNTIME,
     SYNC,
 )
+
+T = TypeVar("T")
 
 # Raw `cat` -> normalised category. Old traces capitalise; ROCm reuses the CUDA names; vendors add theirs.
 CATEGORY: dict[str, str] = {
@@ -125,7 +128,7 @@ def classify(events: list[Any], warnings: list[str]) -> Buckets:
     return Buckets(cpu_ev, cpu_cat, cpu_ts, gpu_ev, gpu_cat, gpu_ts, meta_ev, flow_ev, device_side)
 
 
-def _keep(items: list, mask: np.ndarray) -> list:
+def _keep(items: list[T], mask: npt.NDArray[np.bool_]) -> list[T]:
     return [x for x, k in zip(items, mask.tolist(), strict=True) if k]
 
 

@@ -9,7 +9,6 @@ values of unexpected types (a hand-edited file, an exotic exporter) the typed de
 
 from __future__ import annotations
 
-import gc
 import json
 import re
 from dataclasses import dataclass, field
@@ -111,8 +110,6 @@ def decode_document(data: bytes | bytearray | memoryview, source: str) -> Decode
         raise TraceError(f"{source}: not JSON (starts with {bytes(data[at:at + 12])!r})")
     if data[:3] == b"\xef\xbb\xbf":       # a UTF-8 byte order mark: the JSON parsers refuse it
         data = bytes(memoryview(data)[3:])
-    was_enabled = gc.isenabled()
-    gc.disable()
     try:
         try:
             return _decode_any(data, first, source)
@@ -131,9 +128,6 @@ def decode_document(data: bytes | bytearray | memoryview, source: str) -> Decode
     except RecursionError:
         raise TraceError(f"{source}: JSON nested too deeply for the parser (a trace nests fewer than "
                          f"10 levels; values deeper than {MAX_NESTING} are cut)") from None
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _decode_any(data: Any, first: int, source: str) -> Decoded:

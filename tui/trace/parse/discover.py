@@ -8,8 +8,9 @@ hidden files never count.
 
 from __future__ import annotations
 
-import zlib
 from pathlib import Path
+
+from mlptui.trace.parse.gzip_input import inflate_head, is_gzip
 
 _TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 _JSON_SUFFIXES = (".json", ".json.gz")
@@ -35,11 +36,11 @@ def looks_like_trace(path: Path, *, trust_name: bool = True) -> bool:
             head = f.read(_SNIFF_BYTES)
     except OSError:
         return False
-    if head[:2] == b"\x1f\x8b":
-        try:
-            head = zlib.decompressobj(wbits=31).decompress(head, _SNIFF_BYTES)
-        except zlib.error:
+    if is_gzip(head):
+        inflated = inflate_head(head, _SNIFF_BYTES)
+        if inflated is None:
             return False
+        head = inflated
     text = head.lstrip(b" \t\r\n\xef\xbb\xbf")
     return text.startswith(b"[") or (text.startswith(b"{") and b'"traceEvents"' in head)
 

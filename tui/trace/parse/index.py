@@ -32,8 +32,10 @@ _FLOW_CATS = frozenset({"ac2g", "async_gpu", "async_cpu_to_gpu"})
 STEP_PREFIX = "ProfilerStep#"
 _MAX_DUR_US = 1e13
 
+FlowKey = tuple[int, int, float | None]   # (pid, tid, ts) where a launch flow starts or ends
 
-class _ReadOnlyEmpty(list):
+
+class _ReadOnlyEmpty(list[int]):
     """The one empty `children`/`gpu` list shared by every op that has none (most ops are leaves).
     A list to every reader; any attempt to change it fails loudly instead of touching all ops at once."""
 
@@ -72,8 +74,8 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
     # What must be read before events are freed: names, GPU links, flows.
     thread_names, process_names = _names(events, b.meta_ev, string_ids)
     gpu_link = [events[i].args for i in b.gpu_ev]
-    starts: dict = {}
-    ends: dict = {}
+    starts: dict[FlowKey, int] = {}
+    ends: dict[FlowKey, int] = {}
     if b.flow_ev and any(la is None or la.correlation is None for la in gpu_link):
         starts, ends = _flow_index(events, b.flow_ev, string_ids)
 
@@ -119,7 +121,7 @@ def _cpu_columns(events: list[Any], b: Buckets, origin_us: float, warnings: list
     """Integer-ns times (containment never compares floats), threads, and the per-thread trees."""
     start = _ns(b.cpu_ts, origin_us)
     dur = _durations([events[i].dur or 0.0 for i in b.cpu_ev], warnings)
-    thread_of: dict[tuple, int] = {}
+    thread_of: dict[tuple[int | str, int | str], int] = {}
     thread = np.asarray(
         [thread_of.setdefault((e.pid, e.tid), len(thread_of)) for e in map(events.__getitem__, b.cpu_ev)],
         dtype=np.int64)
@@ -135,7 +137,8 @@ def _cpu_columns(events: list[Any], b: Buckets, origin_us: float, warnings: list
     )
 
 
-def _make_ops(events: list[Any], b: Buckets, cpu: _Cpu, starts: dict, intern: dict[str, str]):
+def _make_ops(events: list[Any], b: Buckets, cpu: _Cpu, starts: dict[FlowKey, int],
+              intern: dict[str, str]) -> tuple[list[Op], dict[int, int], dict[int, int]]:
     """Ops in tree order; returns (ops, correlation -> launch call, External id -> first op carrying it)."""
     ops: list[Op] = []
     append = ops.append
@@ -202,7 +205,8 @@ def _self_times(ops: list[Op], cpu: _Cpu) -> None:
 
 def _make_gpu(events: list[Any], b: Buckets, gpu_link: list[LinkArgs | None], origin_us: float,
               warnings: list[str], string_ids: dict[str, int], ops: list[Op], corr_to_launch: dict[int, int],
-              ext_to_op: dict[int, int], ends: dict, intern: dict[str, str]):
+              ext_to_op: dict[int, int], ends: dict[FlowKey, int], intern: dict[str, str],
+              ) -> tuple[list[GpuOp], dict[tuple[int, int], None], list[float], int]:
     """GpuOps in time order, linked to their launch call and launching op.
     Returns (gpu, streams seen, GPU µs launched directly by each op, count of unlinked GPU ops)."""
     start = _ns(b.gpu_ts, origin_us)
@@ -230,8 +234,9 @@ def _make_gpu(events: list[Any], b: Buckets, gpu_link: list[LinkArgs | None], or
             op_id = ops[launch].parent
             while op_id >= 0 and ops[op_id].cat in launch_cats:
                 op_id = ops[op_id].parent
-            if op_id < 0 and ops[launch].external_id:
-                op_id = ext_to_op.get(ops[launch].external_id, -1)
+            launch_ext = ops[launch].external_id
+            if op_id < 0 and launch_ext:
+                op_id = ext_to_op.get(launch_ext, -1)
         elif ext:
             op_id = ext_to_op.get(ext, -1)
         name = e.name
@@ -327,10 +332,11 @@ def _ext(la: LinkArgs | None) -> tuple[int | None, int | None]:
     return (la.external_id if la.external_id is not None else la.external_id_lc), la.correlation
 
 
-def _flow_index(events: list[RawEvent], flow_ev: list[int], string_ids: dict[str, int]):
+def _flow_index(events: list[RawEvent], flow_ev: list[int], string_ids: dict[str, int],
+                ) -> tuple[dict[FlowKey, int], dict[FlowKey, int]]:
     """Launch flows by where they start and end: ({(pid, tid, ts): id}, {(pid, tid, ts): id})."""
-    starts: dict[tuple[int, int, float | None], int] = {}
-    ends: dict[tuple[int, int, float | None], int] = {}
+    starts: dict[FlowKey, int] = {}
+    ends: dict[FlowKey, int] = {}
     for i in flow_ev:
         e = events[i]
         if e.cat not in _FLOW_CATS and e.cat != "":
@@ -348,7 +354,8 @@ def _flow_index(events: list[RawEvent], flow_ev: list[int], string_ids: dict[str
     return starts, ends
 
 
-def _names(events: list[RawEvent], meta_ev: list[int], string_ids: dict[str, int]):
+def _names(events: list[RawEvent], meta_ev: list[int], string_ids: dict[str, int],
+           ) -> tuple[dict[tuple[int, int], str], dict[int, str]]:
     """({(pid, tid): thread name}, {pid: process name}) from the 'M' events."""
     threads: dict[tuple[int, int], str] = {}
     processes: dict[int, str] = {}
@@ -367,7 +374,7 @@ def _names(events: list[RawEvent], meta_ev: list[int], string_ids: dict[str, int
     return threads, processes
 
 
-def _main_device(devices: list[dict], gpu: list[GpuOp]) -> dict | None:
+def _main_device(devices: list[dict[str, Any]], gpu: list[GpuOp]) -> dict[str, Any] | None:
     """deviceProperties of the device that ran the most GPU work (the first one listed otherwise)."""
     if not devices:
         return None

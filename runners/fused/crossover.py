@@ -1,0 +1,186 @@
+"""Fused or unfused: a measured model of both paths' time per call, per GPU and model-family shape.
+
+A call of either path costs max(host time, GPU time) when calls come back to back: the host enqueues
+while the GPU works, and whichever is longer sets the pace. The table (crossover.json beside this file,
+written by `mlptui bench mlp --sweep` on each GPU) holds, per GPU and (dim, hidden) family, each path's
+host time per call (enqueue time, independent of rows) and its GPU time at a grid of row counts
+(CUDA-graph replay). Between grid points the GPU time is interpolated linearly in rows; past the last
+point it grows in proportion; a shape outside the families uses the nearest family by dim*hidden with
+its rows scaled by the work ratio.
+
+The fused path is taken only where the model predicts it faster by MARGIN: the unfused path is eager
+itself (the same five kernels), so on a close call it cannot be slower than eager. On a GPU missing
+from the table, the fused path runs from DEFAULT_MIN_ROWS rows on.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+TABLE_FILE = Path(__file__).with_name("crossover.json")
+MARGIN = 0.03  # the fused path must be predicted ≥ 3 % faster
+# Training (forward+backward) is routed by the sweep's measurements alone, and those cells are mostly
+# host-bound (autograd's host time), where medians move by tens of percent between neighbours: the
+# fused path must have been measured ≥ 10 % faster.
+TRAIN_MARGIN = 0.10
+DEFAULT_MIN_ROWS = 128  # GPUs without a measured table (the old rule, measured on an H100 and an H200)
+
+
+@dataclass(frozen=True)
+class PathCost:
+    host_us: float
+    rows: tuple[int, ...]
+    gpu_us: tuple[float, ...]
+
+    def gpu_at(self, rows: float) -> float:
+        r, t = self.rows, self.gpu_us
+        if rows <= r[0]:
+            return t[0]
+        if rows >= r[-1]:
+            return t[-1] * rows / r[-1]
+        i = bisect.bisect_right(r, rows)
+        f = (rows - r[i - 1]) / (r[i] - r[i - 1])
+        return t[i - 1] + f * (t[i] - t[i - 1])
+
+    def at(self, rows: float) -> float:
+        return max(self.host_us, self.gpu_at(rows))
+
+
+Pair = tuple[float | None, float | None]  # (fused µs, eager µs) of one sweep cell; None: not measured
+
+
+@dataclass(frozen=True)
+class Family:
+    dim: int
+    hidden: int
+    fused: PathCost
+    eager: PathCost
+    # the sweep's do_bench medians (L2 flushed) at its row counts, folded in after a sweep (fold_sweep)
+    bench_rows: tuple[int, ...] = ()
+    fwd_bench: tuple[Pair, ...] = ()
+    train_bench: tuple[Pair, ...] = ()
+
+    def bench_verdict(self, rows: float, train: bool, margin: float) -> bool | None:
+        """Was the fused path measured faster (by margin) at the sweep's nearest row count? None: not measured."""
+        pairs = self.train_bench if train else self.fwd_bench
+        if not self.bench_rows or not pairs:
+            return None
+        i = min(range(len(self.bench_rows)), key=lambda j: abs(math.log(self.bench_rows[j] / max(rows, 1))))
+        f, e = pairs[i]
+        if f is None or e is None:
+            return None
+        return f <= (1.0 - margin) * e
+
+
+@dataclass(frozen=True)
+class CrossoverModel:
+    device: str
+    families: tuple[Family, ...]
+    margin: float = MARGIN
+
+    def _family(self, dim: int, hidden: int) -> tuple[Family, float]:
+        """The family to read, and the factor that maps rows of this shape onto its rows."""
+        work = dim * hidden
+        fam = min(self.families, key=lambda f: abs(math.log(f.dim * f.hidden / work)) + abs(math.log(f.dim / dim)))
+        return fam, work / (fam.dim * fam.hidden)
+
+    def predict(self, rows: int, dim: int, hidden: int) -> dict[str, float]:
+        fam, scale = self._family(dim, hidden)
+        r = max(rows, 1) * scale
+        return {"fused": fam.fused.at(r), "unfused": fam.eager.at(r)}
+
+    def use_fused(self, rows: int, dim: int, hidden: int, train: bool = False) -> bool:
+        """Inference: the host+GPU model predicts the fused path faster, and the sweep did not measure it
+        slower. Training (forward+backward): only where the sweep measured the fused path faster."""
+        if rows <= 0:
+            return False
+        fam, scale = self._family(dim, hidden)
+        verdict = fam.bench_verdict(max(rows, 1) * scale, train, TRAIN_MARGIN if train else self.margin)
+        if train:
+            return verdict is True
+        p = self.predict(rows, dim, hidden)
+        return p["fused"] <= (1.0 - self.margin) * p["unfused"] and verdict is not False
+
+
+def model_from_table(doc: dict[str, Any], device: str) -> CrossoverModel | None:
+    entry = doc.get("devices", {}).get(device)
+    if not entry:
+        return None
+    fams = []
+    for f in entry["families"]:
+        rows = tuple(int(r) for r in f["rows"])
+        fams.append(Family(int(f["dim"]), int(f["hidden"]),
+                           PathCost(float(f["fused_host_us"]), rows, tuple(map(float, f["fused_gpu_us"]))),
+                           PathCost(float(f["eager_host_us"]), rows, tuple(map(float, f["eager_gpu_us"]))),
+                           tuple(int(r) for r in f.get("bench_rows", ())),
+                           tuple((p[0], p[1]) for p in f.get("fwd_bench_us", ())),
+                           tuple((p[0], p[1]) for p in f.get("train_bench_us", ()))))
+    return CrossoverModel(device, tuple(fams)) if fams else None
+
+
+@lru_cache(maxsize=8)
+def _load(path: str) -> dict[str, Any]:
+    p = Path(path)
+    return json.loads(p.read_text()) if p.exists() else {}
+
+
+_INSTALLED: dict[str, CrossoverModel] = {}
+
+
+def install(model: CrossoverModel) -> None:
+    """Use this model for its GPU in this process (a table just measured, before it is committed)."""
+    _INSTALLED[model.device] = model
+
+
+def model_for(device: str, path: Path | None = None) -> CrossoverModel | None:
+    if path is None and device in _INSTALLED:
+        return _INSTALLED[device]
+    return model_from_table(_load(str(path or TABLE_FILE)), device)
+
+
+def use_fused(rows: int, dim: int, hidden: int, model: CrossoverModel | None, train: bool = False) -> bool:
+    """The rule FusedGeGLUMLP applies (once per row count and pass; the answer is cached)."""
+    if model is None:
+        return rows >= DEFAULT_MIN_ROWS
+    return model.use_fused(rows, dim, hidden, train)
+
+
+def fold_sweep(table: dict[str, Any], report: dict[str, Any], source: str) -> dict[str, Any]:
+    """The table with a sweep report's do_bench medians folded into its GPU's families: per sweep row
+    count, (fused, eager) for the forward and for forward+backward, where the fused path ran."""
+    device = report["device"]
+    entry = dict(table["devices"][device])
+    cells: dict[tuple[int, int, str, int], dict[str, Any]] = {}
+    for r in report["results"]:
+        if r.get("sweep"):
+            cells.setdefault((r["dim"], r["hidden"], r["pass"], r["rows"]), {})[r["mode"]] = r
+    rows = sorted({k[3] for k in cells})
+    families = []
+    for f in entry["families"]:
+        f = dict(f)
+        pairs: dict[str, list[list[float | None]]] = {"fwd": [], "fwd+bwd": []}
+        for ps, out in pairs.items():
+            for n in rows:
+                c = cells.get((f["dim"], f["hidden"], ps, n), {})
+                fused, eager = c.get("fused"), c.get("eager")
+                if fused is not None and eager is not None and fused.get("path") == "fused":
+                    out.append([fused["median_us"], eager["median_us"]])
+                else:
+                    out.append([None, None])
+        f.update(bench_rows=rows, fwd_bench_us=pairs["fwd"], train_bench_us=pairs["fwd+bwd"])
+        families.append(f)
+    entry.update(families=families, bench_source=source)
+    return merge_device(table, device, entry)
+
+
+def merge_device(doc: dict[str, Any], device: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """The table with one GPU's entry replaced (the others kept)."""
+    devices: dict[str, Any] = dict(doc.get("devices", {}))
+    devices[device] = entry
+    return {"version": 1, "devices": devices}

@@ -1,0 +1,192 @@
+"""FusedGeGLUMLP: the GeGLU MLP with gate+up+GeGLU as one Triton kernel and a cuBLAS down projection, a
+drop-in for SimpleGeGLUMLP (same parameters, same function), in eager, under torch.compile and in
+training; and the `fused-mlp` workload's builder."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from mlptui.runners.fused import crossover
+from mlptui.runners.fused.launcher import GateUpLauncher, interpreting
+from mlptui.runners.fused.ops import GeGLUGateUp
+from mlptui.runners.modules import geglu_mlp
+
+POLICIES = ("auto", "fused", "unfused")
+
+
+def _device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return device.type
+
+
+@torch.compiler.assume_constant_result
+def _route_traced(rows: int, dim: int, hidden: int, device_index: int, train: bool) -> bool:
+    """The crossover rule, evaluated once while torch.compile traces (the result is baked into the graph)."""
+    name = torch.cuda.get_device_name(device_index) if device_index >= 0 else "cpu"
+    return crossover.use_fused(rows, dim, hidden, crossover.model_for(name), train)
+
+
+class FusedGeGLUMLP(nn.Module):
+    """Same parameters and function as SimpleGeGLUMLP: down(gelu_tanh(gate(x)) * up(x)).
+
+    `policy="auto"` (default) takes the fused path where the crossover model (crossover.py) predicts it
+    faster than the unfused one for this GPU, dims and row count, else the unfused path (eager's own
+    five kernels); "fused" / "unfused" force one. The answer is cached per row count, so a call costs a
+    dict look-up before its launches. With autograd on, the fused path saves gate/up and runs the fused
+    backward. Under torch.compile the kernel is the registered op `mlptui::geglu_gateup(_train)`.
+    `path_for(rows)` / `fallback_reason(rows)` say which path runs and why.
+    """
+
+    def __init__(self, dim: int, hidden: int, *, policy: str = "auto", min_rows: int | None = None,
+                 device: torch.device | str | None = None, dtype: torch.dtype | None = None) -> None:
+        super().__init__()
+        if policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+        self.gate_proj = nn.Linear(dim, hidden, bias=False, device=device, dtype=dtype)
+        self.up_proj = nn.Linear(dim, hidden, bias=False, device=device, dtype=dtype)
+        self.down_proj = nn.Linear(hidden, dim, bias=False, device=device, dtype=dtype)
+        self.dim, self.hidden = dim, hidden
+        self.policy = policy
+        self.min_rows = min_rows  # a fixed threshold instead of the model (tests, experiments)
+        self._routes: dict[int, bool] = {}
+        self._train_routes: dict[int, bool] = {}
+        self._launcher: GateUpLauncher | None = None
+
+    # -- which path ----------------------------------------------------------------------------------
+
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> FusedGeGLUMLP:
+        self._launcher = None  # new device / dtype: launcher and routes are rebuilt on the next call
+        self._routes.clear()
+        self._train_routes.clear()
+        return super()._apply(fn, *args, **kwargs)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("policy", "min_rows") and "_routes" in self.__dict__:
+            self._routes.clear()
+            self._train_routes.clear()
+        super().__setattr__(name, value)
+
+    def fallback_reason(self, rows: int, device: torch.device | None = None,
+                        dtype: torch.dtype | None = None, *, train: bool = False) -> str | None:
+        """Why a call with `rows` rows (forward only, or with `train` forward+backward) takes the unfused
+        path, or None when it runs the fused kernel."""
+        device = device or self.gate_proj.weight.device
+        dtype = dtype or self.gate_proj.weight.dtype
+        if device.type != "cuda" and not interpreting():
+            return f"no Triton on {device.type}"
+        if dtype not in (torch.bfloat16, torch.float16):
+            return f"{str(dtype).removeprefix('torch.')} (the kernel takes bf16/fp16)"
+        if rows <= 0:
+            return "no rows"
+        if self.policy == "fused":
+            return None
+        if self.policy == "unfused":
+            return "policy='unfused'"
+        if self.min_rows is not None:
+            return None if rows >= self.min_rows else f"{rows} rows < min_rows {self.min_rows}"
+        model = crossover.model_for(_device_name(device))
+        if crossover.use_fused(rows, self.dim, self.hidden, model, train):
+            return None
+        if model is None:
+            return (f"{rows} rows < {crossover.DEFAULT_MIN_ROWS} (no crossover table for "
+                    f"{_device_name(device)})")
+        if train:
+            return (f"training: the sweep on {model.device} did not measure the fused forward+backward faster "
+                    f"near {rows} rows")
+        p = model.predict(rows, self.dim, self.hidden)
+        return (f"crossover model: fused {p['fused']:.1f} us vs unfused {p['unfused']:.1f} us per call at "
+                f"{rows} rows on {model.device}")
+
+    def path_for(self, rows: int, device: torch.device | None = None, dtype: torch.dtype | None = None,
+                 *, train: bool = False) -> str:
+        return "unfused" if self.fallback_reason(rows, device, dtype, train=train) else "fused"
+
+    def _route(self, rows: int, train: bool) -> bool:
+        routes = self._train_routes if train else self._routes
+        fused = self.fallback_reason(rows, train=train) is None
+        if len(routes) > 4096:
+            routes.clear()
+        routes[rows] = fused
+        return fused
+
+    def launcher(self) -> GateUpLauncher:
+        wg, wu = self.gate_proj.weight, self.up_proj.weight
+        lau = self._launcher
+        if lau is None or lau.w_gate is not wg or lau.w_up is not wu:
+            lau = self._launcher = GateUpLauncher(wg, wu)
+        return lau
+
+    # -- forward -------------------------------------------------------------------------------------
+
+    def forward_unfused(self, x: torch.Tensor) -> torch.Tensor:
+        return geglu_mlp(x, self.gate_proj, self.up_proj, self.down_proj)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.compiler.is_compiling():
+            return self._forward_traced(x)
+        shape = x.shape
+        dim = shape[-1]
+        flat = len(shape) == 2
+        rows = shape[0] if flat else (x.numel() // dim if dim else 0)
+        wg, wu = self.gate_proj.weight, self.up_proj.weight
+        train = torch.is_grad_enabled() and (x.requires_grad or wg.requires_grad or wu.requires_grad)
+        fused = (self._train_routes if train else self._routes).get(rows)
+        if fused is None:
+            fused = self._route(rows, train)
+        if not fused or x.dtype != wg.dtype:
+            return self.forward_unfused(x)
+        lau = self._launcher
+        if lau is None or lau.w_gate is not wg or lau.w_up is not wu:
+            lau = self.launcher()
+        x2 = x if flat else x.reshape(rows, dim)
+        if not x2.is_contiguous():
+            x2 = x2.contiguous()
+        if train:
+            h = GeGLUGateUp.apply(x2, wg, wu, lau)
+        else:
+            h = lau(x2)
+        out = F.linear(h, self.down_proj.weight)
+        return out if flat else out.view(*shape[:-1], self.dim)
+
+    def _forward_traced(self, x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape
+        dim = shape[-1]
+        x2 = x.reshape(-1, dim)
+        rows = x2.shape[0]
+        wg, wu = self.gate_proj.weight, self.up_proj.weight
+        if x.dtype != wg.dtype or wg.dtype not in (torch.bfloat16, torch.float16):
+            return self.forward_unfused(x)
+        if self.policy == "unfused":
+            return self.forward_unfused(x)
+        train = torch.is_grad_enabled() and (x.requires_grad or wg.requires_grad or wu.requires_grad)
+        if self.policy == "auto" and isinstance(rows, int):
+            index = wg.device.index if wg.device.type == "cuda" else -1
+            if self.min_rows is not None:
+                if rows < self.min_rows:
+                    return self.forward_unfused(x)
+            elif not _route_traced(rows, self.dim, self.hidden, -1 if index is None else index, train):
+                return self.forward_unfused(x)
+        if train:
+            h = torch.ops.mlptui.geglu_gateup_train(x2, wg, wu)[0]
+        else:
+            h = torch.ops.mlptui.geglu_gateup(x2, wg, wu)
+        return F.linear(h, self.down_proj.weight).view(*shape[:-1], self.dim)
+
+
+def build_fused_mlp(shape: Any, dtype: torch.dtype, device: str) -> Any:
+    """Registry builder of the `fused-mlp` workload (mlptui.runners.workloads): the article's MLP, same seeded
+    weights and input, as FusedGeGLUMLP. The manifest's kernel_source says which path runs and why."""
+    from mlptui.runners.modules import Built, mlp_flops, mlp_input, reference_mlp
+
+    ref = reference_mlp(shape, device)
+    module = FusedGeGLUMLP(shape.dim, shape.hidden, device=device, dtype=dtype)
+    module.load_state_dict(ref.state_dict())
+    why = module.fallback_reason(shape.batch * shape.seq)
+    source = ("triton fused_geglu_gateup_gemm_kernel (runners/fused/kernels.py) + cuBLAS down projection"
+              if why is None else f"unfused eager path: {why}")
+    return Built(module, (mlp_input(shape, dtype, device),), ref, mlp_flops(shape), source)

@@ -1,0 +1,200 @@
+"""`mlptui bench mlp --sweep`: rows × model-family dims, the fused MLP against eager, torch.compile and
+Liger, forward and forward+backward; and, first, the crossover table the fused module routes by.
+
+1. Crossover (per family): FusedGeGLUMLP forced onto its fused path and the eager MLP, each row count's
+   GPU time by CUDA-graph replay (weights fixed, so the fused launcher captures its eager plan) and each
+   path's host time per call (calls enqueued back to back, timed before the synchronize). The table
+   is installed for this process, so step 2's fused module routes by what was just measured, and it
+   goes into the report (`crossover`) to be committed as runners/fused/crossover.json.
+2. Sweep: per family and pass, each mode's do_bench median (L2 flushed before every call) at every
+   row count; the modes of one cell are timed in turn, ROUNDS times, and each keeps its best
+   (host jitter only adds time). torch.compile is built once per family with dynamic=True.
+
+Every result row: shape ("DIMxHIDDEN"), rows, dim, hidden, mode, pass, median_us, and the ratios of the
+fused time against the other modes of its cell.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mlptui.runners.bench import _median_us, enqueue_us, rel_err
+from mlptui.runners.modules import LigerConfig, SimpleGeGLUMLP, seeded
+
+FAMILIES: tuple[tuple[int, int], ...] = ((768, 3072), (1024, 2816), (2048, 5632), (1536, 8960), (4096, 11008),
+                                         (5120, 13824))
+SWEEP_ROWS: tuple[int, ...] = (1, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+SWEEP_MODES: tuple[str, ...] = ("eager", "fused", "compile", "kernels")
+PASSES: tuple[str, ...] = ("fwd", "fwd+bwd")
+ROUNDS = 3
+
+
+def _graph_us(fn: Callable[[], Any], rep_ms: float) -> float:
+    from triton.testing import do_bench_cudagraph
+
+    return float(do_bench_cudagraph(fn, rep=rep_ms, return_mode="median")) * 1e3
+
+
+def _modules(dim: int, hidden: int, dtype: torch.dtype, modes: tuple[str, ...],
+             info: dict[str, Any]) -> dict[str, Any]:
+    from mlptui.runners.fused import FusedGeGLUMLP
+
+    ref = seeded(lambda: SimpleGeGLUMLP(dim, hidden))
+    state = ref.state_dict()
+    out: dict[str, Any] = {}      # mode -> module or compiled callable
+    eager = SimpleGeGLUMLP(dim, hidden).to("cuda", dtype)
+    eager.load_state_dict(state)
+    out["eager"] = eager
+    if "fused" in modes:
+        fused = FusedGeGLUMLP(dim, hidden, device="cuda", dtype=dtype)
+        fused.load_state_dict(state)
+        out["fused"] = fused
+    if "compile" in modes:
+        c = SimpleGeGLUMLP(dim, hidden).to("cuda", dtype)
+        c.load_state_dict(state)
+        out["compile"] = torch.compile(c, dynamic=True)
+    if "kernels" in modes:
+        try:
+            from mlptui.runners.liger_source import load_liger_geglu_mlp
+
+            found = load_liger_geglu_mlp()
+            info["kernels_source"] = found.source
+            k = found.cls(LigerConfig(dim, hidden))
+            k.load_state_dict(state)
+            out["kernels"] = k.to("cuda", dtype)
+        except Exception as exc:  # no Liger here: the cell says so
+            info["kernels_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return out
+
+
+def measure_crossover(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], dtype: torch.dtype,
+                      rep_ms: float, note: Callable[[str], None]) -> dict[str, Any]:
+    """One GPU's crossover entry: per family, each path's GPU µs per row count and host µs per call."""
+    from mlptui.runners.fused import FusedGeGLUMLP
+
+    fams = []
+    for dim, hidden in families:
+        ref = seeded(functools.partial(SimpleGeGLUMLP, dim, hidden))
+        eager = SimpleGeGLUMLP(dim, hidden).to("cuda", dtype)
+        eager.load_state_dict(ref.state_dict())
+        fused = FusedGeGLUMLP(dim, hidden, policy="fused", device="cuda", dtype=dtype)
+        fused.load_state_dict(ref.state_dict())
+        g_f, g_e, h_f, h_e = [], [], [], []
+        start = time.perf_counter()
+        with torch.no_grad():
+            for r in rows:
+                x = torch.randn(r, dim, device="cuda", dtype=dtype)
+                fused(x)  # tunes this bucket
+                fused.launcher().graph_safe = False  # time the eager plan (weights fixed here)
+                run_f, run_e = partial(fused, x), partial(eager, x)
+                g_f.append(round(_graph_us(run_f, rep_ms), 2))
+                g_e.append(round(_graph_us(run_e, rep_ms), 2))
+                h_f.append(enqueue_us(run_f))
+                h_e.append(enqueue_us(run_e))
+        hf, he = sorted(h_f)[len(h_f) // 2], sorted(h_e)[len(h_e) // 2]
+        fams.append({"dim": dim, "hidden": hidden, "rows": list(rows), "fused_gpu_us": g_f, "eager_gpu_us": g_e,
+                     "fused_host_us": round(hf, 2), "eager_host_us": round(he, 2),
+                     "fused_host_us_per_rows": [round(v, 2) for v in h_f],
+                     "eager_host_us_per_rows": [round(v, 2) for v in h_e]})
+        note(f"crossover {dim}x{hidden}: host fused {hf:.1f} us, eager {he:.1f} us; GPU fused/eager "
+             + " ".join(f"{r}:{f:.0f}/{e:.0f}" for r, f, e in zip(rows, g_f, g_e, strict=True))
+             + f" ({time.perf_counter() - start:.0f} s)")
+    return {"families": fams, "method": "GPU: do_bench_cudagraph median; host: min over 3 loops of 50 calls "
+                                        "enqueued, timed before the synchronize, median over the row counts"}
+
+
+def _step(mode: str, module: torch.nn.Module, x: torch.Tensor, bwd: bool) -> Callable[[], Any]:
+    if not bwd:
+        return lambda: module(x)
+    params = [p for p in module.parameters() if p.requires_grad]
+    xg = x.detach().requires_grad_(True)
+    inputs = [xg, *params]
+    grad_out = torch.randn_like(x)
+
+    def step() -> Any:
+        return torch.autograd.grad(module(xg), inputs, grad_out)
+    return step
+
+
+def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: tuple[str, ...],
+          passes: tuple[str, ...], dtype: torch.dtype, warmup_ms: float, rep_ms: float,
+          note: Callable[[str], None]) -> tuple[list[dict[str, Any]], list[dict[str, str]], dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    errors: list[dict[str, str]] = []
+    info: dict[str, Any] = {}
+    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
+    for dim, hidden in families:
+        shape = f"{dim}x{hidden}"
+        start = time.perf_counter()
+        mods = _modules(dim, hidden, dtype, modes, info)
+        ref = seeded(functools.partial(SimpleGeGLUMLP, dim, hidden)).to("cuda")
+        for ps in passes:
+            bwd = ps == "fwd+bwd"
+            with torch.set_grad_enabled(bwd):
+                for r in rows:
+                    x = torch.randn(r, dim, device="cuda", dtype=dtype)
+                    fns: dict[str, Callable[[], Any]] = {}
+                    for mode, mod in mods.items():
+                        try:
+                            fn = _step(mode, mod, x, bwd)
+                            fn()  # compiles / tunes
+                            fns[mode] = fn
+                        except Exception as exc:
+                            msg = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+                            errors.append({"mode": mode, "shape": shape, "rows": str(r), "pass": ps,
+                                           "kind": "failed", "error": f"{type(exc).__name__}: {msg[:200]}"})
+                    if not bwd and "fused" in mods:
+                        with torch.no_grad():
+                            err = rel_err(mods["fused"](x), ref(x.float()))
+                        if not err <= 1e-2:
+                            errors.append({"mode": "fused", "shape": shape, "rows": str(r), "pass": ps,
+                                           "kind": "inaccurate", "error": f"relative error {err:.3g}"})
+                    best = {m: float("inf") for m in fns}
+                    for _ in range(ROUNDS if r <= 2048 else 2):  # large cells are GPU-bound and steady
+                        for m, fn in fns.items():
+                            best[m] = min(best[m], _median_us(fn, warmup_ms, rep_ms))
+                    path = mods["fused"].path_for(r, train=bwd) if "fused" in mods else None
+                    for m, us in best.items():
+                        row: dict[str, Any] = {"shape": shape, "rows": r, "dim": dim, "hidden": hidden, "mode": m,
+                                               "pass": ps, "median_us": round(us, 2), "sweep": True}
+                        if m == "fused":
+                            row["path"] = path
+                        results.append(row)
+                    f = best.get("fused")
+                    cells = " ".join(f"{m}={us:.1f}" for m, us in best.items())
+                    note(f"{shape} {ps} rows {r}: {cells} (fused path {path})")
+                    if f:
+                        for m, us in best.items():
+                            if m != "fused":
+                                results[-len(best) + list(best).index("fused")][f"vs_{m}"] = round(us / f, 3)
+        note(f"{shape}: {time.perf_counter() - start:.0f} s")
+        partial = os.environ.get("MLPTUI_SWEEP_PARTIAL")
+        if partial:  # a long sweep leaves what it has measured so far
+            Path(partial).write_text(json.dumps({"results": results, "errors": errors, **info}, indent=1))
+        del mods
+        torch.cuda.empty_cache()
+    return results, errors, info
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per pass: the worst fused/eager ratio over the cells and the cells slower than eager by > 2 %."""
+    out: dict[str, Any] = {}
+    for ps in PASSES:
+        cells = [r for r in rows if r["mode"] == "fused" and r["pass"] == ps and "vs_eager" in r]
+        if not cells:
+            continue
+        worst = min(cells, key=lambda r: r["vs_eager"])
+        out[ps] = {"cells": len(cells), "worst_fused_over_eager": round(1 / worst["vs_eager"], 3),
+                   "worst_cell": f"{worst['shape']} rows {worst['rows']}",
+                   "slower_than_eager_by_2pct": [f"{r['shape']} rows {r['rows']} ({1 / r['vs_eager']:.3f}x)"
+                                                 for r in cells if r["vs_eager"] < 1 / 1.02]}
+    return out

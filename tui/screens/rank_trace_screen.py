@@ -1,0 +1,26 @@
+"""One rank of a run with every pane of a trace; `<` `>` switch to the previous / next rank in place,
+`esc` returns to the ranks view."""
+
+from __future__ import annotations
+
+from mlptui.keys import RANK_SWITCH_KEYS
+from mlptui.screens.trace_screen import TraceScreen
+from mlptui.viewmodels.run_view import RunView
+
+
+class RankTraceScreen(TraceScreen):
+    BINDINGS = [*RANK_SWITCH_KEYS]
+
+    def __init__(self, run: RunView, position: int) -> None:
+        super().__init__(run.ranks[position][1])
+        self.run = run
+        self.position = position
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.sub_title = self.run.rank_label(self.position)
+        self.query_one("#steps-pane").border_subtitle = f"{self.run.rank_label(self.position)} · < > switch rank"
+
+    def action_rank(self, delta: int) -> None:
+        if len(self.run.ranks) > 1:
+            self.app.switch_screen(RankTraceScreen(self.run, (self.position + delta) % len(self.run.ranks)))

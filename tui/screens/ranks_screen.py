@@ -1,0 +1,90 @@
+"""The ranks view of a multi-rank run: step time per rank per step with each step's straggler,
+compute / communication / overlap / waiting per rank, and the collectives with their bus bandwidth
+beside the link's peak. `enter` (or `o`) opens the selected rank with every pane; `<` `>` choose it."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from mlptui.keys import RANKS_KEYS
+from mlptui.viewmodels.run_view import RunView
+from mlptui.widgets.lines import LineList
+from mlptui.widgets.text_table import TextTable
+
+
+class RanksPane(Vertical):
+    ALLOW_MAXIMIZE = True
+
+
+class RanksScreen(Screen[None]):
+    BINDINGS = [*RANKS_KEYS]
+
+    def __init__(self, run: RunView) -> None:
+        super().__init__()
+        self.run = run
+        self.position = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"[b]{escape(self.run.title)}[/b]", id="ranks-header")
+        with RanksPane(id="rank-steps-pane", classes="pane"):
+            yield TextTable(id="rank-steps")
+        with RanksPane(id="rank-list-pane", classes="pane"):
+            yield TextTable(id="rank-list")
+        with RanksPane(id="collectives-pane", classes="pane"):
+            yield TextTable(id="collectives")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        headers, rows = self.run.step_table()
+        self.query_one("#rank-steps", TextTable).show(headers, rows, set(range(1, len(headers) - 1)))
+        headers, rows = self.run.rank_table()
+        self.query_one("#rank-list", TextTable).show(headers, rows, {1, 2, 3, 4})
+        headers, rows = self.run.collective_table()
+        self.query_one("#collectives", TextTable).show(headers, rows, {3, 4, 5, 6, 7, 8, 9},
+                                                      drop={7: 1, 4: 2})
+        self.query_one("#rank-steps-pane").border_title = "step time per rank · straggler"
+        self.query_one("#rank-list-pane").border_title = (
+            "ranks · overlap: share of comm time with compute running · enter: open the rank")
+        peak = f"{self.run.link.name} {self.run.link.peak_gbps:.0f} GB/s" if self.run.link else "link unknown"
+        self.query_one("#collectives-pane").border_title = f"collectives · bus bandwidth vs {peak}"
+        self.query_one("#rank-list", TextTable).focus()
+
+    def _select(self, position: int) -> None:
+        self.position = position % len(self.run.ranks)
+        table = self.query_one("#rank-list", TextTable)
+        if table.cursor != self.position:
+            table.move_cursor(self.position)
+
+    def on_line_list_cursor_moved(self, message: LineList.CursorMoved) -> None:
+        if message.pane.id == "rank-list":
+            self.position = message.index
+
+    def on_line_list_chosen(self, message: LineList.Chosen) -> None:
+        if message.pane.id == "rank-list":
+            self.position = message.index
+            self.action_open_rank()
+
+    def action_rank(self, delta: int) -> None:
+        self._select(self.position + delta)
+
+    def action_open_rank(self) -> None:
+        from mlptui.screens.rank_trace_screen import RankTraceScreen
+
+        self.app.push_screen(RankTraceScreen(self.run, self.position))
+
+    def action_zoom_pane(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+        elif self.focused is not None:
+            pane = next((a for a in self.focused.ancestors_with_self if isinstance(a, RanksPane)), self.focused)
+            self.maximize(pane, container=False)
+
+    def action_back(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+        elif len(self.app.screen_stack) > 2:
+            self.app.pop_screen()

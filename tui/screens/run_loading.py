@@ -1,0 +1,104 @@
+"""Loads the rank traces of a run in a worker thread, rank by rank with a progress bar, then shows
+the ranks view. A rank that cannot be read shows its message."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rich.markup import escape
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Center, Middle
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, ProgressBar, Static
+
+from mlptui.contract.errors import MlptuiError
+from mlptui.gc_policy import bulk_allocation
+from mlptui.viewmodels.facts import TraceFacts, build_facts
+from mlptui.viewmodels.run_view import RunView, build_run_view
+from mlptui.widgets.worker_errors import ReportsWorkerErrors, WorkerFailed
+
+
+class RunLoadingScreen(ReportsWorkerErrors, Screen[None]):
+    BINDINGS = [Binding("escape", "back", "Back", id="run-loading-back")]
+
+    class Progress(Message):
+        def __init__(self, text: str, done: int, total: int) -> None:
+            self.text, self.done, self.total = text, done, total
+            super().__init__()
+
+    class Loaded(Message):
+        def __init__(self, run: RunView) -> None:
+            self.run = run
+            super().__init__()
+
+    class Failed(Message):
+        def __init__(self, text: str) -> None:
+            self.text = text
+            super().__init__()
+
+    def __init__(self, folder: str, ranks: list[tuple[int, Path]]) -> None:
+        super().__init__()
+        self.folder = folder
+        self.rank_paths = ranks
+
+    def compose(self) -> ComposeResult:
+        with Middle(), Center():
+            yield Static(f"opening the run {escape(self.folder)} ({len(self.rank_paths)} ranks)", id="loading-title")
+            yield ProgressBar(total=None, show_eta=False, id="loading-bar")
+            yield Static("", id="loading-error")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.load()
+
+    @work(thread=True, exclusive=True, exit_on_error=False)
+    def load(self) -> None:
+        from mlptui.trace.parse.load_many import load_many
+
+        rank_of = {str(p): r for r, p in self.rank_paths}
+        n = len(self.rank_paths)
+        loaded: list[tuple[int, TraceFacts]] = []
+        last = [0.0]
+
+        def progress(path: str, done: int, total: int) -> None:
+            now = time.monotonic()
+            if now - last[0] > 0.05 or done >= total:
+                last[0] = now
+                frac = len(loaded) + (done / total if total else 1.0)
+                self.post_message(self.Progress(f"rank {rank_of[path]}", int(frac * 1000), n * 1000))
+
+        with bulk_allocation():      # the ranks and their facts live as long as the app
+            for path, result in load_many([str(p) for _, p in self.rank_paths], on_progress=progress):
+                if isinstance(result, MlptuiError):
+                    self.post_message(self.Failed(str(result)))
+                    return
+                loaded.append((rank_of[path], build_facts(result)))
+        loaded.sort(key=lambda p: p[0])
+        self.post_message(self.Loaded(build_run_view(self.folder, loaded)))
+
+    def worker_failed(self, failed: WorkerFailed) -> None:
+        self.post_message(self.Failed(failed.text))
+
+    def on_run_loading_screen_progress(self, message: Progress) -> None:
+        self.query_one(ProgressBar).update(total=max(message.total, 1), progress=message.done)
+        self.query_one("#loading-title", Static).update(
+            f"opening the run {escape(self.folder)}: {escape(message.text)} of {len(self.rank_paths)}")
+
+    def on_run_loading_screen_failed(self, message: Failed) -> None:
+        self.query_one(ProgressBar).display = False
+        self.query_one("#loading-error", Static).update(f"[b]mlptui: {escape(message.text)}[/b]\n\nesc: back   q: quit")
+
+    def on_run_loading_screen_loaded(self, message: Loaded) -> None:
+        from mlptui.screens.ranks_screen import RanksScreen
+
+        self.app.switch_screen(RanksScreen(message.run))
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+        else:
+            self.app.exit()

@@ -1,0 +1,158 @@
+"""The index cache: the indexed form of a trace file, kept in the user's cache folder for the next open.
+
+    lookup(path, source) -> Trace | None      the cached index of this exact file, or None
+    store(path, trace, args_facts)            save it (never raises; an unwritable folder is skipped)
+
+Where: `$XDG_CACHE_HOME/mlptui/index` (default `~/.cache/mlptui/index`), never beside the trace; one
+`<sha of the real path>.npz` per trace file (numpy's own format, columns from mlptui.trace.parse.columns,
+read with allow_pickle=False). An entry is used only if its key matches the file now: the cache format,
+the indexing code (a hash of the modules that build the index, so any change to them rebuilds), the
+file's size and mtime, and a hash of its first and last MiB. A damaged entry is treated as missing and
+rewritten; entries are written to a temp file in the same folder and renamed into place, so a reader
+never sees half an entry. `MLPTUI_NO_CACHE=1` turns the cache off. Traces under MIN_BYTES are not cached
+(they load faster than an entry is written).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from mlptui.trace.model import Trace
+from mlptui.trace.parse.args_store import ArgsStore
+from mlptui.trace.parse.columns import trace_columns, trace_from_columns
+
+FORMAT = 1                 # bump when the entry layout changes
+MIN_BYTES = 1 << 20        # smaller traces load in a few ms: not worth an entry
+_EDGE = 1 << 20            # bytes hashed at each end of the file
+_CODE_MODULES = ("model", "parse/columns", "parse/classify", "parse/decode", "parse/index", "parse/tree")
+
+
+def cache_dir() -> Path:
+    """`$XDG_CACHE_HOME/mlptui/index` (default `~/.cache/mlptui/index`)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mlptui" / "index"
+
+
+def enabled() -> bool:
+    return os.environ.get("MLPTUI_NO_CACHE", "") in ("", "0")
+
+
+def entry_path(path: Path) -> Path:
+    real = os.path.realpath(path)
+    return cache_dir() / (hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".npz")
+
+
+def load_cached(path: Path, source: str) -> Trace | None:
+    """The trace at `path` from its cache entry, with an args reader for the file, or None."""
+    hit = lookup(path, source)
+    if hit is None:
+        return None
+    trace, facts = hit
+    key = facts["key"]
+    trace._args = ArgsStore(facts["events"], path=path, stamp=(key["size"], key["mtime_ns"]),
+                            repair_utf8=facts["repair_utf8"], cut=facts["cut"],
+                            suffix=facts["suffix"].encode("latin-1"))
+    return trace
+
+
+def remember(path: Path, trace: Trace) -> bool:
+    """Cache a trace just loaded from `path` (not one whose args live in memory: those are rare and small)."""
+    store_ = trace._args
+    facts = store_.reread_facts() if isinstance(store_, ArgsStore) else None
+    return facts is not None and store(path, trace, facts)
+
+
+def lookup(path: Path, source: str) -> tuple[Trace, dict[str, Any]] | None:
+    """(trace, args_facts) from the cache when an entry matches the file as it is now, else None."""
+    if not enabled():
+        return None
+    try:
+        key = file_key(path)
+        if key["size"] < MIN_BYTES:
+            return None
+        with np.load(entry_path(path), allow_pickle=False) as npz:
+            stored = orjson.loads(npz["key"].tobytes())
+            if stored != key:
+                return None
+            cols = {name: npz[name] for name in npz.files if name not in ("key", "args")}
+            facts = orjson.loads(npz["args"].tobytes())
+        facts["key"] = key
+        return trace_from_columns(cols, source), facts
+    except (OSError, ValueError, KeyError, IndexError, TypeError, EOFError, zipfile.BadZipFile,
+            orjson.JSONDecodeError):
+        return None      # missing, unreadable or damaged: load the trace and write the entry anew
+
+
+def has_entry(path: Path) -> bool:
+    """Whether a usable entry for the file as it is now exists (reads only the entry's key)."""
+    if not enabled():
+        return False
+    try:
+        with np.load(entry_path(path), allow_pickle=False) as npz:
+            return bool(orjson.loads(npz["key"].tobytes()) == file_key(path))
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, orjson.JSONDecodeError):
+        return False
+
+
+def store(path: Path, trace: Trace, args_facts: dict[str, Any]) -> bool:
+    """Write the entry for `path`; False (and nothing left behind) when it cannot be written."""
+    if not enabled():
+        return False
+    try:
+        key = file_key(path)
+        if key["size"] < MIN_BYTES:
+            return False
+        cols = trace_columns(trace)
+        cols["key"] = np.frombuffer(orjson.dumps(key), dtype=np.uint8)
+        cols["args"] = np.frombuffer(orjson.dumps(args_facts), dtype=np.uint8)
+        target = entry_path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".npz")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, allow_pickle=False, **cols)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        return True
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+def file_key(path: Path) -> dict[str, Any]:
+    """What identifies the file's content for the cache (see the module docstring)."""
+    with open(path, "rb") as f:
+        st = os.fstat(f.fileno())
+        h = hashlib.blake2b(digest_size=16)
+        h.update(f.read(_EDGE))
+        if st.st_size > _EDGE:
+            f.seek(max(st.st_size - _EDGE, _EDGE))
+            h.update(f.read(_EDGE))
+    return {"format": FORMAT, "code": _code_stamp(), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+            "edges": h.hexdigest()}
+
+
+_CODE: str | None = None
+
+
+def _code_stamp() -> str:
+    """A hash of the source of the modules that build an index: a changed indexer never reads old entries."""
+    global _CODE
+    if _CODE is None:
+        root = Path(__file__).resolve().parents[1]
+        h = hashlib.blake2b(digest_size=12)
+        for name in _CODE_MODULES:
+            h.update((root / f"{name}.py").read_bytes())
+        _CODE = h.hexdigest()
+    return _CODE

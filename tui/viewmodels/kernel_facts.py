@@ -1,0 +1,42 @@
+"""What the kernels table shows of one GPU op, computed from the trace once per op and kept: its decoded
+name, theoretical occupancy and roofline. The table asks only for the rows on screen (and a sort asks
+for its one column), so a million-kernel trace costs what is looked at."""
+
+from __future__ import annotations
+
+from mlptui.trace.analysis.occupancy import Occupancy, kernel_occupancy
+from mlptui.trace.analysis.roofline import Roofline, kernel_roofline
+from mlptui.trace.model import Trace
+from mlptui.trace.names.kernel import KernelName, decode_kernel
+
+
+class KernelFacts:
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self._occ: dict[int, Occupancy | None] = {}
+        self._roof: dict[int, Roofline | None] = {}
+
+    def decoded(self, gid: int) -> KernelName:
+        return decode_kernel(self.trace.gpu[gid].name)     # cached by name in the core
+
+    def occupancy(self, gid: int) -> Occupancy | None:
+        if gid not in self._occ:
+            self._occ[gid] = kernel_occupancy(self.trace, gid)
+        return self._occ[gid]
+
+    def roofline(self, gid: int) -> Roofline | None:
+        if gid not in self._roof:
+            self._roof[gid] = kernel_roofline(self.trace, gid)
+        return self._roof[gid]
+
+    def perf(self, gid: int) -> tuple[str, float | None]:
+        """The achieved rate as text ("12.3 TFLOP/s" or "850 GB/s") and the % of the device's peak."""
+        roof = self.roofline(gid)
+        if roof is None:
+            return "", None
+        text = ""
+        if roof.bound == "compute" and roof.tflops is not None:
+            text = f"{roof.tflops:.1f} TFLOP/s"
+        elif roof.gbps is not None:
+            text = f"{roof.gbps:.0f} GB/s"
+        return text, roof.pct_of_peak

@@ -1,0 +1,52 @@
+"""A multi-rank run as the viewer holds it: each rank's facts, the ranks report and the link's peak,
+and the rows of the ranks view's three tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mlptui.trace.analysis.links import Link, link_for
+from mlptui.trace.analysis.ranks import ranks_report
+from mlptui.trace.analysis.ranks_render import (
+    RANK_HEADERS,
+    collective_headers,
+    collective_rows,
+    rank_rows,
+    step_matrix,
+)
+from mlptui.viewmodels.facts import TraceFacts
+
+
+@dataclass
+class RunView:
+    folder: str
+    ranks: list[tuple[int, TraceFacts]]     # in rank order
+    report: dict[str, Any]
+    link: Link | None
+
+    @property
+    def title(self) -> str:
+        device = self.ranks[0][1].trace.device_name if self.ranks else None
+        return (f"{self.folder.rstrip('/').rsplit('/', 1)[-1]}  ·  {len(self.ranks)} of "
+                f"{self.report['world_size']} ranks  ·  {self.report['backend'] or '?'}"
+                + (f"  ·  {device}" if device else ""))
+
+    def rank_label(self, position: int) -> str:
+        rank, facts = self.ranks[position]
+        return f"rank {rank} of {self.report['world_size']}"
+
+    def step_table(self) -> tuple[list[str], list[list[str]]]:
+        return step_matrix(self.report)
+
+    def rank_table(self) -> tuple[list[str], list[list[str]]]:
+        return RANK_HEADERS, rank_rows(self.report)
+
+    def collective_table(self) -> tuple[list[str], list[list[str]]]:
+        return collective_headers(self.link), collective_rows(self.report, self.link)
+
+
+def build_run_view(folder: str, ranked: list[tuple[int, TraceFacts]]) -> RunView:
+    report = ranks_report([(rank, facts.trace) for rank, facts in ranked])
+    link = link_for(ranked[0][1].trace.device_name) if ranked else None
+    return RunView(folder, ranked, report, link)

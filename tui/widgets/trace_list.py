@@ -1,0 +1,53 @@
+"""The trace list: one row per trace of a folder with what it holds at a glance (kernel mix, launches,
+CPU ops, GPU busy, occupancy queries, device), in the article's ladder order."""
+
+from __future__ import annotations
+
+from mlptui.contract.vocabulary import MODES, WORKLOAD_NAMES
+from mlptui.viewmodels import fmt
+from mlptui.viewmodels.facts import TraceFacts, call_stats, kernel_count
+from mlptui.widgets.lines import Cell, Column, LineList
+
+
+def ladder_key(spec: str) -> tuple[int, bool, int, str]:
+    """Sort the article's ladder in its order: linear, mlp, Liger, fused; eager before compile."""
+    name = spec.rstrip("/").rsplit("/", 1)[-1]
+    workload = max((w for w in WORKLOAD_NAMES if name.startswith(w + "-")), key=len, default="")
+    rest = name[len(workload) + 1:] if workload else name
+    mode = max((m for m in MODES if rest.startswith(m + "-")), key=len, default="")
+    return (WORKLOAD_NAMES.index(workload) if workload else len(WORKLOAD_NAMES), "-fp32-" in name,
+            MODES.index(mode) if mode else len(MODES), name)
+
+
+class TraceList(LineList):
+    def __init__(self, specs: list[str], *, id: str | None = None) -> None:
+        super().__init__(
+            [Column("#", 2, ">"), Column("trace", 28), Column("kernels", 7, ">"),
+             Column("the step's kernels", 0, min_width=36), Column("launches", 8, ">", drop=6),
+             Column("CPU ops", 7, ">", drop=4), Column("GPU busy", 9, ">", drop=5), Column("CPU", 9, ">", drop=7),
+             Column("occ.q", 5, ">"), Column("device", 11, drop=8), Column("file", 30, drop=9)],
+            id=id,
+        )
+        self.specs = specs
+        self.facts: dict[str, TraceFacts] = {}
+        self.errors: dict[str, str] = {}
+        self.marked_spec: str | None = None
+
+    def row_count(self) -> int:
+        return len(self.specs)
+
+    def row_cells(self, index: int) -> list[Cell]:
+        spec = self.specs[index]
+        name = spec.rstrip("/").rsplit("/", 1)[-1]
+        mark = "[A] " if spec == self.marked_spec else ""
+        facts = self.facts.get(spec)
+        if facts is None:
+            state = self.errors.get(spec, "…")
+            return [str(index + 1), (mark + name, "base"), "", (state, "dim"), "", "", "", "", "", "", name]
+        s = facts.per_step()
+        device = (facts.trace.device_name or "-").replace("NVIDIA ", "")
+        occupancy = sum(c.count for c in call_stats(facts, s.index if s.index >= 0 else None)
+                        if c.kind == "occupancy")
+        return [str(index + 1), mark + facts.label, str(kernel_count(facts)), facts.focus_mix,
+                str(s.launches), str(facts.focus_cpu_ops), fmt.us(s.gpu_busy_us), fmt.us(s.cpu_us),
+                (str(occupancy), "warn" if occupancy else "dim"), device, name]
