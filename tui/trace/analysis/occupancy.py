@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from mlptui.trace.model import KERNEL, Trace
 
@@ -148,7 +148,7 @@ def theoretical_occupancy(device: dict[str, Any] | None, threads_per_block: int,
                      regs_per_block=regs_block, smem_per_block=smem_alloc)
 
 
-def _count(value: Any) -> bool:
+def _count(value: Any) -> TypeGuard[int | float]:
     """A real, finite, non-negative number a launch or a device could have (what a file says may be anything)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1 << 40
 
