@@ -14,13 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from mlptui.contract.errors import MlptuiError
+from mlptui.runners.run_args import check_schedule, flag_name, resolve_mode, resolve_shape
 from mlptui.runners.workloads import DTYPES, MODES, SHAPE_KINDS, WORKLOADS, Shape, Workload, ladder, workload
 
 DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
-
-
-def _flag(field: str) -> str:
-    return "--" + field.replace("_", "-")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for kind in SHAPE_KINDS.values():
         group = parser.add_argument_group(f"{kind.name} shape (defaults are the article's)")
         for field, default in zip(kind.fields, kind.defaults, strict=True):
-            spellings = [_flag(field)] + ([f"--{field}"] if "_" in field else [])
+            spellings = [flag_name(field)] + ([f"--{field}"] if "_" in field else [])
             group.add_argument(*spellings, dest=field, metavar="N",
                                help=f"{kind.help.get(field, field)} (default {default})")
     parser.add_argument("--dtype", choices=DTYPES, default="bf16", help="default bf16")
@@ -48,47 +45,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="ranks to start: tp-mlp (default 2) or mlp --train (NCCL on CUDA, gloo on the CPU)")
     ranks.add_argument("--train", action="store_true",
                        help="with mlp --nproc N: a DDP training step (forward, backward, bucketed all-reduce, AdamW)")
-
-
-def resolve_mode(args: argparse.Namespace) -> str | None:
-    """The mode asked for, or None when none was (a workload then runs eager, the ladder its own)."""
-    if args.compile and args.mode not in (None, "compile"):
-        raise MlptuiError(f"--compile and --mode {args.mode} disagree; give one of them")
-    return "compile" if args.compile else args.mode
-
-
-def resolve_shape(w: Workload, args: argparse.Namespace, *, strict: bool) -> Shape:
-    """The workload's shape from its flags and the article's defaults. `strict` rejects flags of the
-    other shape family (a single workload); the ladder passes each family its own."""
-    kind = SHAPE_KINDS[w.shape_kind]
-    if strict:
-        for other in SHAPE_KINDS.values():
-            for field in other.fields:
-                if field not in kind.fields and getattr(args, field, None) is not None:
-                    takes = ", ".join(_flag(f) for f in kind.fields)
-                    raise MlptuiError(f"{_flag(field)} is not a shape flag of {w.name} (it takes {takes})")
-    values = []
-    for field, default in zip(kind.fields, kind.defaults, strict=True):
-        raw = getattr(args, field, None)
-        if raw is None:
-            values.append(default)
-            continue
-        try:
-            value = int(str(raw), 10)
-        except ValueError:
-            raise MlptuiError(f"{_flag(field)} must be a positive integer (got {raw!r})") from None
-        if value <= 0:
-            raise MlptuiError(f"{_flag(field)} must be a positive integer (got {value})")
-        values.append(value)
-    return Shape(kind.name, tuple(values))
-
-
-def check_schedule(args: argparse.Namespace) -> None:
-    if args.wait < 0 or args.warmup < 0 or args.active < 1:
-        raise MlptuiError(
-            f"profiler schedule needs --wait ≥ 0, --warmup ≥ 0, --active ≥ 1 "
-            f"(got {args.wait}, {args.warmup}, {args.active})"
-        )
 
 
 def plan(args: argparse.Namespace) -> list[tuple[Workload, str, Shape]]:
@@ -113,7 +69,7 @@ def command_line(args: argparse.Namespace, w: Workload, mode: str, shape: Shape)
     """The single-workload command that reproduces one run of this invocation."""
     parts = ["mlptui", "run", w.name, "--mode", mode]
     for field, value in shape.as_dict().items():
-        parts += [_flag(field), str(value)]
+        parts += [flag_name(field), str(value)]
     parts += ["--dtype", args.dtype, "--device", args.device, "--wait", str(args.wait),
               "--warmup", str(args.warmup), "--active", str(args.active)]
     if args.with_stack:

@@ -140,7 +140,7 @@ def _rank_results(results: Path, nproc: int) -> tuple[list[dict[str, Any]], list
 
 
 def run_distributed(args: argparse.Namespace) -> int:
-    from mlptui.runners.cli_run import check_schedule, resolve_mode, resolve_shape
+    from mlptui.runners.run_args import check_schedule, resolve_mode, resolve_shape
 
     w, nproc = check_request(args)
     mode = resolve_mode(args) or "eager"

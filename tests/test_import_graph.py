@@ -59,7 +59,10 @@ def imports_of(module: str, path: Path, known: set[str]) -> set[str]:
             names.add(base)
             names.update(f"{base}.{alias.name}" for alias in node.names)   # `from pkg import module`
     names |= name_strings(tree)
-    return {n for n in names if n in known and n != module}
+    # A module's own parent packages are imported before it anyway (`from pkg import sibling` names the
+    # package too): that is not a circle, so those edges are left out.
+    ancestors = {module.rsplit(".", i)[0] for i in range(1, module.count(".") + 1)}
+    return {n for n in names if n in known and n != module and n not in ancestors}
 
 
 def graph() -> dict[str, set[str]]:
