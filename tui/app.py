@@ -67,9 +67,6 @@ class MlptuiApp(App[int]):
         except MlptuiError as exc:
             self.post_message(self.Listed(spec, None, str(exc)))
             return
-        except Exception as exc:     # the worker's boundary: shown by the loading screen, never a hang
-            self.post_message(self.Listed(spec, None, f"{type(exc).__name__}: {exc}"))
-            return
         self.post_message(self.Listed(spec, specs, None, _rank_files(spec, specs)))
 
     def on_mlptui_app_listed(self, message: Listed) -> None:

@@ -137,10 +137,6 @@ class DiffScreen(ReportsWorkerErrors, Screen[None]):
         except MlptuiError as exc:
             self.app.call_from_thread(self._set_status, markup_escape(str(exc)))
             return
-        except Exception as exc:     # the worker's boundary: shown, never a screen left aligning forever
-            message = markup_escape(f"cannot diff: {type(exc).__name__}: {exc}")
-            self.app.call_from_thread(self._set_status, message)
-            return
         # Textual types the callback as `Callable[..., T | Awaitable[T]]`, which mypy cannot solve for a coroutine
         self.app.call_from_thread(self._first_show, d)  # type: ignore[arg-type]
 

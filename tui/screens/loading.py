@@ -77,9 +77,6 @@ class LoadingScreen(ReportsWorkerErrors, Screen[None]):
         except (OSError, ValueError) as exc:
             self.post_message(self.Failed(f"cannot read {', '.join(self.specs)}: {exc}"))
             return
-        except Exception as exc:     # the worker's boundary: any failure is shown, never a silent stop
-            self.post_message(self.Failed(f"cannot open {', '.join(self.specs)}: {type(exc).__name__}: {exc}"))
-            return
         self.post_message(self.Loaded(facts))
 
     def worker_failed(self, failed: WorkerFailed) -> None:

@@ -53,9 +53,6 @@ class PartnerScreen(ReportsWorkerErrors, ModalScreen[str | None]):
         except MlptuiError as exc:
             self.post_message(self.Listed([], str(exc)))
             return
-        except Exception as exc:     # the worker's boundary: shown, never a silent stop
-            self.post_message(self.Listed([], f"cannot list {self.folder}: {type(exc).__name__}: {exc}"))
-            return
         self.post_message(self.Listed(sorted(specs, key=ladder_key), None))
 
     def on_partner_screen_listed(self, message: Listed) -> None:

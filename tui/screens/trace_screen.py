@@ -162,13 +162,8 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="launches")
     def link_launches(self) -> None:
-        try:
-            with bulk_allocation():
-                add_launches(self.facts)
-        except Exception as exc:     # the worker's boundary: the other panes stay usable, the error shows
-            self.app.call_from_thread(self.notify, f"launch lists unavailable: {type(exc).__name__}: {exc}",
-                                      severity="error", markup=False)
-            return
+        with bulk_allocation():
+            add_launches(self.facts)
         self.post_message(self.LaunchesReady())
 
     def on_trace_screen_launches_ready(self, message: LaunchesReady) -> None:
