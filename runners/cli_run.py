@@ -38,13 +38,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sched.add_argument("--warmup", type=int, default=1, metavar="N", help="default 1")
     sched.add_argument("--active", type=int, default=3, metavar="N", help="default 3")
     parser.add_argument("--with-stack", action="store_true", help="record Python stacks (larger traces)")
+    parser.add_argument("--profile-memory", action="store_true",
+                        help="record every allocation and free ([memory] events: the memory view)")
+    parser.add_argument("--with-modules", action="store_true",
+                        help="record the nn.Module hierarchy (the modules view; turns on Python stacks)")
     parser.add_argument("--out", default="traces", metavar="DIR", help="run folder (default ./traces)")
     parser.add_argument("--open", action="store_true", help="open the result in the explorer afterwards")
     ranks = parser.add_argument_group("several ranks (torch.distributed.run on 127.0.0.1, one process per GPU)")
     ranks.add_argument("--nproc", type=int, metavar="N",
                        help="ranks to start: tp-mlp (default 2) or mlp --train (NCCL on CUDA, gloo on the CPU)")
     ranks.add_argument("--train", action="store_true",
-                       help="with mlp --nproc N: a DDP training step (forward, backward, bucketed all-reduce, AdamW)")
+                       help="profile training steps: forward, backward and an AdamW step (runners/training.py); "
+                            "with mlp --nproc N a DDP step (bucketed gradient all-reduce)")
 
 
 def plan(args: argparse.Namespace) -> list[tuple[Workload, str, Shape]]:
@@ -61,6 +66,18 @@ def plan(args: argparse.Namespace) -> list[tuple[Workload, str, Shape]]:
     return [(w, mode or "eager", resolve_shape(w, args, strict=True))]
 
 
+def ladder_training_run(args: argparse.Namespace) -> tuple[Workload, str, Shape]:
+    """The ladder's training run: the MLP, eager, at the ladder's MLP shape."""
+    w = workload("mlp")
+    return w, "eager", resolve_shape(w, args, strict=False)
+
+
+def training_args(args: argparse.Namespace) -> argparse.Namespace:
+    """The ladder's training run records one active step, with memory and modules."""
+    return argparse.Namespace(**{**vars(args), "train": True, "profile_memory": True, "with_modules": True,
+                                 "wait": 1, "warmup": 1, "active": 1})
+
+
 def needs_cuda_message(w: Workload) -> str:
     return f"{w.name} runs Triton GPU kernels and needs --device cuda"
 
@@ -72,8 +89,9 @@ def command_line(args: argparse.Namespace, w: Workload, mode: str, shape: Shape)
         parts += [flag_name(field), str(value)]
     parts += ["--dtype", args.dtype, "--device", args.device, "--wait", str(args.wait),
               "--warmup", str(args.warmup), "--active", str(args.active)]
-    if args.with_stack:
-        parts.append("--with-stack")
+    for flag in ("with_stack", "profile_memory", "with_modules", "train"):
+        if getattr(args, flag, False):
+            parts.append(flag_name(flag))
     return shlex.join(parts)
 
 
@@ -82,8 +100,6 @@ def run(args: argparse.Namespace) -> int:
 
     if is_distributed(args):
         return run_distributed(args)
-    if args.train:
-        raise MlptuiError("--train runs data-parallel here: give --nproc N")
     runs = plan(args)
     import torch  # only now: `mlptui run --help` and the plan's errors never pay for it
 
@@ -113,6 +129,13 @@ def run(args: argparse.Namespace) -> int:
                 raise
             failed.append(f"{w.name} {mode}")
             progress.note(f"[red]failed[/] {w.name} {mode}: {exc}")
+    if args.workload == "ladder" and not args.train:
+        w, mode, shape = ladder_training_run(args)
+        try:
+            done.append(record_one(training_args(args), w, mode, shape, folder, progress))
+        except MlptuiError as exc:
+            failed.append(f"{w.name} {mode} train")
+            progress.note(f"[red]failed[/] {w.name} {mode} train: {exc}")
     progress.results(done, str(folder))
     if args.open and done:
         _open_viewer(folder if len(done) > 1 else folder / done[0]["trace"], progress)
@@ -132,10 +155,12 @@ def record_one(args: argparse.Namespace, w: Workload, mode: str, shape: Shape, f
     from mlptui.runners.environment import device_info, versions
 
     dtype = getattr(torch, DTYPE_NAMES[args.dtype])
-    title = f"{w.name} {mode} {shape.slug} {args.dtype} {args.device}"
+    train = bool(getattr(args, "train", False))
+    title = f"{w.name}{' train' if train else ''} {mode} {shape.slug} {args.dtype} {args.device}"
     when = datetime.now()
     dev = device_info(args.device)
     tmp: Path | None = None
+    grad = torch.enable_grad() if train else contextlib.nullcontext()
     try:
         with torch.no_grad():
             with progress.stage(f"{title}: building"), _failing_as(title, "building"):
@@ -149,17 +174,25 @@ def record_one(args: argparse.Namespace, w: Workload, mode: str, shape: Shape, f
                 ref = built.reference(*(x.float() for x in built.inputs))
                 err = profiling.max_rel_err(out, ref)
                 del out, ref
-            name = output.trace_name(w.name, mode, shape.slug, args.dtype, dev["slug"], when)
+            if train:
+                from mlptui.runners.training import step_function
+
+                with _failing_as(title, "setting up training"):
+                    fn = step_function(fn, built.module)
+            name = output.trace_name(f"{w.name}-train" if train else w.name, mode, shape.slug, args.dtype,
+                                     dev["slug"], when)
             tmp = output.temp_path(folder, name)
             meta = {"workload": w.name, "mode": mode, "shape": shape.as_dict(), "dtype": args.dtype,
-                    "kernel_source": built.kernel_source}
-            with progress.stage(f"{title}: profiling"), _failing_as(title, "profiling"):
+                    "kernel_source": built.kernel_source, "train": train}
+            with progress.stage(f"{title}: profiling"), _failing_as(title, "profiling"), grad:
                 profiling.profile_to(
-                    tmp, fn, built.inputs, device=args.device, label=w.label, wait=args.wait,
+                    tmp, fn, built.inputs, device=args.device, label=_label(w, train), wait=args.wait,
                     warmup=args.warmup, active=args.active, with_stack=args.with_stack, metadata=meta,
+                    profile_memory=bool(getattr(args, "profile_memory", False)),
+                    with_modules=bool(getattr(args, "with_modules", False)),
                     on_step=lambda i, n: progress.update(f"{title}: profiling step {i}/{n}"),
                 )
-            with progress.stage(f"{title}: timing"), _failing_as(title, "timing"):
+            with progress.stage(f"{title}: timing"), _failing_as(title, "timing"), grad:
                 timing = profiling.time_calls(fn, built.inputs, args.device)
         final = output.publish_trace(tmp, folder, name)
         tmp = None
@@ -171,7 +204,8 @@ def record_one(args: argparse.Namespace, w: Workload, mode: str, shape: Shape, f
         "trace": final.name,
         "workload": w.name,
         "mode": mode,
-        "label": w.label,
+        "label": _label(w, train),
+        "train": train,
         "shape": shape.as_dict(),
         "dtype": args.dtype,
         "args": {**{k: v for k, v in vars(args).items() if not callable(v)}, **shape.as_dict(),
@@ -182,12 +216,16 @@ def record_one(args: argparse.Namespace, w: Workload, mode: str, shape: Shape, f
         "kernel_source": built.kernel_source,
         "kernel_tried": list(built.kernel_tried),
         "recorder": (f"torch.profiler, schedule wait={args.wait} warmup={args.warmup} active={args.active}, "
-                     f"record_shapes=True, with_stack={args.with_stack}"),
+                     f"record_shapes=True, with_stack={args.with_stack}, "
+                     f"profile_memory={bool(getattr(args, 'profile_memory', False))}, "
+                     f"with_modules={bool(getattr(args, 'with_modules', False))}"
+                     + (", each step forward + backward + AdamW step" if train else "")),
         "recorded_at": when.isoformat(timespec="seconds"),
         "compile_s": round(compile_s, 4),
         "timing": timing,
-        "flops": built.flops,
-        "tflops": built.flops / median_s / 1e12 if median_s > 0 else 0.0,
+        # a training step does each GEMM three times: forward, and the two of its backward
+        "flops": built.flops * (3 if train else 1),
+        "tflops": built.flops * (3 if train else 1) / median_s / 1e12 if median_s > 0 else 0.0,
         "max_rel_err_vs_fp32": err,
     }
     try:
@@ -198,6 +236,11 @@ def record_one(args: argparse.Namespace, w: Workload, mode: str, shape: Shape, f
         raise MlptuiError(f"{exc}; {final.name} was not kept") from None
     progress.note(f"  wrote {final}")
     return record
+
+
+def _label(w: Workload, train: bool) -> str:
+    """The record_function name around each profiled call: `mlp_fwd`, or `mlp_train_step` in training."""
+    return w.label.removesuffix("_fwd") + "_train_step" if train else w.label
 
 
 @contextlib.contextmanager

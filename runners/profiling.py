@@ -65,7 +65,8 @@ def max_rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 def profile_to(path: Path, fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...], *, device: str,
                label: str, wait: int, warmup: int, active: int, with_stack: bool,
-               metadata: dict[str, Any], on_step: Callable[[int, int], None] | None = None) -> None:
+               metadata: dict[str, Any], on_step: Callable[[int, int], None] | None = None,
+               profile_memory: bool = False, with_modules: bool = False) -> None:
     """Record wait+warmup+active steps, each one `label`-annotated call, and export the trace to
     `path` (gzipped, because the name ends in .gz)."""
     from torch.profiler import ProfilerActivity, profile, record_function, schedule
@@ -86,7 +87,11 @@ def profile_to(path: Path, fn: Callable[..., Any], inputs: tuple[torch.Tensor, .
         with profile(
             activities=activities,
             record_shapes=True,
-            with_stack=with_stack,
+            # eager modules show as `nn.Module: Name_N` frames only through the Python tracer, which
+            # with_stack turns on (with_modules alone covers TorchScript modules only)
+            with_stack=with_stack or with_modules,
+            profile_memory=profile_memory,
+            with_modules=with_modules,
             schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
             on_trace_ready=ready,
         ) as prof:

@@ -48,3 +48,23 @@ PANES = {
 def test_snapshot_pane(snap_compare, size, pane) -> None:
     app = make_app([str(find_sample("mlp", "eager"))])
     assert snap_compare(app, press=[*PANES[pane], "z"], terminal_size=size, run_before=waiting_for(TraceScreen))
+
+
+# the profiler views on the training sample (memory and modules recorded)
+@SIZES
+@pytest.mark.parametrize("key", ["o", "p", "K", "M", "u"])
+def test_snapshot_profile_view(snap_compare, size, key) -> None:
+    from conftest import SAMPLES
+
+    from mlptui.screens.profile_screen import ProfileScreen
+
+    path = sorted(SAMPLES.glob("mlp-train-*.pt.trace.json.gz"))[-1]
+
+    async def run_before(pilot) -> None:
+        await wait_for_screen(pilot.app, pilot, TraceScreen)
+        await pilot.press(key)
+        await wait_for_screen(pilot.app, pilot, ProfileScreen)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause(0.2)
+
+    assert snap_compare(make_app([str(path)]), terminal_size=size, run_before=run_before)

@@ -76,7 +76,6 @@ def test_ddp_train_on_two_gloo_ranks(tmp_path: Path) -> None:
                                   "(tp-mlp splits the forward pass)"),
         (["tp-mlp", "--train"], "tp-mlp records the tensor-parallel forward pass; --train is for `run mlp`"),
         (["linear", "--nproc", "2"], "--nproc runs tp-mlp or mlp --train, not linear"),
-        (["mlp", "--train"], "--train runs data-parallel here: give --nproc N"),
         (["tp-mlp", "--nproc", "3", "--hidden", "64", "--device", "cpu"],
          "--hidden 64 does not split evenly over 3 ranks"),
     ],

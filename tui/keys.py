@@ -69,6 +69,24 @@ TRACE_KEYS = [
     Binding("4", "focus_pane('launches')", "Launches pane", show=False, id="pane-launches"),
     Binding("5", "focus_pane('timeline')", "Timeline pane", show=False, id="pane-timeline"),
     Binding("6", "focus_pane('details')", "Details pane", show=False, id="pane-details"),
+] + [
+    Binding(key, f"profile_view('{view}')", title, id=f"view-{view}", tooltip=tip, show=show)
+    for key, view, title, tip, show in (
+        ("o", "overview", "Overview", "overview: GPU util, SM efficiency, occupancy, Tensor Cores, step breakdown", False),
+        ("p", "operators", "Operators", "operators: calls, host/device self and total, Tensor-Core share", False),
+        ("K", "kernels", "Kernel stats", "kernels, completed: Tensor Cores, calls, mean/min/max, blocks/SM", False),
+        ("M", "memory", "Memory", "memory: curve per device, peak and its op, allocations per op", False),
+        ("u", "modules", "Modules", "nn.Module tree with calls, host and device time", False),
+    )
+]
+
+# The profiler views screen (o p K M u switch views; the list keys move).
+PROFILE_KEYS = [
+    Binding("escape", "back", "Back", id="profile-back"),
+    Binding("a", "toggle_group", "Group", id="profile-group",
+            tooltip="operators: by name ⇄ by name and input shapes; kernels: by kernel ⇄ by kernel and op"),
+    Binding("s", "sort_next", "Sort", id="profile-sort", tooltip="sort by the next column (S reverses)"),
+    Binding("S", "sort_reverse", "Reverse sort", show=False, id="profile-sort-reverse"),
 ]
 
 # A run of several ranks: the ranks view, and `<` `>` between ranks on a rank's trace screen.

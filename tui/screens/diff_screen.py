@@ -41,6 +41,8 @@ DIFF_KEYS = [
     Binding("c", "cpu_side", "CPU side", id="diff-cpu",
             tooltip="jump to the CPU ops found on one side only, and back to the kernel rows"),
     Binding("x", "swap", "Swap A⇄B", id="diff-swap"),
+    Binding("o", "profile", "Operators", id="diff-operators", show=False,
+            tooltip="both sides' overview and the operator table of the aligned steps, side by side"),
     Binding("left_square_bracket", "step(-1)", "Prev step", id="prev-step", key_display="["),
     Binding("right_square_bracket", "step(1)", "Next step", id="next-step", key_display="]"),
     Binding("r", "toggle_raw", "Raw names", id="raw-names"),
@@ -253,6 +255,12 @@ class DiffScreen(ReportsWorkerErrors, Screen[None]):
 
     def worker_failed(self, failed: WorkerFailed) -> None:
         self._set_status(failed.text)
+
+    def action_profile(self) -> None:
+        if self.diff is not None:
+            from mlptui.screens.diff_profile_screen import DiffProfileScreen
+
+            self.app.push_screen(DiffProfileScreen(self.diff))
 
     def action_help(self) -> None:
         if not isinstance(self.app.screen, HelpScreen):

@@ -19,6 +19,7 @@ GROUPS = [
     ("CPU dispatch tree", keys.TREE_KEYS),
     ("Kernels & launches tables", keys.TABLE_KEYS),
     ("Timeline", keys.TIMELINE_KEYS),
+    ("Profiler views (o p K M u)", keys.PROFILE_KEYS),
     ("Trace list", keys.PICKER_KEYS),
     ("Run of several ranks (ranks view; < > on a rank)", keys.RANKS_KEYS),
 ]

@@ -391,3 +391,8 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
 
     def action_diff(self) -> None:
         host(self.app).choose_diff_partner(self.facts)
+
+    def action_profile_view(self, view: str) -> None:
+        from mlptui.screens.profile_screen import ProfileScreen
+
+        self.app.push_screen(ProfileScreen(self.facts, view))

@@ -93,6 +93,17 @@ class Step:
 
 
 @dataclass(slots=True)
+class MemEvent:
+    """A `[memory]` instant event (traces recorded with profile_memory=True); its args (Bytes, Total
+    Allocated, Total Reserved, Device Type, Device Id, Addr) are read on demand through Trace.args."""
+
+    ts: float               # µs from trace origin
+    pid: int
+    tid: int
+    event: int
+
+
+@dataclass(slots=True)
 class Thread:
     pid: int
     tid: int
@@ -122,6 +133,7 @@ class Trace:
     manifest: dict[str, Any] | None = None        # the runner's manifest entry for this trace, if found
     origin_us: float = 0.0
     format: str = "kineto"
+    memory: list[MemEvent] = field(default_factory=list)   # `[memory]` events, in time order
     _args: Callable[[int], dict[str, Any]] | None = field(default=None, repr=False)
     # Results of analyses that several views ask for (step stats, ...), computed once per trace.
     derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)

@@ -30,6 +30,7 @@ class TraceFacts:
     findings: list[str] = field(default_factory=list)
     focus_mix: str = ""          # kernel_mix of the findings' step: `3 GEMM + gelu + mul`
     focus_cpu_ops: int = 0       # CPU ops (cat cpu_op) in that step
+    profile: object | None = None    # mlptui.viewmodels.profile_views.ProfileData, once the views computed it
 
     @property
     def label(self) -> str:
@@ -45,6 +46,8 @@ def trace_label(trace: Trace) -> str:
     """`mlp · eager · bf16` from the manifest, else the file name."""
     run = trace.manifest or {}
     parts = [str(run[k]) for k in ("workload", "mode", "dtype") if run.get(k)]
+    if parts and run.get("train"):
+        parts.insert(1, "train")
     if parts:
         return " · ".join(parts)
     name = Path(trace.source.rstrip("/")).name

@@ -45,6 +45,11 @@ from typing import Any
 
 from mlptui.trace.analysis.findings import trace_findings
 from mlptui.trace.analysis.launches import launch_calls
+from mlptui.trace.analysis.profile_sections import (
+    profile_sections,
+    render_profile_markdown,
+    render_profile_text,
+)
 from mlptui.trace.analysis.steps import VERDICT_RULE, StepStats, all_step_stats, step_stats
 from mlptui.trace.model import KERNEL, MEMCPY, MEMSET, PYTHON, Trace
 from mlptui.trace.names.kernel import decode_kernel
@@ -128,6 +133,7 @@ def summarize(trace: Trace) -> dict[str, Any]:
         "launch_calls": [{"name": c.name, "kind": c.kind, "count": c.count, "total_us": _r(c.total_us)}
                          for c in launch_calls(trace)],
         "dispatch": _dispatch(trace),
+        **profile_sections(trace),
     }
 
 
@@ -232,6 +238,8 @@ def render_text(d: dict[str, Any], top: int = 15) -> str:
                 out.append(f"       ⤷ {_kernel_name(k)[0]}")
         if len(d["dispatch"]) > top:
             out.append(f"  … {len(d['dispatch']) - top} more paths (--json has them all)")
+    if "overview" in d:
+        out += render_profile_text(d, _table, top)
     return "\n".join(out) + "\n"
 
 
@@ -269,4 +277,6 @@ def render_markdown(d: dict[str, Any], top: int = 15) -> str:
         out += _md_table(["count", "CPU path", "kernels"],
                          [[str(r["count"]), " → ".join(r["path"]), ", ".join(_kernel_name(k)[0] for k in r["gpu_kernels"])]
                           for r in d["dispatch"][:top]])
+    if "overview" in d:
+        out += render_profile_markdown(d, _md_table, top)
     return "\n".join(out) + "\n"

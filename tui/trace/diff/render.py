@@ -172,6 +172,11 @@ def render_text(doc: dict[str, Any], *, raw: bool = False, width: int = 100, onl
         lines.append("    B: " + (" → ".join(map(op_key, cb)) or "(nothing on B)"))
     if len(groups) > _MAX_CHAINS:
         lines.append(f"  … and {len(groups) - _MAX_CHAINS} more (see --json)")
+    if doc.get("overview"):
+        from mlptui.trace.diff.profile_diff import operator_lines, overview_lines
+
+        lines += ["", "Overview (all steps of each side):"] + ["  " + x for x in overview_lines(doc)]
+        lines += ["", "Operators of the aligned steps, side by side:"] + operator_lines(doc)
     lines.append("")
     lines.append("markers: " + "  ".join(f"{m} {s}" for s, m in MARKERS.items()))
     return "\n".join(lines) + "\n"
@@ -229,4 +234,9 @@ def render_markdown(doc: dict[str, Any], *, raw: bool = False, only_diff: bool =
         lines.append(f"- rows {_row_numbers(rows)}: `{_md(chain_a)}` ⇒ `{_md(chain_b)}`")
     if len(groups) > _MAX_CHAINS:
         lines.append(f"- … and {len(groups) - _MAX_CHAINS} more")
+    if doc.get("overview"):
+        from mlptui.trace.diff.profile_diff import operator_lines, overview_lines
+
+        lines += ["", "### Overview (all steps of each side)", ""] + [f"- {_md(x)}" for x in overview_lines(doc)]
+        lines += ["", "### Operators of the aligned steps", "", "```"] + operator_lines(doc) + ["```"]
     return "\n".join(lines) + "\n"

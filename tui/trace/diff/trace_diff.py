@@ -171,7 +171,19 @@ class TraceDiff:
             "by_family": [p.to_json("family") for p in self.families],
             "launch_calls": [p.to_json("name") for p in self.launch_calls],
             "biggest": [i + 1 for i in biggest_rows(self.rows)],
+            **self.profile(),
         }
+
+    def profile(self) -> dict[str, Any]:
+        """The operator table side by side and both overviews (mlptui.trace.diff.profile_diff)."""
+        if self.trace_a is None or self.trace_b is None:
+            return {}
+        from mlptui.trace.diff.profile_diff import profile_diff
+
+        def step(side: Side) -> int | None:
+            return side.step_index if side.step_index >= 0 else None
+
+        return profile_diff(self.trace_a, self.trace_b, step(self.a), step(self.b))
 
 
 def diff_traces(a: Trace, b: Trace, step_a: int | None = None, step_b: int | None = None) -> TraceDiff:

@@ -44,6 +44,7 @@ CATEGORY: dict[str, str] = {
     "gpu_user_annotation": GPU_ANNOTATION,
     "cuda_sync": SYNC,
 }
+MEMORY_EVENT = "[memory]"
 # Device-side events that are not kernels/memcpys/memsets: kept out of the CPU trees.
 _DEVICE_SIDE = frozenset({GPU_ANNOTATION, SYNC})
 _DEVICE_SIDE_RAW = frozenset({"mtia_ccp_events"})
@@ -65,6 +66,7 @@ class Buckets:
     meta_ev: list[int]
     flow_ev: list[int]
     device_side: int         # device-side events that are not GPU work (GPU annotations, syncs, MTIA)
+    mem_ev: list[int]        # `[memory]` instant events (profile_memory=True)
 
 
 def classify(events: list[Any], warnings: list[str]) -> Buckets:
@@ -74,6 +76,7 @@ def classify(events: list[Any], warnings: list[str]) -> Buckets:
     gpu_cat: list[str] = []
     meta_ev: list[int] = []
     flow_ev: list[int] = []
+    mem_ev: list[int] = []
     no_ts = no_dur = ignored_phases = device_side = 0
     category = CATEGORY
     gpu_cats = GPU_CATS
@@ -105,6 +108,8 @@ def classify(events: list[Any], warnings: list[str]) -> Buckets:
             meta_ev.append(i)
         elif ph == "s" or ph == "f":
             flow_ev.append(i)
+        elif (ph == "i" or ph == "I") and e.name == MEMORY_EVENT and e.ts is not None:
+            mem_ev.append(i)
         elif ph == "B" or ph == "E":
             ignored_phases += 1
     if no_ts:
@@ -125,7 +130,7 @@ def classify(events: list[Any], warnings: list[str]) -> Buckets:
         cpu_ev, cpu_cat = _keep(cpu_ev, keep_cpu), _keep(cpu_cat, keep_cpu)
         gpu_ev, gpu_cat = _keep(gpu_ev, keep_gpu), _keep(gpu_cat, keep_gpu)
         cpu_ts, gpu_ts = cpu_ts[keep_cpu], gpu_ts[keep_gpu]
-    return Buckets(cpu_ev, cpu_cat, cpu_ts, gpu_ev, gpu_cat, gpu_ts, meta_ev, flow_ev, device_side)
+    return Buckets(cpu_ev, cpu_cat, cpu_ts, gpu_ev, gpu_cat, gpu_ts, meta_ev, flow_ev, device_side, mem_ev)
 
 
 def _keep(items: list[T], mask: npt.NDArray[np.bool_]) -> list[T]:

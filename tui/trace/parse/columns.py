@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from mlptui.trace.model import GpuOp, Op, Step, Stream, Thread, Trace
+from mlptui.trace.model import GpuOp, MemEvent, Op, Step, Stream, Thread, Trace
 from mlptui.trace.parse.index import NO_IDS
 
 Columns = dict[str, np.ndarray]
@@ -52,6 +52,10 @@ def trace_columns(trace: Trace) -> Columns:
     cols["stream_device"] = np.asarray([s.device for s in trace.streams], dtype=np.int64)
     cols["stream_stream"] = np.asarray([s.stream for s in trace.streams], dtype=np.int64)
     cols["stream_name"] = _string_ids([s.name for s in trace.streams], strings)
+    cols["mem_ts"] = np.asarray([m.ts for m in trace.memory], dtype=np.float64)
+    cols["mem_pid"] = np.asarray([m.pid for m in trace.memory], dtype=np.int64)
+    cols["mem_tid"] = np.asarray([m.tid for m in trace.memory], dtype=np.int64)
+    cols["mem_event"] = np.asarray([m.event for m in trace.memory], dtype=np.int64)
     blob = [s.encode("utf-8", "surrogatepass") for s in strings]
     cols["strings"] = np.frombuffer(b"".join(blob), dtype=np.uint8)
     cols["string_ends"] = np.cumsum([len(b) for b in blob], dtype=np.int64)
@@ -87,9 +91,13 @@ def trace_from_columns(cols: Columns, source: str) -> Trace:
     streams = [Stream(d, s, strings[name]) for d, s, name in zip(
         cols["stream_device"].tolist(), cols["stream_stream"].tolist(), cols["stream_name"].tolist(),
         strict=True)]
+    memory = [MemEvent(ts, pid, tid, ev) for ts, pid, tid, ev in zip(
+        cols["mem_ts"].tolist(), cols["mem_pid"].tolist(), cols["mem_tid"].tolist(), cols["mem_event"].tolist(),
+        strict=True)]
     trace = Trace(source=source, ops=[], gpu=[], steps=steps, threads=threads, streams=streams,
                   device=small["device"], devices=small["devices"], meta=small["meta"],
-                  warnings=small["warnings"], origin_us=small["origin_us"], format=small["format"])
+                  warnings=small["warnings"], origin_us=small["origin_us"], format=small["format"],
+                  memory=memory)
     del trace.ops, trace.gpu
     trace._pending = _Builder(cols, strings)      # type: ignore[attr-defined]
     return trace

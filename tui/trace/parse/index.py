@@ -22,7 +22,18 @@ from typing import Any
 
 import numpy as np
 
-from mlptui.trace.model import ANNOTATION, CPU_OP, LAUNCH_CATS, GpuOp, Op, Step, Stream, Thread, Trace
+from mlptui.trace.model import (
+    ANNOTATION,
+    CPU_OP,
+    LAUNCH_CATS,
+    GpuOp,
+    MemEvent,
+    Op,
+    Step,
+    Stream,
+    Thread,
+    Trace,
+)
 from mlptui.trace.parse.classify import Buckets, classify
 from mlptui.trace.parse.decode import Decoded, LinkArgs, RawEvent
 from mlptui.trace.parse.limits import clean_device
@@ -83,6 +94,7 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
     if origin_us == np.inf:
         origin_us = 0.0
     cpu = _cpu_columns(events, b, origin_us, warnings, string_ids)
+    memory = _memory_events(events, b.mem_ev, origin_us, string_ids)
     intern: dict[str, str] = {}
     ops, corr_to_launch, ext_to_op = _make_ops(events, b, cpu, starts, intern)
     roots = _attach_children(ops, cpu)
@@ -110,7 +122,7 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
     return Trace(
         source=source, ops=ops, gpu=gpu, steps=steps, threads=threads, streams=stream_list,
         device=_main_device(devices, gpu), devices=devices, meta=meta, warnings=warnings,
-        origin_us=origin_us,
+        origin_us=origin_us, memory=memory,
     )
 
 
@@ -288,6 +300,15 @@ def _assign_steps(ops: list[Op], gpu: list[GpuOp], cpu: _Cpu) -> list[Step]:
         if owner >= 0:
             gop.step = ops[owner].step
     return steps
+
+
+def _memory_events(events: list[Any], mem_ev: list[int], origin_us: float,
+                   string_ids: dict[str, int]) -> list[MemEvent]:
+    """The `[memory]` instants in time order; their args stay in the file until asked for."""
+    out = [MemEvent(float(events[i].ts) - origin_us, _id_of(events[i].pid, string_ids),
+                    _id_of(events[i].tid, string_ids), i) for i in mem_ev]
+    out.sort(key=lambda m: (m.ts, m.event))
+    return out
 
 
 # ---------------------------------------------------------------- helpers

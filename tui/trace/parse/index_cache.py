@@ -30,7 +30,7 @@ from mlptui.trace.model import Trace
 from mlptui.trace.parse.args_store import ArgsStore
 from mlptui.trace.parse.columns import trace_columns, trace_from_columns
 
-FORMAT = 1                 # bump when the entry layout changes
+FORMAT = 2                 # bump when the entry layout changes (2: memory events)
 MIN_BYTES = 1 << 20        # smaller traces load in a few ms: not worth an entry
 _EDGE = 1 << 20            # bytes hashed at each end of the file
 _CODE_MODULES = ("model", "parse/columns", "parse/classify", "parse/decode", "parse/index", "parse/tree")

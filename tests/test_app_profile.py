@@ -1,0 +1,105 @@
+"""The profiler views in the app, driven by keys on the bundled training sample (memory and modules)
+and on an inference sample (neither): each view opens within two presses of the first screen."""
+
+from __future__ import annotations
+
+from app_support import rows_text, wait_for_screen
+from conftest import SAMPLES, find_sample
+from textual.widgets import Static
+
+from mlptui import keys
+from mlptui.app import make_app
+from mlptui.screens.help_screen import HelpScreen
+from mlptui.screens.picker import PickerScreen
+from mlptui.screens.profile_screen import ProfileScreen
+from mlptui.screens.trace_screen import TraceScreen
+from mlptui.widgets.memory_plot import MemoryPlot
+from mlptui.widgets.profile_tables import KernelStatsTable, MemoryOpTable, ModuleTable, OperatorTable
+
+SIZE = (120, 40)
+
+
+def training_sample() -> str:
+    return str(sorted(SAMPLES.glob("mlp-train-*.pt.trace.json.gz"))[-1])
+
+
+async def open_view(pilot, app, key: str) -> ProfileScreen:
+    await pilot.press(key)
+    screen = await wait_for_screen(app, pilot, ProfileScreen)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    return screen
+
+
+async def test_every_view_opens_within_two_presses_of_the_picker() -> None:
+    for key, view in (("o", "overview"), ("p", "operators"), ("K", "kernels"), ("M", "memory"), ("u", "modules")):
+        app = make_app([])
+        async with app.run_test(size=SIZE) as pilot:
+            picker = await wait_for_screen(app, pilot, PickerScreen)
+            await app.workers.wait_for_complete()
+            await pilot.press("enter")                      # press 1: the first trace
+            await wait_for_screen(app, pilot, TraceScreen)
+            screen = await open_view(pilot, app, key)       # press 2: the view
+            assert screen.view == view and picker is not None
+
+
+async def test_training_sample_views_show_memory_modules_and_tensor_cores() -> None:
+    app = make_app([training_sample()])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_screen(app, pilot, TraceScreen)
+        screen = await open_view(pilot, app, "o")
+        body = str(screen.query_one("#overview-body", Static).render())
+        assert "ProfilerStep#" in body and "K kernel" in body and "NVIDIA H200" in body
+        assert "step-time breakdown" in body
+        await pilot.press("p")
+        ops = rows_text(screen.query_one(OperatorTable))
+        mm = next(r for r in ops if r.startswith("aten::mm |"))
+        assert mm.endswith("100%")                      # bf16 GEMMs on nvjet: all on Tensor Cores
+        detail = str(screen.query_one("#operators-detail", Static).render())
+        assert "called from" in detail and "MmBackward0" in detail and "nvjet" in detail
+        await pilot.press("a")                          # by input shapes (computed in a worker)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        shaped = rows_text(screen.query_one(OperatorTable))
+        assert any(r.startswith("aten::mm [[") for r in shaped)
+        await pilot.press("s")                          # sort by the name column
+        names = [r.split(" | ")[0] for r in rows_text(screen.query_one(OperatorTable))]
+        assert names == sorted(names)
+        await pilot.press("K")
+        kernels = rows_text(screen.query_one(KernelStatsTable))
+        assert any("nvjet" in r and "| TC |" in r for r in kernels)
+        assert any("foreach" in r for r in kernels)      # AdamW's multi_tensor_apply kernels
+        await pilot.press("M")
+        peaks = str(screen.query_one("#memory-peaks", Static).render())
+        assert peaks.startswith("cuda:0: peak") and "reserved peak" in peaks
+        assert screen.query_one(MemoryPlot).plt is not None
+        assert rows_text(screen.query_one(MemoryOpTable))
+        await pilot.press("u")
+        mods = rows_text(screen.query_one(ModuleTable))
+        assert mods[0].startswith("SimpleGeGLUMLP_0") and any(r.strip().startswith("Linear_2") for r in mods)
+        await pilot.press("escape")
+        assert isinstance(app.screen, TraceScreen)
+        await open_view(pilot, app, "u")                # back again: the figures were kept
+        assert app.screen.view == "modules"
+
+
+async def test_views_say_what_a_trace_lacks() -> None:
+    app = make_app([str(find_sample("mlp", "eager"))])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_screen(app, pilot, TraceScreen)
+        screen = await open_view(pilot, app, "M")
+        assert "no memory events" in str(screen.query_one("#memory-peaks", Static).render())
+        await pilot.press("u")
+        assert "no nn.Module frames" in str(screen.query_one("#modules-detail", Static).render())
+
+
+async def test_help_lists_the_view_keys_with_ids() -> None:
+    ids = {b.id for b in keys.TRACE_KEYS}
+    assert {"view-overview", "view-operators", "view-kernels", "view-memory", "view-modules"} <= ids
+    app = make_app([training_sample()])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_screen(app, pilot, TraceScreen)
+        await pilot.press("question_mark")
+        await wait_for_screen(app, pilot, HelpScreen)
+        text = str(app.screen.query_one("#help-text", Static).render())
+        assert "view-memory" in text and "profile-group" in text

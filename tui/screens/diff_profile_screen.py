@@ -1,0 +1,66 @@
+"""`o` on the diff screen: both sides' overview figures and the operator table of the aligned steps
+side by side (status marker, calls, host and device total time per op name). `s`/`S` sort, esc back."""
+
+from __future__ import annotations
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from mlptui.trace.diff.profile_diff import overview_lines
+from mlptui.trace.diff.trace_diff import TraceDiff
+from mlptui.widgets.profile_tables import OperatorDiffTable
+
+DIFF_PROFILE_KEYS = [
+    Binding("escape", "back", "Back", id="diff-profile-back"),
+    Binding("s", "sort_next", "Sort", id="diff-profile-sort", tooltip="sort by the next column (S reverses)"),
+    Binding("S", "sort_reverse", "Reverse sort", show=False, id="diff-profile-sort-reverse"),
+]
+
+
+class DiffProfileScreen(Screen):
+    BINDINGS = [*DIFF_PROFILE_KEYS]
+
+    class Ready(Message):
+        def __init__(self, doc: dict) -> None:
+            self.doc = doc
+            super().__init__()
+
+    def __init__(self, diff: TraceDiff) -> None:
+        super().__init__()
+        self.diff = diff
+
+    def compose(self) -> ComposeResult:
+        yield Static("computing both sides' overview and operators…", id="diff-profile-header", markup=False)
+        yield OperatorDiffTable(id="diff-operators")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one(OperatorDiffTable).focus()
+        self.compute()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="diff-profile")
+    def compute(self) -> None:
+        self.post_message(self.Ready(self.diff.profile()))
+
+    def on_diff_profile_screen_ready(self, message: Ready) -> None:
+        doc = message.doc
+        if not doc:
+            return
+        lines = overview_lines(doc)
+        lines.append(f"operators of the aligned steps: A {self.diff.a.step} ⇄ B {self.diff.b.step}  "
+                     "(= same  ~ calls changed  + B only  - A only)")
+        self.query_one("#diff-profile-header", Static).update("\n".join(lines))
+        self.query_one(OperatorDiffTable).show(doc["operators"])
+
+    def action_sort_next(self) -> None:
+        self.notify(f"sorted by {self.query_one(OperatorDiffTable).sort_next() or 'status'}", timeout=1.5)
+
+    def action_sort_reverse(self) -> None:
+        self.query_one(OperatorDiffTable).sort_next(reverse=True)
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

@@ -1,0 +1,107 @@
+"""Step-time breakdown: every nanosecond of a step's window in exactly one category.
+
+Categories, in the order of precedence the TensorBoard profiler plugin used: a moment covered by a
+kernel is "kernel" whatever else runs then; otherwise by a memcpy "memcpy", a memset "memset", a CUDA
+runtime/driver call on the host "runtime", a DataLoader `__next__` (or DataPipe) op "dataloader", any
+other CPU op, annotation or Python frame "cpu_exec"; a moment none of these covers is "other". Kernels,
+memcpys and memsets count on any device and stream; host categories on any thread. The steps' own
+`ProfilerStep#N` annotations cover everything and are left out.
+
+A step's window is the one mlptui.trace.analysis.steps uses: from the step's start to the later of its
+end and the end of the GPU work it launched. A trace without steps is one window over all its events.
+The categories of a window sum to its length exactly (integer nanoseconds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mlptui.trace.analysis.timeline_segments import Segments, to_ns
+from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, MEMCPY, MEMSET, PYTHON, Trace
+from mlptui.trace.parse.index import STEP_PREFIX
+
+CATEGORIES = ("kernel", "memcpy", "memset", "runtime", "dataloader", "cpu_exec", "other")
+_HOST_CATS = frozenset({CPU_OP, ANNOTATION, PYTHON})
+
+
+@dataclass(frozen=True)
+class Window:
+    name: str
+    index: int          # Step.index, -1 for a trace without steps
+    start_ns: int
+    end_ns: int
+
+    @property
+    def dur_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+
+def is_dataloader(name: str) -> bool:
+    return (name.startswith("enumerate(DataLoader)#") and name.endswith(".__next__")) or \
+        name.startswith("enumerate(DataPipe)#")
+
+
+def step_windows(trace: Trace) -> list[Window]:
+    """Each step's window (see the module docstring), or one window over the whole trace."""
+    if trace.steps:
+        gpu_end: dict[int, float] = {}
+        for g in trace.gpu:
+            if g.step >= 0 and g.end > gpu_end.get(g.step, -np.inf):
+                gpu_end[g.step] = g.end
+        out = []
+        for s in trace.steps:
+            end = max(s.ts + s.dur, gpu_end.get(s.index, -np.inf))
+            out.append(Window(s.name, s.index, int(to_ns([s.ts])[0]), int(to_ns([end])[0])))
+        return out
+    starts = [op.ts for op in trace.ops] + [g.ts for g in trace.gpu]
+    ends = [op.end for op in trace.ops] + [g.end for g in trace.gpu]
+    if not starts:
+        return [Window("whole trace", -1, 0, 0)]
+    return [Window("whole trace", -1, int(to_ns([min(starts)])[0]), int(to_ns([max(ends)])[0]))]
+
+
+def category_intervals(trace: Trace) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """(starts, ends) in ns of everything that can claim time, per category (not yet de-overlapped)."""
+    spans: dict[str, tuple[list[float], list[float]]] = {c: ([], []) for c in CATEGORIES[:-1]}
+    gpu_cat = {KERNEL: "kernel", MEMCPY: "memcpy", MEMSET: "memset"}
+    for g in trace.gpu:
+        s, e = spans[gpu_cat[g.cat]]
+        s.append(g.ts)
+        e.append(g.end)
+    step_ops = {s.op for s in trace.steps}
+    for op in trace.ops:
+        if op.cat in LAUNCH_CATS:
+            key = "runtime"
+        elif op.cat in _HOST_CATS:
+            if op.id in step_ops or op.name.startswith(STEP_PREFIX):
+                continue
+            key = "dataloader" if is_dataloader(op.name) else "cpu_exec"
+        else:
+            continue
+        s, e = spans[key]
+        s.append(op.ts)
+        e.append(op.end)
+    return {c: (to_ns(s), to_ns(e)) for c, (s, e) in spans.items()}
+
+
+def breakdown(trace: Trace, windows: list[Window] | None = None) -> list[dict[str, int]]:
+    """Per window, ns per category (CATEGORIES order); each dict sums to the window's length."""
+    windows = step_windows(trace) if windows is None else windows
+    spans = category_intervals(trace)
+    w_starts = np.asarray([w.start_ns for w in windows], dtype=np.int64)
+    w_ends = np.asarray([w.end_ns for w in windows], dtype=np.int64)
+    seg = Segments.of(w_starts, w_ends, *[a for pair in spans.values() for a in pair])
+    owner = np.full(len(seg.bounds) - 1, -1, dtype=np.int64)
+    for k, c in enumerate(CATEGORIES[:-1]):
+        covered = seg.depth(*spans[c]) > 0
+        owner[covered & (owner < 0)] = k
+    lengths = seg.lengths
+    prefixes = [seg.prefix(np.where(owner == k, lengths, 0)) for k in range(len(CATEGORIES) - 1)]
+    out = []
+    for w in windows:
+        row = {c: int(seg.window_sum(prefixes[k], w.start_ns, w.end_ns)) for k, c in enumerate(CATEGORIES[:-1])}
+        row["other"] = w.dur_ns - sum(row.values())
+        out.append(row)
+    return out

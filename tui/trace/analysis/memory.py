@@ -1,0 +1,179 @@
+"""Memory, from the `[memory]` instant events of traces recorded with profile_memory=True.
+
+Each event is one allocation (Bytes > 0) or free (Bytes < 0) on a device (`Device Type` 0 = CPU,
+1 = CUDA; `Device Id`), at address `Addr`, with the allocator's totals after it (`Total Allocated`,
+`Total Reserved`; traces from torch before 1.10 lack them, and then the curve is the running sum of
+Bytes from the first event, i.e. relative to what was allocated when recording began).
+
+- curve per device: (time, allocated, reserved) after each event.
+- peak: the largest allocated value, when it was reached, and the op that made that allocation.
+- an event belongs to the innermost CPU op open on its thread at its time (no op: "(no op)").
+- per op name: allocations, frees, bytes allocated, net bytes (self: its own events; with children:
+  also the events of every op beneath it).
+- unfreed: allocations whose address is not freed later in the trace, summed per op name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlptui.trace.model import ANNOTATION, CPU_OP, Trace
+
+NO_OP = "(no op)"
+
+
+@dataclass
+class DeviceMemory:
+    kind: str                       # "cuda" or "cpu" (or "device type N")
+    id: int
+    ts: list[float] = field(default_factory=list)
+    allocated: list[int] = field(default_factory=list)
+    reserved: list[int | None] = field(default_factory=list)
+    peak_allocated: int = 0
+    peak_ts: float | None = None
+    peak_op: str | None = None
+    totals_recorded: bool = True    # False: allocated is the running sum of Bytes
+
+    @property
+    def label(self) -> str:
+        return "cpu" if self.kind == "cpu" else f"{self.kind}:{self.id}"
+
+    @property
+    def peak_reserved(self) -> int | None:
+        values = [r for r in self.reserved if r is not None]
+        return max(values) if values else None
+
+
+@dataclass
+class OpMemory:
+    name: str
+    allocs: int = 0
+    frees: int = 0
+    bytes_allocated: int = 0
+    net_bytes: int = 0
+    net_bytes_with_children: int = 0
+
+
+@dataclass
+class MemoryReport:
+    devices: list[DeviceMemory]
+    ops: list[OpMemory]
+    unfreed: list[tuple[str, int]]          # (op name, bytes), most bytes first
+    events: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "devices": [{"id": d.id, "kind": d.kind, "peak_allocated_bytes": d.peak_allocated,
+                         "peak_reserved_bytes": d.peak_reserved,
+                         "peak_ts": None if d.peak_ts is None else round(d.peak_ts, 3), "peak_op": d.peak_op,
+                         "totals_recorded": d.totals_recorded} for d in self.devices],
+            "ops": [{"name": o.name, "allocs": o.allocs, "frees": o.frees, "bytes_allocated": o.bytes_allocated,
+                     "net_bytes": o.net_bytes, "net_bytes_with_children": o.net_bytes_with_children}
+                    for o in self.ops],
+            "unfreed": [{"op": name, "bytes": n} for name, n in self.unfreed],
+        }
+
+
+class _Owner:
+    """The innermost CPU op open on a thread at each time, for times asked in increasing order: one sweep
+    per thread over its ops in start order with a stack of the open ones (robust to partial overlaps)."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.step_ops = {s.op for s in trace.steps}
+        by_thread: dict[tuple[int, int], list[int]] = {}
+        for op in trace.ops:
+            if op.cat == CPU_OP or (op.cat == ANNOTATION and op.id not in self.step_ops):
+                by_thread.setdefault((op.pid, op.tid), []).append(op.id)
+        for ids in by_thread.values():
+            ids.sort(key=lambda i: (trace.ops[i].ts, trace.ops[i].depth))
+        self.pending = by_thread
+        self.next = dict.fromkeys(by_thread, 0)
+        self.open: dict[tuple[int, int], list[int]] = {k: [] for k in by_thread}
+
+    def at(self, pid: int, tid: int, ts: float) -> int:
+        key = (pid, tid)
+        ids = self.pending.get(key)
+        if ids is None:
+            return -1
+        ops = self.trace.ops
+        stack = self.open[key]
+        k = self.next[key]
+        while k < len(ids) and ops[ids[k]].ts <= ts:
+            stack.append(ids[k])
+            k += 1
+        self.next[key] = k
+        while stack and ops[stack[-1]].end < ts:
+            stack.pop()
+        return stack[-1] if stack else -1
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def memory_report(trace: Trace) -> MemoryReport | None:
+    """None when the trace has no `[memory]` events."""
+    if not trace.memory:
+        return None
+    owner = _Owner(trace)
+    devices: dict[tuple[str, int], DeviceMemory] = {}
+    per_op: dict[str, OpMemory] = {}
+    live: dict[tuple[str, int, int], tuple[str, int]] = {}
+    ops = trace.ops
+    for m in trace.memory:
+        args = trace.args(m.event)
+        nbytes = _int(args.get("Bytes"))
+        if nbytes is None:
+            continue
+        dtype = _int(args.get("Device Type"))
+        kind = {0: "cpu", 1: "cuda"}.get(dtype if dtype is not None else -1, f"device type {dtype}")
+        dev_id = _int(args.get("Device Id"))
+        dev_id = -1 if dev_id is None else dev_id
+        dev = devices.get((kind, dev_id))
+        if dev is None:
+            dev = devices[(kind, dev_id)] = DeviceMemory(kind, dev_id)
+        total = _int(args.get("Total Allocated"))
+        if total is None:
+            dev.totals_recorded = False
+            total = (dev.allocated[-1] if dev.allocated else 0) + nbytes
+        op_id = owner.at(m.pid, m.tid, m.ts)
+        name = ops[op_id].name if op_id >= 0 else NO_OP
+        dev.ts.append(m.ts)
+        dev.allocated.append(total)
+        dev.reserved.append(_int(args.get("Total Reserved")))
+        if dev.peak_ts is None or total > dev.peak_allocated:
+            dev.peak_allocated, dev.peak_ts, dev.peak_op = total, m.ts, name
+        row = per_op.get(name)
+        if row is None:
+            row = per_op[name] = OpMemory(name)
+        if nbytes > 0:
+            row.allocs += 1
+            row.bytes_allocated += nbytes
+        elif nbytes < 0:
+            row.frees += 1
+        row.net_bytes += nbytes
+        seen = set()
+        p = op_id
+        while p >= 0:
+            up = ops[p].name
+            if up not in seen and (ops[p].cat == CPU_OP or ops[p].cat == ANNOTATION) and p not in owner.step_ops:
+                seen.add(up)
+                per_op.setdefault(up, OpMemory(up)).net_bytes_with_children += nbytes
+            p = ops[p].parent
+        if op_id < 0:
+            row.net_bytes_with_children += nbytes
+        addr = _int(args.get("Addr"))
+        if addr is not None:
+            key = (kind, dev_id, addr)
+            if nbytes > 0:
+                live[key] = (name, nbytes)
+            elif nbytes < 0:
+                live.pop(key, None)
+    unfreed: dict[str, int] = {}
+    for name, nbytes in live.values():
+        unfreed[name] = unfreed.get(name, 0) + nbytes
+    order = sorted(devices.values(), key=lambda d: (d.kind != "cuda", d.kind, d.id))
+    op_rows = sorted(per_op.values(), key=lambda o: (-o.bytes_allocated, -abs(o.net_bytes_with_children), o.name))
+    return MemoryReport(order, op_rows, sorted(unfreed.items(), key=lambda kv: (-kv[1], kv[0])), len(trace.memory))

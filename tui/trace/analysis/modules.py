@@ -1,0 +1,83 @@
+"""The nn.Module hierarchy, from the `nn.Module: Name_N` Python frames of traces recorded with
+with_modules=True or with_stack=True.
+
+A module call is one such frame; its path is the module frames enclosing it (outermost first) and
+itself. Per path: calls, host time (Σ the frames' durations) and device time (GPU time of everything
+launched beneath the frames). Frames of the same module instance under the same parents share a row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlptui.trace.model import PYTHON, Trace
+
+MODULE_PREFIX = "nn.Module: "
+
+
+@dataclass
+class ModuleRow:
+    path: tuple[str, ...]
+    calls: int = 0
+    host_us: float = 0.0
+    device_us: float = 0.0
+    frames: list[int] = field(default_factory=list)     # Op ids of the module's frames
+
+    @property
+    def name(self) -> str:
+        return self.path[-1]
+
+    @property
+    def depth(self) -> int:
+        return len(self.path) - 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": list(self.path), "calls": self.calls, "host_us": round(self.host_us, 3),
+                "device_us": round(self.device_us, 3)}
+
+
+def is_module_frame(name: str) -> bool:
+    return name.startswith(MODULE_PREFIX)
+
+
+def module_tree(trace: Trace, step: int | None = None) -> list[ModuleRow] | None:
+    """Rows in tree pre-order (a parent before its children, siblings by first call); None when the
+    trace has no module frames."""
+    rows: dict[tuple[str, ...], ModuleRow] = {}
+    path_of: dict[int, tuple[str, ...]] = {}
+    ops = trace.ops
+    for op in ops:             # ids are in per-thread pre-order: parents come first
+        if op.cat != PYTHON or not is_module_frame(op.name):
+            continue
+        if step is not None and op.step != step:
+            continue
+        p = op.parent
+        while p >= 0 and p not in path_of:
+            p = ops[p].parent
+        path = path_of.get(p, ()) + (op.name[len(MODULE_PREFIX):],)
+        path_of[op.id] = path
+        row = rows.get(path)
+        if row is None:
+            row = rows[path] = ModuleRow(path)
+        row.calls += 1
+        row.host_us += op.dur
+        row.device_us += op.gpu_us
+        row.frames.append(op.id)
+    if not rows:
+        return None
+    children: dict[tuple[str, ...], list[ModuleRow]] = {}
+    for row in rows.values():
+        children.setdefault(row.path[:-1], []).append(row)
+    out: list[ModuleRow] = []
+
+    def walk(parent: tuple[str, ...]) -> None:
+        for row in children.get(parent, []):
+            out.append(row)
+            walk(row.path)
+
+    walk(())
+    # paths whose parent row is missing (a scope cut in the middle) still show, at the end
+    listed = {r.path for r in out}
+    out += [r for r in rows.values() if r.path not in listed]
+    return out

@@ -1,0 +1,194 @@
+"""The overview: devices, and per step (and over all steps) how well the GPU was used.
+
+Definitions (each figure over a step's window, mlptui.trace.analysis.breakdown.step_windows; the
+scope's total puts all windows' numerators and denominators together):
+- gpu_util: time the device runs at least one kernel ÷ window length (memcpy/memset not counted).
+- sm_efficiency (estimated): at each moment, min(Σ over running kernels of min(blocks ÷ SMs, 1), 1),
+  averaged over the window — an idle device counts 0, so it is never above gpu_util. A kernel's blocks
+  per SM is the trace's `blocks per SM` arg, else its grid's block count ÷ the device's SM count.
+- achieved_occupancy (estimated): the trace's `est. achieved occupancy %` per kernel, weighted by the
+  kernel time inside the window (kernels without the figure left out); theoretical_occupancy beside it is
+  mlptui.trace.analysis.occupancy's calculator figure, weighted the same way.
+- tensor_core_share: kernel time inside the window of kernels that use Tensor Cores
+  (mlptui.trace.analysis.tensor_cores) ÷ all kernel time inside the window.
+Step figures are for the main device (the one that ran the most kernels); `devices` has each device's
+figures over the whole scope.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mlptui.trace.analysis.breakdown import CATEGORIES, Window, breakdown, step_windows
+from mlptui.trace.analysis.occupancy import device_for, kernel_occupancy
+from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
+from mlptui.trace.analysis.timeline_segments import Segments, to_ns
+from mlptui.trace.model import KERNEL, Trace
+
+
+@dataclass
+class Figures:
+    """Numerators and denominators, so steps add up into the scope's total."""
+
+    window_ns: int = 0
+    busy_ns: int = 0
+    sm_ns: float = 0.0
+    kernel_ns: float = 0.0          # Σ kernel time inside the window (overlaps counted per kernel)
+    tc_ns: float = 0.0
+    occ_ns: float = 0.0             # Σ kernel time of kernels with a reported occupancy
+    occ_weighted: float = 0.0
+    th_ns: float = 0.0
+    th_weighted: float = 0.0
+    breakdown_ns: dict[str, int] = field(default_factory=dict)
+
+    def add(self, other: Figures) -> None:
+        for name in ("window_ns", "busy_ns", "sm_ns", "kernel_ns", "tc_ns", "occ_ns", "occ_weighted", "th_ns",
+                     "th_weighted"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for k, v in other.breakdown_ns.items():
+            self.breakdown_ns[k] = self.breakdown_ns.get(k, 0) + v
+
+    def to_dict(self, name: str) -> dict[str, Any]:
+        def share(num: float, den: float) -> float | None:
+            return round(num / den, 4) if den > 0 else None
+
+        return {
+            "name": name,
+            "duration_us": self.window_ns / 1000,
+            "gpu_util": share(self.busy_ns, self.window_ns),
+            "sm_efficiency": share(self.sm_ns, self.window_ns),
+            "achieved_occupancy": share(self.occ_weighted, self.occ_ns * 100),
+            "theoretical_occupancy": share(self.th_weighted, self.th_ns),
+            "tensor_core_share": share(self.tc_ns, self.kernel_ns),
+            "breakdown_us": {c: self.breakdown_ns.get(c, 0) / 1000 for c in CATEGORIES},
+        }
+
+
+@dataclass
+class KernelFacts:
+    """Per kernel (GpuOp id order of `ids`): what the overview weighs."""
+
+    ids: list[int]
+    device: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    sm_value: np.ndarray        # min(blocks per SM, 1); 0 when unknown
+    occ_pct: np.ndarray         # reported est. achieved occupancy %, NaN when absent
+    th_frac: np.ndarray         # theoretical occupancy 0..1, NaN when unknown
+    tc: np.ndarray              # bool
+
+
+def blocks_per_sm(trace: Trace, gid: int, args: dict[str, Any] | None = None) -> float | None:
+    """The trace's `blocks per SM`, else grid blocks ÷ the device's SMs; None when neither is known."""
+    args = trace.gpu_args(gid) if args is None else args
+    reported = args.get("blocks per SM")
+    if isinstance(reported, int | float) and reported > 0:
+        return float(reported)
+    grid = args.get("grid")
+    device = device_for(trace, trace.gpu[gid].device) or {}
+    sms = device.get("numSms")
+    if isinstance(grid, list) and grid and all(isinstance(v, int) for v in grid) and isinstance(sms, int) and sms:
+        return float(np.prod(grid)) / sms
+    return None
+
+
+def kernel_facts(trace: Trace) -> KernelFacts:
+    ids = [g.id for g in trace.gpu if g.cat == KERNEL]
+    sm, occ, th, tc = [], [], [], []
+    for gid in ids:
+        args = trace.gpu_args(gid)
+        bps = blocks_per_sm(trace, gid, args)
+        sm.append(min(bps, 1.0) if bps else 0.0)
+        pct = args.get("est. achieved occupancy %")
+        occ.append(float(pct) if isinstance(pct, int | float) and pct >= 0 else np.nan)
+        o = kernel_occupancy(trace, gid)
+        th.append(o.fraction if o is not None else np.nan)
+        tc.append(uses_tensor_cores(trace.gpu[gid].name))
+    gpu = trace.gpu
+    return KernelFacts(ids, np.asarray([gpu[i].device for i in ids], dtype=np.int64),
+                       to_ns([gpu[i].ts for i in ids]), to_ns([gpu[i].end for i in ids]),
+                       np.asarray(sm, dtype=np.float64), np.asarray(occ, dtype=np.float64),
+                       np.asarray(th, dtype=np.float64), np.asarray(tc, dtype=bool))
+
+
+def _device_figures(kf: KernelFacts, device: int, windows: list[Window]) -> list[Figures]:
+    pick = kf.device == device
+    s, e = kf.start[pick], kf.end[pick]
+    seg = Segments.of(s, e, np.asarray([w.start_ns for w in windows], dtype=np.int64),
+                      np.asarray([w.end_ns for w in windows], dtype=np.int64))
+    lengths = seg.lengths
+    count = seg.depth(s, e)
+    sm = np.minimum(np.maximum(seg.depth(s, e, kf.sm_value[pick]), 0.0), 1.0)
+    occ_known = ~np.isnan(kf.occ_pct[pick])
+    th_known = ~np.isnan(kf.th_frac[pick])
+    p_busy = seg.prefix(np.where(count > 0, lengths, 0))
+    p_sm = seg.prefix(sm * lengths)
+    p_kernel = seg.prefix(count * lengths)
+    p_tc = seg.prefix(seg.depth(s[kf.tc[pick]], e[kf.tc[pick]]) * lengths)
+    p_occ_n = seg.prefix(seg.depth(s[occ_known], e[occ_known]) * lengths)
+    p_occ_w = seg.prefix(seg.depth(s[occ_known], e[occ_known], kf.occ_pct[pick][occ_known]) * lengths)
+    p_th_n = seg.prefix(seg.depth(s[th_known], e[th_known]) * lengths)
+    p_th_w = seg.prefix(seg.depth(s[th_known], e[th_known], kf.th_frac[pick][th_known]) * lengths)
+    out = []
+    for w in windows:
+        def ws(p: np.ndarray, w: Window = w) -> float:
+            return float(seg.window_sum(p, w.start_ns, w.end_ns))
+        out.append(Figures(window_ns=w.dur_ns, busy_ns=int(ws(p_busy)), sm_ns=ws(p_sm), kernel_ns=ws(p_kernel),
+                           tc_ns=ws(p_tc), occ_ns=ws(p_occ_n), occ_weighted=ws(p_occ_w), th_ns=ws(p_th_n),
+                           th_weighted=ws(p_th_w)))
+    return out
+
+
+def main_device(trace: Trace, kf: KernelFacts) -> int | None:
+    if not len(kf.device):
+        return None
+    values, counts = np.unique(kf.device, return_counts=True)
+    return int(values[int(np.argmax(counts))])
+
+
+def _arch(dev: dict[str, Any]) -> str | None:
+    if "computeMajor" in dev:
+        return f"sm_{dev.get('computeMajor')}{dev.get('computeMinor', 0)}"
+    for key in ("gcnArchName", "arch"):
+        if isinstance(dev.get(key), str):
+            return str(dev[key])
+    return None
+
+
+def overview(trace: Trace, kf: KernelFacts | None = None) -> dict[str, Any]:
+    """The `overview` section of `summary --json` (see the module docstring)."""
+    kf = kernel_facts(trace) if kf is None else kf
+    windows = step_windows(trace)
+    parts = breakdown(trace, windows)
+    main = main_device(trace, kf)
+    used = sorted({int(d) for d in kf.device.tolist()})
+    per_device = {d: _device_figures(kf, d, windows) for d in used}
+    steps: list[Figures] = per_device[main] if main is not None else [Figures(window_ns=w.dur_ns) for w in windows]
+    for fig, part in zip(steps, parts, strict=True):
+        fig.breakdown_ns = part
+    total = Figures()
+    for fig in steps:
+        total.add(fig)
+    devices = []
+    listed: dict[int, dict[str, Any]] = {int(d["id"]): d for d in trace.devices if isinstance(d.get("id"), int)}
+    for d in sorted(set(listed) | set(used)):
+        props = listed.get(d, {})
+        row: dict[str, Any] = {"id": d, "name": props.get("name"), "arch": _arch(props),
+                               "memory_bytes": props.get("totalGlobalMem"), "sms": props.get("numSms")}
+        if d in per_device:
+            scope = Figures()
+            for fig in per_device[d]:
+                scope.add(fig)
+            figs = scope.to_dict("")
+            for key in ("gpu_util", "sm_efficiency", "achieved_occupancy", "theoretical_occupancy",
+                        "tensor_core_share"):
+                row[key] = figs[key]
+            row["kernels"] = int((kf.device == d).sum())
+        devices.append(row)
+    scope_name = "whole trace" if not trace.steps else f"all {len(trace.steps)} steps"
+    return {"devices": devices, "main_device": main,
+            "steps": [fig.to_dict(w.name) for fig, w in zip(steps, windows, strict=True)],
+            "total": total.to_dict(scope_name)}

@@ -1,0 +1,127 @@
+"""The profiler views of `summary --json` (overview, recommendations, operators, kernel_stats, memory,
+modules) and their text and Markdown sections. Scope: the steps, or the whole trace when it has none."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlptui.trace.analysis.breakdown import CATEGORIES
+from mlptui.trace.analysis.kernel_stats import kernel_stats
+from mlptui.trace.analysis.memory import memory_report
+from mlptui.trace.analysis.modules import module_tree
+from mlptui.trace.analysis.operators import operators_in_steps
+from mlptui.trace.analysis.overview import overview
+from mlptui.trace.analysis.recommendations import recommendations
+from mlptui.trace.model import Trace
+
+
+def profile_sections(trace: Trace) -> dict[str, Any]:
+    ov = overview(trace)
+    ops = operators_in_steps(trace)
+    mem = memory_report(trace)
+    mods = module_tree(trace)
+    kernels = kernel_stats(trace, steps_only=bool(trace.steps))
+    return {
+        "overview": ov,
+        "recommendations": recommendations(trace, ov, ops),
+        "operators": [o.to_dict() for o in ops],
+        "kernel_stats": [k.to_dict() for k in kernels],
+        "memory": None if mem is None else mem.to_dict(),
+        "modules": None if mods is None else [m.to_dict() for m in mods],
+    }
+
+
+# ---------------------------------------------------------------- renderings
+
+def _us(x: float) -> str:
+    return f"{x / 1000:.2f} ms" if x >= 1000 else f"{x:.1f} µs"
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{x:.0%}"
+
+
+def _bytes(n: int | None) -> str:
+    if n is None:
+        return "–"
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+_OV_HEAD = ["step", "duration", "GPU util", "SM eff", "occ ach/th", "TC"] + list(CATEGORIES)
+
+
+def _ov_row(s: dict[str, Any]) -> list[str]:
+    b = s["breakdown_us"]
+    return [s["name"], _us(s["duration_us"]), _pct(s["gpu_util"]), _pct(s["sm_efficiency"]),
+            f"{_pct(s['achieved_occupancy'])}/{_pct(s['theoretical_occupancy'])}", _pct(s["tensor_core_share"])] + \
+        [_us(b[c]) for c in CATEGORIES]
+
+
+def _op_row(o: dict[str, Any]) -> list[str]:
+    return [o["name"], str(o["calls"]), _us(o["host_self_us"]), _us(o["host_total_us"]), _us(o["device_self_us"]),
+            _us(o["device_total_us"]), ("yes " + _pct(o["tc_share"])) if o["tc_eligible"] else ""]
+
+
+_OP_HEAD = ["op", "calls", "host self", "host total", "dev self", "dev total", "TC elig/share"]
+
+
+def _tables(d: dict[str, Any], top: int) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, headers, rows) of each section, shared by the text and Markdown renderings."""
+    ov = d["overview"]
+    steps = ov["steps"][:top] + ([ov["total"]] if len(ov["steps"]) > 1 else [])
+    out = [("overview", _OV_HEAD, [_ov_row(s) for s in steps])]
+    out.append(("operators (most device time first)", _OP_HEAD, [_op_row(o) for o in d["operators"][:top]]))
+    out.append(("kernels, completed", ["kernel", "TC", "calls", "total", "mean", "min", "max", "blk/SM", "occ"],
+                [[k["name"][:60], "yes" if k["tensor_cores"] else "", str(k["calls"]), _us(k["total_us"]),
+                  _us(k["mean_us"]), _us(k["min_us"]), _us(k["max_us"]),
+                  "–" if k["blocks_per_sm"] is None else f"{k['blocks_per_sm']:.2f}", _pct(k["achieved_occupancy"])]
+                 for k in d["kernel_stats"][:top]]))
+    mem = d["memory"]
+    if mem is not None:
+        out.append(("memory peaks", ["device", "peak allocated", "peak reserved", "at", "op"],
+                    [[("cpu" if m["kind"] == "cpu" else f"{m['kind']}:{m['id']}"), _bytes(m["peak_allocated_bytes"]),
+                      _bytes(m["peak_reserved_bytes"]), "–" if m["peak_ts"] is None else _us(m["peak_ts"]),
+                      m["peak_op"] or "–"] for m in mem["devices"]]))
+        out.append(("memory by op", ["op", "allocs", "frees", "allocated", "net", "net w/ children"],
+                    [[o["name"], str(o["allocs"]), str(o["frees"]), _bytes(o["bytes_allocated"]), _bytes(o["net_bytes"]),
+                      _bytes(o["net_bytes_with_children"])] for o in mem["ops"][:top]]))
+    mods = d["modules"]
+    if mods is not None:
+        out.append(("modules", ["module", "calls", "host", "device"],
+                    [["  " * (len(m["path"]) - 1) + m["path"][-1], str(m["calls"]), _us(m["host_us"]),
+                      _us(m["device_us"])] for m in mods[:top * 2]]))
+    return out
+
+
+def _device_lines(d: dict[str, Any]) -> list[str]:
+    lines = []
+    for dev in d["overview"]["devices"]:
+        if "gpu_util" not in dev:
+            continue
+        lines.append(f"device {dev['id']}: {dev['name'] or '?'} {dev['arch'] or ''} {dev['sms'] or '?'} SMs "
+                     f"{_bytes(dev['memory_bytes'])}; {dev['kernels']} kernels, GPU util {_pct(dev['gpu_util'])}, "
+                     f"SM eff {_pct(dev['sm_efficiency'])}, TC {_pct(dev['tensor_core_share'])}")
+    return lines
+
+
+def render_profile_text(d: dict[str, Any], table: Any, top: int = 15) -> list[str]:
+    out = [""] + _device_lines(d)
+    if d["recommendations"]:
+        out += ["", "recommendations"] + [f"  [{r['rule']}] {r['message']}" for r in d["recommendations"]]
+    for title, head, rows in _tables(d, top):
+        if rows:
+            out += ["", title] + ["  " + r for r in table(head, rows, set(range(1, len(head))))]
+    return out
+
+
+def render_profile_markdown(d: dict[str, Any], md_table: Any, top: int = 15) -> list[str]:
+    out = ["", "#### Devices", ""] + [f"- {line}" for line in _device_lines(d)]
+    if d["recommendations"]:
+        out += ["", "#### Recommendations", ""] + [f"- **{r['rule']}**: {r['message']}" for r in d["recommendations"]]
+    for title, head, rows in _tables(d, top):
+        if rows:
+            out += ["", f"#### {title[0].upper()}{title[1:]}", ""] + md_table(head, rows)
+    return out

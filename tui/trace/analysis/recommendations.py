@@ -1,0 +1,97 @@
+"""Recommendations: fixed rules over the overview, operators and kernels; only rules that fire are
+returned, each with the figures that fired it (thresholds are the constants below).
+
+- dataloader: DataLoader time ≥ DATALOADER_SHARE of the scope's step time → more `num_workers`,
+  `pin_memory=True`, prefetching.
+- low_gpu_util: GPU utilisation < LOW_GPU_UTIL over the scope (traces with kernels only).
+- launch_bound: ≥ LAUNCH_BOUND_SHARE of the kernels (at least MIN_KERNELS) run for less time than the
+  host call that launched them → CUDA graphs, torch.compile, bigger batches.
+- tensor_cores: Tensor-Core-eligible ops (GEMMs, convolutions) whose own kernels run mostly off Tensor
+  Cores (tc_share < 0.5) take ≥ TC_MISS_SHARE of kernel time → TF32 (`torch.backends.cuda.matmul.
+  allow_tf32`, `torch.set_float32_matmul_precision("high")`), bf16/fp16 autocast.
+- memcpy: memcpy time ≥ MEMCPY_SHARE of step time, or host↔device copies inside the steps → keep data
+  on the device, pinned memory and `non_blocking=True`, fewer `.item()`/`.cpu()` calls.
+- small_kernels: ≥ SMALL_KERNEL_SHARE of the kernels (at least MIN_KERNELS) are pointwise or reduction
+  kernels shorter than SMALL_KERNEL_US → torch.compile would fuse chains of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlptui.trace.analysis.operators import OpGroup
+from mlptui.trace.model import KERNEL, MEMCPY, Trace
+from mlptui.trace.names.kernel import decode_kernel
+
+DATALOADER_SHARE = 0.05
+LOW_GPU_UTIL = 0.5
+LAUNCH_BOUND_SHARE = 0.5
+MIN_KERNELS = 10
+TC_MISS_SHARE = 0.10
+MEMCPY_SHARE = 0.05
+SMALL_KERNEL_SHARE = 0.5
+SMALL_KERNEL_US = 10.0
+
+
+def _in_scope(trace: Trace, step: int) -> bool:
+    return not trace.steps or step >= 0
+
+
+def recommendations(trace: Trace, overview: dict[str, Any], ops: list[OpGroup]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    total = overview["total"]
+    duration = total["duration_us"] or 0.0
+    parts = total["breakdown_us"]
+    kernels = [g for g in trace.gpu if g.cat == KERNEL and _in_scope(trace, g.step)]
+    kernel_us = sum(g.dur for g in kernels)
+
+    if duration and parts["dataloader"] / duration >= DATALOADER_SHARE:
+        share = parts["dataloader"] / duration
+        out.append({"rule": "dataloader", "message": (
+            f"the DataLoader takes {share:.0%} of the step time: raise num_workers, set pin_memory=True, "
+            "prefetch"), "figures": {"dataloader_us": round(parts["dataloader"], 3), "step_us": round(duration, 3),
+                                     "share": round(share, 4)}})
+    util = total["gpu_util"]
+    if kernels and util is not None and util < LOW_GPU_UTIL:
+        out.append({"rule": "low_gpu_util", "message": (
+            f"the GPU runs kernels {util:.0%} of the step time: the host, data loading or synchronisation "
+            "sets the pace"), "figures": {"gpu_util": util, "threshold": LOW_GPU_UTIL}})
+    short = sum(1 for g in kernels if g.launch >= 0 and g.dur < trace.ops[g.launch].dur)
+    if len(kernels) >= MIN_KERNELS and short / len(kernels) >= LAUNCH_BOUND_SHARE:
+        out.append({"rule": "launch_bound", "message": (
+            f"{short} of {len(kernels)} kernels run for less time than their launch call: launch-bound; "
+            "CUDA graphs or torch.compile (mode='reduce-overhead') cut the launches"),
+            "figures": {"kernels": len(kernels), "shorter_than_launch": short,
+                        "share": round(short / len(kernels), 4)}})
+    missed = [o for o in ops if o.tc_eligible and o.kernel_self_us > 0 and (o.tc_share or 0.0) < 0.5]
+    missed_us = sum(o.kernel_self_us - o.tc_us for o in missed)
+    if kernel_us and missed_us / kernel_us >= TC_MISS_SHARE:
+        out.append({"rule": "tensor_cores", "message": (
+            f"matrix products and convolutions spend {missed_us / kernel_us:.0%} of kernel time off Tensor "
+            "Cores: use TF32 (torch.set_float32_matmul_precision('high')) or bf16/fp16 autocast"),
+            "figures": {"off_tc_us": round(missed_us, 3), "kernel_us": round(kernel_us, 3),
+                        "share": round(missed_us / kernel_us, 4), "ops": [o.name for o in missed[:5]]}})
+    copies = [g for g in trace.gpu if g.cat == MEMCPY and _in_scope(trace, g.step)]
+    h2d = [g for g in copies if _host_device(g.name)]
+    memcpy_share = parts["memcpy"] / duration if duration else 0.0
+    if copies and (memcpy_share >= MEMCPY_SHARE or (trace.steps and h2d)):
+        out.append({"rule": "memcpy", "message": (
+            f"{len(h2d)} host↔device copies in the steps, memcpy {memcpy_share:.1%} of the step time: keep "
+            "data on the device, use pinned memory and non_blocking=True, avoid .item()/.cpu() in the loop"),
+            "figures": {"memcpy_us": round(sum(g.dur for g in copies), 3), "share": round(memcpy_share, 4),
+                        "host_device_copies": len(h2d)}})
+    small = [g for g in kernels if g.dur < SMALL_KERNEL_US and decode_kernel(g.name).family in ("pointwise",
+                                                                                               "reduction")]
+    if len(kernels) >= MIN_KERNELS and len(small) / len(kernels) >= SMALL_KERNEL_SHARE:
+        out.append({"rule": "small_kernels", "message": (
+            f"{len(small)} of {len(kernels)} kernels are pointwise/reduction kernels under "
+            f"{SMALL_KERNEL_US:g} µs: torch.compile would fuse chains of them"),
+            "figures": {"small_kernels": len(small), "kernels": len(kernels),
+                        "share": round(len(small) / len(kernels), 4), "small_us": round(sum(g.dur for g in small), 3)}})
+    return out
+
+
+def _host_device(name: str) -> bool:
+    n = name.replace(" ", "")
+    return any(tag in n for tag in ("HtoD", "DtoH", "Host->Device", "Device->Host", "HtoA", "AtoH", "PtoD",
+                                    "DtoP"))

@@ -1,0 +1,147 @@
+"""What the profiler views show, computed once per trace off the UI thread (`build_profile`), and the
+overview's text: device lines, the per-step table and a stacked bar per step.
+
+The bar draws each category with its own letter (K kernel, M memcpy, S memset, R runtime, D DataLoader,
+C CPU exec, · other), coloured from the 16 standard colours, so it reads in 16 colours and under
+NO_COLOR alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.text import Text
+
+from mlptui.trace.analysis.breakdown import CATEGORIES
+from mlptui.trace.analysis.kernel_stats import KernelGroup, kernel_stats
+from mlptui.trace.analysis.memory import MemoryReport, memory_report
+from mlptui.trace.analysis.modules import ModuleRow, module_tree
+from mlptui.trace.analysis.operators import OpGroup, operators_in_steps
+from mlptui.trace.analysis.overview import overview
+from mlptui.trace.analysis.recommendations import recommendations
+from mlptui.trace.model import Trace
+from mlptui.viewmodels import fmt
+
+GLYPHS = {"kernel": "K", "memcpy": "M", "memset": "S", "runtime": "R", "dataloader": "D", "cpu_exec": "C",
+          "other": "·"}
+STYLES = {"kernel": "bold white on blue", "memcpy": "black on magenta", "memset": "black on cyan",
+          "runtime": "black on yellow", "dataloader": "white on red", "cpu_exec": "black on green", "other": "dim"}
+MAX_STEPS = 12             # steps listed in the overview; the rest are summed in the total
+LABELS = {"kernel": "kernel", "memcpy": "memcpy", "memset": "memset", "runtime": "runtime",
+          "dataloader": "DataLoader", "cpu_exec": "CPU exec", "other": "other"}
+
+
+@dataclass
+class ProfileData:
+    trace: Trace
+    overview: dict[str, Any]
+    recommendations: list[dict[str, Any]]
+    operators: list[OpGroup]
+    kernels: list[KernelGroup]
+    memory: MemoryReport | None
+    modules: list[ModuleRow] | None
+    grouped: dict[str, list[Any]] = field(default_factory=dict)   # "operators-shapes", "kernels-op", once asked
+
+
+def build_profile(trace: Trace) -> ProfileData:
+    """Every view's rows, both groupings included: `a` then costs a repaint, not a pass over the trace
+    while the keys wait for the interpreter lock."""
+    ov = overview(trace)
+    ops = operators_in_steps(trace)
+    data = ProfileData(trace, ov, recommendations(trace, ov, ops), ops,
+                       kernel_stats(trace, steps_only=bool(trace.steps)), memory_report(trace), module_tree(trace))
+    regrouped(data, "operators-shapes")
+    regrouped(data, "kernels-op")
+    return data
+
+
+def regrouped(data: ProfileData, which: str) -> list[Any]:
+    """The other grouping of a view (operators by input shapes; kernels by launching op), computed once."""
+    if which not in data.grouped:
+        if which == "operators-shapes":
+            data.grouped[which] = operators_in_steps(data.trace, by_shapes=True)
+        else:
+            data.grouped[which] = kernel_stats(data.trace, by_op=True, steps_only=bool(data.trace.steps))
+    return data.grouped[which]
+
+
+def bar_widths(parts: dict[str, float], width: int) -> list[tuple[str, int]]:
+    """Cells per category for a bar `width` wide: proportional, largest remainders first, so the cells
+    add up to `width` exactly (a category under half a cell may get none)."""
+    total = sum(parts.values())
+    if total <= 0 or width <= 0:
+        return [("other", max(width, 0))]
+    exact = [(c, parts.get(c, 0.0) * width / total) for c in CATEGORIES]
+    cells = {c: int(x) for c, x in exact}
+    left = width - sum(cells.values())
+    for c, _x in sorted(exact, key=lambda cx: -(cx[1] - int(cx[1])))[:left]:
+        cells[c] += 1
+    return [(c, cells[c]) for c in CATEGORIES if cells[c]]
+
+
+def stacked_bar(parts: dict[str, float], width: int) -> Text:
+    text = Text()
+    for c, n in bar_widths(parts, width):
+        text.append(GLYPHS[c] * n, STYLES[c])
+    return text
+
+
+def legend() -> Text:
+    text = Text("  ")
+    for c in CATEGORIES:
+        text.append(GLYPHS[c], STYLES[c])
+        text.append(f" {LABELS[c]}  ")
+    return text
+
+
+def overview_text(data: ProfileData, width: int) -> Text:
+    ov = data.overview
+    out = Text()
+    for dev in ov["devices"]:
+        if "gpu_util" not in dev:
+            continue
+        out.append(f"device {dev['id']}: ", "bold")
+        out.append(f"{dev['name'] or '?'} {dev['arch'] or ''}, {dev['sms'] or '?'} SMs, "
+                   f"{fmt.size_bytes(dev['memory_bytes'])}; {dev['kernels']} kernels\n")
+    steps = ov["steps"]
+    if len(steps) > MAX_STEPS:      # the first and the last steps; `summary --json` has them all
+        head = steps[: MAX_STEPS // 2]
+        gap = {"name": f"… {len(steps) - MAX_STEPS} more", "gap": True}
+        steps = head + [gap] + steps[len(steps) - (MAX_STEPS - len(head)):]
+    steps = steps + ([ov["total"]] if len(ov["steps"]) > 1 else [])
+    name_w = max([len(s["name"]) for s in steps] + [4])
+    head = f"{'step':<{name_w}} {'time':>8} {'GPU util':>8} {'SM eff':>6} {'occ ach/th':>10} {'TC':>4}\n"
+    out.append(head, "bold")
+    for s in steps:
+        if s.get("gap"):
+            out.append(f"{s['name']}\n", "dim")
+            continue
+        occ = f"{fmt.pct(s['achieved_occupancy'])}/{fmt.pct(s['theoretical_occupancy'])}"
+        out.append(f"{s['name']:<{name_w}} {fmt.us(s['duration_us']):>8} {fmt.pct(s['gpu_util']):>8} "
+                   f"{fmt.pct(s['sm_efficiency']):>6} {occ:>10} {fmt.pct(s['tensor_core_share']):>4}\n")
+    out.append("\nstep-time breakdown (each µs once, first of: K M S R D C ·)\n", "bold")
+    bar_w = max(10, width - name_w - 2)
+    for s in steps:
+        if s.get("gap"):
+            out.append(f"{s['name']}\n", "dim")
+            continue
+        out.append(f"{s['name']:<{name_w}} ")
+        out.append_text(stacked_bar(s["breakdown_us"], bar_w))
+        out.append("\n")
+    out.append_text(legend())
+    out.append("\n")
+    total = ov["total"]
+    dur = total["duration_us"] or 1.0
+    parts = "  ".join(f"{LABELS[c]} {fmt.us(total['breakdown_us'][c])} ({total['breakdown_us'][c] / dur:.0%})"
+                      for c in CATEGORIES if total["breakdown_us"][c] > 0)
+    out.append(f"  {total['name']}: {parts}\n")
+    out.append("\nrecommendations\n", "bold")
+    if not data.recommendations:
+        out.append("  none of the rules fired\n", "dim")
+    for r in data.recommendations:
+        out.append(f"  [{r['rule']}] ", "bold")
+        out.append(f"{r['message']}\n")
+        figures = ", ".join(f"{k}={v}" for k, v in r["figures"].items())
+        out.append(f"      {figures}\n", "dim")
+    return out

@@ -1,0 +1,197 @@
+"""The tables of the profiler views: operators, kernels (completed), memory per op and the nn.Module
+tree. Each is a LineList over a list of rows already computed (mlptui.viewmodels.profile_views);
+`s`/`S` sort by the next column (each table has at most a few thousand rows)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mlptui.keys import TABLE_KEYS
+from mlptui.trace.analysis.kernel_stats import KernelGroup
+from mlptui.trace.analysis.memory import OpMemory
+from mlptui.trace.analysis.modules import ModuleRow
+from mlptui.trace.analysis.operators import OpGroup
+from mlptui.trace.names.kernel import decode_kernel
+from mlptui.viewmodels import fmt
+from mlptui.widgets.lines import Cell, Column, LineList, SideScrolling
+
+
+def _opt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+class SortedTable(SideScrolling, LineList):
+    """Rows plus, per column, the cell text and the sort key of a row."""
+
+    BINDINGS = [b for b in TABLE_KEYS if b.id not in ("sort", "sort-reverse")]
+    CELLS: list[Callable[[Any], Cell]] = []
+    KEYS: list[Callable[[Any], Any]] = []
+
+    def __init__(self, columns: list[Column], *, id: str | None = None) -> None:
+        super().__init__(columns, id=id)
+        self.rows: list[Any] = []
+        self.sort_column = -1           # -1: the order given (most time first)
+        self.sort_reverse = False
+        self._given: list[Any] = []
+
+    def show(self, rows: list[Any]) -> None:
+        self._given = list(rows)
+        self._apply()
+
+    def _apply(self) -> None:
+        rows = list(self._given)
+        if self.sort_column >= 0:
+            key = self.KEYS[self.sort_column]
+            rows.sort(key=key, reverse=self.sort_reverse)
+        self.rows = rows
+        self.reset_rows(0)
+
+    def sort_by(self, column: int, reverse: bool) -> None:
+        self.sort_column, self.sort_reverse = column, reverse
+        self._apply()
+
+    def sort_next(self, reverse: bool = False) -> str:
+        if reverse:
+            self.sort_reverse = not self.sort_reverse
+        else:
+            self.sort_column = (self.sort_column + 1) % len(self.columns)
+            self.sort_reverse = self.sort_column > 0     # numbers: largest first
+        self._apply()
+        return self.columns[self.sort_column].title
+
+    def header_cells(self) -> list[str]:
+        heads = [c.title for c in self.columns]
+        if self.sort_column >= 0:
+            heads[self.sort_column] += "▼" if self.sort_reverse else "▲"
+        return heads
+
+    def row_count(self) -> int:
+        return len(self.rows)
+
+    def row_cells(self, index: int) -> list[Cell]:
+        row = self.rows[index]
+        return [f(row) for f in self.CELLS]
+
+    def current(self) -> Any:
+        return self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
+
+    def search_rows(self, needle: str) -> list[int]:
+        low = needle.lower()
+        return [i for i, r in enumerate(self.rows) if low in str(self.KEYS[0](r)).lower()]
+
+
+def _tc(o: OpGroup) -> Cell:
+    if not o.tc_eligible:
+        return ""
+    share = o.tc_share
+    if share is None:
+        return ("elig.", "dim")
+    return (fmt.pct(share), "good" if share >= 0.5 else "warn")
+
+
+class OperatorTable(SortedTable):
+    CELLS = [
+        lambda o: o.name if o.input_shapes is None else f"{o.name} {o.input_shapes}",
+        lambda o: fmt.count(o.calls), lambda o: fmt.us(o.host_self_us), lambda o: fmt.us(o.host_total_us),
+        lambda o: fmt.us(o.device_self_us), lambda o: fmt.us(o.device_total_us), _tc,
+    ]
+    KEYS = [
+        lambda o: (o.name, o.input_shapes or ""), lambda o: o.calls, lambda o: o.host_self_us,
+        lambda o: o.host_total_us, lambda o: o.device_self_us, lambda o: o.device_total_us,
+        lambda o: -1.0 if o.tc_share is None else o.tc_share,
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__([Column("operator", 0, min_width=24), Column("calls", 6, ">", drop=6),
+                          Column("host self", 9, ">", drop=3), Column("host total", 10, ">"),
+                          Column("dev self", 9, ">", drop=4), Column("dev total", 9, ">"),
+                          Column("TC", 5, ">", drop=5)], id=id)
+
+
+class KernelStatsTable(SortedTable):
+    raw = False
+    CELLS = [
+        lambda k: decode_kernel(k.name).short + (f"  ← {k.op}" if k.op else ""),
+        lambda k: ("TC", "good") if k.tensor_cores else "", lambda k: fmt.count(k.calls),
+        lambda k: fmt.us(k.total_us), lambda k: fmt.us(k.mean_us), lambda k: fmt.us(k.min_us),
+        lambda k: fmt.us(k.max_us), lambda k: _opt(k.blocks_per_sm), lambda k: fmt.pct(k.achieved_occupancy),
+    ]
+    KEYS = [
+        lambda k: (k.name, k.op or ""), lambda k: k.tensor_cores, lambda k: k.calls, lambda k: k.total_us,
+        lambda k: k.mean_us, lambda k: k.min_us, lambda k: k.max_us,
+        lambda k: -1.0 if k.blocks_per_sm is None else k.blocks_per_sm,
+        lambda k: -1.0 if k.achieved_occupancy is None else k.achieved_occupancy,
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__([Column("kernel", 0, min_width=24), Column("TC", 2, drop=7),
+                          Column("calls", 6, ">", drop=6), Column("total", 8, ">"), Column("mean", 8, ">"),
+                          Column("min", 8, ">", drop=3), Column("max", 8, ">", drop=4),
+                          Column("blk/SM", 6, ">", drop=5), Column("occ", 4, ">", drop=8)], id=id)
+
+
+class MemoryOpTable(SortedTable):
+    CELLS = [
+        lambda m: m.name, lambda m: fmt.count(m.allocs), lambda m: fmt.count(m.frees),
+        lambda m: fmt.size_bytes(m.bytes_allocated), lambda m: _signed(m.net_bytes),
+        lambda m: _signed(m.net_bytes_with_children),
+    ]
+    KEYS = [lambda m: m.name, lambda m: m.allocs, lambda m: m.frees, lambda m: m.bytes_allocated,
+            lambda m: m.net_bytes, lambda m: m.net_bytes_with_children]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__([Column("operator", 0, min_width=20), Column("allocs", 6, ">", drop=4),
+                          Column("frees", 6, ">", drop=5), Column("allocated", 9, ">"), Column("net", 10, ">"),
+                          Column("net +children", 13, ">", drop=3)], id=id)
+
+
+def _signed(n: int) -> str:
+    return ("-" if n < 0 else "+" if n > 0 else "") + fmt.size_bytes(abs(n))
+
+
+class ModuleTable(SortedTable):
+    CELLS = [
+        lambda m: "  " * m.depth + m.name, lambda m: fmt.count(m.calls), lambda m: fmt.us(m.host_us),
+        lambda m: fmt.us(m.device_us),
+    ]
+    KEYS = [lambda m: m.path, lambda m: m.calls, lambda m: m.host_us, lambda m: m.device_us]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__([Column("module", 0, min_width=24), Column("calls", 6, ">"), Column("host", 9, ">"),
+                          Column("device", 9, ">")], id=id)
+
+
+__all__ = ["KernelGroup", "KernelStatsTable", "MemoryOpTable", "ModuleRow", "ModuleTable", "OpGroup",
+           "OpMemory", "OperatorTable"]
+
+
+_DIFF_MARK = {"same": ("=", "base"), "changed": ("~", "warn"), "added": ("+", "good"), "removed": ("-", "hot")}
+
+
+def _side_us(row: dict, side: str, key: str) -> float | None:
+    values = row[side]
+    return None if values is None else values[key]
+
+
+class OperatorDiffTable(SortedTable):
+    """The diff's operator rows (mlptui.trace.diff.profile_diff.operator_diff): A and B side by side."""
+
+    CELLS = [
+        lambda r: _DIFF_MARK[r["status"]], lambda r: r["name"],
+        lambda r: "-" if r["a"] is None else fmt.count(r["a"]["calls"]),
+        lambda r: "-" if r["b"] is None else fmt.count(r["b"]["calls"]),
+        lambda r: fmt.us(_side_us(r, "a", "host_total_us")), lambda r: fmt.us(_side_us(r, "b", "host_total_us")),
+        lambda r: fmt.us(_side_us(r, "a", "device_total_us")), lambda r: fmt.us(_side_us(r, "b", "device_total_us")),
+    ]
+    KEYS = [
+        lambda r: r["status"], lambda r: r["name"],
+        lambda r: -1 if r["a"] is None else r["a"]["calls"], lambda r: -1 if r["b"] is None else r["b"]["calls"],
+        lambda r: _side_us(r, "a", "host_total_us") or -1.0, lambda r: _side_us(r, "b", "host_total_us") or -1.0,
+        lambda r: _side_us(r, "a", "device_total_us") or -1.0, lambda r: _side_us(r, "b", "device_total_us") or -1.0,
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__([Column("", 1), Column("operator", 0, min_width=20), Column("calls A", 7, ">", drop=5),
+                          Column("calls B", 7, ">", drop=6), Column("host A", 8, ">", drop=3),
+                          Column("host B", 8, ">", drop=4), Column("dev A", 8, ">"), Column("dev B", 8, ">")], id=id)
