@@ -113,10 +113,11 @@ def run(args: argparse.Namespace) -> int:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise MlptuiError(f"cannot create the run folder {folder}: {exc.strerror or exc}") from None
-    from mlptui.runners.output import read_manifest
+    from mlptui.runners.output import check_writable, read_manifest
     from mlptui.runners.progress import Progress
 
-    read_manifest(folder)  # a broken manifest stops the run before any work, not after it
+    check_writable(folder)  # a read-only folder, or a broken manifest, stops the run before any work
+    read_manifest(folder)
     progress = Progress()
     done: list[dict[str, Any]] = []
     failed: list[str] = []
@@ -230,7 +231,12 @@ def record_one(args: argparse.Namespace, w: Workload, mode: str, shape: Shape, f
         "tflops": built.flops * (3 if train else 1) / median_s / 1e12 if median_s > 0 else 0.0,
         "max_rel_err_vs_fp32": err,
     }
-    output.add_run(folder, record)
+    try:
+        output.add_run(folder, record)
+    except MlptuiError as exc:
+        # No trace without its manifest entry: the file we just published goes again.
+        final.unlink(missing_ok=True)
+        raise MlptuiError(f"{exc}; {final.name} was not kept") from None
     progress.note(f"  wrote {final}")
     return record
 

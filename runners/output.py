@@ -15,7 +15,8 @@ from mlptui.contract.files import temp_path
 from mlptui.contract.manifest import Manifest, add_run, read_manifest, update_manifest
 from mlptui.contract.vocabulary import TRACE_SUFFIX
 
-__all__ = ["add_run", "device_slug", "publish_trace", "read_manifest", "set_distributed", "temp_path", "trace_name", "TRACE_SUFFIX"]
+__all__ = ["add_run", "check_writable", "device_slug", "publish_trace", "read_manifest", "set_distributed",
+           "temp_path", "trace_name", "TRACE_SUFFIX"]
 _VENDOR_WORDS = {"nvidia", "geforce", "tesla", "amd", "radeon", "instinct", "intel", "quadro"}
 
 
@@ -48,11 +49,22 @@ def publish_trace(tmp: Path, folder: Path, name: str) -> Path:
         except OSError:  # no hard links on this file system: check, then rename
             if candidate.exists():
                 continue
-            os.replace(tmp, candidate)
+            try:
+                os.replace(tmp, candidate)
+            except OSError as exc:
+                raise MlptuiError(f"cannot write {candidate}: {exc.strerror or exc}") from None
             return candidate
         tmp.unlink()
         return candidate
     raise MlptuiError(f"could not find a free name for {name} in {folder}")
+
+
+def check_writable(folder: Path) -> None:
+    """One line, before any work, when the run folder cannot take files (read-only, no permission)."""
+    try:
+        temp_path(folder, "probe").unlink()
+    except OSError as exc:
+        raise MlptuiError(f"cannot write in the run folder {folder}: {exc.strerror or exc}") from None
 
 
 def set_distributed(folder: Path, info: dict[str, Any]) -> None:

@@ -119,3 +119,23 @@ def test_origins() -> None:
         "http://127.0.0.1:8000", "http://localhost:8000"}
     assert "http://127.0.0.1:9000" in allowed_origins("127.0.0.1", 8000, "http://127.0.0.1:9000/")
     assert is_loopback("::1") and is_loopback("localhost") and not is_loopback("0.0.0.0")
+
+
+def test_static_route_is_guarded_and_lists_no_folders(served: tuple[int, subprocess.Popen]) -> None:
+    import urllib.error
+    import urllib.request
+
+    port, _ = served
+    base = f"http://127.0.0.1:{port}"
+    assert urllib.request.urlopen(f"{base}/static/css/xterm.css", timeout=10).status == 200
+
+    def status(path: str, **headers: str) -> int:
+        try:
+            return urllib.request.urlopen(urllib.request.Request(base + path, headers=headers), timeout=10).status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    assert status("/static/") == 404 and status("/static/css/") == 404 and status("/static") == 404
+    assert status("/static/css/xterm.css", Host=f"rebound.example:{port}") == 403
+    assert status("/static/css/xterm.css", Origin="https://evil.example") == 403
+    assert status("/download/x", Host=f"rebound.example:{port}") == 403

@@ -182,10 +182,10 @@ def test_permission_denied_is_reported(ssh_env: Sshd) -> None:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
             pytest.skip("running as root and setpriv is missing")
-        out = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c",
-                              remote_ssh._SCRIPT, "mlptui", "open", str(secret), "-", "-"],
-                             capture_output=True, timeout=10, cwd="/")
-        assert out.stdout == b"MLPTUI1 ERR perm\n"
+        out = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-s",
+                              *remote_ssh.remote_words(str(secret), "open")],
+                             input=remote_ssh.remote_script("abc"), capture_output=True, timeout=10, cwd="/")
+        assert out.stdout == b"MLPTUI1 abc ERR perm\n"
         err = remote_ssh._error(remote_ssh.parse_ssh_spec(f"box:{secret}"), ["ERR", "perm"])
         assert str(err) == f"box:{secret}: permission denied"
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from mlptui import __version__
@@ -58,13 +59,33 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         return int(module.run(args) or 0)
     except MlptuiError as exc:
-        print(f"mlptui: {exc}", file=sys.stderr)
+        _error(str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
         print("mlptui: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    except RecursionError:
+        _error("input nested too deeply to process (set MLPTUI_DEBUG=1 for a traceback)")
+        return 2
+    except MemoryError:
+        _error("out of memory (set MLPTUI_DEBUG=1 for a traceback)")
+        return 2
+    except Exception as exc:
+        # The one boundary: whatever went wrong inside loading, indexing, summarising or rendering is
+        # one line and exit code 2, never a traceback (MLPTUI_DEBUG=1 shows it, for a bug report).
+        if os.environ.get("MLPTUI_DEBUG"):
+            raise
+        _error(f"internal error in `mlptui {name}`: {type(exc).__name__}: {exc} (set MLPTUI_DEBUG=1 for a traceback)")
+        return 2
+
+
+def _error(message: str) -> None:
+    """One line on stderr, terminal-safe (a file name or a remote's answer may hold anything)."""
+    from mlptui.contract.text import printable
+
+    print(f"mlptui: {printable(message)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -24,8 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import orjson
-
+    from mlptui.commands.output import dumps_json, safe_doc
     from mlptui.gc_policy import bulk_allocation
     from mlptui.sources.dispatch import open_trace
     from mlptui.trace.diff.render import render_markdown, render_text
@@ -38,12 +37,12 @@ def run(args: argparse.Namespace) -> int:
         step_b = None if args.step_b is None else step_by_number(b, args.step_b, "B")
         doc = diff_traces(a, b, step_a, step_b).to_json()
     if args.json:
-        out = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
+        out = dumps_json(doc)
     elif args.md:
-        out = render_markdown(doc, raw=args.raw, only_diff=args.only_diff)
+        out = render_markdown(safe_doc(doc), raw=args.raw, only_diff=args.only_diff)
     else:
         width = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
-        out = render_text(doc, raw=args.raw, width=max(80, width), only_diff=args.only_diff)
+        out = render_text(safe_doc(doc), raw=args.raw, width=max(80, width), only_diff=args.only_diff)
     try:
         sys.stdout.write(out)
         sys.stdout.flush()

@@ -4,8 +4,10 @@ ui.perfetto.dev loads `#!/?url=...` with a fetch from the browser, so the file m
 HTTP with `Access-Control-Allow-Origin: https://ui.perfetto.dev`. The server binds 127.0.0.1 only,
 answers exactly the given files (nothing else on disk is reachable), refuses requests whose Host is
 not loopback (a guard against DNS rebinding), and stops once every file was served (or on Ctrl-C;
-`--keep` serves until Ctrl-C). Remote specs (host:path, ssh://, hf://) are fetched to the local
-cache first, so no port forwarding is needed for them.
+`--keep` serves until Ctrl-C). Each file is served as it was at start: opened without following a
+symlink and only while it is the same regular file (else 410 and one line); a browser that hangs up
+early costs nothing on the terminal, and the listen backlog takes a page's burst of requests. Remote
+specs (host:path, ssh://, hf://) are fetched to the local cache first, so no port forwarding is needed.
 """
 
 from __future__ import annotations
@@ -14,13 +16,17 @@ import argparse
 import http.server
 import os
 import socket
+import stat
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import quote, unquote, urlsplit
 
 from mlptui.contract.errors import MlptuiError
+from mlptui.contract.text import printable
 
 ORIGIN = "https://ui.perfetto.dev"
 DEFAULT_PORT = 9001
@@ -73,6 +79,27 @@ def _fetch_progress(spec: str) -> Callable[[int, int], None] | None:
     return show
 
 
+@dataclass(frozen=True)
+class Served:
+    """A file as it was when the server started: its real path and identity. Requests open that path
+    without following a symlink and serve it only while it is still the same regular file."""
+
+    path: Path
+    dev: int
+    ino: int
+
+    @classmethod
+    def of(cls, path: Path) -> Served:
+        real = path.resolve()
+        st = real.stat()
+        return cls(real, st.st_dev, st.st_ino)
+
+    @property
+    def name(self) -> str:
+        """The file name as printed on the terminal (control characters spelled out)."""
+        return printable(self.path.name)
+
+
 def url_names(paths: list[Path]) -> dict[str, Path]:
     """URL path ("/name", or "/2/name" when two files share a name) -> file."""
     routes: dict[str, Path] = {}
@@ -88,19 +115,49 @@ def perfetto_url(port: int, route: str) -> str:
     return f"{ORIGIN}/#!/?url=http://127.0.0.1:{port}{quote(route)}"
 
 
+class _Gone(Exception):
+    """The served file is no longer the one named at start (deleted, replaced, turned into a symlink)."""
+
+
+def open_served(served: Served) -> BinaryIO:
+    """Open the file named at start: never through a symlink, never a FIFO or device, never another file."""
+    try:
+        fd = os.open(served.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise _Gone(exc.strerror or str(exc)) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (served.dev, served.ino):
+        os.close(fd)
+        raise _Gone("replaced since the server started")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog of 5 drops connections when a page (or a test) opens many at once.
+    request_queue_size = 1024
 
-    def __init__(self, port: int, routes: dict[str, Path]) -> None:
+    def __init__(self, port: int, routes: dict[str, Served]) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
         self.routes = routes
         self.served: set[str] = set()
         self.all_served = threading.Event()
+        self._lock = threading.Lock()
 
     def mark_served(self, route: str) -> None:
-        self.served.add(route)
-        if len(self.served) == len(self.routes):
-            self.all_served.set()
+        with self._lock:
+            self.served.add(route)
+            if len(self.served) == len(self.routes):
+                self.all_served.set()
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A browser that closes the connection early is routine: say nothing. Anything else: one line."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            return
+        print(f"mlptui: request from {client_address} failed: {type(exc).__name__}: {exc}", file=sys.stderr,
+              flush=True)
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -114,7 +171,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _host_ok(self) -> bool:
         host = (self.headers.get("Host") or "").lower()
         port = self.server.server_address[1]
-        return host in {f"127.0.0.1:{port}", f"localhost:{port}", "127.0.0.1", "localhost"}
+        names = ("127.0.0.1", "localhost", "[::1]")
+        return host in {*names, *(f"{name}:{port}" for name in names)}
 
     def _cors(self) -> None:
         self.send_header("Access-Control-Allow-Origin", ORIGIN)
@@ -130,18 +188,25 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def _target(self) -> tuple[str, Path] | None:
+    def _open(self) -> tuple[str, Served, BinaryIO] | None:
+        """The route, the file and an open handle, or None once an error answer was sent."""
         route = unquote(urlsplit(self.path).path)
-        path = self.server.routes.get(route)
-        if path is None or not self._host_ok():
-            self.send_error(403 if path is not None else 404)
+        served = self.server.routes.get(route)
+        if served is None or not self._host_ok():
+            self.send_error(403 if served is not None else 404)
             return None
-        return route, path
+        try:
+            return route, served, open_served(served)
+        except _Gone as exc:
+            print(f"mlptui: {served.name}: no longer served ({exc})", file=sys.stderr, flush=True)
+            self.send_error(410, "the file changed or vanished since the server started")
+            return None
 
     def do_HEAD(self) -> None:  # noqa: N802
-        target = self._target()
+        target = self._open()
         if target:
-            self._headers(target[1].stat().st_size)
+            with target[2] as f:
+                self._headers(os.fstat(f.fileno()).st_size)
 
     def _headers(self, size: int) -> None:
         self.send_response(200)
@@ -152,11 +217,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_GET(self) -> None:  # noqa: N802
-        target = self._target()
+        target = self._open()
         if target is None:
             return
-        route, path = target
-        with open(path, "rb") as f:
+        route, served, f = target
+        with f:
             size = os.fstat(f.fileno()).st_size
             self._headers(size)
             sent = 0
@@ -167,15 +232,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(chunk)
                 sent += len(chunk)
         if sent == size:
-            print(f"served {path.name} ({_human(size)})", flush=True)
+            print(f"served {served.name} ({_human(size)})", flush=True)
             self.server.mark_served(route)
+        else:
+            self.close_connection = True     # the file shrank: the promised length cannot be kept
 
 
 def _human(size: int) -> str:
     return f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.1f} kB"
 
 
-def _bind(port: int, routes: dict[str, Path]) -> _Server:
+def _bind(port: int, routes: dict[str, Served]) -> _Server:
     try:
         return _Server(port, routes)
     except OSError as exc:
@@ -188,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port < 65536:
         raise MlptuiError(f"--port {args.port}: not a port number")
     paths = [_local_copy(spec) for spec in args.files]
-    routes = url_names(paths)
+    routes = {route: Served.of(path) for route, path in url_names(paths).items()}
     server = _bind(args.port, routes)
     port = server.server_address[1]
     with server:

@@ -2,8 +2,9 @@
 
 Each browser tab starts its own `mlptui view SPEC...` process. textual-serve has no login, so the
 server binds 127.0.0.1 unless told otherwise (reach it from a laptop with `ssh -L`), and only pages
-served by this server may open the app's websocket: the Origin and Host of each request must be this
-server's own (another web page in the same browser, or a DNS-rebinding name, is refused).
+served by this server may open the app's websocket: the Origin and Host of each request, to any route
+(/static/ included, which lists no folders), must be this server's own (another web page in the same
+browser, or a DNS-rebinding name, is refused).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import ipaddress
 import shlex
 import socket
 import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -81,13 +84,23 @@ def make_server(specs: list[str], bind: str, port: int, public_url: str | None) 
             if (need_origin or origin is not None) and origin not in origins:
                 raise web.HTTPForbidden(text="websocket from another site refused")
 
-        async def handle_index(self, request: web.Request) -> web.StreamResponse:
-            self._check(request, need_origin=False)
-            return await super().handle_index(request)
+        async def _make_app(self) -> web.Application:
+            app = await super()._make_app()
+            statics = Path(self.statics_path).resolve()
 
-        async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
-            self._check(request, need_origin=True)
-            return await super().handle_websocket(request)
+            @web.middleware
+            async def guard(request: web.Request,
+                            handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+                # Every route, /static/ and /download/ included, answers only this server's own pages.
+                self._check(request, need_origin=request.path == "/ws")
+                if request.path.startswith("/static"):
+                    target = (statics / request.path[len("/static"):].lstrip("/")).resolve()
+                    if target.is_dir() or not target.is_relative_to(statics):
+                        raise web.HTTPNotFound()      # no folder listings
+                return await handler(request)
+
+            app.middlewares.append(guard)
+            return app
 
     return GuardedServer(app_command(specs), host=bind, port=port, title="mlptui",
                          public_url=public_url or f"http://{host}:{port}")

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-import orjson
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="trace file (.json, .json.gz, *.pt.trace.json[.gz]), folder, host:path or hf://")
@@ -18,10 +16,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mlptui.commands.output import dumps_json, safe_lines
     from mlptui.contract.errors import MlptuiError
     from mlptui.gc_policy import bulk_allocation
     from mlptui.sources.dispatch import is_folder, list_traces, open_trace
-    from mlptui.trace.analysis.summary import render_markdown, render_text, summarize
+    from mlptui.trace.analysis.summary import summarize
 
     if is_folder(args.path):
         found = list_traces(args.path)
@@ -32,20 +31,25 @@ def run(args: argparse.Namespace) -> int:
         if rank_run_summary(args, found):
             return 0
         if args.json:
-            sys.stdout.write(orjson.dumps({"folder": args.path, "traces": found, "ranks": None},
-                                          option=orjson.OPT_INDENT_2).decode() + "\n")
+            sys.stdout.write(dumps_json({"folder": args.path, "traces": found, "ranks": None}))
         else:
-            print(f"{len(found)} trace(s) in {args.path}; `mlptui summary <one of them>` reports one:")
-            print("\n".join(found))
+            print(safe_lines([f"{len(found)} trace(s) in {args.path}; `mlptui summary <one of them>` reports one:"]))
+            print(safe_lines(found))
         return 0
     with bulk_allocation():
         trace = open_trace(args.path)
         report = summarize(trace)
     report["ranks"] = None  # one trace; a folder of rank traces has a "ranks" section
-    if args.json:
-        sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
-    elif args.md:
-        sys.stdout.write(render_markdown(report, top=args.top))
-    else:
-        sys.stdout.write(render_text(report, top=args.top))
+    sys.stdout.write(format_report(report, "json" if args.json else "md" if args.md else "text", top=args.top))
     return 0
+
+
+def format_report(report: dict, fmt: str, top: int = 15) -> str:
+    """The report as `mlptui summary` writes it: "json" (exact), "md" or "text" (terminal-safe)."""
+    from mlptui.commands.output import dumps_json, safe_doc
+    from mlptui.trace.analysis.summary import render_markdown, render_text
+
+    if fmt == "json":
+        return dumps_json(report)
+    render = render_markdown if fmt == "md" else render_text
+    return render(safe_doc(report), top=top)

@@ -6,13 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-import orjson
-
 from mlptui.contract.errors import MlptuiError
 
 
 def rank_run_summary(args: argparse.Namespace, found: list[str]) -> bool:
     """Print the run's report and return True when `found` (a local folder's traces) are its ranks."""
+    from mlptui.commands.output import dumps_json, safe_doc
     from mlptui.sources.dispatch import source_kind
     from mlptui.trace.analysis.links import link_for
     from mlptui.trace.analysis.ranks import rank_run, ranks_report
@@ -36,8 +35,8 @@ def rank_run_summary(args: argparse.Namespace, found: list[str]) -> bool:
     report = ranks_report(ranked)
     if args.json:
         doc = {"folder": args.path, "traces": [t.source for _, t in ranked], "ranks": report}
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(dumps_json(doc))
         return True
-    text = render_ranks_text(report, link_for(ranked[0][1].device_name))
+    text = render_ranks_text(safe_doc(report), link_for(ranked[0][1].device_name))
     sys.stdout.write(f"# {args.path}\n\n```\n{text}```\n" if args.md else text)
     return True

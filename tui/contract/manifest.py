@@ -24,6 +24,7 @@ from filelock import FileLock, Timeout
 
 from mlptui.contract.errors import MlptuiError
 from mlptui.contract.files import write_atomic
+from mlptui.contract.values import bounded
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
@@ -55,7 +56,10 @@ class Manifest:
         data: dict[str, Any] = {**self.extra, "mlptui_manifest": self.mlptui_manifest, "runs": self.runs}
         if self.published is not None:
             data["published"] = self.published
-        return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+        try:
+            return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+        except UnicodeEncodeError:      # a lone surrogate read from an escape: only an ASCII escape keeps it
+            return (json.dumps(data, indent=2, ensure_ascii=True) + "\n").encode("ascii")
 
 
 def manifest_path(folder: str | Path) -> Path:
@@ -105,9 +109,10 @@ def manifest_for(trace_path: str | Path) -> Run | None:
     context, so a missing or broken one is the same as none."""
     path = Path(trace_path)
     try:
-        return read_manifest(path.parent).run_for(path.name)
+        run = read_manifest(path.parent).run_for(path.name)
     except ManifestError:
         return None
+    return None if run is None else bounded(run)   # a run may hold anything: cut what no writer writes back
 
 
 def update_manifest(folder: str | Path, change: Callable[[Manifest], None]) -> Manifest:

@@ -14,7 +14,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
@@ -22,6 +22,7 @@ from typing import Any, TextIO
 from mlptui.contract.errors import MlptuiError
 from mlptui.contract.manifest import Manifest, update_manifest
 from mlptui.contract.manifest import read_manifest as read_folder_manifest
+from mlptui.contract.text import printable
 from mlptui.sources.hub import MANIFEST, hub_errors, require_buckets
 from mlptui.sources.hub_spec import HubSpec, hub_endpoint, perfetto_url, resolve_url
 from mlptui.trace.parse.discover import is_trace_name, looks_like_trace
@@ -48,23 +49,36 @@ class PushPlan:
     target: HubSpec  # kind "bucket" or "dataset"/"model"/"space"; path = prefix inside it
     traces: list[PlannedFile]
     manifests: list[PlannedFile]  # manifest.json files; the folder's own (if any) is rewritten on push
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path in the folder, why it is not sent)
 
 
 # --- what to send -----------------------------------------------------------------------------------
 
-def collect(folder: Path) -> tuple[list[Path], list[Path]]:
-    """(trace files, manifest.json files) under `folder`, recursively, sorted; dot-folders skipped."""
+def collect(folder: Path) -> tuple[list[Path], list[Path], list[tuple[Path, str]]]:
+    """(trace files, manifest.json files, skipped files with the reason) under `folder`, recursively,
+    sorted; dot-folders skipped. A symlink that leads out of the folder is never followed (it could
+    publish any file of the machine), and a file is sent as a trace only when its bytes are one."""
     traces: list[Path] = []
     manifests: list[Path] = []
+    skipped: list[tuple[Path, str]] = []
+    root = folder.resolve()
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
             p = Path(dirpath) / name
-            if name == MANIFEST:
+            if name != MANIFEST and not is_trace_name(name):
+                continue
+            if p.is_symlink() and not p.resolve().is_relative_to(root):
+                skipped.append((p, "a symlink to a file outside the folder"))
+            elif not p.is_file():
+                skipped.append((p, "not a regular file"))
+            elif name == MANIFEST:
                 manifests.append(p)
-            elif is_trace_name(name) and looks_like_trace(p):
+            elif looks_like_trace(p, trust_name=False):
                 traces.append(p)
-    return traces, manifests
+            elif name.lower().endswith((".pt.trace.json", ".pt.trace.json.gz")):
+                skipped.append((p, "named like a trace, but its content is not a profiler trace"))
+    return traces, manifests, skipped
 
 
 def plan_push(folder: str | os.PathLike[str], target: HubSpec, endpoint: str | None = None) -> PushPlan:
@@ -72,7 +86,7 @@ def plan_push(folder: str | os.PathLike[str], target: HubSpec, endpoint: str | N
     root = Path(folder).expanduser()
     if not root.is_dir():
         raise MlptuiError(f"{folder}: not a folder")
-    traces, manifests = collect(root)
+    traces, manifests, skipped = collect(root)
     if not traces:
         raise MlptuiError(f"{folder}: no trace files (*.pt.trace.json[.gz], *.json[.gz]) to push")
 
@@ -82,7 +96,8 @@ def plan_push(folder: str | os.PathLike[str], target: HubSpec, endpoint: str | N
         url = resolve_url(target.with_path(dest), endpoint)
         return PlannedFile(p, dest, rel, p.stat().st_size, url, perfetto_url(url))
 
-    return PushPlan(root, target, [planned(p) for p in traces], [planned(p) for p in manifests])
+    return PushPlan(root, target, [planned(p) for p in traces], [planned(p) for p in manifests],
+                    [(p.relative_to(root).as_posix(), why) for p, why in skipped])
 
 
 # --- manifest ---------------------------------------------------------------------------------------
@@ -141,7 +156,13 @@ def _dumps(data: dict[str, Any]) -> bytes:
 def print_links(plan: PushPlan, out: TextIO) -> None:
     """One line per trace: `<file>  <Perfetto URL>` (the file as it is named inside the pushed folder)."""
     for f in plan.traces:
-        print(f"{f.rel}  {f.perfetto}", file=out)
+        print(f"{printable(f.rel)}  {f.perfetto}", file=out)
+
+
+def print_skipped(plan: PushPlan, err: TextIO) -> None:
+    """What the folder holds that is not sent, and why (a symlink out of it, a file that is no trace)."""
+    for rel, why in plan.skipped:
+        print(f"skipped {printable(rel)}: {why}", file=err)
 
 
 def describe_dry_run(plan: PushPlan, out: TextIO, err: TextIO) -> None:
@@ -150,8 +171,9 @@ def describe_dry_run(plan: PushPlan, out: TextIO, err: TextIO) -> None:
           f"{_human(total)}, to {plan.target.uri()}/ (nothing is sent, nothing deleted, manifest unchanged)",
           file=err)
     own = plan.folder / MANIFEST
+    print_skipped(plan, err)
     for f in plan.traces + plan.manifests:
-        print(f"  {f.rel}  ->  {plan.target.with_path(f.path_in_repo).uri()}  ({_human(f.size)})", file=err)
+        print(f"  {printable(f.rel)}  ->  {plan.target.with_path(f.path_in_repo).uri()}  ({_human(f.size)})", file=err)
     if not own.exists():
         print(f"  {MANIFEST} (new, with the links)  ->  {plan.target.with_path(_manifest_dest(plan)).uri()}",
               file=err)
@@ -347,6 +369,7 @@ def links_message(private: bool, target: HubSpec) -> str | None:
 
 def run_push(plan: PushPlan, opts: PushOptions, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> bool:
     """Push, then print the links (stdout) and the private-repo note (stderr)."""
+    print_skipped(plan, err)
     private = push(plan, opts, err)
     print(f"pushed {len(plan.traces)} trace(s) to {plan.target.uri()}/; links in {plan.folder / MANIFEST}",
           file=err)

@@ -19,6 +19,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, LoadingIndicator, Static
 
 from mlptui.contract.errors import MlptuiError
+from mlptui.contract.text import markup_escape
 from mlptui.screens.help_screen import HelpScreen, help_text, key_text
 from mlptui.screens.host import host
 from mlptui.trace.diff.cpu import op_key
@@ -136,7 +137,7 @@ class DiffScreen(ReportsWorkerErrors, Screen[None]):
         try:
             d = diff_traces(*self._request)
         except MlptuiError as exc:
-            self.app.call_from_thread(self._set_status, str(exc))
+            self.app.call_from_thread(self._set_status, markup_escape(str(exc)))
             return
         # Textual types the callback as `Callable[..., T | Awaitable[T]]`, which mypy cannot solve for a coroutine
         self.app.call_from_thread(self._first_show, d)  # type: ignore[arg-type]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-from rich.markup import escape
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static
 
 from mlptui.contract.errors import MlptuiError
+from mlptui.contract.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
 from mlptui.screens.host import host
 from mlptui.viewmodels.facts import TraceFacts, build_facts

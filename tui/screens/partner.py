@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -12,6 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from mlptui.contract.errors import MlptuiError
+from mlptui.contract.text import markup_escape as escape
 from mlptui.screens.host import host
 from mlptui.widgets.lines import LineList
 from mlptui.widgets.trace_list import TraceList, ladder_key

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.markup import escape
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -18,6 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from mlptui.contract.errors import MlptuiError
+from mlptui.contract.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
 from mlptui.keys import PICKER_KEYS
 from mlptui.screens.host import host
@@ -87,6 +87,8 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
                 self.post_message(self.Summarised(spec, facts, None))
             except (MlptuiError, OSError, ValueError) as exc:
                 self.post_message(self.Summarised(spec, None, f"unreadable: {exc}"))
+            except Exception as exc:   # one trace's failure is its row's text; the others still load
+                self.post_message(self.Summarised(spec, None, f"unreadable: {type(exc).__name__}: {exc}"))
 
     def on_picker_screen_summarised(self, message: Summarised) -> None:
         table = self.query_one(TraceList)
@@ -118,7 +120,8 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
         facts = host(self.app).facts_cache.get(spec)
         if facts is None:
             table = self.query_one(TraceList)
-            target.update(escape(table.errors.get(spec, f"{spec}\nreading…")))
+            error = table.errors.get(spec)
+            target.update(escape(error) if error else f"{escape(spec)}\nreading…")
             return
         lines = [f"[b]{escape(device_line(facts))}[/b]  [dim]{escape(spec.rsplit('/', 1)[-1])}[/dim]"]
         lines += [escape(line) for line in facts.findings]

@@ -7,7 +7,6 @@ proportional to the screen, not to the trace (the lists were computed by `facts.
 
 from __future__ import annotations
 
-from rich.markup import escape
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -15,6 +14,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from mlptui.contract.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
 from mlptui.keys import TRACE_KEYS
 from mlptui.screens.host import host

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from mlptui.contract.errors import MlptuiError
+from mlptui.contract.text import printable
 
 _HOST_RE = re.compile(r"^(?:[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?|\[[0-9A-Fa-f:.]+(?:%[A-Za-z0-9_.-]+)?\])$")
 _USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
@@ -39,7 +40,8 @@ class SshSpec:
 
     @property
     def display(self) -> str:
-        return self.spec_for(self.path)
+        """The spec for messages: control characters in the path spelled out (one line, no escapes)."""
+        return printable(self.spec_for(self.path))
 
     @property
     def endpoint(self) -> str:

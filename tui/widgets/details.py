@@ -10,6 +10,8 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from mlptui.contract.text import printable
+
 
 class Details(ScrollView, can_focus=True):
     """The selected item's facts as text lines, wrapped to the pane and rendered line by line, so a
@@ -34,6 +36,8 @@ class Details(ScrollView, can_focus=True):
 
     def show_text(self, markup: str) -> None:
         self.text = markup
+        # Names inside come from files: control characters are shown as escapes, never sent raw.
+        markup = "\n".join(printable(line) for line in markup.split("\n"))
         self._content = Text.from_markup(markup) if markup else Text()
         self._wrapped_at = -1
         self.scroll_to(y=0, animate=False, immediate=True)

@@ -30,7 +30,9 @@ def _triple(value: Any) -> str:
 
 
 def _num(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) else -1.0
+    # args may hold anything: a bool, a string, an integer too wide for a float
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) < 1e300 \
+        else -1.0
 
 
 def _dims(value: Any) -> float:

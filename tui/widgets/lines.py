@@ -20,6 +20,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from mlptui.contract.text import printable
 from mlptui.keys import LIST_KEYS
 
 # A cell is its text, or (text, tone) where tone names a component class suffix: dim, warn, good, hot.
@@ -204,7 +205,8 @@ class LineList(ScrollView, can_focus=True):
     def cells(self, index: int) -> list[Cell]:
         cached = self._cells.get(index)
         if cached is None:
-            cached = self.row_cells(index)
+            # Names come from files: control characters are shown as escapes, never sent to the terminal.
+            cached = [printable(c) if isinstance(c, str) else (printable(c[0]), c[1]) for c in self.row_cells(index)]
             self._cells[index] = cached
             if len(self._cells) > self.CACHE_ROWS:
                 self._cells.popitem(last=False)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from mlptui.trace.model import KERNEL, Trace
 
@@ -63,7 +63,7 @@ class Occupancy:
 def _get(device: dict[str, Any], *keys: str) -> int | None:
     for key in keys:
         value = device.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        if _count(value):
             return int(value)
     return None
 
@@ -148,8 +148,13 @@ def theoretical_occupancy(device: dict[str, Any] | None, threads_per_block: int,
                      regs_per_block=regs_block, smem_per_block=smem_alloc)
 
 
+def _count(value: Any) -> TypeGuard[int | float]:
+    """A real, finite, non-negative number a launch or a device could have (what a file says may be anything)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1 << 40
+
+
 def _triple(value: Any) -> tuple[int, int, int] | None:
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) for v in value):
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) and _count(v) for v in value):
         dims = [int(v) for v in value[:3]] + [1] * (3 - min(3, len(value)))
         return dims[0], dims[1], dims[2]
     return None
@@ -160,8 +165,8 @@ def launch_config(args: dict[str, Any]) -> tuple[int, int, int, int] | None:
     block = _triple(args.get("block"))
     grid = _triple(args.get("grid"))
     regs = args.get("registers per thread")
-    smem = args.get("shared memory", 0)
-    if block is None or not isinstance(regs, (int, float)):
+    smem = args.get("shared memory", 0) or 0
+    if block is None or not _count(regs) or not _count(smem):
         return None
     grid_blocks = grid[0] * grid[1] * grid[2] if grid else 0
     return grid_blocks, block[0] * block[1] * block[2], int(regs), int(smem or 0)
@@ -209,7 +214,7 @@ class KernelLaunch:
 
 
 def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return float(value) if _count(value) else None
 
 
 def kernel_launch(trace: Trace, gpu_id: int) -> KernelLaunch | None:

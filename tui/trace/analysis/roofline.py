@@ -63,12 +63,15 @@ class Roofline:
 
 def _tensors(args: dict[str, Any]) -> list[tuple[list[int], str, int]]:
     """(shape, dtype, element size) of each tensor input, in order; non-tensors are skipped."""
-    dims = args.get("Input Dims") or []
-    types = args.get("Input type") or []
+    dims = args.get("Input Dims")
+    types = args.get("Input type")
+    if not isinstance(dims, list) or not isinstance(types, list):    # what a file says may be anything
+        return []
     out: list[tuple[list[int], str, int]] = []
     for shape, typ in zip(dims, types, strict=False):
         spec = TYPE_SIZES.get(typ) if isinstance(typ, str) else None
-        if spec is None or not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        if spec is None or not isinstance(shape, list) or len(shape) > 8 or not all(
+                type(d) is int and 0 <= d < 1 << 31 for d in shape):
             continue
         out.append((shape, spec[0], spec[1]))
     return out
@@ -195,7 +198,7 @@ def kernel_roofline(trace: Trace, gpu_id: int) -> Roofline | None:
         ridge = peak_tflops * 1e12 / (peak_gbps * 1e9)
         bound = "compute" if intensity >= ridge else "memory"
         attainable = min(peak_tflops, intensity * peak_gbps / 1e3)
-        pct_roof = 100.0 * (tflops or 0.0) / attainable
+        pct_roof = 100.0 * (tflops or 0.0) / attainable if attainable > 0 else None   # no work: no roof
     else:   # data movement is memory-bound by nature; a GEMM's side needs the peaks to tell
         bound = "memory" if work.flops is None else "unknown"
         pct_roof = 100.0 * gbps / peak_gbps if work.flops is None and peak_gbps else None

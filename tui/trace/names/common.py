@@ -128,13 +128,15 @@ def demangle_outline(raw: str) -> str | None:
     return "::".join(parts) if parts else None
 
 
-_ACRONYM = re.compile(r"([A-Z]+)([A-Z][a-z])")
+# An upper-case run's last letter starts a new word: HTTPServer -> HTTP_Server. Written as lookarounds
+# so that a long upper-case run costs linear time (`([A-Z]+)([A-Z][a-z])` backtracks quadratically).
+_ACRONYM = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 
 
 def snake(name: str) -> str:
     """CompareEq -> compare_eq, GeluCUDAKernelImpl -> gelu_cuda_kernel_impl; snake names pass through."""
-    return _CAMEL.sub(r"\1_\2", _ACRONYM.sub(r"\1_\2", name)).lower()
+    return _CAMEL.sub(r"\1_\2", _ACRONYM.sub("_", name)).lower()
 
 
 def short_dtype(token: str) -> str | None:

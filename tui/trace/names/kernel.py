@@ -195,11 +195,15 @@ def _decode(raw: str) -> KernelName:
     return _cpp(name)
 
 
+MAX_DECODED_NAME = 4096     # longer names are decoded from their start (real ones: < 2,000 characters)
+
+
 @lru_cache(maxsize=65536)
 def decode_kernel(raw: str) -> KernelName:
-    """Decode one kernel (or memcpy/memset) name. Cached: traces repeat the same few names."""
+    """Decode one kernel (or memcpy/memset) name. Cached: traces repeat the same few names. A name
+    longer than MAX_DECODED_NAME is decoded from its start, in time linear in that bound; `raw` stays whole."""
     try:
-        kn = _decode(raw)
+        kn = _decode(raw if len(raw) <= MAX_DECODED_NAME else raw[:MAX_DECODED_NAME])
     except (ValueError, IndexError, KeyError, AttributeError, TypeError):
         return KernelName(raw=raw, short=truncate(raw, 60), family="other", library="unknown", kind="other")
     return kn if kn.raw == raw else replace(kn, raw=raw)

@@ -80,7 +80,8 @@ class ArgsStore:
             if self._raws is None:
                 try:
                     self._raws = self._read()
-                except (OSError, TraceError, msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
+                except (OSError, TraceError, msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError,
+                        RecursionError, MemoryError) as exc:
                     self.problem = f"args unavailable: cannot re-read the trace ({exc})"
                     self._raws = []
             return self._raws

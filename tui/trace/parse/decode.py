@@ -10,6 +10,7 @@ values of unexpected types (a hand-edited file, an exotic exporter) the typed de
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ import orjson
 from msgspec import Raw, Struct
 
 from mlptui.contract.errors import TraceError
+from mlptui.trace.parse.limits import MAX_NESTING, bounded
 
 _NO_ARGS = Raw(b"")
 
@@ -100,27 +102,32 @@ def decode_document(data: bytes | bytearray | memoryview, source: str) -> Decode
 
     Usable damage is repaired and reported in `warnings` instead: invalid UTF-8 (replaced), and a file
     that ends early (the events before the cut are kept)."""
-    view = memoryview(data)
-    first = _first_byte(view)
-    if first is None:
+    at = _first_at(data)
+    if at is None:
         raise TraceError(f"{source}: empty file")
+    first = data[at]
     if first not in (ord("{"), ord("[")):
-        raise TraceError(f"{source}: not JSON (starts with {bytes(view[:12])!r})")
-    del view
+        raise TraceError(f"{source}: not JSON (starts with {bytes(data[at:at + 12])!r})")
+    if data[:3] == b"\xef\xbb\xbf":       # a UTF-8 byte order mark: the JSON parsers refuse it
+        data = bytes(memoryview(data)[3:])
     try:
-        return _decode_any(data, first, source)
-    except UnicodeDecodeError:
-        # A stray byte in a name or an args string should not cost the whole trace.
-        raw = bytes(data)
         try:
-            raw.decode("utf-8")
-            where = len(raw)
-        except UnicodeDecodeError as exc:
-            where = exc.start
-        decoded = _decode_any(raw.decode("utf-8", "replace").encode("utf-8"), first, source)
-        decoded.warnings.insert(0, f"invalid UTF-8 at byte {where}; replaced bad bytes with U+FFFD")
-        decoded.repaired_utf8 = True
-        return decoded
+            return _decode_any(data, first, source)
+        except UnicodeDecodeError:
+            # A stray byte in a name or an args string should not cost the whole trace.
+            raw = bytes(data)
+            try:
+                raw.decode("utf-8")
+                where = len(raw)
+            except UnicodeDecodeError as exc:
+                where = exc.start
+            decoded = _decode_any(raw.decode("utf-8", "replace").encode("utf-8"), first, source)
+            decoded.warnings.insert(0, f"invalid UTF-8 at byte {where}; replaced bad bytes with U+FFFD")
+            decoded.repaired_utf8 = True
+            return decoded
+    except RecursionError:
+        raise TraceError(f"{source}: JSON nested too deeply for the parser (a trace nests fewer than "
+                         f"10 levels; values deeper than {MAX_NESTING} are cut)") from None
 
 
 def _decode_any(data: Any, first: int, source: str) -> Decoded:
@@ -167,12 +174,14 @@ def _salvage(data: Any, first: int, source: str) -> Decoded | None:
     return None
 
 
-def _first_byte(view: memoryview) -> int | None:
-    for i in range(min(len(view), 4096)):
-        b = view[i]
-        if b not in (0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF):  # whitespace and a UTF-8 BOM
-            return b
-    return None
+_CONTENT = re.compile(rb"[^ \t\r\n]")
+
+
+def _first_at(data: bytes | bytearray | memoryview) -> int | None:
+    """Offset of the first byte that is not JSON whitespace (after a UTF-8 BOM), however far in."""
+    start = 3 if data[:3] == b"\xef\xbb\xbf" else 0
+    m = _CONTENT.search(data, start)
+    return None if m is None else m.start()
 
 
 def _json_problem(exc: Exception, size: int) -> str:
@@ -201,7 +210,7 @@ def _meta_of(doc: _Document) -> dict[str, Any]:
         raw = getattr(doc, key)
         if raw:
             try:
-                meta[key] = orjson.loads(memoryview(raw))
+                meta[key] = bounded(orjson.loads(memoryview(raw)))
             except orjson.JSONDecodeError:
                 continue
     return meta
@@ -228,7 +237,7 @@ def _decode_tolerant(data: Any, source: str) -> Decoded:
         if not isinstance(items, list):
             kind = "execution" if ("nodes" in doc or "schema" in doc) else "no_events"
             return Decoded(events=[], meta={"not_a_trace": kind})
-        meta = {k: doc[k] for k in _META_KEYS if k in doc}
+        meta = {k: bounded(doc[k]) for k in _META_KEYS if k in doc}
     else:
         raise TraceError(f"{source}: JSON is not a trace (top level is a {type(doc).__name__})")
     events: list[RawEvent] = []
@@ -240,7 +249,7 @@ def _decode_tolerant(data: Any, source: str) -> Decoded:
             bad += 1
         else:
             events.append(event)
-            args.append(item["args"] if isinstance(item.get("args"), dict) else {})
+            args.append(bounded(item["args"]) if isinstance(item.get("args"), dict) else {})
     warnings = [f"skipped {bad} malformed event(s) (not an object or fields of the wrong type)"] if bad else []
     if bad:
         meta["malformed_events"] = bad
@@ -251,20 +260,22 @@ def _event_from_obj(item: Any) -> RawEvent | None:
     if not isinstance(item, dict):
         return None
     args = item.get("args")
-    fields = {k: item[k] for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id") if k in item}
+    # Strings are repaired first: the stdlib parser (our fallback) keeps lone surrogates.
+    fields = {k: bounded(item[k]) if isinstance(item[k], str) else item[k]
+              for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id") if k in item}
     for key in ("cat", "name", "ph"):
         if key in fields and fields[key] is None:
             del fields[key]
     try:
         event = msgspec.convert(fields, RawEvent, strict=False)
-    except msgspec.ValidationError:
+    except (msgspec.ValidationError, ValueError, TypeError, OverflowError):
         return None
     if isinstance(args, dict):
         event.args = LinkArgs(
             correlation=_int_or_none(args.get("correlation")),
             external_id=_int_or_none(args.get("External id")),
             external_id_lc=_int_or_none(args.get("external id")),
-            name=args["name"] if isinstance(args.get("name"), str) else None,
+            name=bounded(args["name"]) if isinstance(args.get("name"), str) else None,
         )
     return event
 
@@ -284,4 +295,4 @@ def event_args(raw: Raw) -> dict[str, Any]:
             value = orjson.loads(bytes(raw).decode("utf-8", "replace"))
         except orjson.JSONDecodeError:
             return {}
-    return value if isinstance(value, dict) else {}
+    return bounded(value) if isinstance(value, dict) else {}

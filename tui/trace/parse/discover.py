@@ -26,9 +26,10 @@ def is_trace_name(name: str) -> bool:
     return base.lower().endswith(_JSON_SUFFIXES)
 
 
-def looks_like_trace(path: Path) -> bool:
-    """Cheap check of a file's first bytes (decompressed when gzip): a trace, or certainly not one."""
-    if path.name.lower().endswith(_TRACE_SUFFIXES):
+def looks_like_trace(path: Path, *, trust_name: bool = True) -> bool:
+    """Cheap check of a file's first bytes (decompressed when gzip): a trace, or certainly not one.
+    `trust_name=False` checks the bytes of `*.pt.trace.json` files too (before uploading them)."""
+    if trust_name and path.name.lower().endswith(_TRACE_SUFFIXES):
         return True
     try:
         with open(path, "rb") as f:

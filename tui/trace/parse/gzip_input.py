@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from zlib import _Decompress
 
 from mlptui.contract.errors import TraceError
+from mlptui.trace.parse.limits import InflateBudget
 
 GZIP_MAGIC = b"\x1f\x8b"
 GZIP_CHUNK = 1 << 20      # compressed bytes per step: about 10 MB of JSON, so progress moves smoothly
@@ -36,8 +37,10 @@ def inflate_head(data: bytes, limit: int) -> bytes | None:
 
 
 def read_gzip(f: Readable, total: int, source: str, progress: Progress | None) -> bytes:
+    """All of the stream, within the inflate budget of a `total`-byte file (trace.parse.limits)."""
     out: list[bytes] = []
     d = zlib.decompressobj(wbits=31)
+    budget = InflateBudget(total, source)
     done = 0
     try:
         while True:
@@ -45,11 +48,11 @@ def read_gzip(f: Readable, total: int, source: str, progress: Progress | None) -
             if not chunk:
                 break
             done += len(chunk)
-            out.append(_inflate(d, chunk))
+            out.append(_inflate(d, chunk, budget))
             while d.eof and d.unused_data:   # concatenated gzip members
                 rest = d.unused_data
                 d = zlib.decompressobj(wbits=31)
-                out.append(_inflate(d, rest))
+                out.append(_inflate(d, rest, budget))
             if progress is not None:
                 progress(done, total)
     except zlib.error as exc:
@@ -67,10 +70,11 @@ class GzipTruncated(bytes):
     """Decompressed bytes of a gzip stream that ended early (the decoder then says so in a warning)."""
 
 
-def _inflate(d: _Decompress, chunk: bytes) -> bytes:
+def _inflate(d: _Decompress, chunk: bytes, budget: InflateBudget) -> bytes:
     if d.eof and not d.unused_data:
         return b""   # trailing garbage after the last member is ignored, like gzip(1)
-    return d.decompress(chunk)
+    # Never more than the budget allows in one call: a small chunk can inflate a thousandfold.
+    return budget.add(d.decompress(chunk, budget.room()))
 
 
 def gunzip_bytes(data: bytes, source: str, progress: Progress | None) -> bytes:

@@ -38,6 +38,7 @@ from mlptui.trace.model import (
 )
 from mlptui.trace.parse.classify import Buckets, classify
 from mlptui.trace.parse.decode import Decoded, LinkArgs, RawEvent
+from mlptui.trace.parse.limits import clean_device
 from mlptui.trace.parse.tree import build_forest
 
 _FLOW_CATS = frozenset({"ac2g", "async_gpu", "async_cpu_to_gpu"})
@@ -117,7 +118,7 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
                    for dev, st in sorted(streams)]
     meta = dict(decoded.meta)
     devices = meta.pop("deviceProperties", None)
-    devices = [d for d in devices if isinstance(d, dict)] if isinstance(devices, list) else []
+    devices = [clean_device(d) for d in devices if isinstance(d, dict)] if isinstance(devices, list) else []
     meta["process_names"] = {str(k): v for k, v in process_names.items()}
     meta["unlinked_gpu_ops"] = unlinked
     meta["device_side_events"] = b.device_side

@@ -22,6 +22,7 @@ from mlptui.trace.parse.args_store import ArgsStore
 from mlptui.trace.parse.decode import Decoded, decode_document
 from mlptui.trace.parse.gzip_input import GzipTruncated, gunzip_bytes, is_gzip, read_gzip
 from mlptui.trace.parse.index import build_trace
+from mlptui.trace.parse.limits import check_density
 from mlptui.trace.parse.not_a_trace import refusal
 
 Progress = Callable[[int, int], None]
@@ -100,6 +101,7 @@ def _build(holder: list[bytes | bytearray], source: str, total: int, progress: P
     decoded); `args_store` makes the on-demand reader of full args for this input."""
     data = holder.pop()
     gzip_cut = isinstance(data, GzipTruncated)
+    check_density(data, source)
     try:
         decoded = decode_document(data, source)
     except TraceError:

@@ -1,0 +1,51 @@
+"""How the headless commands write reports: JSON exact for any input, text and Markdown terminal-safe.
+
+`dumps_json(doc)` is orjson's output for every ordinary document; what orjson cannot write (a lone
+surrogate, an integer wider than 64 bits, nesting beyond 255 levels) falls back to the stdlib writer
+with ASCII escapes, which spells any such value exactly. `safe_doc(doc)` escapes control characters
+in every string of a document before it is rendered as text or Markdown (contract.text.printable).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import orjson
+
+from mlptui.contract.text import MAX_DEPTH, printable, printable_tree
+
+
+def dumps_json(doc: Any) -> str:
+    try:
+        return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(_plain(doc), indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """What orjson would write for NaN and infinities (null), and a depth bound for the stdlib writer."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        if depth >= 4 * MAX_DEPTH:
+            return "…"
+        return {k if isinstance(k, str) else str(k): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        if depth >= 4 * MAX_DEPTH:
+            return "…"
+        return [_plain(v, depth + 1) for v in value]
+    if hasattr(value, "__dataclass_fields__") or not isinstance(value, (str, int, float, bool, type(None))):
+        return str(value)
+    return value
+
+
+def safe_doc(doc: Any) -> Any:
+    """`doc` with every string terminal-safe, for the text and Markdown renderings."""
+    return printable_tree(doc)
+
+
+def safe_lines(lines: list[str]) -> str:
+    """Names, one per line, terminal-safe (a newline in a name cannot forge another line)."""
+    return "\n".join(printable(line) for line in lines)

@@ -1,0 +1,116 @@
+"""Limits that keep a hostile file's cost in proportion to what a real trace needs.
+
+- Nesting: values kept from a trace or manifest (deviceProperties, args, manifest runs) are cut at
+  MAX_NESTING levels (real traces nest fewer than 10); a document nested deeper than the JSON parser
+  goes is refused with one line.
+- Gzip: a file may inflate to at most GZIP_RATIO times its size (real traces: 7-30x) and hold at
+  most one JSON object per GZIP_BYTES_PER_OBJECT compressed bytes (real: one per 3-10), with floors
+  so a small file is never refused; a decompression bomb ends in one line, not in gigabytes of RSS.
+- Density: any JSON holding more than one object per MIN_BYTES_PER_OBJECT bytes (real traces: one
+  per 96-600) is refused once it is big enough to matter (an event costs ~700 bytes once indexed).
+- Names: kernel names are decoded from their first MAX_DECODED_NAME characters (the raw name is kept).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from mlptui.contract.errors import TraceError
+from mlptui.contract.values import MAX_NESTING, TOO_DEEP, bounded
+
+__all__ = ["MAX_NESTING", "TOO_DEEP", "InflateBudget", "bounded", "check_density", "clean_device", "finite_number"]
+
+
+GZIP_RATIO = 100
+GZIP_MIN_INFLATED = 64 << 20
+GZIP_BYTES_PER_OBJECT = 2
+GZIP_MIN_OBJECTS = 200_000
+
+MIN_BYTES_PER_OBJECT = 24
+DENSITY_MIN_OBJECTS = 400_000          # below this many objects the density rule does not apply
+BYTES_PER_INDEXED_OBJECT = 700         # measured upper bound of RSS per decoded + indexed event
+
+_INT64 = (-(1 << 63), 1 << 64)
+
+
+def _human(n: float) -> str:
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.1f} kB"
+
+
+class InflateBudget:
+    """What one gzip input may inflate to; `room()` is the max_length for the next decompress call."""
+
+    def __init__(self, compressed: int, source: str) -> None:
+        self.source = source
+        self.compressed = compressed
+        self.max_bytes = max(GZIP_MIN_INFLATED, GZIP_RATIO * compressed)
+        self.max_objects = max(GZIP_MIN_OBJECTS, compressed // GZIP_BYTES_PER_OBJECT)
+        self.inflated = 0
+        self.objects = 0
+
+    def room(self) -> int:
+        return self.max_bytes - self.inflated + 1
+
+    def add(self, out: bytes) -> bytes:
+        self.inflated += len(out)
+        self.objects += out.count(b"{")
+        if self.inflated > self.max_bytes:
+            raise TraceError(f"{self.source}: gzip data inflates to more than {_human(self.max_bytes)} "
+                             f"({GZIP_RATIO}x the {_human(self.compressed)} file; real traces inflate "
+                             "7-30x): refused as a decompression bomb")
+        if self.objects > self.max_objects:
+            raise TraceError(f"{self.source}: gzip data holds more than {self.max_objects} JSON objects for "
+                             f"{_human(self.compressed)} of file (real traces: one per 3-10 compressed bytes; "
+                             f"indexing would need ~{_human(self.objects * BYTES_PER_INDEXED_OBJECT)}): "
+                             "refused as a decompression bomb")
+        return out
+
+
+def check_density(data: bytes | bytearray, source: str) -> None:
+    """Refuse JSON so dense in objects that indexing it would cost far more memory than its size."""
+    size = len(data)
+    if size < DENSITY_MIN_OBJECTS * MIN_BYTES_PER_OBJECT // 8:
+        return
+    objects = data.count(b"{")
+    if objects > DENSITY_MIN_OBJECTS and objects * MIN_BYTES_PER_OBJECT > size:
+        raise TraceError(f"{source}: {objects} JSON objects in {_human(size)} (one per {size / objects:.0f} "
+                         f"bytes; real traces: one per 96 or more): indexing would need "
+                         f"~{_human(objects * BYTES_PER_INDEXED_OBJECT)}; refused")
+
+
+def finite_number(value: Any, *, lo: float = 0, hi: float = float(1 << 62)) -> float | None:
+    """`value` when it is a real number (not a bool) in [lo, hi], else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value if lo <= value <= hi else None
+
+
+# deviceProperties keys the analyses compute with: numbers, or the device's name.
+_DEVICE_NUMBERS = (
+    "id", "totalGlobalMem", "computeMajor", "computeMinor", "maxThreadsPerBlock", "maxThreadsPerMultiprocessor",
+    "regsPerBlock", "regsPerMultiprocessor", "warpSize", "sharedMemPerBlock", "sharedMemPerMultiprocessor",
+    "numSms", "sharedMemPerBlockOptin", "maxSharedMemoryPerMultiProcessor", "l2CacheSize", "clockRate",
+    "memoryClockRate", "memoryBusWidth",
+)
+
+
+def clean_device(device: dict[str, Any]) -> dict[str, Any]:
+    """A deviceProperties entry whose known keys hold values of the right type (others dropped) and
+    whose other values are bounded; what is dropped would have broken a computation or the JSON."""
+    out = bounded(device)
+    if not isinstance(out, dict):
+        return {}
+    if out is device:
+        out = dict(device)
+    if "name" in out and not isinstance(out["name"], str):
+        del out["name"]
+    for key in _DEVICE_NUMBERS:
+        if key in out and (finite_number(out[key]) is None or not float(out[key]).is_integer()):
+            del out[key]
+    for key, value in list(out.items()):
+        if isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value < _INT64[1]:
+            del out[key]        # wider than 64 bits: no real device property, and no JSON writer agrees on it
+    return out
