@@ -1,4 +1,4 @@
-"""Every reproducer of issue 13 (tests/fuzz/hostile.py) as a regression test: through `mlptui summary`
+"""Every known hostile input (tests/fuzz/hostile.py) as a regression test: through `mlptui summary`
 in all three formats each one either loads (and prints a report) or is refused in one `mlptui:` line
 with exit code 2, never a traceback; JSON stays exact; control characters never reach a text report;
 the costs stay bounded (a 1 MB kernel name decodes in < 50 ms, a 1 MB gzip bomb stays within the

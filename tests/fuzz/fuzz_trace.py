@@ -9,7 +9,7 @@ crash. Run it with atheris (libFuzzer, coverage-guided); the long run documented
 libFuzzer stops at the first crash, a hang over 5 s (-timeout) or an input over 1 GB RSS
 (-rss_limit_mb) and writes the input as crash-*/timeout-*/oom-*; at the end it prints
 `Done N runs in S second(s)`. `tests/fuzz/seeds` is written on first use from the bundled samples and
-../shared/corpus (tests/fuzz/seeds.py) plus the issue's reproducers (tests/fuzz/hostile.py).
+../shared/corpus (tests/fuzz/seeds.py) plus the known hostile inputs (tests/fuzz/hostile.py).
 tests/test_fuzz.py runs the same target for a bounded time in CI.
 
 Besides libFuzzer's byte mutations, a structure-aware mutator (`mutate`) parses the input as JSON
@@ -189,7 +189,7 @@ def mutate(data: bytes, max_size: int, seed: int) -> bytes:
 
 
 def ensure_seeds() -> str:
-    """The seed folder (written on first use: slices of real traces and the issue's reproducers)."""
+    """The seed folder (written on first use: slices of real traces and the known hostile inputs)."""
     if not os.path.isdir(SEEDS) or not os.listdir(SEEDS):
         sys.path.insert(0, HERE)
         from hostile import write_hostile

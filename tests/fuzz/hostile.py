@@ -1,4 +1,4 @@
-"""Hand-built hostile traces: one per reproducer of issue 13 (the fuzz seeds and the regression tests
+"""Hand-built hostile traces: one per known hostile input (the fuzz seeds and the regression tests
 both use them). `cases()` maps a name to the file's bytes."""
 
 from __future__ import annotations
