@@ -24,6 +24,7 @@ import gzip
 import json
 import os
 import random
+import subprocess
 import sys
 import zlib
 
@@ -189,14 +190,13 @@ def mutate(data: bytes, max_size: int, seed: int) -> bytes:
 
 
 def ensure_seeds() -> str:
-    """The seed folder (written on first use: slices of real traces and the known hostile inputs)."""
+    """The seed folder, written on first use (slices of real traces and the known hostile inputs) in a
+    child process: reading the corpus peaks at a few GB, which libFuzzer's RSS limit must not count."""
     if not os.path.isdir(SEEDS) or not os.listdir(SEEDS):
-        sys.path.insert(0, HERE)
-        from hostile import write_hostile
-        from seeds import write_seeds
-
-        write_seeds(__import__("pathlib").Path(SEEDS))
-        write_hostile(__import__("pathlib").Path(SEEDS))
+        code = ("import sys, pathlib; sys.path.insert(0, sys.argv[1]); from hostile import write_hostile; "
+                "from seeds import write_seeds; out = pathlib.Path(sys.argv[2]); write_seeds(out); "
+                "write_hostile(out)")
+        subprocess.run([sys.executable, "-c", code, HERE, SEEDS], check=True)
     return SEEDS
 
 

@@ -110,6 +110,16 @@ def cases() -> dict[str, bytes]:
                                           op_name="aten::\x1b[31mred\r")))
     # a small gzip file that inflates far beyond what a trace of its size holds
     c["gzip-bomb-objects"] = gzip.compress(b'{"traceEvents":[' + b"{}," * 3_000_000 + b"{}]}", 9)
+    # process and stream ids wider than int64 (a GPU op on "device" 2**64-1)
+    wide = events()
+    wide[-1] = {**wide[-1], "pid": (1 << 64) - 1, "tid": (1 << 63)}
+    wide[0] = {**wide[0], "pid": (1 << 64) - 2}
+    c["ids-wider-than-int64"] = dumps(doc(wide))
+    # memory events whose numbers are not finite (NaN, infinity) or not numbers
+    mem = {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 4,
+           "args": {"Total Allocated": "@@", "Bytes": "@@", "Device Id": "@@", "Total Reserved": "@@"}}
+    c["memory-event-nan"] = _splice(doc(events() + [mem] + [odd]), "@@", "NaN")
+    c["memory-event-inf"] = _splice(doc(events() + [mem] + [odd]), "@@", "Infinity")
     return c
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlptui.trace.model import ANNOTATION, CPU_OP, Trace
+from mlptui.trace.parse.limits import finite_number
 
 NO_OP = "(no op)"
 
@@ -110,7 +111,9 @@ class _Owner:
 
 
 def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    """A memory event's number as an int; None for anything else (a bool, NaN, infinity, a string)."""
+    number = finite_number(value, lo=-float(1 << 62))
+    return None if number is None else int(number)
 
 
 def memory_report(trace: Trace) -> MemoryReport | None:

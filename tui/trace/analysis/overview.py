@@ -17,6 +17,7 @@ figures over the whole scope.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ from mlptui.trace.analysis.occupancy import device_for, kernel_occupancy
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.analysis.timeline_segments import Segments, to_ns
 from mlptui.trace.model import KERNEL, Trace
+from mlptui.trace.parse.limits import finite_number
 
 
 @dataclass
@@ -84,14 +86,14 @@ class KernelFacts:
 def blocks_per_sm(trace: Trace, gid: int, args: dict[str, Any] | None = None) -> float | None:
     """The trace's `blocks per SM`, else grid blocks ÷ the device's SMs; None when neither is known."""
     args = trace.gpu_args(gid) if args is None else args
-    reported = args.get("blocks per SM")
-    if isinstance(reported, int | float) and reported > 0:
+    reported = finite_number(args.get("blocks per SM"))
+    if reported is not None and reported > 0:
         return float(reported)
     grid = args.get("grid")
     device = device_for(trace, trace.gpu[gid].device) or {}
     sms = device.get("numSms")
     if isinstance(grid, list) and grid and all(isinstance(v, int) for v in grid) and isinstance(sms, int) and sms:
-        return float(np.prod(grid)) / sms
+        return float(math.prod(grid)) / sms
     return None
 
 

@@ -241,8 +241,8 @@ def _make_gpu(events: list[Any], b: Buckets, gpu_link: list[LinkArgs | None], or
         i = b.gpu_ev[j]
         e = events[i]
         events[i] = None
-        device = e.pid if type(e.pid) is int else _id_of(e.pid, string_ids)
-        stream = e.tid if type(e.tid) is int else _id_of(e.tid, string_ids)
+        device = _id_of(e.pid, string_ids)
+        stream = _id_of(e.tid, string_ids)
         ext, corr = _ext(gpu_link[j])
         if corr is None and ends:
             corr = ends.get((device, stream, e.ts))
@@ -321,14 +321,21 @@ def _memory_events(events: list[Any], mem_ev: list[int], origin_us: float,
 
 # ---------------------------------------------------------------- helpers
 
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def _id_of(value: int | str, names: dict[str, int]) -> int:
-    """pid/tid as int; string ids ("Spans", "") get stable negative numbers."""
-    if isinstance(value, int):
+    """pid/tid as int; string ids ("Spans", "") and ints no int64 column holds get stable negative
+    numbers."""
+    if isinstance(value, int) and _INT64_MIN <= value <= _INT64_MAX:
         return value
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
-        return names.setdefault(value, -2 - len(names))
+        number = None
+    if number is not None and _INT64_MIN <= number <= _INT64_MAX:
+        return number
+    return names.setdefault(str(value), -2 - len(names))
 
 
 def _ns(values: np.ndarray, origin_us: float) -> np.ndarray:
