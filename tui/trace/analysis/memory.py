@@ -15,6 +15,7 @@ Bytes from the first event, i.e. relative to what was allocated when recording b
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,7 +111,12 @@ class _Owner:
 
 
 def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    """A byte count from args, which may hold anything (a string, NaN, an infinity): None unless a number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    return int(value) if isinstance(value, float) and math.isfinite(value) else None
 
 
 def memory_report(trace: Trace) -> MemoryReport | None:

@@ -235,8 +235,8 @@ def _make_gpu(events: list[Any], b: Buckets, gpu_link: list[LinkArgs | None], or
         i = b.gpu_ev[j]
         e = events[i]
         events[i] = None
-        device = e.pid if type(e.pid) is int else _id_of(e.pid, string_ids)
-        stream = e.tid if type(e.tid) is int else _id_of(e.tid, string_ids)
+        device = e.pid if type(e.pid) is int and -_I64 <= e.pid < _I64 else _id_of(e.pid, string_ids)
+        stream = e.tid if type(e.tid) is int and -_I64 <= e.tid < _I64 else _id_of(e.tid, string_ids)
         ext, corr = _ext(gpu_link[j])
         if corr is None and ends:
             corr = ends.get((device, stream, e.ts))
@@ -314,13 +314,17 @@ def _memory_events(events: list[Any], mem_ev: list[int], origin_us: float,
 # ---------------------------------------------------------------- helpers
 
 def _id_of(value: int | str, names: dict[str, int]) -> int:
-    """pid/tid as int; string ids ("Spans", "") get stable negative numbers."""
-    if isinstance(value, int):
-        return value
+    """pid/tid as int; string ids ("Spans", "") and ids wider than 64 bits get stable negative numbers."""
     try:
-        return int(value)
+        number = value if isinstance(value, int) else int(value)
     except ValueError:
-        return names.setdefault(value, -2 - len(names))
+        number = None
+    if number is not None and -_I64 <= number < _I64:
+        return number
+    return names.setdefault(str(value), -2 - len(names))
+
+
+_I64 = 1 << 63
 
 
 def _ns(values: np.ndarray, origin_us: float) -> np.ndarray:
