@@ -100,6 +100,12 @@ def cases() -> dict[str, bytes]:
     c["input-dims-huge"] = dumps(doc(events(op_args={"Input Dims": [[2**62, 2**62], [2**62, 2**62], [2**40]]})))
     # a GEMM of no work (a zero dimension): its roofline has no roof to divide by
     c["roofline-zero-work"] = dumps(doc(events(op_args={"Input Dims": [[128], [64, 0], [0, 128]]})))
+    # found by the fuzz target in code merged later: a memory event's infinite size, a pid beyond int64
+    c["memory-total-inf"] = _splice(doc([*events(), {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]",
+                                                     "pid": 1, "tid": 1, "ts": 5, "s": "t",
+                                                     "args": {"Total Allocated": "@@", "Bytes": "@@"}}, ODD]),
+                                    "@@", "1e999")
+    c["pid-beyond-int64"] = dumps(doc([*events()[:-1], {**events()[-1], "pid": 2**63 + 5}]))
     # cost: long upper-case kernel names, leading whitespace
     c["long-upper-name-80k"] = dumps(doc(events(kernel_name="A" * 80_000)))
     c["long-name-1m"] = dumps(doc(events(kernel_name="void at::native::" + "AB1" * 350_000)))

@@ -266,6 +266,10 @@ def _event_from_obj(item: Any) -> RawEvent | None:
     for key in ("cat", "name", "ph"):
         if key in fields and fields[key] is None:
             del fields[key]
+    for key in ("pid", "tid", "id"):      # ids wider than 64 bits (the stdlib parser keeps them) stay names
+        value = fields.get(key)
+        if type(value) is int and not -2**63 <= value < 2**63:
+            fields[key] = str(value)
     try:
         event = msgspec.convert(fields, RawEvent, strict=False)
     except (msgspec.ValidationError, ValueError, TypeError, OverflowError):
