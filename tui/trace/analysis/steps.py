@@ -34,6 +34,7 @@ from bisect import bisect_right
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from mlptui.trace.analysis.intervals import merged
 from mlptui.trace.analysis.launches import classify_call
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, GpuOp, Op, Step, Trace
 from mlptui.trace.parse.index import STEP_PREFIX
@@ -83,28 +84,16 @@ def verdict(gpu_busy_us: float, gpu_idle_us: float, gpu_ops: int, launches: int 
     return OVERHEAD_BOUND if gpu_idle_us > gpu_busy_us else COMPUTE_BOUND
 
 
-def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """Sorted, disjoint intervals covering the same time."""
-    out: list[tuple[float, float]] = []
-    for s, e in sorted(intervals):
-        if out and s <= out[-1][1]:
-            if e > out[-1][1]:
-                out[-1] = (out[-1][0], e)
-        else:
-            out.append((s, e))
-    return out
-
-
 def busy_us(intervals: list[tuple[float, float]]) -> float:
     """Length of the union of (start, end) intervals."""
-    return sum(e - s for s, e in _union(intervals))
+    return sum(e - s for s, e in merged(intervals))
 
 
 class _Device:
     """The union of all GPU work in the trace, to measure any window against it."""
 
     def __init__(self, trace: Trace) -> None:
-        self.spans = _union([(g.ts, g.end) for g in trace.gpu])
+        self.spans = merged([(g.ts, g.end) for g in trace.gpu])
         self.starts = [s for s, _ in self.spans]
 
     def busy(self, windows: list[tuple[float, float]]) -> float:
@@ -124,7 +113,7 @@ def _window(start: float, end: float, gpu: list[GpuOp]) -> tuple[float, float]:
 
 def _stats(index: int, name: str, windows: list[tuple[float, float]], cpu_us: float, gpu: list[GpuOp],
            calls: list[Op], device: _Device, gpu_recorded: bool) -> StepStats:
-    windows = _union(windows)
+    windows = merged(windows)
     window = sum(e - s for s, e in windows)
     busy = busy_us([(g.ts, g.end) for g in gpu])
     dev_busy = device.busy(windows)
