@@ -48,6 +48,20 @@ class Tmux:
             time.sleep(0.1)
         raise AssertionError("screen never matched; last screen:\n" + text)
 
+    def settled(self, quiet: float = 0.4, timeout: float = 20.0) -> str:
+        """The screen once it has stopped changing for `quiet` seconds (a repaint after the layout
+        settles, e.g. when a scrollbar appears, must not be taken for the answer to the next key)."""
+        end = time.monotonic() + timeout
+        last, since = self.screen(), time.monotonic()
+        while time.monotonic() < end:
+            time.sleep(0.1)
+            now = self.screen()
+            if now != last:
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                return now
+        return last
+
     def alive(self) -> bool:
         return subprocess.run(["tmux", "-L", self.socket, "has-session", "-t", self.name],
                               capture_output=True).returncode == 0
@@ -68,12 +82,13 @@ def test_walk_differences_in_tmux() -> None:
     env = "TERM=xterm-256color NO_COLOR=1 "
     t.run("new-session", "-d", "-s", t.name, "-x", "100", "-y", "30", env + _command(str(a), str(b)))
     try:
-        text = t.wait_for(lambda s: "speed-up B vs A" in s and _cursor_line(s))
+        t.wait_for(lambda s: "speed-up B vs A" in s and _cursor_line(s))
+        text = t.settled()
         assert "mlp/eager" in text and "mlp/reduce-overhead" in text
         first_is_diff = d.rows[0].status != SAME
         seen = [_cursor_line(text)[1]] if first_is_diff else []
         for _ in range(len(expected) - len(seen)):
-            before = _cursor_line(t.screen())
+            before = _cursor_line(t.settled())
             t.run("send-keys", "-t", t.name, "n")
             text = t.wait_for(lambda s, before=before: _cursor_line(s) != before)
             seen.append(_cursor_line(text)[1])
