@@ -15,6 +15,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlptui.contract.files import write_atomic
+
 
 def cache_root() -> Path:
     """`$XDG_CACHE_HOME/mlptui/remote` (default `~/.cache/mlptui/remote`)."""
@@ -80,10 +82,7 @@ class CacheWriter:
         self.written += len(data)
 
     def write_manifest(self, data: bytes) -> None:
-        fd, tmp = tempfile.mkstemp(dir=self.version, prefix=".part-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, self.version / "manifest.json")
+        write_atomic(self.version / "manifest.json", data)
 
     def commit(self) -> Path:
         self.file.close()
@@ -110,7 +109,4 @@ class CacheWriter:
                 return
         except OSError:
             pass
-        fd, tmp = tempfile.mkstemp(dir=trace_path.parent, prefix=".part-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
+        write_atomic(target, data)

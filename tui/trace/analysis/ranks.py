@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from mlptui.trace.analysis import intervals
 from mlptui.trace.analysis.collectives import Collective, bus_factor, collectives, is_comm_kernel
@@ -36,6 +36,9 @@ from mlptui.trace.analysis.steps import all_step_stats
 from mlptui.trace.model import KERNEL, Trace
 
 _NAME_RANK = re.compile(r"(?:^|[^a-z0-9])(?:rank[-_]?|worker)(\d+)(?![0-9])", re.IGNORECASE)
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,13 +76,17 @@ def is_rank_run(infos: Sequence[RankInfo]) -> bool:
     return len(infos) >= 2 or (infos[0].world_size or 0) > 1
 
 
-def rank_run(traces: Sequence[Trace]) -> list[tuple[int, Trace]] | None:
-    """The traces as (rank, trace) in rank order when they are one run, else None."""
-    infos = [rank_info(t) for t in traces]
+def in_rank_order(infos: Sequence[RankInfo], items: Sequence[T]) -> list[tuple[int, T]] | None:
+    """`items` (one per info) as (rank, item) in rank order when the infos are one run, else None."""
     if not is_rank_run(infos):
         return None
-    return sorted(((i.rank, t) for i, t in zip(infos, traces, strict=True) if i.rank is not None),
+    return sorted(((i.rank, x) for i, x in zip(infos, items, strict=True) if i.rank is not None),
                   key=lambda p: p[0])
+
+
+def rank_run(traces: Sequence[Trace]) -> list[tuple[int, Trace]] | None:
+    """The traces as (rank, trace) in rank order when they are one run, else None."""
+    return in_rank_order([rank_info(t) for t in traces], traces)
 
 
 def _r(x: float | None) -> float | None:

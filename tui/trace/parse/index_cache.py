@@ -15,10 +15,8 @@ never sees half an entry. `MLPTUI_NO_CACHE=1` turns the cache off. Traces under 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from mlptui.contract.files import atomic_writer
 from mlptui.trace.model import Trace
 from mlptui.trace.parse.args_store import ArgsStore
 from mlptui.trace.parse.columns import trace_columns, trace_from_columns
@@ -116,15 +115,8 @@ def store(path: Path, trace: Trace, args_facts: dict[str, Any]) -> bool:
         cols["args"] = np.frombuffer(orjson.dumps(args_facts), dtype=np.uint8)
         target = entry_path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".npz")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, allow_pickle=False, **cols)
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        with atomic_writer(target) as f:
+            np.savez(f, allow_pickle=False, **cols)
         return True
     except (OSError, ValueError, TypeError):
         return False

@@ -5,10 +5,10 @@ Cheap enough to run on every file of a folder to tell whether the folder is one 
 from __future__ import annotations
 
 import re
-import zlib
 from pathlib import Path
 
-from mlptui.trace.analysis.ranks import RankInfo, is_rank_run, rank_from_name
+from mlptui.trace.analysis.ranks import RankInfo, in_rank_order, rank_from_name
+from mlptui.trace.parse.gzip_input import inflate_head, is_gzip
 
 _HEAD_BYTES = 1 << 16
 _INFO = re.compile(rb'"distributedInfo"\s*:\s*\{(?P<body>[^{}]*)')
@@ -19,11 +19,8 @@ _BACKEND = re.compile(rb'"backend"\s*:\s*"([^"]*)"')
 def _head(path: Path) -> bytes:
     with open(path, "rb") as f:
         head = f.read(_HEAD_BYTES)
-    if head[:2] == b"\x1f\x8b":
-        try:
-            return zlib.decompressobj(wbits=31).decompress(head, 4 * _HEAD_BYTES)
-        except zlib.error:
-            return b""
+    if is_gzip(head):
+        return inflate_head(head, 4 * _HEAD_BYTES) or b""
     return head
 
 
@@ -47,8 +44,4 @@ def rank_hint(path: str | Path) -> RankInfo:
 
 def rank_files(paths: list[Path]) -> list[tuple[int, Path]] | None:
     """The files in rank order when they look like the ranks of one run, else None."""
-    hints = [rank_hint(p) for p in paths]
-    if not is_rank_run(hints):
-        return None
-    return sorted(((h.rank, p) for h, p in zip(hints, paths, strict=True) if h.rank is not None),
-                  key=lambda x: x[0])
+    return in_rank_order([rank_hint(p) for p in paths], paths)
