@@ -5,22 +5,19 @@ from __future__ import annotations
 import time
 
 from textual import work
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Center, Middle
 from textual.message import Message
-from textual.screen import Screen
-from textual.widgets import Footer, ProgressBar, Static
+from textual.widgets import ProgressBar, Static
 
 from mlptui.contract.errors import MlptuiError
 from mlptui.contract.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
 from mlptui.screens.host import host
+from mlptui.screens.progress import ProgressScreen
 from mlptui.viewmodels.facts import TraceFacts, build_facts
-from mlptui.widgets.worker_errors import ReportsWorkerErrors, WorkerFailed
 
 
-class LoadingScreen(ReportsWorkerErrors, Screen[None]):
+class LoadingScreen(ProgressScreen):
     BINDINGS = [Binding("escape", "back", "Back", id="loading-back")]
 
     class Progress(Message):
@@ -34,22 +31,13 @@ class LoadingScreen(ReportsWorkerErrors, Screen[None]):
             self.facts = facts
             super().__init__()
 
-    class Failed(Message):
-        def __init__(self, text: str) -> None:
-            self.text = text
-            super().__init__()
-
     def __init__(self, specs: list[str], *, with_facts: TraceFacts | None = None) -> None:
         super().__init__()
         self.specs = specs
         self.with_facts = with_facts      # the trace already open on the other side of a diff
 
-    def compose(self) -> ComposeResult:
-        with Middle(), Center():
-            yield Static(f"opening {escape(', '.join(self.specs))}", id="loading-title")
-            yield ProgressBar(total=None, show_eta=False, id="loading-bar")
-            yield Static("", id="loading-error")
-        yield Footer(compact=True)
+    def title_text(self) -> str:
+        return f"opening {escape(', '.join(self.specs))}"
 
     def on_mount(self) -> None:
         self.load()
@@ -79,20 +67,12 @@ class LoadingScreen(ReportsWorkerErrors, Screen[None]):
             return
         self.post_message(self.Loaded(facts))
 
-    def worker_failed(self, failed: WorkerFailed) -> None:
-        self.post_message(self.Failed(failed.text))     # the screen says why instead of "indexing …"
-
     def on_loading_screen_progress(self, message: Progress) -> None:
         bar = self.query_one(ProgressBar)
         bar.update(total=max(message.total, 1), progress=message.done)
         if message.done >= message.total:
             self.query_one("#loading-title", Static).update(
                 f"indexing {escape(', '.join(self.specs))}: op tree, launches, steps…")
-
-    def on_loading_screen_failed(self, message: Failed) -> None:
-        self.query_one(ProgressBar).display = False
-        self.query_one("#loading-error", Static).update(
-            f"[b]mlptui: {escape(message.text)}[/b]\n\nesc: back   q: quit")
 
     def on_loading_screen_loaded(self, message: Loaded) -> None:
         facts = message.facts

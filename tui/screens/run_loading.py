@@ -6,23 +6,20 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from rich.markup import escape
 from textual import work
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Center, Middle
 from textual.message import Message
-from textual.screen import Screen
-from textual.widgets import Footer, ProgressBar, Static
+from textual.widgets import ProgressBar, Static
 
 from mlptui.contract.errors import MlptuiError
+from mlptui.contract.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
+from mlptui.screens.progress import ProgressScreen
 from mlptui.viewmodels.facts import TraceFacts, build_facts
 from mlptui.viewmodels.run_view import RunView, build_run_view
-from mlptui.widgets.worker_errors import ReportsWorkerErrors, WorkerFailed
 
 
-class RunLoadingScreen(ReportsWorkerErrors, Screen[None]):
+class RunLoadingScreen(ProgressScreen):
     BINDINGS = [Binding("escape", "back", "Back", id="run-loading-back")]
 
     class Progress(Message):
@@ -35,22 +32,13 @@ class RunLoadingScreen(ReportsWorkerErrors, Screen[None]):
             self.run = run
             super().__init__()
 
-    class Failed(Message):
-        def __init__(self, text: str) -> None:
-            self.text = text
-            super().__init__()
-
     def __init__(self, folder: str, ranks: list[tuple[int, Path]]) -> None:
         super().__init__()
         self.folder = folder
         self.rank_paths = ranks
 
-    def compose(self) -> ComposeResult:
-        with Middle(), Center():
-            yield Static(f"opening the run {escape(self.folder)} ({len(self.rank_paths)} ranks)", id="loading-title")
-            yield ProgressBar(total=None, show_eta=False, id="loading-bar")
-            yield Static("", id="loading-error")
-        yield Footer(compact=True)
+    def title_text(self) -> str:
+        return f"opening the run {escape(self.folder)} ({len(self.rank_paths)} ranks)"
 
     def on_mount(self) -> None:
         self.load()
@@ -80,17 +68,10 @@ class RunLoadingScreen(ReportsWorkerErrors, Screen[None]):
         loaded.sort(key=lambda p: p[0])
         self.post_message(self.Loaded(build_run_view(self.folder, loaded)))
 
-    def worker_failed(self, failed: WorkerFailed) -> None:
-        self.post_message(self.Failed(failed.text))
-
     def on_run_loading_screen_progress(self, message: Progress) -> None:
         self.query_one(ProgressBar).update(total=max(message.total, 1), progress=message.done)
         self.query_one("#loading-title", Static).update(
             f"opening the run {escape(self.folder)}: {escape(message.text)} of {len(self.rank_paths)}")
-
-    def on_run_loading_screen_failed(self, message: Failed) -> None:
-        self.query_one(ProgressBar).display = False
-        self.query_one("#loading-error", Static).update(f"[b]mlptui: {escape(message.text)}[/b]\n\nesc: back   q: quit")
 
     def on_run_loading_screen_loaded(self, message: Loaded) -> None:
         from mlptui.screens.ranks_screen import RanksScreen

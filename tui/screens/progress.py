@@ -1,0 +1,39 @@
+"""What the loading screens share: a title, a progress bar and an error line in the middle, and a
+failure (from the worker, or any worker error the app's handler reports) shown in place."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Center, Middle
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, ProgressBar, Static
+
+from mlptui.contract.text import markup_escape as escape
+from mlptui.widgets.worker_errors import ReportsWorkerErrors, WorkerFailed
+
+
+class ProgressScreen(ReportsWorkerErrors, Screen[None]):
+    class Failed(Message):
+        def __init__(self, text: str) -> None:
+            self.text = text
+            super().__init__()
+
+    def title_text(self) -> str:
+        """The title (Rich markup, names escaped) shown while nothing is loaded yet."""
+        raise NotImplementedError
+
+    def compose(self) -> ComposeResult:
+        with Middle(), Center():
+            yield Static(self.title_text(), id="loading-title")
+            yield ProgressBar(total=None, show_eta=False, id="loading-bar")
+            yield Static("", id="loading-error")
+        yield Footer(compact=True)
+
+    def worker_failed(self, failed: WorkerFailed) -> None:
+        self.post_message(self.Failed(failed.text))
+
+    def on_progress_screen_failed(self, message: Failed) -> None:
+        self.query_one(ProgressBar).display = False
+        self.query_one("#loading-error", Static).update(
+            f"[b]mlptui: {escape(message.text)}[/b]\n\nesc: back   q: quit")
