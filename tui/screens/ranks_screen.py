@@ -4,12 +4,12 @@ beside the link's peak. `enter` (or `o`) opens the selected rank with every pane
 
 from __future__ import annotations
 
-from rich.markup import escape
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from mlptui.contract.text import markup_escape as escape
 from mlptui.keys import RANKS_KEYS
 from mlptui.viewmodels.run_view import RunView
 from mlptui.widgets.lines import LineList
