@@ -155,18 +155,25 @@ def run(args: argparse.Namespace) -> int:
         report["crossover"] = crossover_entry
     if args.sweep:
         from mlptui.runners import sweep
+        from mlptui.runners.bench_report import summarize
 
         sweep_args = _sweep_args(args)
         rows, errors, info = sweep.sweep(sweep_args["families"], sweep_args["rows"], sweep_args["modes"],
                                          sweep_args["passes"], dtype, 5.0, 20.0, _note)
         report["results"].extend(rows)
         report["errors"].extend(errors)
+        if crossover_entry is not None:  # the committed table routes by this run's calibration
+            from mlptui.runners.fused import crossover
+
+            folded = crossover.fold_sweep({"devices": {dev["name"]: crossover_entry}},
+                                          {"device": dev["name"], "results": rows}, command)
+            report["crossover"] = folded["devices"][dev["name"]]
         report["sweep"] = {"families": [f"{d}x{h}" for d, h in sweep_args["families"]],
                            "rows": list(sweep_args["rows"]), "modes": list(sweep_args["modes"]),
                            "passes": list(sweep_args["passes"]), **info,
                            "timing": f"do_bench median (warm-up 5 ms, 20 ms), L2 flushed; modes of a cell in turn, "
                                      f"best of {sweep.ROUNDS}; compile: torch.compile(dynamic=True) per family",
-                           "summary": sweep.summarize(rows)}
+                           "summary": summarize(rows)}
     doc: dict[str, Any] = {"device": dev["name"], "device_slug": dev["slug"], "torch": torch.__version__,
                            "triton": triton.__version__, "cuda": torch.version.cuda, "command": command,
                            "workload": args.workload, **report, "versions": versions(),

@@ -4,14 +4,20 @@ Liger, forward and forward+backward; and, first, the crossover table the fused m
 1. Crossover (per family): FusedGeGLUMLP forced onto its fused path and the eager MLP, each row count's
    GPU time by CUDA-graph replay (weights fixed, so the fused launcher captures its eager plan) and each
    path's host time per call (calls enqueued back to back, timed before the synchronize). The table
-   is installed for this process, so step 2's fused module routes by what was just measured, and it
-   goes into the report (`crossover`) to be committed as runners/fused/crossover.json.
-2. Sweep: per family and pass, each mode's do_bench median (L2 flushed before every call) at every
-   row count; the modes of one cell are timed in turn, ROUNDS times, and each keeps its best
-   (host jitter only adds time). torch.compile is built once per family with dynamic=True.
+   is installed for this process and goes into the report (`crossover`) to be committed as
+   runners/fused/crossover.json.
+2. Calibration (per family, both passes): the fused path forced on and eager, timed the way the sweep
+   times (do_bench, L2 flushed, best of ROUNDS) at every row count. These pairs are folded into the
+   installed table (crossover.fold_calibration): the fused module takes its fused path only where the
+   model predicts it faster and this calibration did not measure it slower (training: only where it was
+   measured faster).
+3. Verification: per family and pass, each mode's do_bench median at every row count, the fused module
+   routing by the table just folded, timed again; the modes of one cell in turn, ROUNDS times, each
+   keeping its best (host jitter only adds time). torch.compile is built once per family, dynamic=True.
 
 Every result row: shape ("DIMxHIDDEN"), rows, dim, hidden, mode, pass, median_us, and the ratios of the
-fused time against the other modes of its cell.
+fused time against the other modes of its cell. Calibration rows carry "calibration": true and the
+modes "fused-forced" and "eager".
 """
 
 from __future__ import annotations
@@ -125,6 +131,67 @@ def _step(mode: str, module: torch.nn.Module, x: torch.Tensor, bwd: bool) -> Cal
     return step
 
 
+def _best_us(fns: dict[str, Callable[[], Any]], rows: int, warmup_ms: float, rep_ms: float) -> dict[str, float]:
+    """Each callable's best do_bench median over the rounds, the callables timed in turn."""
+    best = {m: float("inf") for m in fns}
+    for _ in range(ROUNDS if rows <= 2048 else 2):  # large cells are GPU-bound and steady
+        for m, fn in fns.items():
+            best[m] = min(best[m], _median_us(fn, warmup_ms, rep_ms))
+    return best
+
+
+def _first_line(exc: BaseException) -> str:
+    msg = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+    return f"{type(exc).__name__}: {msg[:200]}"
+
+
+def calibrate(dim: int, hidden: int, eager: torch.nn.Module, rows: tuple[int, ...], passes: tuple[str, ...],
+              dtype: torch.dtype, warmup_ms: float, rep_ms: float, note: Callable[[str], None],
+              errors: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """Per pass and row count, the fused path forced on and eager, timed as the sweep times them."""
+    from mlptui.runners.fused import FusedGeGLUMLP
+
+    forced = FusedGeGLUMLP(dim, hidden, policy="fused", device="cuda", dtype=dtype)
+    forced.load_state_dict(eager.state_dict())
+    shape = f"{dim}x{hidden}"
+    out: list[dict[str, Any]] = []
+    for ps in passes:
+        bwd = ps == "fwd+bwd"
+        with torch.set_grad_enabled(bwd):
+            for r in rows:
+                x = torch.randn(r, dim, device="cuda", dtype=dtype)
+                fns = {"eager": _step("eager", eager, x, bwd)}
+                try:
+                    fn = _step("fused-forced", forced, x, bwd)
+                    fn()  # tunes this bucket
+                    fns["fused-forced"] = fn
+                except Exception as exc:
+                    errors.append({"mode": "fused-forced", "shape": shape, "rows": str(r), "pass": ps,
+                                   "kind": "failed", "error": _first_line(exc)})
+                best = _best_us(fns, r, warmup_ms, rep_ms)
+                for m, us in best.items():
+                    out.append({"shape": shape, "rows": r, "dim": dim, "hidden": hidden, "mode": m, "pass": ps,
+                                "median_us": round(us, 2), "calibration": True})
+                if "fused-forced" in best:
+                    note(f"calibration {shape} {ps} rows {r}: fused {best['fused-forced']:.1f} us, "
+                         f"eager {best['eager']:.1f} us")
+    del forced
+    return out
+
+
+def _install_calibration(calibration: list[dict[str, Any]], note: Callable[[str], None]) -> None:
+    """Fold the calibration into this GPU's installed crossover model (none installed: the module keeps its
+    default rule, and the note says so)."""
+    from mlptui.runners.fused import crossover
+
+    device = torch.cuda.get_device_name()
+    model = crossover.model_for(device)
+    if model is None:
+        note(f"no crossover table for {device}: the calibration is recorded but routes nothing")
+        return
+    crossover.install(crossover.with_calibration(model, calibration))
+
+
 def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: tuple[str, ...],
           passes: tuple[str, ...], dtype: torch.dtype, warmup_ms: float, rep_ms: float,
           note: Callable[[str], None]) -> tuple[list[dict[str, Any]], list[dict[str, str]], dict[str, Any]]:
@@ -136,6 +203,11 @@ def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: t
         shape = f"{dim}x{hidden}"
         start = time.perf_counter()
         mods = _modules(dim, hidden, dtype, modes, info)
+        if "fused" in mods:
+            calibration = calibrate(dim, hidden, mods["eager"], rows, passes, dtype, warmup_ms, rep_ms, note,
+                                    errors)
+            results.extend(calibration)
+            _install_calibration(calibration, note)
         ref = seeded(functools.partial(SimpleGeGLUMLP, dim, hidden)).to("cuda")
         for ps in passes:
             bwd = ps == "fwd+bwd"
@@ -149,19 +221,15 @@ def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: t
                             fn()  # compiles / tunes
                             fns[mode] = fn
                         except Exception as exc:
-                            msg = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
                             errors.append({"mode": mode, "shape": shape, "rows": str(r), "pass": ps,
-                                           "kind": "failed", "error": f"{type(exc).__name__}: {msg[:200]}"})
+                                           "kind": "failed", "error": _first_line(exc)})
                     if not bwd and "fused" in mods:
                         with torch.no_grad():
                             err = rel_err(mods["fused"](x), ref(x.float()))
                         if not err <= 1e-2:
                             errors.append({"mode": "fused", "shape": shape, "rows": str(r), "pass": ps,
                                            "kind": "inaccurate", "error": f"relative error {err:.3g}"})
-                    best = {m: float("inf") for m in fns}
-                    for _ in range(ROUNDS if r <= 2048 else 2):  # large cells are GPU-bound and steady
-                        for m, fn in fns.items():
-                            best[m] = min(best[m], _median_us(fn, warmup_ms, rep_ms))
+                    best = _best_us(fns, r, warmup_ms, rep_ms)
                     path = mods["fused"].path_for(r, train=bwd) if "fused" in mods else None
                     for m, us in best.items():
                         row: dict[str, Any] = {"shape": shape, "rows": r, "dim": dim, "hidden": hidden, "mode": m,
@@ -183,18 +251,3 @@ def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: t
         del mods
         torch.cuda.empty_cache()
     return results, errors, info
-
-
-def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per pass: the worst fused/eager ratio over the cells and the cells slower than eager by > 2 %."""
-    out: dict[str, Any] = {}
-    for ps in PASSES:
-        cells = [r for r in rows if r["mode"] == "fused" and r["pass"] == ps and "vs_eager" in r]
-        if not cells:
-            continue
-        worst = min(cells, key=lambda r: r["vs_eager"])
-        out[ps] = {"cells": len(cells), "worst_fused_over_eager": round(1 / worst["vs_eager"], 3),
-                   "worst_cell": f"{worst['shape']} rows {worst['rows']}",
-                   "slower_than_eager_by_2pct": [f"{r['shape']} rows {r['rows']} ({1 / r['vs_eager']:.3f}x)"
-                                                 for r in cells if r["vs_eager"] < 1 / 1.02]}
-    return out

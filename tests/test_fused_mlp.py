@@ -389,3 +389,79 @@ def test_crossover_folds_the_sweep_and_routes_training_by_it() -> None:
     assert not model.use_fused(64, 768, 3072)  # the model says faster, the sweep measured it slower
     assert model.use_fused(8192, 768, 3072) and model.use_fused(8192, 768, 3072, train=True)
     assert not model.use_fused(64, 768, 3072, train=True)  # training: unmeasured is unfused
+
+
+def _calibration_results() -> list[dict]:
+    def cell(r, mode, ps, us):
+        return {"calibration": True, "shape": "768x3072", "dim": 768, "hidden": 3072, "rows": r, "pass": ps,
+                "mode": mode, "median_us": us}
+    return [cell(64, "eager", "fwd", 20), cell(64, "fused-forced", "fwd", 25),       # forced fused slower
+            cell(8192, "eager", "fwd", 250), cell(8192, "fused-forced", "fwd", 190),
+            cell(64, "eager", "fwd+bwd", 90), cell(64, "fused-forced", "fwd+bwd", 88),  # within the margin
+            cell(8192, "eager", "fwd+bwd", 800), cell(8192, "fused-forced", "fwd+bwd", 650)]
+
+
+def test_calibration_routes_by_the_forced_fused_path_measured_against_eager() -> None:
+    """The sweep's calibration (fused forced on vs eager) decides the routes, including cells where the
+    routed sweep itself ran the unfused path; the graph-replay model alone would take fused at 64 rows."""
+    from mlptui.runners.fused import crossover as cx
+
+    fam = {"dim": 768, "hidden": 3072, "rows": [1, 64, 1024, 8192], "fused_gpu_us": [10, 12, 40, 180],
+           "eager_gpu_us": [14, 17, 50, 260], "fused_host_us": 5, "eager_host_us": 5}
+    other = {**fam, "dim": 4096, "hidden": 11008, "bench_rows": [64], "fwd_bench_us": [[1.0, 2.0]],
+             "train_bench_us": [[None, None]]}
+    table = {"version": 1, "devices": {"GPU": {"families": [fam, other]}}}
+    base = cx.model_from_table(table, "GPU")
+    assert base.use_fused(64, 768, 3072)  # before: the replay model says fused
+    routed = [{"sweep": True, "dim": 768, "hidden": 3072, "rows": 64, "pass": "fwd", "mode": "fused",
+               "median_us": 21, "path": "unfused"}]
+    results = _calibration_results() + routed
+    model = cx.with_calibration(base, results)
+    assert not model.use_fused(64, 768, 3072) and model.use_fused(8192, 768, 3072)
+    assert not model.use_fused(64, 768, 3072, train=True)  # 2 % faster is inside the training margin
+    assert model.use_fused(8192, 768, 3072, train=True)
+    assert model.families[1] == base.families[1]  # a family the calibration did not measure is kept
+
+    folded = cx.fold_sweep(table, {"device": "GPU", "results": results}, "test")
+    fams = folded["devices"]["GPU"]["families"]
+    assert fams[0]["bench_rows"] == [64, 8192]
+    assert fams[0]["fwd_bench_us"] == [[25.0, 20.0], [190.0, 250.0]]
+    assert fams[0]["train_bench_us"] == [[88.0, 90.0], [650.0, 800.0]]
+    assert fams[1]["fwd_bench_us"] == [[1.0, 2.0]]  # kept: this report did not measure it
+    again = cx.model_from_table(folded, "GPU")
+    for r in (64, 8192):
+        for train in (False, True):
+            assert again.use_fused(r, 768, 3072, train) == model.use_fused(r, 768, 3072, train)
+
+
+def test_bench_reports_of_one_gpu_merge_and_refuse_two_gpus(tmp_path) -> None:
+    """Sweeps split by family across runs merge into one report; its summary counts the verified cells
+    only, and the crossover entry is folded from every run's calibration."""
+    from mlptui.runners.bench_report import main, merge_reports
+
+    fam = {"dim": 768, "hidden": 3072, "rows": [1, 8192], "fused_gpu_us": [10, 180], "eager_gpu_us": [14, 260],
+           "fused_host_us": 5, "eager_host_us": 5}
+    verified = [{"sweep": True, "shape": "768x3072", "dim": 768, "hidden": 3072, "rows": 8192, "pass": "fwd",
+                 "mode": "fused", "median_us": 200, "path": "fused", "vs_eager": 0.9},
+                {"sweep": True, "shape": "768x3072", "dim": 768, "hidden": 3072, "rows": 8192, "pass": "fwd",
+                 "mode": "eager", "median_us": 180}]
+    a = {"device": "GPU", "command": "run a", "results": _calibration_results(), "errors": [],
+         "crossover": {"families": [fam]}, "sweep": {"families": ["768x3072"]}}
+    b = {"device": "GPU", "command": "run b", "results": verified, "errors": [{"kind": "failed"}],
+         "sweep": {"families": ["4096x11008"]}}
+    merged = merge_reports([a, b])
+    assert merged["commands"] == ["run a", "run b"] and len(merged["errors"]) == 1
+    assert merged["sweep"]["families"] == ["768x3072", "4096x11008"]
+    assert merged["sweep"]["summary"]["fwd"]["slower_than_eager_by_2pct"] == ["768x3072 rows 8192 (1.111x)"]
+    assert merged["crossover"]["families"][0]["fwd_bench_us"] == [[25.0, 20.0], [190.0, 250.0]]
+    with pytest.raises(Exception, match="different GPUs"):
+        merge_reports([a, {**b, "device": "Other"}])
+
+    pa, pb, out, table = (tmp_path / n for n in ("a.json", "b.json", "m.json", "t.json"))
+    pa.write_text(json.dumps(a))
+    pb.write_text(json.dumps(b))
+    table.write_text(json.dumps({"version": 1, "devices": {"Keep": {"families": []}}}))
+    assert main([str(pa), str(pb), "--out", str(out), "--table", str(table)]) == 0
+    assert set(json.loads(table.read_text())["devices"]) == {"Keep", "GPU"}
+    assert main([str(pa), "--out", str(out)]) == 2  # never overwritten
+

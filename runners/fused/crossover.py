@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -151,32 +151,69 @@ def use_fused(rows: int, dim: int, hidden: int, model: CrossoverModel | None, tr
     return model.use_fused(rows, dim, hidden, train)
 
 
+def _bench_cells(results: list[dict[str, Any]]) -> tuple[dict[tuple[int, int, str, int], tuple[float, float]], bool]:
+    """(dim, hidden, pass, rows) -> (fused µs, eager µs) of the cells where the fused path ran, and whether
+    they come from a calibration (the fused path forced on) rather than from the routed sweep."""
+    calibrated = any(r.get("calibration") for r in results)
+    by_cell: dict[tuple[int, int, str, int], dict[str, dict[str, Any]]] = {}
+    for r in results:
+        if calibrated and r.get("calibration"):
+            mode = "fused" if r["mode"] == "fused-forced" else r["mode"]
+            r = {**r, "mode": mode, "path": "fused"} if mode == "fused" else r
+        elif calibrated or not r.get("sweep"):
+            continue
+        by_cell.setdefault((r["dim"], r["hidden"], r["pass"], r["rows"]), {})[r["mode"]] = r
+    pairs = {}
+    for key, modes in by_cell.items():
+        fused, eager = modes.get("fused"), modes.get("eager")
+        if fused is not None and eager is not None and fused.get("path") == "fused":
+            pairs[key] = (float(fused["median_us"]), float(eager["median_us"]))
+    return pairs, calibrated
+
+
+def _family_pairs(pairs: dict[tuple[int, int, str, int], tuple[float, float]], dim: int, hidden: int,
+                  rows: list[int]) -> dict[str, list[list[float | None]]]:
+    out: dict[str, list[list[float | None]]] = {"fwd": [], "fwd+bwd": []}
+    for ps, seq in out.items():
+        for n in rows:
+            p = pairs.get((dim, hidden, ps, n))
+            seq.append([p[0], p[1]] if p is not None else [None, None])
+    return out
+
+
 def fold_sweep(table: dict[str, Any], report: dict[str, Any], source: str) -> dict[str, Any]:
     """The table with a sweep report's do_bench medians folded into its GPU's families: per sweep row
-    count, (fused, eager) for the forward and for forward+backward, where the fused path ran."""
+    count, (fused, eager) for the forward and for forward+backward. A report with calibration rows gives
+    the forced fused path's pairs everywhere; an older one, the cells where the routed path was fused."""
     device = report["device"]
     entry = dict(table["devices"][device])
-    cells: dict[tuple[int, int, str, int], dict[str, Any]] = {}
-    for r in report["results"]:
-        if r.get("sweep"):
-            cells.setdefault((r["dim"], r["hidden"], r["pass"], r["rows"]), {})[r["mode"]] = r
-    rows = sorted({k[3] for k in cells})
+    pairs, _ = _bench_cells(report["results"])
+    rows = sorted({k[3] for k in pairs} | {r["rows"] for r in report["results"] if r.get("sweep")})
     families = []
     for f in entry["families"]:
         f = dict(f)
-        pairs: dict[str, list[list[float | None]]] = {"fwd": [], "fwd+bwd": []}
-        for ps, out in pairs.items():
-            for n in rows:
-                c = cells.get((f["dim"], f["hidden"], ps, n), {})
-                fused, eager = c.get("fused"), c.get("eager")
-                if fused is not None and eager is not None and fused.get("path") == "fused":
-                    out.append([fused["median_us"], eager["median_us"]])
-                else:
-                    out.append([None, None])
-        f.update(bench_rows=rows, fwd_bench_us=pairs["fwd"], train_bench_us=pairs["fwd+bwd"])
+        fam_pairs = _family_pairs(pairs, f["dim"], f["hidden"], rows)
+        if any(p[0] is not None for seq in fam_pairs.values() for p in seq) or "bench_rows" not in f:
+            f.update(bench_rows=rows, fwd_bench_us=fam_pairs["fwd"], train_bench_us=fam_pairs["fwd+bwd"])
         families.append(f)
     entry.update(families=families, bench_source=source)
     return merge_device(table, device, entry)
+
+
+def with_calibration(model: CrossoverModel, results: list[dict[str, Any]]) -> CrossoverModel:
+    """The model with a calibration's pairs (fused forced vs eager, per pass and row count) put into the
+    families it measured; the others are kept as they were."""
+    pairs, _ = _bench_cells([r for r in results if r.get("calibration")])
+    fams = []
+    for fam in model.families:
+        rows = sorted({k[3] for k in pairs if k[:2] == (fam.dim, fam.hidden)})
+        if not rows:
+            fams.append(fam)
+            continue
+        fp = _family_pairs(pairs, fam.dim, fam.hidden, rows)
+        fams.append(replace(fam, bench_rows=tuple(rows), fwd_bench=tuple((p[0], p[1]) for p in fp["fwd"]),
+                            train_bench=tuple((p[0], p[1]) for p in fp["fwd+bwd"])))
+    return replace(model, families=tuple(fams))
 
 
 def merge_device(doc: dict[str, Any], device: str, entry: dict[str, Any]) -> dict[str, Any]:

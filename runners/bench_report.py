@@ -1,0 +1,100 @@
+"""One GPU's bench report from several `mlptui bench mlp` runs (a sweep split by family across runs, each
+under a device's time limit), and the crossover table updated from it. Plain JSON: no torch needed.
+
+    python -m mlptui.runners.bench_report A.json B.json … --out sample_traces/bench/h100.json \
+        [--table runners/fused/crossover.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from mlptui.contract.errors import MlptuiError
+from mlptui.runners.fused import crossover
+
+
+def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per pass: the worst fused/eager ratio over the verified cells and those slower than eager by > 2 %."""
+    out: dict[str, Any] = {}
+    for ps in ("fwd", "fwd+bwd"):
+        cells = [r for r in results if r["mode"] == "fused" and r.get("pass") == ps and "vs_eager" in r
+                 and r.get("sweep") and not r.get("calibration")]
+        if not cells:
+            continue
+        worst = min(cells, key=lambda r: r["vs_eager"])
+        out[ps] = {"cells": len(cells), "worst_fused_over_eager": round(1 / worst["vs_eager"], 3),
+                   "worst_cell": f"{worst['shape']} rows {worst['rows']}",
+                   "slower_than_eager_by_2pct": [f"{r['shape']} rows {r['rows']} ({1 / r['vs_eager']:.3f}x)"
+                                                 for r in cells if r["vs_eager"] < 1 / 1.02]}
+    return out
+
+
+def merge_reports(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first report, with the others' results, errors, sweep families and commands added; the crossover
+    entry folded from every run's calibration. All reports must come from one GPU."""
+    if not docs:
+        raise MlptuiError("no reports to merge")
+    devices = {d.get("device") for d in docs}
+    if len(devices) != 1:
+        raise MlptuiError(f"reports from different GPUs: {', '.join(sorted(map(str, devices)))}")
+    out = dict(docs[0])
+    out["results"] = [r for d in docs for r in d.get("results", [])]
+    out["errors"] = [e for d in docs for e in d.get("errors", [])]
+    out["commands"] = [c for d in docs for c in (d.get("commands") or [d.get("command")]) if c]
+    sweeps = [d["sweep"] for d in docs if d.get("sweep")]
+    if sweeps:
+        sweep = dict(sweeps[0])
+        sweep["families"] = [f for s in sweeps for f in s.get("families", [])]
+        sweep["summary"] = summarize(out["results"])
+        out["sweep"] = sweep
+    entries = [d["crossover"] for d in docs if d.get("crossover")]
+    if entries:  # each run measured its own families' model; a family measured twice keeps the later
+        fams = {(f["dim"], f["hidden"]): f for e in entries for f in e.get("families", [])}
+        entry = {**entries[0], "families": list(fams.values())}
+        device = str(out["device"])
+        folded = crossover.fold_sweep({"devices": {device: entry}}, {"device": device, "results": out["results"]},
+                                      "; ".join(out["commands"]))
+        out["crossover"] = folded["devices"][device]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mlptui.runners.bench_report", description=__doc__)
+    parser.add_argument("reports", nargs="+", type=Path)
+    parser.add_argument("--out", type=Path, required=True, help="the merged report (never overwritten)")
+    parser.add_argument("--table", type=Path, help="crossover table to update with this GPU's folded entry")
+    args = parser.parse_args(argv)
+    try:
+        if args.out.exists():
+            raise MlptuiError(f"{args.out} exists; the merged report never overwrites a file")
+        docs = []
+        for p in args.reports:
+            try:
+                docs.append(json.loads(p.read_text()))
+            except (OSError, ValueError) as exc:
+                raise MlptuiError(f"{p}: not a readable bench report ({exc})") from None
+        merged = merge_reports(docs)
+        from mlptui.contract.files import write_atomic
+
+        write_atomic(args.out, (json.dumps(merged, indent=1) + "\n").encode())
+        if args.table is not None and merged.get("crossover"):
+            table = json.loads(args.table.read_text()) if args.table.exists() else {}
+            write_atomic(args.table, (json.dumps(crossover.merge_device(table, str(merged["device"]),
+                                                                        merged["crossover"]), indent=1)
+                                      + "\n").encode())
+    except MlptuiError as exc:
+        print(f"mlptui: {exc}", file=sys.stderr)
+        return 2
+    summary = merged.get("sweep", {}).get("summary", {})
+    for ps, s in summary.items():
+        print(f"{ps}: {s['cells']} cells, worst fused/eager {s['worst_fused_over_eager']} "
+              f"({s['worst_cell']}), slower than eager by >2%: {len(s['slower_than_eager_by_2pct'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
