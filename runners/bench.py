@@ -332,7 +332,7 @@ def render_table(report: dict[str, Any]) -> str:
     head = (f"{'shape':9} {'mode':14} {'median µs':>10} {'TFLOP/s':>8} {'% floor':>8} {'× eager':>8} "
             f"{'graph µs':>9} {'host µs':>8}  note")
     lines = [head, "-" * len(head)]
-    for r in (r for r in report["results"] if not r.get("sweep")):
+    for r in (r for r in report["results"] if not r.get("sweep") and not r.get("calibration")):
         spd = f"{r['speedup_vs_eager']:.2f}" if "speedup_vs_eager" in r else ""
         graph = f"{r['graph_us']:.1f}" if "graph_us" in r else ""
         host = f"{r['host_us']:.1f}" if "host_us" in r else ""

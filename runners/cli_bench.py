@@ -172,7 +172,8 @@ def run(args: argparse.Namespace) -> int:
                            "rows": list(sweep_args["rows"]), "modes": list(sweep_args["modes"]),
                            "passes": list(sweep_args["passes"]), **info,
                            "timing": f"do_bench median (warm-up 5 ms, 20 ms), L2 flushed; modes of a cell in turn, "
-                                     f"best of {sweep.ROUNDS}; compile: torch.compile(dynamic=True) per family",
+                                     f"best of {sweep.ROUNDS} rounds ({sweep.HOST_BOUND_ROUNDS} for host-bound cells: "
+                                     f"fwd <= 256 rows, fwd+bwd <= 4096), collector paused; compile: torch.compile(dynamic=True) per family",
                            "summary": summarize(rows)}
     doc: dict[str, Any] = {"device": dev["name"], "device_slug": dev["slug"], "torch": torch.__version__,
                            "triton": triton.__version__, "cuda": torch.version.cuda, "command": command,

@@ -23,6 +23,7 @@ modes "fused-forced" and "eager".
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import os
 import time
@@ -42,6 +43,7 @@ SWEEP_ROWS: tuple[int, ...] = (1, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192,
 SWEEP_MODES: tuple[str, ...] = ("eager", "fused", "compile", "kernels")
 PASSES: tuple[str, ...] = ("fwd", "fwd+bwd")
 ROUNDS = 3
+HOST_BOUND_ROUNDS = 9
 
 
 def _graph_us(fn: Callable[[], Any], rep_ms: float) -> float:
@@ -131,12 +133,27 @@ def _step(mode: str, module: torch.nn.Module, x: torch.Tensor, bwd: bool) -> Cal
     return step
 
 
-def _best_us(fns: dict[str, Callable[[], Any]], rows: int, warmup_ms: float, rep_ms: float) -> dict[str, float]:
-    """Each callable's best do_bench median over the rounds, the callables timed in turn."""
+def rounds_for(rows: int, bwd: bool) -> int:
+    """Rounds of a cell. Host-bound cells (a forward of a few hundred rows, a training step below ~8k
+    rows) wait on the host, whose time moves by tens of percent between moments (scheduling, the autograd
+    thread's wake-up), so they take the best of many rounds; large cells are GPU-bound and steady."""
+    if (bwd and rows <= 4096) or (not bwd and rows <= 256):
+        return HOST_BOUND_ROUNDS
+    return ROUNDS if rows <= 2048 else 2
+
+
+def _best_us(fns: dict[str, Callable[[], Any]], rounds: int, warmup_ms: float, rep_ms: float) -> dict[str, float]:
+    """Each callable's best do_bench median over the rounds, the callables timed in turn, with the
+    collector paused (a collection inside one callable's window would be charged to it alone)."""
     best = {m: float("inf") for m in fns}
-    for _ in range(ROUNDS if rows <= 2048 else 2):  # large cells are GPU-bound and steady
-        for m, fn in fns.items():
-            best[m] = min(best[m], _median_us(fn, warmup_ms, rep_ms))
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(rounds):
+            for m, fn in fns.items():
+                best[m] = min(best[m], _median_us(fn, warmup_ms, rep_ms))
+    finally:
+        gc.enable()
     return best
 
 
@@ -168,7 +185,7 @@ def calibrate(dim: int, hidden: int, eager: torch.nn.Module, rows: tuple[int, ..
                 except Exception as exc:
                     errors.append({"mode": "fused-forced", "shape": shape, "rows": str(r), "pass": ps,
                                    "kind": "failed", "error": _first_line(exc)})
-                best = _best_us(fns, r, warmup_ms, rep_ms)
+                best = _best_us(fns, rounds_for(r, bwd), warmup_ms, rep_ms)
                 for m, us in best.items():
                     out.append({"shape": shape, "rows": r, "dim": dim, "hidden": hidden, "mode": m, "pass": ps,
                                 "median_us": round(us, 2), "calibration": True})
@@ -229,7 +246,7 @@ def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: t
                         if not err <= 1e-2:
                             errors.append({"mode": "fused", "shape": shape, "rows": str(r), "pass": ps,
                                            "kind": "inaccurate", "error": f"relative error {err:.3g}"})
-                    best = _best_us(fns, r, warmup_ms, rep_ms)
+                    best = _best_us(fns, rounds_for(r, bwd), warmup_ms, rep_ms)
                     path = mods["fused"].path_for(r, train=bwd) if "fused" in mods else None
                     for m, us in best.items():
                         row: dict[str, Any] = {"shape": shape, "rows": r, "dim": dim, "hidden": hidden, "mode": m,
