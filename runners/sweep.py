@@ -44,6 +44,8 @@ SWEEP_MODES: tuple[str, ...] = ("eager", "fused", "compile", "kernels")
 PASSES: tuple[str, ...] = ("fwd", "fwd+bwd")
 ROUNDS = 3
 HOST_BOUND_ROUNDS = 9
+BURN_S = 0.1
+EAGER_AGAIN = "eager-again"  # eager's module timed a second time, as its own mode: the cell's noise
 
 
 def _graph_us(fn: Callable[[], Any], rep_ms: float) -> float:
@@ -143,18 +145,32 @@ def rounds_for(rows: int, bwd: bool) -> int:
 
 
 def _best_us(fns: dict[str, Callable[[], Any]], rounds: int, warmup_ms: float, rep_ms: float) -> dict[str, float]:
-    """Each callable's best do_bench median over the rounds, the callables timed in turn, with the
-    collector paused (a collection inside one callable's window would be charged to it alone)."""
+    """Each callable's best do_bench median over the rounds, with the collector paused (a collection in
+    one callable's window would be charged to it alone). The GPU is first kept busy for BURN_S with the
+    cell's own work, so that every mode is timed at the clocks of sustained load, and each round starts
+    with the next mode: none is always the first after a pause."""
     best = {m: float("inf") for m in fns}
+    order = list(fns)
     gc.collect()
     gc.disable()
     try:
-        for _ in range(rounds):
-            for m, fn in fns.items():
-                best[m] = min(best[m], _median_us(fn, warmup_ms, rep_ms))
+        end = time.perf_counter() + BURN_S
+        while time.perf_counter() < end:
+            for fn in fns.values():
+                fn()
+        torch.cuda.synchronize()
+        for k in range(rounds):
+            for m in order[k % len(order):] + order[:k % len(order)]:
+                best[m] = min(best[m], _median_us(fns[m], warmup_ms, rep_ms))
     finally:
         gc.enable()
     return best
+
+
+def noise(best: dict[str, float]) -> float | None:
+    """The cell's timing spread: eager timed twice as two modes, |ratio − 1| (None without the repeat)."""
+    a, b = best.get("eager"), best.get(EAGER_AGAIN)
+    return round(abs(b / a - 1.0), 4) if a and b else None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -177,7 +193,7 @@ def calibrate(dim: int, hidden: int, eager: torch.nn.Module, rows: tuple[int, ..
         with torch.set_grad_enabled(bwd):
             for r in rows:
                 x = torch.randn(r, dim, device="cuda", dtype=dtype)
-                fns = {"eager": _step("eager", eager, x, bwd)}
+                fns = {"eager": _step("eager", eager, x, bwd), EAGER_AGAIN: _step("eager", eager, x, bwd)}
                 try:
                     fn = _step("fused-forced", forced, x, bwd)
                     fn()  # tunes this bucket
@@ -186,12 +202,13 @@ def calibrate(dim: int, hidden: int, eager: torch.nn.Module, rows: tuple[int, ..
                     errors.append({"mode": "fused-forced", "shape": shape, "rows": str(r), "pass": ps,
                                    "kind": "failed", "error": _first_line(exc)})
                 best = _best_us(fns, rounds_for(r, bwd), warmup_ms, rep_ms)
+                spread = noise(best)
                 for m, us in best.items():
                     out.append({"shape": shape, "rows": r, "dim": dim, "hidden": hidden, "mode": m, "pass": ps,
-                                "median_us": round(us, 2), "calibration": True})
+                                "median_us": round(us, 2), "calibration": True, "noise": spread})
                 if "fused-forced" in best:
                     note(f"calibration {shape} {ps} rows {r}: fused {best['fused-forced']:.1f} us, "
-                         f"eager {best['eager']:.1f} us")
+                         f"eager {best['eager']:.1f} / {best[EAGER_AGAIN]:.1f} us")
     del forced
     return out
 
@@ -232,7 +249,7 @@ def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: t
                 for r in rows:
                     x = torch.randn(r, dim, device="cuda", dtype=dtype)
                     fns: dict[str, Callable[[], Any]] = {}
-                    for mode, mod in mods.items():
+                    for mode, mod in [*mods.items(), (EAGER_AGAIN, mods["eager"])]:
                         try:
                             fn = _step(mode, mod, x, bwd)
                             fn()  # compiles / tunes
@@ -248,9 +265,10 @@ def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: t
                                            "kind": "inaccurate", "error": f"relative error {err:.3g}"})
                     best = _best_us(fns, rounds_for(r, bwd), warmup_ms, rep_ms)
                     path = mods["fused"].path_for(r, train=bwd) if "fused" in mods else None
+                    spread = noise(best)
                     for m, us in best.items():
                         row: dict[str, Any] = {"shape": shape, "rows": r, "dim": dim, "hidden": hidden, "mode": m,
-                                               "pass": ps, "median_us": round(us, 2), "sweep": True}
+                                               "pass": ps, "median_us": round(us, 2), "sweep": True, "noise": spread}
                         if m == "fused":
                             row["path"] = path
                         results.append(row)

@@ -465,3 +465,20 @@ def test_bench_reports_of_one_gpu_merge_and_refuse_two_gpus(tmp_path) -> None:
     assert set(json.loads(table.read_text())["devices"]) == {"Keep", "GPU"}
     assert main([str(pa), "--out", str(out)]) == 2  # never overwritten
 
+
+
+def test_a_cell_whose_eager_timings_disagree_routes_nothing() -> None:
+    """Eager timed twice in one cell differing by more than the margin makes the cell unmeasured: a
+    training step there stays on eager's kernels however fast the forced fused path looked."""
+    from mlptui.runners.fused import crossover as cx
+
+    fam = {"dim": 768, "hidden": 3072, "rows": [1, 8192], "fused_gpu_us": [10, 180], "eager_gpu_us": [14, 260],
+           "fused_host_us": 5, "eager_host_us": 5}
+    base = cx.model_from_table({"devices": {"GPU": {"families": [fam]}}}, "GPU")
+    quiet, noisy = 0.01, 0.2
+    results = [{"calibration": True, "dim": 768, "hidden": 3072, "rows": r, "pass": "fwd+bwd", "mode": m,
+                "median_us": us, "noise": n}
+               for r, n in ((64, noisy), (8192, quiet)) for m, us in (("eager", 900), ("fused-forced", 500))]
+    model = cx.with_calibration(base, results)
+    assert not model.use_fused(64, 768, 3072, train=True)
+    assert model.use_fused(8192, 768, 3072, train=True)

@@ -153,7 +153,9 @@ def use_fused(rows: int, dim: int, hidden: int, model: CrossoverModel | None, tr
 
 def _bench_cells(results: list[dict[str, Any]]) -> tuple[dict[tuple[int, int, str, int], tuple[float, float]], bool]:
     """(dim, hidden, pass, rows) -> (fused µs, eager µs) of the cells where the fused path ran, and whether
-    they come from a calibration (the fused path forced on) rather than from the routed sweep."""
+    they come from a calibration (the fused path forced on) rather than from the routed sweep. A cell whose
+    two timings of eager differ by more than the pass's margin is left out: unmeasured (training then
+    stays unfused; inference follows the model)."""
     calibrated = any(r.get("calibration") for r in results)
     by_cell: dict[tuple[int, int, str, int], dict[str, dict[str, Any]]] = {}
     for r in results:
@@ -166,8 +168,12 @@ def _bench_cells(results: list[dict[str, Any]]) -> tuple[dict[tuple[int, int, st
     pairs = {}
     for key, modes in by_cell.items():
         fused, eager = modes.get("fused"), modes.get("eager")
-        if fused is not None and eager is not None and fused.get("path") == "fused":
-            pairs[key] = (float(fused["median_us"]), float(eager["median_us"]))
+        if fused is None or eager is None or fused.get("path") != "fused":
+            continue
+        spread = eager.get("noise")
+        if spread is not None and spread > (TRAIN_MARGIN if key[2] == "fwd+bwd" else MARGIN):
+            continue  # eager timed twice differed by more than the margin: this cell resolves nothing
+        pairs[key] = (float(fused["median_us"]), float(eager["median_us"]))
     return pairs, calibrated
 
 
@@ -188,12 +194,14 @@ def fold_sweep(table: dict[str, Any], report: dict[str, Any], source: str) -> di
     device = report["device"]
     entry = dict(table["devices"][device])
     pairs, _ = _bench_cells(report["results"])
-    rows = sorted({k[3] for k in pairs} | {r["rows"] for r in report["results"] if r.get("sweep")})
+    rows = sorted({k[3] for k in pairs} | {r["rows"] for r in report["results"]
+                                           if r.get("sweep") or r.get("calibration")})
+    measured = {(r["dim"], r["hidden"]) for r in report["results"] if r.get("sweep") or r.get("calibration")}
     families = []
     for f in entry["families"]:
         f = dict(f)
         fam_pairs = _family_pairs(pairs, f["dim"], f["hidden"], rows)
-        if any(p[0] is not None for seq in fam_pairs.values() for p in seq) or "bench_rows" not in f:
+        if (f["dim"], f["hidden"]) in measured or "bench_rows" not in f:
             f.update(bench_rows=rows, fwd_bench_us=fam_pairs["fwd"], train_bench_us=fam_pairs["fwd+bwd"])
         families.append(f)
     entry.update(families=families, bench_source=source)
@@ -203,10 +211,11 @@ def fold_sweep(table: dict[str, Any], report: dict[str, Any], source: str) -> di
 def with_calibration(model: CrossoverModel, results: list[dict[str, Any]]) -> CrossoverModel:
     """The model with a calibration's pairs (fused forced vs eager, per pass and row count) put into the
     families it measured; the others are kept as they were."""
-    pairs, _ = _bench_cells([r for r in results if r.get("calibration")])
+    calibration = [r for r in results if r.get("calibration")]
+    pairs, _ = _bench_cells(calibration)
     fams = []
     for fam in model.families:
-        rows = sorted({k[3] for k in pairs if k[:2] == (fam.dim, fam.hidden)})
+        rows = sorted({r["rows"] for r in calibration if (r["dim"], r["hidden"]) == (fam.dim, fam.hidden)})
         if not rows:
             fams.append(fam)
             continue
