@@ -29,7 +29,13 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         out[ps] = {"cells": len(cells), "worst_fused_over_eager": round(1 / worst["vs_eager"], 3),
                    "worst_cell": f"{worst['shape']} rows {worst['rows']}",
                    "slower_than_eager_by_2pct": [f"{r['shape']} rows {r['rows']} ({1 / r['vs_eager']:.3f}x)"
-                                                 for r in cells if r["vs_eager"] < 1 / 1.02]}
+                                                 for r in cells if r["vs_eager"] < 1 / 1.02],
+                   # slower by more than 2 % and by more than eager differed from itself in the same cell
+                   "slower_beyond_noise": [f"{r['shape']} rows {r['rows']} ({1 / r['vs_eager']:.3f}x, "
+                                           f"noise {r['noise']:.3f})" for r in cells
+                                           if r.get("noise") is not None
+                                           and 1 / r["vs_eager"] > max(1.02, 1 + r["noise"])],
+                   "fused_path_cells": sum(1 for r in cells if r.get("path") == "fused")}
     return out
 
 
@@ -91,8 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     summary = merged.get("sweep", {}).get("summary", {})
     for ps, s in summary.items():
-        print(f"{ps}: {s['cells']} cells, worst fused/eager {s['worst_fused_over_eager']} "
-              f"({s['worst_cell']}), slower than eager by >2%: {len(s['slower_than_eager_by_2pct'])}")
+        print(f"{ps}: {s['cells']} cells ({s['fused_path_cells']} on the fused path), worst fused/eager "
+              f"{s['worst_fused_over_eager']} ({s['worst_cell']}), slower than eager by >2%: "
+              f"{len(s['slower_than_eager_by_2pct'])}, of them beyond the cell's noise: {len(s['slower_beyond_noise'])}")
     return 0
 
 
