@@ -171,9 +171,12 @@ def run(args: argparse.Namespace) -> int:
         report["sweep"] = {"families": [f"{d}x{h}" for d, h in sweep_args["families"]],
                            "rows": list(sweep_args["rows"]), "modes": list(sweep_args["modes"]),
                            "passes": list(sweep_args["passes"]), **info,
-                           "timing": f"do_bench median (warm-up 5 ms, 20 ms), L2 flushed; modes of a cell in turn, "
-                                     f"best of {sweep.ROUNDS} rounds ({sweep.HOST_BOUND_ROUNDS} for host-bound cells: "
-                                     f"fwd <= 256 rows, fwd+bwd <= 4096), collector paused; compile: torch.compile(dynamic=True) per family",
+                           "timing": f"GPU-bound cells: do_bench median (warm-up 5 ms, 20 ms), L2 flushed, best of "
+                                     f"{sweep.ROUNDS} rounds, mode order rotated; host-bound cells (fwd <= 256 rows, "
+                                     f"fwd+bwd <= 4096): median of {sweep.HOST_BOUND_CALLS} synchronized calls per "
+                                     f"mode, modes alternating call by call; collector paused; eager timed twice "
+                                     f"(eager-again) as the cell's noise; compile: torch.compile(dynamic=True) "
+                                     f"per family",
                            "summary": summarize(rows)}
     doc: dict[str, Any] = {"device": dev["name"], "device_slug": dev["slug"], "torch": torch.__version__,
                            "triton": triton.__version__, "cuda": torch.version.cuda, "command": command,

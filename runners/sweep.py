@@ -43,7 +43,7 @@ SWEEP_ROWS: tuple[int, ...] = (1, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192,
 SWEEP_MODES: tuple[str, ...] = ("eager", "fused", "compile", "kernels")
 PASSES: tuple[str, ...] = ("fwd", "fwd+bwd")
 ROUNDS = 3
-HOST_BOUND_ROUNDS = 9
+HOST_BOUND_CALLS = 200  # calls per mode of a host-bound cell, interleaved
 BURN_S = 0.1
 EAGER_AGAIN = "eager-again"  # eager's module timed a second time, as its own mode: the cell's noise
 
@@ -135,20 +135,34 @@ def _step(mode: str, module: torch.nn.Module, x: torch.Tensor, bwd: bool) -> Cal
     return step
 
 
-def rounds_for(rows: int, bwd: bool) -> int:
-    """Rounds of a cell. Host-bound cells (a forward of a few hundred rows, a training step below ~8k
-    rows) wait on the host, whose time moves by tens of percent between moments (scheduling, the autograd
-    thread's wake-up), so they take the best of many rounds; large cells are GPU-bound and steady."""
-    if (bwd and rows <= 4096) or (not bwd and rows <= 256):
-        return HOST_BOUND_ROUNDS
-    return ROUNDS if rows <= 2048 else 2
+def host_bound(rows: int, bwd: bool) -> bool:
+    """Cells whose call waits on the host (a forward of a few hundred rows, a training step below ~8k rows
+    here): their time follows the host's, which drifts by tens of percent from one moment to the next
+    (scheduling, the autograd thread's wake-up)."""
+    return (bwd and rows <= 4096) or (not bwd and rows <= 256)
 
 
-def _best_us(fns: dict[str, Callable[[], Any]], rounds: int, warmup_ms: float, rep_ms: float) -> dict[str, float]:
-    """Each callable's best do_bench median over the rounds, with the collector paused (a collection in
-    one callable's window would be charged to it alone). The GPU is first kept busy for BURN_S with the
-    cell's own work, so that every mode is timed at the clocks of sustained load, and each round starts
-    with the next mode: none is always the first after a pause."""
+def _interleaved_us(fns: dict[str, Callable[[], Any]], calls: int) -> dict[str, float]:
+    """Median µs of one call, each synchronized call timed on the host, the modes alternating call by call
+    (the order rotated each time), so a drift of the host's speed reaches every mode alike."""
+    order = list(fns)
+    times: dict[str, list[float]] = {m: [] for m in fns}
+    for k in range(calls):
+        for m in order[k % len(order):] + order[:k % len(order)]:
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            fns[m]()
+            torch.cuda.synchronize()
+            times[m].append(time.perf_counter() - t0)
+    return {m: sorted(ts)[len(ts) // 2] * 1e6 for m, ts in times.items()}
+
+
+def _best_us(fns: dict[str, Callable[[], Any]], rows: int, bwd: bool, warmup_ms: float,
+             rep_ms: float) -> dict[str, float]:
+    """Each callable's time in this cell, with the collector paused (a collection in one callable's window
+    would be charged to it alone). GPU-bound cells: the best do_bench median (L2 flushed) over the rounds;
+    the GPU is first kept busy for BURN_S with the cell's own work, so every mode is timed at the clocks
+    of sustained load, and each round starts with the next mode. Host-bound cells: _interleaved_us."""
     best = {m: float("inf") for m in fns}
     order = list(fns)
     gc.collect()
@@ -159,7 +173,9 @@ def _best_us(fns: dict[str, Callable[[], Any]], rounds: int, warmup_ms: float, r
             for fn in fns.values():
                 fn()
         torch.cuda.synchronize()
-        for k in range(rounds):
+        if host_bound(rows, bwd):
+            return _interleaved_us(fns, HOST_BOUND_CALLS)
+        for k in range(ROUNDS if rows <= 2048 else 2):  # large cells are steady
             for m in order[k % len(order):] + order[:k % len(order)]:
                 best[m] = min(best[m], _median_us(fns[m], warmup_ms, rep_ms))
     finally:
@@ -201,7 +217,7 @@ def calibrate(dim: int, hidden: int, eager: torch.nn.Module, rows: tuple[int, ..
                 except Exception as exc:
                     errors.append({"mode": "fused-forced", "shape": shape, "rows": str(r), "pass": ps,
                                    "kind": "failed", "error": _first_line(exc)})
-                best = _best_us(fns, rounds_for(r, bwd), warmup_ms, rep_ms)
+                best = _best_us(fns, r, bwd, warmup_ms, rep_ms)
                 spread = noise(best)
                 for m, us in best.items():
                     out.append({"shape": shape, "rows": r, "dim": dim, "hidden": hidden, "mode": m, "pass": ps,
@@ -263,7 +279,7 @@ def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: t
                         if not err <= 1e-2:
                             errors.append({"mode": "fused", "shape": shape, "rows": str(r), "pass": ps,
                                            "kind": "inaccurate", "error": f"relative error {err:.3g}"})
-                    best = _best_us(fns, rounds_for(r, bwd), warmup_ms, rep_ms)
+                    best = _best_us(fns, r, bwd, warmup_ms, rep_ms)
                     path = mods["fused"].path_for(r, train=bwd) if "fused" in mods else None
                     spread = noise(best)
                     for m, us in best.items():
