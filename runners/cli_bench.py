@@ -171,10 +171,11 @@ def run(args: argparse.Namespace) -> int:
         report["sweep"] = {"families": [f"{d}x{h}" for d, h in sweep_args["families"]],
                            "rows": list(sweep_args["rows"]), "modes": list(sweep_args["modes"]),
                            "passes": list(sweep_args["passes"]), **info,
-                           "timing": f"GPU-bound cells: do_bench median (warm-up 5 ms, 20 ms), L2 flushed, best of "
+                           "timing": f"GPU-bound cells: do_bench median (warm-up 5 ms, 20 ms or {sweep.MIN_CALLS} calls), "
+                                     f"L2 flushed, best of "
                                      f"{sweep.ROUNDS} rounds, mode order rotated; host-bound cells (fwd <= 256 rows, "
                                      f"fwd+bwd <= 4096): median of {sweep.HOST_BOUND_CALLS} synchronized calls per "
-                                     f"mode, modes alternating call by call; collector paused; eager timed twice "
+                                     f"mode, modes alternating call by call, L2 flushed before each; collector paused; eager timed twice "
                                      f"(eager-again) as the cell's noise; compile: torch.compile(dynamic=True) "
                                      f"per family",
                            "summary": summarize(rows)}

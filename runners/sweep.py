@@ -45,6 +45,8 @@ PASSES: tuple[str, ...] = ("fwd", "fwd+bwd")
 ROUNDS = 3
 HOST_BOUND_CALLS = 200  # calls per mode of a host-bound cell, interleaved
 BURN_S = 0.1
+MIN_CALLS = 15
+L2_FLUSH_BYTES = 256 * 1024 * 1024  # as do_bench's cache flush
 EAGER_AGAIN = "eager-again"  # eager's module timed a second time, as its own mode: the cell's noise
 
 
@@ -144,11 +146,14 @@ def host_bound(rows: int, bwd: bool) -> bool:
 
 def _interleaved_us(fns: dict[str, Callable[[], Any]], calls: int) -> dict[str, float]:
     """Median µs of one call, each synchronized call timed on the host, the modes alternating call by call
-    (the order rotated each time), so a drift of the host's speed reaches every mode alike."""
+    (the order rotated each time), so a drift of the host's speed reaches every mode alike; L2 is
+    flushed before each call, as do_bench does (eager timed right after its own twin ran 2-3 % faster)."""
     order = list(fns)
     times: dict[str, list[float]] = {m: [] for m in fns}
+    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
     for k in range(calls):
         for m in order[k % len(order):] + order[:k % len(order)]:
+            flush.zero_()  # no mode finds the weights of the one before it in L2
             torch.cuda.synchronize()
             t0 = time.perf_counter()
             fns[m]()
@@ -168,16 +173,21 @@ def _best_us(fns: dict[str, Callable[[], Any]], rows: int, bwd: bool, warmup_ms:
     gc.collect()
     gc.disable()
     try:
-        end = time.perf_counter() + BURN_S
+        start = time.perf_counter()
+        end, passes = start + BURN_S, 0
         while time.perf_counter() < end:
             for fn in fns.values():
                 fn()
+            passes += 1
         torch.cuda.synchronize()
         if host_bound(rows, bwd):
             return _interleaved_us(fns, HOST_BOUND_CALLS)
+        # at least MIN_CALLS timed calls per median, however long a call is
+        call_ms = (time.perf_counter() - start) * 1e3 / (passes * len(fns))
+        rep = max(rep_ms, MIN_CALLS * call_ms)
         for k in range(ROUNDS if rows <= 2048 else 2):  # large cells are steady
             for m in order[k % len(order):] + order[:k % len(order)]:
-                best[m] = min(best[m], _median_us(fns[m], warmup_ms, rep_ms))
+                best[m] = min(best[m], _median_us(fns[m], warmup_ms, rep))
     finally:
         gc.enable()
     return best
