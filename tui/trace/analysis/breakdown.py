@@ -15,6 +15,7 @@ The categories of a window sum to its length exactly (integer nanoseconds).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
@@ -24,6 +25,8 @@ from mlptui.trace.parse.index import STEP_PREFIX
 
 CATEGORIES = ("kernel", "memcpy", "memset", "runtime", "dataloader", "cpu_exec", "other")
 _HOST_CATS = frozenset({CPU_OP, ANNOTATION, PYTHON})
+_CAT, _TS, _DUR = attrgetter("cat"), attrgetter("ts"), attrgetter("dur")
+_CAT_NAME = attrgetter("cat", "name")
 
 
 @dataclass(frozen=True)
@@ -64,26 +67,42 @@ def step_windows(trace: Trace) -> list[Window]:
 
 def category_intervals(trace: Trace) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """(starts, ends) in ns of everything that can claim time, per category (not yet de-overlapped)."""
-    spans: dict[str, tuple[list[float], list[float]]] = {c: ([], []) for c in CATEGORIES[:-1]}
-    gpu_cat = {KERNEL: "kernel", MEMCPY: "memcpy", MEMSET: "memset"}
-    for g in trace.gpu:
-        s, e = spans[gpu_cat[g.cat]]
-        s.append(g.ts)
-        e.append(g.end)
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    gpu = trace.gpu
+    gpu_cats = np.asarray(list(map(_CAT, gpu)), dtype=object)
+    gpu_ts = np.fromiter(map(_TS, gpu), dtype=np.float64, count=len(gpu))
+    gpu_end = gpu_ts + np.fromiter(map(_DUR, gpu), dtype=np.float64, count=len(gpu))   # GpuOp.end
+    for cat, key in ((KERNEL, "kernel"), (MEMCPY, "memcpy"), (MEMSET, "memset")):
+        pick = gpu_cats == cat
+        out[key] = (to_ns(gpu_ts[pick]), to_ns(gpu_end[pick]))
+    # Each op's category, decided once per distinct (category, name): names repeat across steps.
     step_ops = {s.op for s in trace.steps}
-    for op in trace.ops:
-        if op.cat in LAUNCH_CATS:
-            key = "runtime"
-        elif op.cat in _HOST_CATS:
-            if op.id in step_ops or op.name.startswith(STEP_PREFIX):
-                continue
-            key = "dataloader" if is_dataloader(op.name) else "cpu_exec"
-        else:
-            continue
-        s, e = spans[key]
-        s.append(op.ts)
-        e.append(op.end)
-    return {c: (to_ns(s), to_ns(e)) for c, (s, e) in spans.items()}
+    kind: dict[tuple[str, str], int] = {}
+    codes = np.fromiter((kind[k] if k in kind else kind.setdefault(k, _host_kind(*k))
+                         for k in map(_CAT_NAME, trace.ops)), dtype=np.int8,
+                        count=len(trace.ops))
+    if step_ops:       # a step's own annotation claims nothing (a runtime call would still count)
+        ids = np.fromiter(step_ops, dtype=np.int64, count=len(step_ops))
+        codes[ids] = np.where(codes[ids] == 0, 0, _SKIP)
+    ops = trace.ops
+    ts = np.fromiter(map(_TS, ops), dtype=np.float64, count=len(ops))
+    end = ts + np.fromiter(map(_DUR, ops), dtype=np.float64, count=len(ops))      # Op.end
+    for code, key in enumerate(("runtime", "dataloader", "cpu_exec")):
+        pick = codes == code
+        out[key] = (to_ns(ts[pick]), to_ns(end[pick]))
+    return {c: out[c] for c in CATEGORIES[:-1]}
+
+
+_SKIP = 3          # not a host category, or a step's own annotation
+
+
+def _host_kind(cat: str, name: str) -> int:
+    """0 runtime, 1 dataloader, 2 cpu_exec, _SKIP for what claims no host time."""
+    if cat in LAUNCH_CATS:
+        return 0
+    if cat in _HOST_CATS and not name.startswith(STEP_PREFIX):
+        return 1 if is_dataloader(name) else 2
+    return _SKIP
 
 
 def breakdown(trace: Trace, windows: list[Window] | None = None) -> list[dict[str, int]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlptui.trace.analysis.overview import blocks_per_sm
+from mlptui.trace.analysis.kernel_figures import kernel_figures
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.model import KERNEL, Trace
 
@@ -58,6 +58,7 @@ def kernel_stats(trace: Trace, step: int | None = None, by_op: bool = False,
     """Kernel groups of the scope (kernels launched in `step`; or all, or all launched in any step when
     `steps_only`), most total time first."""
     groups: dict[tuple[str, str | None], KernelGroup] = {}
+    figures = kernel_figures(trace)
     for g in trace.gpu:
         if g.cat != KERNEL or (step is not None and g.step != step) or (steps_only and g.step < 0):
             continue
@@ -70,13 +71,12 @@ def kernel_stats(trace: Trace, step: int | None = None, by_op: bool = False,
         row.min_us = min(row.min_us, g.dur)
         row.max_us = max(row.max_us, g.dur)
         row.ids.append(g.id)
-        args = trace.gpu_args(g.id)
-        bps = blocks_per_sm(trace, g.id, args)
+        bps = figures.blocks_per_sm[g.id]
         if bps is not None:
             row._bps += bps * g.dur
             row._bps_us += g.dur
-        occ = args.get("est. achieved occupancy %")
-        if isinstance(occ, int | float) and occ >= 0:
+        occ = figures.occupancy_pct[g.id]
+        if occ is not None:
             row._occ += occ * g.dur
             row._occ_us += g.dur
     rows = list(groups.values())

@@ -154,6 +154,11 @@ def _count(value: Any) -> TypeGuard[int | float]:
 
 
 def _triple(value: Any) -> tuple[int, int, int] | None:
+    if type(value) is list and len(value) == 3:      # what every trace records; checked without calls
+        x, y, z = value
+        if type(x) is int and type(y) is int and type(z) is int and \
+                0 <= x < 1 << 40 and 0 <= y < 1 << 40 and 0 <= z < 1 << 40:
+            return x, y, z
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) and _count(v) for v in value):
         dims = [int(v) for v in value[:3]] + [1] * (3 - min(3, len(value)))
         return dims[0], dims[1], dims[2]

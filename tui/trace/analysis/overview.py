@@ -17,18 +17,17 @@ figures over the whole scope.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from mlptui.trace.analysis.breakdown import CATEGORIES, Window, breakdown, step_windows
-from mlptui.trace.analysis.occupancy import device_for, kernel_occupancy
+from mlptui.trace.analysis.kernel_figures import blocks_per_sm_of, kernel_figures
+from mlptui.trace.analysis.occupancy import device_for
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.analysis.timeline_segments import Segments, to_ns
 from mlptui.trace.model import KERNEL, Trace
-from mlptui.trace.parse.limits import finite_number
 
 
 @dataclass
@@ -86,28 +85,20 @@ class KernelFacts:
 def blocks_per_sm(trace: Trace, gid: int, args: dict[str, Any] | None = None) -> float | None:
     """The trace's `blocks per SM`, else grid blocks ÷ the device's SMs; None when neither is known."""
     args = trace.gpu_args(gid) if args is None else args
-    reported = finite_number(args.get("blocks per SM"))
-    if reported is not None and reported > 0:
-        return float(reported)
-    grid = args.get("grid")
-    device = device_for(trace, trace.gpu[gid].device) or {}
-    sms = device.get("numSms")
-    if isinstance(grid, list) and grid and all(isinstance(v, int) for v in grid) and isinstance(sms, int) and sms:
-        return float(math.prod(grid)) / sms
-    return None
+    return blocks_per_sm_of(args, device_for(trace, trace.gpu[gid].device))
 
 
 def kernel_facts(trace: Trace) -> KernelFacts:
     ids = [g.id for g in trace.gpu if g.cat == KERNEL]
+    figures = kernel_figures(trace)
     sm, occ, th, tc = [], [], [], []
     for gid in ids:
-        args = trace.gpu_args(gid)
-        bps = blocks_per_sm(trace, gid, args)
+        bps = figures.blocks_per_sm[gid]
         sm.append(min(bps, 1.0) if bps else 0.0)
-        pct = args.get("est. achieved occupancy %")
-        occ.append(float(pct) if isinstance(pct, int | float) and pct >= 0 else np.nan)
-        o = kernel_occupancy(trace, gid)
-        th.append(o.fraction if o is not None else np.nan)
+        pct = figures.occupancy_pct[gid]
+        occ.append(float(pct) if pct is not None else np.nan)
+        fraction = figures.theoretical[gid]
+        th.append(fraction if fraction is not None else np.nan)
         tc.append(uses_tensor_cores(trace.gpu[gid].name))
     gpu = trace.gpu
     return KernelFacts(ids, np.asarray([gpu[i].device for i in ids], dtype=np.int64),

@@ -46,6 +46,7 @@ JSON shape (`mlptui summary PATH --json`; times in µs rounded to ns, lists sort
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 from mlptui.trace.analysis.device_arch import device_arch
@@ -61,6 +62,7 @@ from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, MEMCPY, MEMSET, Op, T
 from mlptui.trace.names.kernel import decode_kernel
 
 _PATH_CATS = frozenset({CPU_OP, ANNOTATION})
+_TS = attrgetter("ts")
 
 
 def _r(x: float) -> float:
@@ -122,12 +124,22 @@ def _dispatch(trace: Trace) -> list[dict[str, Any]]:
     ends = [o for o in path if o not in has_child and in_scope(ops[o])]
     ends += [o for o in kernels_of if (o in has_child or o not in path) and in_scope(ops[o])]
     rows: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[int, float]] = {}
-    for end in sorted(set(ends), key=lambda o: (ops[o].ts, o)):
+    gpu = trace.gpu
+    unique = sorted(set(ends))
+    starts = list(map(_TS, map(ops.__getitem__, unique)))
+    for _, end in sorted(zip(starts, unique, strict=True)):        # by (start, id)
         names_path = path.get(end) or (ops[end].name,)
-        gids = sorted(kernels_of.get(end, ()), key=lambda k: (trace.gpu[k].ts, k))
-        names = tuple(trace.gpu[k].name for k in gids)
-        n, us = rows.get((names_path, names), (0, 0.0))
-        rows[(names_path, names)] = (n + 1, us + sum(trace.gpu[k].dur for k in gids))
+        gids = kernels_of.get(end)
+        if gids is None:
+            key: tuple[tuple[str, ...], tuple[str, ...]] = (names_path, ())
+            n, us = rows.get(key, (0, 0.0))
+            rows[key] = (n + 1, us + 0)
+            continue
+        if len(gids) > 1:
+            gids = sorted(gids, key=lambda k: (gpu[k].ts, k))
+        key = (names_path, tuple(gpu[k].name for k in gids))
+        n, us = rows.get(key, (0, 0.0))
+        rows[key] = (n + 1, us + sum(gpu[k].dur for k in gids))
     return [{"path": list(p), "count": n, "gpu_kernels": list(names), "gpu_us": _r(us)}
             for (p, names), (n, us) in rows.items()]
 

@@ -24,8 +24,11 @@ class Segments:
     @classmethod
     def of(cls, *arrays: np.ndarray) -> Segments:
         parts = [a for a in arrays if len(a)]
-        bounds = np.unique(np.concatenate(parts)) if parts else np.zeros(1, dtype=np.int64)
-        return cls(bounds)
+        if not parts:
+            return cls(np.zeros(1, dtype=np.int64))
+        # Sorted, then duplicates dropped: np.unique's hash path is several times slower on these.
+        bounds = np.sort(np.concatenate(parts))
+        return cls(bounds[np.concatenate(([True], bounds[1:] != bounds[:-1]))])
 
     @property
     def lengths(self) -> np.ndarray:

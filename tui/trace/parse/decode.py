@@ -292,8 +292,13 @@ def event_args(raw: Raw) -> dict[str, Any]:
     """One event's full args, decoded now; never raises (a broken args value reads as empty)."""
     if not raw:
         return {}
+    data = bytes(memoryview(raw))
     try:
-        value = orjson.loads(memoryview(raw))
+        value = orjson.loads(data)
+        # orjson refuses lone surrogates, so only nesting can need bounding, and nesting deeper than
+        # MAX_NESTING needs more than MAX_NESTING opening brackets: most args skip the walk.
+        if data.count(b"{") + data.count(b"[") <= MAX_NESTING:
+            return value if isinstance(value, dict) else {}
     except orjson.JSONDecodeError:
         try:
             value = orjson.loads(bytes(raw).decode("utf-8", "replace"))
