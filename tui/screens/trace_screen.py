@@ -398,4 +398,9 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
     def action_profile_view(self, view: str) -> None:
         from mlptui.screens.profile_screen import ProfileScreen
 
-        self.app.push_screen(ProfileScreen(self.facts, view))
+        self.app.push_screen(ProfileScreen(self.facts, view, self.scope), self._scope_from_views)
+
+    def _scope_from_views(self, step: int | None) -> None:
+        """The views' scope (changed there with `[` `]`) becomes this screen's."""
+        if step != self.scope:
+            self.set_scope(step)
