@@ -27,8 +27,11 @@ def _thin(xs: list[float], ys: list[float], limit: int = MAX_POINTS) -> tuple[li
 
 
 class MemoryPlot(PlotextPlot):
+    shown: DeviceMemory | None = None
+
     def show(self, dev: DeviceMemory | None, position: tuple[int, int] = (0, 1)) -> None:
         """One device's curve; `position` (its index, how many devices) names the others in the title."""
+        self.shown = dev
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
