@@ -9,6 +9,7 @@ trace's facts, so switching views or scopes, or coming back, costs a repaint, no
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -99,10 +100,17 @@ class ProfileScreen(ReportsWorkerErrors, Screen[int | None]):
     def on_mount(self) -> None:
         self._switch(self.view)
         if self.data is None:
-            self.compute(self.step)
+            self._start_compute()
+
+    def _start_compute(self) -> None:
+        painted = threading.Event()
+        self.call_after_refresh(painted.set)
+        self.compute(self.step, painted)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="profile")
-    def compute(self, step: int | None) -> None:
+    def compute(self, step: int | None, painted: threading.Event) -> None:
+        # The key's repaint first: the computation holds the interpreter lock that painting needs.
+        painted.wait(timeout=1.0)
         # Many small objects over a big trace: full collections would hold the interpreter while keys wait.
         with bulk_allocation():
             self.views.build(step)
@@ -226,7 +234,7 @@ class ProfileScreen(ReportsWorkerErrors, Screen[int | None]):
         if self.data is None:
             self._clear()
             self._header()
-            self.compute(self.step)
+            self._start_compute()
         else:
             self._fill()
 

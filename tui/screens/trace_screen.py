@@ -118,6 +118,12 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         self.query_one(OpTree).focus()
         if self.facts.launches_by_step is None:
             self.link_launches()
+        self.prepare_views()
+
+    @work(thread=True, exit_on_error=False, group="prepare-views")
+    def prepare_views(self) -> None:
+        """Import the profiler views ahead of their keys: the first `o` is then a paint, not an import."""
+        import mlptui.screens.profile_screen  # noqa: F401
 
     # -- scope -------------------------------------------------------------------------------
     def set_scope(self, step: int | None) -> None:
