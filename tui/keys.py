@@ -92,6 +92,12 @@ PROFILE_KEYS = [
             tooltip="operators: by name ⇄ by name and input shapes; kernels: by kernel ⇄ by kernel and op"),
     Binding("s", "sort_next", "Sort", id="profile-sort", tooltip="sort by the next column (S reverses)"),
     Binding("S", "sort_reverse", "Reverse sort", show=False, id="profile-sort-reverse"),
+    Binding("left_square_bracket", "step(-1)", "Prev step", id="profile-prev-step", key_display="[",
+            tooltip="scope the views to the previous step (all steps come before the first)"),
+    Binding("right_square_bracket", "step(1)", "Next step", id="profile-next-step", key_display="]",
+            tooltip="scope the views to the next step (all steps come after the last)"),
+    Binding("v", "next_device", "Device", id="profile-device",
+            tooltip="memory: the curve of the next device with memory events"),
 ]
 
 # A run of several ranks: the ranks view, and `<` `>` between ranks on a rank's trace screen.

@@ -1,13 +1,18 @@
 """The profiler views of one trace: overview, operators, kernels (completed), memory and modules.
 
 `o` `p` `K` `M` `u` open it from the trace screen on the view asked for and switch views here; `esc`
-goes back. The figures are computed once per trace in a worker (mlptui.viewmodels.profile_views) and
-kept on the trace's facts, so switching views or coming back costs a repaint, not a recomputation.
+goes back. The views are scoped like the trace screen: one step, or every step (the whole trace when it
+has none); they open on the trace screen's scope, `[` `]` change it here (and there, on the way back).
+The figures are computed once per scope in a worker (mlptui.viewmodels.profile_views) and kept on the
+trace's facts, so switching views or scopes, or coming back, costs a repaint, not a recomputation.
 """
 
 from __future__ import annotations
 
-from rich.markup import escape
+import threading
+from collections.abc import Callable
+from typing import Any
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -16,13 +21,13 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Static
 
+from mlptui.contract.text import markup_escape
 from mlptui.gc_policy import bulk_allocation
 from mlptui.keys import PROFILE_KEYS, TRACE_KEYS
-from mlptui.trace.analysis.operators import call_sites, kernels_of
-from mlptui.trace.names.kernel import decode_kernel
-from mlptui.viewmodels import fmt
+from mlptui.trace.analysis.breakdown import scope_label
 from mlptui.viewmodels.facts import TraceFacts
-from mlptui.viewmodels.profile_views import ProfileData, build_profile, overview_text, regrouped
+from mlptui.viewmodels.profile_details import memory_peaks, module_detail, operator_detail
+from mlptui.viewmodels.profile_views import ProfileData, ProfileViews, overview_text, regrouped
 from mlptui.widgets.lines import LineList
 from mlptui.widgets.memory_plot import MemoryPlot
 from mlptui.widgets.profile_tables import (
@@ -40,23 +45,38 @@ TITLES = {"overview": "o overview", "operators": "p operators", "kernels": "K ke
 VIEW_KEYS = [b for b in TRACE_KEYS if b.id and b.id.startswith("view-")]
 
 
-class ProfileScreen(ReportsWorkerErrors, Screen[None]):
+class ProfileScreen(ReportsWorkerErrors, Screen[int | None]):
+    """Dismissed with its scope (a step index, or None for every step), for the trace screen to follow."""
+
     BINDINGS = [*VIEW_KEYS, *PROFILE_KEYS]
 
     class Ready(Message):
-        """The figures are computed."""
+        """The figures of a scope are computed."""
 
-    def __init__(self, facts: TraceFacts, view: str = "overview") -> None:
+        def __init__(self, step: int | None) -> None:
+            self.step = step
+            super().__init__()
+
+    def __init__(self, facts: TraceFacts, view: str = "overview", step: int | None = None) -> None:
         super().__init__()
         self.facts = facts
         self.view = view if view in VIEWS else "overview"
+        self.step = step if step is not None and 0 <= step < len(facts.trace.steps) else None
         self.grouped = {"operators": False, "kernels": False}
-        self._filled: set[str] = set()     # views built so far: each is built when first shown
+        self.device = 0                     # the memory curve shown: index into the scope's devices
+        self._filled: set[str] = set()      # views built for this scope: each is built when first shown
+        self._details: dict[tuple[str, int], Text] = {}   # drill-down texts of this scope, by table and row
+
+    @property
+    def views(self) -> ProfileViews:
+        views = self.facts.profile
+        if not isinstance(views, ProfileViews):
+            views = self.facts.profile = ProfileViews(self.facts.trace)
+        return views
 
     @property
     def data(self) -> ProfileData | None:
-        data = self.facts.profile
-        return data if isinstance(data, ProfileData) else None
+        return self.views.get(self.step)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="profile-header")
@@ -80,22 +100,28 @@ class ProfileScreen(ReportsWorkerErrors, Screen[None]):
     def on_mount(self) -> None:
         self._switch(self.view)
         if self.data is None:
-            self.compute()
-        else:
-            self._fill()
+            self._start_compute()
+
+    def _start_compute(self) -> None:
+        painted = threading.Event()
+        self.call_after_refresh(painted.set)
+        self.compute(self.step, painted)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="profile")
-    def compute(self) -> None:
+    def compute(self, step: int | None, painted: threading.Event) -> None:
+        # The key's repaint first: the computation holds the interpreter lock that painting needs.
+        painted.wait(timeout=1.0)
         # Many small objects over a big trace: full collections would hold the interpreter while keys wait.
         with bulk_allocation():
-            self.facts.profile = build_profile(self.facts.trace)
-        self.post_message(self.Ready())
+            self.views.build(step)
+        self.post_message(self.Ready(step))
 
     def on_profile_screen_ready(self, message: Ready) -> None:
-        self._fill()
+        if message.step == self.step:
+            self._fill()
 
     def worker_failed(self, failed: WorkerFailed) -> None:
-        self.query_one("#overview-body", Static).update(escape(failed.text))
+        self.query_one("#overview-body", Static).update(markup_escape(failed.text))
 
     # -- filling the views -------------------------------------------------------------------
     def _fill(self) -> None:
@@ -114,46 +140,72 @@ class ProfileScreen(ReportsWorkerErrors, Screen[None]):
         self.query_one("#overview-body", Static).update(overview_text(data, max(40, self.size.width - 4)))
 
     def _fill_operators(self, data: ProfileData) -> None:
-        self.query_one(OperatorTable).show(data.operators)
+        self.query_one(OperatorTable).show(self._rows("operators", data))
         self._operator_detail()
 
     def _fill_kernels(self, data: ProfileData) -> None:
-        self.query_one(KernelStatsTable).show(data.kernels)
+        self.query_one(KernelStatsTable).show(self._rows("kernels", data))
+
+    def _rows(self, view: str, data: ProfileData) -> list[Any]:
+        """The rows of the operators or kernels view in the grouping asked for (both come computed)."""
+        which = "operators-shapes" if view == "operators" else "kernels-op"
+        if self.grouped[view] and which in data.grouped:
+            return data.grouped[which]
+        return data.operators if view == "operators" else data.kernels
+
+    def _clear(self) -> None:
+        """While a scope is computed: no rows of another scope under its name."""
+        self.query_one("#overview-body", Static).update(
+            f"computing the profiler views of {markup_escape(scope_label(self.facts.trace, self.step))}…")
+        for table in self.query(SortedTable):
+            table.show([])
+        self.query_one("#memory-peaks", Static).update("")
+        self.query_one(MemoryPlot).show(None)
+        for detail in ("#operators-detail", "#modules-detail"):
+            self.query_one(detail, Static).update("")
 
     def _fill_memory(self, data: ProfileData) -> None:
         peaks = self.query_one("#memory-peaks", Static)
         if data.memory is None:
-            peaks.update("no memory events: record with profile_memory=True (mlptui run --profile-memory)")
+            peaks.update("no memory events in this scope: record with profile_memory=True "
+                         "(mlptui run --profile-memory)")
             self.query_one(MemoryPlot).show(None)
+            self.query_one(MemoryOpTable).show([])
         else:
-            lines = []
-            for d in data.memory.devices:
-                reserved = "" if d.peak_reserved is None else f", reserved peak {fmt.size_bytes(d.peak_reserved)}"
-                when = "-" if d.peak_ts is None else fmt.us(d.peak_ts)
-                lines.append(f"{d.label}: peak {fmt.size_bytes(d.peak_allocated)} at {when} in {d.peak_op}{reserved}")
-            unfreed = sum(n for _, n in data.memory.unfreed)
-            lines.append(f"{data.memory.events} events; never freed in the trace: {fmt.size_bytes(unfreed)}"
-                         + (f" (most from {data.memory.unfreed[0][0]})" if data.memory.unfreed else ""))
-            peaks.update(escape("\n".join(lines)))
-            self.query_one(MemoryPlot).show(data.memory.devices[0])
+            peaks.update(memory_peaks(data.memory))
+            self._show_device(data)
             self.query_one(MemoryOpTable).show(data.memory.ops)
+
+    def _show_device(self, data: ProfileData) -> None:
+        devices = data.memory.devices if data.memory is not None else []
+        if devices:
+            self.device %= len(devices)
+            self.query_one(MemoryPlot).show(devices[self.device], (self.device, len(devices)))
+
+    def action_next_device(self) -> None:
+        data = self.data
+        if self.view == "memory" and data is not None and data.memory is not None:
+            self.device += 1
+            self._show_device(data)
 
     def _fill_modules(self, data: ProfileData) -> None:
         if data.modules is None:
+            self.query_one(ModuleTable).show([])
             self.query_one("#modules-detail", Static).update(
-                "no nn.Module frames: record with with_modules=True or with_stack=True (mlptui run --with-modules)")
+                "no nn.Module frames in this scope: record with with_modules=True or with_stack=True "
+                "(mlptui run --with-modules)")
         else:
             self.query_one(ModuleTable).show(data.modules)
             self._module_detail()
 
     def _header(self) -> None:
         tabs = "  ".join(f"[reverse]{TITLES[v]}[/reverse]" if v == self.view else TITLES[v] for v in VIEWS)
-        data = self.data
-        scope = ""
-        if data is not None:
-            scope = f"  ·  scope: {data.overview['total']['name']}"
+        scope = scope_label(self.facts.trace, self.step)
+        state = "" if self.data is not None else " (computing…)"
+        change = "  ([ ] to change)" if self.facts.trace.steps else ""
         name = self.facts.trace.source.rstrip("/").rsplit("/", 1)[-1]
-        self.query_one("#profile-header", Static).update(f"{tabs}\n[dim]{escape(name)}{escape(scope)}[/dim]")
+        self.query_one("#profile-header", Static).update(
+            f"{tabs}\n[dim]{markup_escape(name)}  ·  scope: {markup_escape(scope)}{state}{change}[/dim]")
 
     # -- keys --------------------------------------------------------------------------------
     def _switch(self, view: str) -> None:
@@ -168,7 +220,23 @@ class ProfileScreen(ReportsWorkerErrors, Screen[None]):
         self._switch(view)
 
     def action_back(self) -> None:
-        self.app.pop_screen()
+        self.dismiss(self.step)
+
+    def action_step(self, delta: int) -> None:
+        """The previous or next scope in the trace screen's order: every step, then each step."""
+        count = len(self.facts.trace.steps)
+        if not count:
+            return
+        row = (0 if self.step is None else self.step + 1) + delta
+        self.step = None if row % (count + 1) == 0 else row % (count + 1) - 1
+        self._filled.clear()
+        self._details.clear()
+        if self.data is None:
+            self._clear()
+            self._header()
+            self._start_compute()
+        else:
+            self._fill()
 
     def _table(self) -> SortedTable | None:
         focused = self.focused
@@ -218,10 +286,10 @@ class ProfileScreen(ReportsWorkerErrors, Screen[None]):
             return
         on = self.grouped[view]
         if view == "operators":
-            self.query_one(OperatorTable).show(data.grouped["operators-shapes"] if on else data.operators)
+            self.query_one(OperatorTable).show(self._rows(view, data))
             self.notify("operators by name and input shapes" if on else "operators by name", timeout=1.5)
         else:
-            self.query_one(KernelStatsTable).show(data.grouped["kernels-op"] if on else data.kernels)
+            self.query_one(KernelStatsTable).show(self._rows(view, data))
             self.notify("kernels by kernel and launching op" if on else "kernels by kernel", timeout=1.5)
 
     # -- drill-down ----------------------------------------------------------------------------
@@ -233,38 +301,18 @@ class ProfileScreen(ReportsWorkerErrors, Screen[None]):
 
     def _operator_detail(self) -> None:
         row = self.query_one(OperatorTable).current()
-        trace = self.facts.trace
-        text = Text()
-        if row is not None:
-            text.append(f"{row.name}", "bold")
-            text.append(f"  {row.calls} calls · called from:\n")
-            for site, n in call_sites(trace, row.ops, top=4):
-                text.append(f"  {n:>5}× {site}\n")
-            kernels = kernels_of(trace, row.ops, top=4)
-            if kernels:
-                text.append("  launched:\n")
-            for name, n, us in kernels:
-                text.append(f"  {n:>5}× {decode_kernel(name).short}  {fmt.us(us)}\n")
+        text = Text() if row is None else self._detail("operators", row, lambda: operator_detail(self.facts.trace, row))
         self.query_one("#operators-detail", Static).update(text)
 
     def _module_detail(self) -> None:
         row = self.query_one(ModuleTable).current()
-        trace = self.facts.trace
-        text = Text()
-        if row is not None:
-            totals: dict[str, list[float]] = {}
-            stack = list(row.frames[:64])
-            seen = 0
-            while stack and seen < 50_000:
-                op = trace.ops[stack.pop()]
-                seen += 1
-                if op.cat == "cpu_op":
-                    entry = totals.setdefault(op.name, [0, 0.0])
-                    entry[0] += 1
-                    entry[1] += sum(trace.gpu[g].dur for g in op.gpu)
-                stack.extend(op.children)
-            text.append(" / ".join(row.path), "bold")
-            text.append(f"  {row.calls} calls · its ops (most GPU time first):\n")
-            for name, (n, us) in sorted(totals.items(), key=lambda kv: -kv[1][1])[:4]:
-                text.append(f"  {int(n):>5}× {name}  {fmt.us(us)} on the GPU\n")
+        text = Text() if row is None else self._detail("modules", row, lambda: module_detail(row))
         self.query_one("#modules-detail", Static).update(text)
+
+    def _detail(self, table: str, row: object, make: Callable[[], Text]) -> Text:
+        """A row's drill-down text, made once per scope (coming back to a row costs nothing)."""
+        key = (table, id(row))
+        text = self._details.get(key)
+        if text is None:
+            text = self._details[key] = make()
+        return text

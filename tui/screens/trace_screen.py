@@ -118,6 +118,12 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         self.query_one(OpTree).focus()
         if self.facts.launches_by_step is None:
             self.link_launches()
+        self.prepare_views()
+
+    @work(thread=True, exit_on_error=False, group="prepare-views")
+    def prepare_views(self) -> None:
+        """Import the profiler views ahead of their keys: the first `o` is then a paint, not an import."""
+        import mlptui.screens.profile_screen  # noqa: F401
 
     # -- scope -------------------------------------------------------------------------------
     def set_scope(self, step: int | None) -> None:
@@ -398,4 +404,9 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
     def action_profile_view(self, view: str) -> None:
         from mlptui.screens.profile_screen import ProfileScreen
 
-        self.app.push_screen(ProfileScreen(self.facts, view))
+        self.app.push_screen(ProfileScreen(self.facts, view, self.scope), self._scope_from_views)
+
+    def _scope_from_views(self, step: int | None) -> None:
+        """The views' scope (changed there with `[` `]`) becomes this screen's."""
+        if step != self.scope:
+            self.set_scope(step)

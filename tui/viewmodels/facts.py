@@ -30,7 +30,7 @@ class TraceFacts:
     findings: list[str] = field(default_factory=list)
     focus_mix: str = ""          # kernel_mix of the findings' step: `3 GEMM + gelu + mul`
     focus_cpu_ops: int = 0       # CPU ops in that step (steps.is_cpu_op: ops and annotations)
-    profile: object | None = None    # mlptui.viewmodels.profile_views.ProfileData, once the views computed it
+    profile: object | None = None    # mlptui.viewmodels.profile_views.ProfileViews, once the views were opened
 
     @property
     def label(self) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.text import Text
 
-from mlptui.trace.analysis.breakdown import CATEGORIES
+from mlptui.trace.analysis.breakdown import CATEGORIES, Spans, category_intervals
 from mlptui.trace.analysis.kernel_stats import KernelGroup, kernel_stats
 from mlptui.trace.analysis.memory import MemoryReport, memory_report
 from mlptui.trace.analysis.modules import ModuleRow, module_tree
@@ -35,6 +35,7 @@ LABELS = {"kernel": "kernel", "memcpy": "memcpy", "memset": "memset", "runtime":
 @dataclass
 class ProfileData:
     trace: Trace
+    step: int | None                # the scope: one step, or None for every step (the whole trace without steps)
     overview: dict[str, Any]
     recommendations: list[dict[str, Any]]
     operators: list[OpGroup]
@@ -43,14 +44,40 @@ class ProfileData:
     modules: list[ModuleRow] | None
     grouped: dict[str, list[Any]] = field(default_factory=dict)   # "operators-shapes", "kernels-op", once asked
 
+    @property
+    def scope(self) -> str:
+        return str(self.overview["total"]["name"])
 
-def build_profile(trace: Trace) -> ProfileData:
-    """Every view's rows, both groupings included: `a` then costs a repaint, not a pass over the trace
-    while the keys wait for the interpreter lock."""
-    ov = overview(trace)
-    ops = operators_in_steps(trace)
-    data = ProfileData(trace, ov, recommendations(trace, ov, ops), ops,
-                       kernel_stats(trace, steps_only=bool(trace.steps)), memory_report(trace), module_tree(trace))
+
+class ProfileViews:
+    """The views of one trace per scope, each computed once (off the UI thread) and kept; the category
+    intervals every scope's breakdown starts from are computed once for all of them."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.scopes: dict[int | None, ProfileData] = {}
+        self._spans: Spans | None = None
+
+    def get(self, step: int | None) -> ProfileData | None:
+        return self.scopes.get(step)
+
+    def build(self, step: int | None) -> ProfileData:
+        data = self.scopes.get(step)
+        if data is None:
+            if self._spans is None:
+                self._spans = category_intervals(self.trace)
+            data = self.scopes[step] = build_profile(self.trace, step, self._spans)
+        return data
+
+
+def build_profile(trace: Trace, step: int | None = None, spans: Spans | None = None) -> ProfileData:
+    """Every view's rows over the scope, both groupings included: `a` then costs a repaint, not a pass
+    over the trace while the keys wait for the interpreter lock."""
+    ov = overview(trace, step=step, spans=spans)
+    ops = operators_in_steps(trace, step=step)
+    data = ProfileData(trace, step, ov, recommendations(trace, ov, ops, step), ops,
+                       kernel_stats(trace, step, steps_only=bool(trace.steps)), memory_report(trace, step),
+                       module_tree(trace, step))
     regrouped(data, "operators-shapes")
     regrouped(data, "kernels-op")
     return data
@@ -60,9 +87,9 @@ def regrouped(data: ProfileData, which: str) -> list[Any]:
     """The other grouping of a view (operators by input shapes; kernels by launching op), computed once."""
     if which not in data.grouped:
         if which == "operators-shapes":
-            data.grouped[which] = operators_in_steps(data.trace, by_shapes=True)
+            data.grouped[which] = operators_in_steps(data.trace, by_shapes=True, step=data.step)
         else:
-            data.grouped[which] = kernel_stats(data.trace, by_op=True, steps_only=bool(data.trace.steps))
+            data.grouped[which] = kernel_stats(data.trace, data.step, by_op=True, steps_only=bool(data.trace.steps))
     return data.grouped[which]
 
 

@@ -1,4 +1,4 @@
-"""The memory curve of one device: allocated (braille line) and reserved (· dots) over time, drawn by
+"""The memory curve of one device (the view's `v` steps through the devices): allocated (braille line) and reserved (· dots) over time, drawn by
 textual-plotext. Two markers, not two colours, tell the lines apart, so it reads under NO_COLOR."""
 
 from __future__ import annotations
@@ -27,7 +27,11 @@ def _thin(xs: list[float], ys: list[float], limit: int = MAX_POINTS) -> tuple[li
 
 
 class MemoryPlot(PlotextPlot):
-    def show(self, dev: DeviceMemory | None) -> None:
+    shown: DeviceMemory | None = None
+
+    def show(self, dev: DeviceMemory | None, position: tuple[int, int] = (0, 1)) -> None:
+        """One device's curve; `position` (its index, how many devices) names the others in the title."""
+        self.shown = dev
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
@@ -45,5 +49,6 @@ class MemoryPlot(PlotextPlot):
         plt.xlabel("ms")
         plt.ylabel("MiB")
         basis = "" if dev.totals_recorded else " (Σ Bytes since recording began)"
-        plt.title(f"{dev.label} allocated{basis}")
+        others = f"  (device {position[0] + 1} of {position[1]}, v: next)" if position[1] > 1 else ""
+        plt.title(f"{dev.label} allocated{basis}{others}")
         self.refresh()

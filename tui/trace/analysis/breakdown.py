@@ -65,7 +65,25 @@ def step_windows(trace: Trace) -> list[Window]:
     return [Window("whole trace", -1, int(to_ns([min(starts)])[0]), int(to_ns([max(ends)])[0]))]
 
 
-def category_intervals(trace: Trace) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+Spans = dict[str, tuple[np.ndarray, np.ndarray]]
+
+
+def scope_label(trace: Trace, step: int | None) -> str:
+    """What a scope is called: one step's name, every step, or the whole trace (no steps)."""
+    if step is not None:
+        return trace.steps[step].name
+    return "whole trace" if not trace.steps else f"all {len(trace.steps)} steps"
+
+
+def scope_window_us(trace: Trace, step: int | None) -> tuple[float, float] | None:
+    """The step's window in µs (see step_windows); None for every step or the whole trace."""
+    if step is None:
+        return None
+    w = next(w for w in step_windows(trace) if w.index == step)
+    return (w.start_ns / 1000, w.end_ns / 1000)
+
+
+def category_intervals(trace: Trace) -> Spans:
     """(starts, ends) in ns of everything that can claim time, per category (not yet de-overlapped)."""
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     gpu = trace.gpu
@@ -105,10 +123,11 @@ def _host_kind(cat: str, name: str) -> int:
     return _SKIP
 
 
-def breakdown(trace: Trace, windows: list[Window] | None = None) -> list[dict[str, int]]:
-    """Per window, ns per category (CATEGORIES order); each dict sums to the window's length."""
+def breakdown(trace: Trace, windows: list[Window] | None = None, spans: Spans | None = None) -> list[dict[str, int]]:
+    """Per window, ns per category (CATEGORIES order); each dict sums to the window's length. `spans`:
+    category_intervals(trace), when the caller keeps it for several calls."""
     windows = step_windows(trace) if windows is None else windows
-    spans = category_intervals(trace)
+    spans = category_intervals(trace) if spans is None else spans
     w_starts = np.asarray([w.start_ns for w in windows], dtype=np.int64)
     w_ends = np.asarray([w.end_ns for w in windows], dtype=np.int64)
     seg = Segments.of(w_starts, w_ends, *[a for pair in spans.values() for a in pair])

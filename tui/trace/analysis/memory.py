@@ -11,13 +11,19 @@ Bytes from the first event, i.e. relative to what was allocated when recording b
 - per op name: allocations, frees, bytes allocated, net bytes (self: its own events; with children:
   also the events of every op beneath it).
 - unfreed: allocations whose address is not freed later in the trace, summed per op name.
+
+Scope: the whole trace, or one step's window (mlptui.trace.analysis.breakdown.step_windows): then the
+curves, peaks and per-op rows hold the step's events, and an allocation of the step is unfreed when no
+later event of the trace frees it. Every device with events has its curve and peak.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlptui.trace.analysis.breakdown import scope_window_us
 from mlptui.trace.model import ANNOTATION, CPU_OP, Trace
 from mlptui.trace.parse.limits import finite_number
 
@@ -116,24 +122,31 @@ def _int(value: Any) -> int | None:
     return None if number is None else int(number)
 
 
-def memory_report(trace: Trace) -> MemoryReport | None:
-    """None when the trace has no `[memory]` events."""
-    if not trace.memory:
+def memory_report(trace: Trace, step: int | None = None) -> MemoryReport | None:
+    """None when the scope has no `[memory]` events (see the module docstring)."""
+    window = scope_window_us(trace, step)
+    start, end = window if window is not None else (-math.inf, math.inf)
+    if not any(start <= m.ts <= end for m in trace.memory):
         return None
     owner = _Owner(trace)
     devices: dict[tuple[str, int], DeviceMemory] = {}
     per_op: dict[str, OpMemory] = {}
     live: dict[tuple[str, int, int], tuple[str, int]] = {}
     ops = trace.ops
+    events = 0
     for m in trace.memory:
+        if m.ts < start:
+            continue
         args = trace.args(m.event)
         nbytes = _int(args.get("Bytes"))
+        if m.ts > end:          # after the scope: only frees of what it allocated matter
+            if nbytes is not None and nbytes < 0:
+                _forget_freed(live, args)
+            continue
+        events += 1
         if nbytes is None:
             continue
-        dtype = _int(args.get("Device Type"))
-        kind = {0: "cpu", 1: "cuda"}.get(dtype if dtype is not None else -1, f"device type {dtype}")
-        dev_id = _int(args.get("Device Id"))
-        dev_id = -1 if dev_id is None else dev_id
+        kind, dev_id = _device_of(args)
         dev = devices.get((kind, dev_id))
         if dev is None:
             dev = devices[(kind, dev_id)] = DeviceMemory(kind, dev_id)
@@ -167,16 +180,28 @@ def memory_report(trace: Trace) -> MemoryReport | None:
             p = ops[p].parent
         if op_id < 0:
             row.net_bytes_with_children += nbytes
-        addr = _int(args.get("Addr"))
-        if addr is not None:
-            key = (kind, dev_id, addr)
-            if nbytes > 0:
-                live[key] = (name, nbytes)
-            elif nbytes < 0:
-                live.pop(key, None)
+        if nbytes > 0:
+            addr = _int(args.get("Addr"))
+            if addr is not None:
+                live[(kind, dev_id, addr)] = (name, nbytes)
+        elif nbytes < 0:
+            _forget_freed(live, args)
     unfreed: dict[str, int] = {}
     for name, nbytes in live.values():
         unfreed[name] = unfreed.get(name, 0) + nbytes
     order = sorted(devices.values(), key=lambda d: (d.kind != "cuda", d.kind, d.id))
     op_rows = sorted(per_op.values(), key=lambda o: (-o.bytes_allocated, -abs(o.net_bytes_with_children), o.name))
-    return MemoryReport(order, op_rows, sorted(unfreed.items(), key=lambda kv: (-kv[1], kv[0])), len(trace.memory))
+    return MemoryReport(order, op_rows, sorted(unfreed.items(), key=lambda kv: (-kv[1], kv[0])), events)
+
+
+def _device_of(args: dict[str, Any]) -> tuple[str, int]:
+    dtype = _int(args.get("Device Type"))
+    kind = {0: "cpu", 1: "cuda"}.get(dtype if dtype is not None else -1, f"device type {dtype}")
+    dev_id = _int(args.get("Device Id"))
+    return kind, -1 if dev_id is None else dev_id
+
+
+def _forget_freed(live: dict[tuple[str, int, int], tuple[str, int]], args: dict[str, Any]) -> None:
+    addr = _int(args.get("Addr"))
+    if addr is not None:
+        live.pop((*_device_of(args), addr), None)

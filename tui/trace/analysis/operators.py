@@ -33,6 +33,7 @@ class OpGroup:
     kernel_self_us: float = 0.0       # device_self_us without memcpys and memsets
     tc_us: float = 0.0
     ops: list[int] = field(default_factory=list)      # Op ids, in time order
+    launched: dict[str, list[float]] = field(default_factory=dict)   # GPU work the ops launched: name -> [count, µs]
 
     @property
     def tc_eligible(self) -> bool:
@@ -80,6 +81,11 @@ def operators(trace: Trace, step: int | None = None, by_shapes: bool = False,
         for k in op.gpu:
             work = gpu[k]
             g.device_self_us += work.dur
+            entry = g.launched.get(work.name)
+            if entry is None:
+                entry = g.launched[work.name] = [0, 0.0]
+            entry[0] += 1
+            entry[1] += work.dur
             if work.cat == KERNEL:
                 g.kernel_self_us += work.dur
                 if uses_tensor_cores(work.name):
@@ -90,8 +96,10 @@ def operators(trace: Trace, step: int | None = None, by_shapes: bool = False,
     return rows
 
 
-def operators_in_steps(trace: Trace, by_shapes: bool = False) -> list[OpGroup]:
-    """The groups over every step together (the whole trace when it has no steps)."""
+def operators_in_steps(trace: Trace, by_shapes: bool = False, step: int | None = None) -> list[OpGroup]:
+    """The groups over every step together (the whole trace when it has no steps), or over `step`."""
+    if step is not None:
+        return operators(trace, step, by_shapes=by_shapes)
     return operators(trace, by_shapes=by_shapes, steps_only=bool(trace.steps))
 
 
@@ -117,14 +125,8 @@ def call_sites(trace: Trace, op_ids: list[int], top: int = 20, depth: int = 4) -
     return sites.most_common(top)
 
 
-def kernels_of(trace: Trace, op_ids: list[int], top: int = 20) -> list[tuple[str, int, float]]:
-    """The GPU work the group's ops launched themselves: (raw name, count, total µs), most time first."""
-    acc: dict[str, list[float]] = {}
-    for oid in op_ids:
-        for k in trace.ops[oid].gpu:
-            row = acc.setdefault(trace.gpu[k].name, [0, 0.0])
-            row[0] += 1
-            row[1] += trace.gpu[k].dur
-    rows = [(name, int(n), us) for name, (n, us) in acc.items()]
-    rows.sort(key=lambda r: -r[2])
-    return rows[:top]
+def top_entries(table: dict[str, list[float]], top: int) -> list[tuple[str, int, float]]:
+    """(name, count, µs) of a name -> [count, µs] table (a group's launched work, a module's ops or
+    kernels), most time first."""
+    rows = sorted(table.items(), key=lambda kv: (-kv[1][1], kv[0]))[:top]
+    return [(name, int(n), us) for name, (n, us) in rows]

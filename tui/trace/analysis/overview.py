@@ -12,17 +12,26 @@ scope's total puts all windows' numerators and denominators together):
 - tensor_core_share: kernel time inside the window of kernels that use Tensor Cores
   (mlptui.trace.analysis.tensor_cores) ÷ all kernel time inside the window.
 Step figures are for the main device (the one that ran the most kernels); `devices` has each device's
-figures over the whole scope.
+figures over the whole scope. Scope: every step (the whole trace when it has none), or one step.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from mlptui.trace.analysis.breakdown import CATEGORIES, Window, breakdown, step_windows
+from mlptui.trace.analysis.breakdown import (
+    CATEGORIES,
+    Spans,
+    Window,
+    breakdown,
+    scope_label,
+    scope_window_us,
+    step_windows,
+)
 from mlptui.trace.analysis.kernel_figures import blocks_per_sm_of, kernel_figures
 from mlptui.trace.analysis.occupancy import device_for
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
@@ -88,8 +97,10 @@ def blocks_per_sm(trace: Trace, gid: int, args: dict[str, Any] | None = None) ->
     return blocks_per_sm_of(args, device_for(trace, trace.gpu[gid].device))
 
 
-def kernel_facts(trace: Trace) -> KernelFacts:
-    ids = [g.id for g in trace.gpu if g.cat == KERNEL]
+def kernel_facts(trace: Trace, window_us: tuple[float, float] | None = None) -> KernelFacts:
+    """Every kernel's facts, or those of the kernels overlapping a window (all a window's figures need)."""
+    lo, hi = window_us if window_us is not None else (-math.inf, math.inf)
+    ids = [g.id for g in trace.gpu if g.cat == KERNEL and g.end >= lo and g.ts <= hi]
     figures = kernel_figures(trace)
     sm, occ, th, tc = [], [], [], []
     for gid in ids:
@@ -151,11 +162,15 @@ def _arch(dev: dict[str, Any]) -> str | None:
     return None
 
 
-def overview(trace: Trace, kf: KernelFacts | None = None) -> dict[str, Any]:
-    """The `overview` section of `summary --json` (see the module docstring)."""
-    kf = kernel_facts(trace) if kf is None else kf
+def overview(trace: Trace, kf: KernelFacts | None = None, step: int | None = None,
+             spans: Spans | None = None) -> dict[str, Any]:
+    """The `overview` section of `summary --json` (see the module docstring); `step` narrows the scope
+    to that step's window. `kf` and `spans` are what a caller computing several scopes keeps."""
+    kf = kernel_facts(trace, scope_window_us(trace, step)) if kf is None else kf
     windows = step_windows(trace)
-    parts = breakdown(trace, windows)
+    if step is not None:
+        windows = [w for w in windows if w.index == step]
+    parts = breakdown(trace, windows, spans)
     main = main_device(trace, kf)
     used = sorted({int(d) for d in kf.device.tolist()})
     per_device = {d: _device_figures(kf, d, windows) for d in used}
@@ -181,7 +196,7 @@ def overview(trace: Trace, kf: KernelFacts | None = None) -> dict[str, Any]:
                 row[key] = figs[key]
             row["kernels"] = int((kf.device == d).sum())
         devices.append(row)
-    scope_name = "whole trace" if not trace.steps else f"all {len(trace.steps)} steps"
+    scope_name = scope_label(trace, step)
     return {"devices": devices, "main_device": main,
             "steps": [fig.to_dict(w.name) for fig, w in zip(steps, windows, strict=True)],
             "total": total.to_dict(scope_name)}

@@ -1,5 +1,6 @@
 """The profiler views of `summary --json` (overview, recommendations, operators, kernel_stats, memory,
-modules) and their text and Markdown sections. Scope: the steps, or the whole trace when it has none."""
+modules) and their text and Markdown sections. Scope: the steps, or the whole trace when it has none; or
+one step."""
 
 from __future__ import annotations
 
@@ -15,15 +16,16 @@ from mlptui.trace.analysis.recommendations import recommendations
 from mlptui.trace.model import Trace
 
 
-def profile_sections(trace: Trace) -> dict[str, Any]:
-    ov = overview(trace)
-    ops = operators_in_steps(trace)
-    mem = memory_report(trace)
-    mods = module_tree(trace)
-    kernels = kernel_stats(trace, steps_only=bool(trace.steps))
+def profile_sections(trace: Trace, step: int | None = None) -> dict[str, Any]:
+    """Every section over the scope: every step (the whole trace when it has none), or `step`."""
+    ov = overview(trace, step=step)
+    ops = operators_in_steps(trace, step=step)
+    mem = memory_report(trace, step)
+    mods = module_tree(trace, step)
+    kernels = kernel_stats(trace, step, steps_only=bool(trace.steps))
     return {
         "overview": ov,
-        "recommendations": recommendations(trace, ov, ops),
+        "recommendations": recommendations(trace, ov, ops, step),
         "operators": [o.to_dict() for o in ops],
         "kernel_stats": [k.to_dict() for k in kernels],
         "memory": None if mem is None else mem.to_dict(),

@@ -33,16 +33,21 @@ SMALL_KERNEL_SHARE = 0.5
 SMALL_KERNEL_US = 10.0
 
 
-def _in_scope(trace: Trace, step: int) -> bool:
-    return not trace.steps or step >= 0
+def _in_scope(trace: Trace, launched_in: int, step: int | None) -> bool:
+    if step is not None:
+        return launched_in == step
+    return not trace.steps or launched_in >= 0
 
 
-def recommendations(trace: Trace, overview: dict[str, Any], ops: list[OpGroup]) -> list[dict[str, Any]]:
+def recommendations(trace: Trace, overview: dict[str, Any], ops: list[OpGroup],
+                    step: int | None = None) -> list[dict[str, Any]]:
+    """The rules that fire over the scope: every step (the whole trace when it has none) or `step`;
+    `overview` and `ops` must be of the same scope."""
     out: list[dict[str, Any]] = []
     total = overview["total"]
     duration = total["duration_us"] or 0.0
     parts = total["breakdown_us"]
-    kernels = [g for g in trace.gpu if g.cat == KERNEL and _in_scope(trace, g.step)]
+    kernels = [g for g in trace.gpu if g.cat == KERNEL and _in_scope(trace, g.step, step)]
     kernel_us = sum(g.dur for g in kernels)
 
     if duration and parts["dataloader"] / duration >= DATALOADER_SHARE:
@@ -71,7 +76,7 @@ def recommendations(trace: Trace, overview: dict[str, Any], ops: list[OpGroup]) 
             "Cores: use TF32 (torch.set_float32_matmul_precision('high')) or bf16/fp16 autocast"),
             "figures": {"off_tc_us": round(missed_us, 3), "kernel_us": round(kernel_us, 3),
                         "share": round(missed_us / kernel_us, 4), "ops": [o.name for o in missed[:5]]}})
-    copies = [g for g in trace.gpu if g.cat == MEMCPY and _in_scope(trace, g.step)]
+    copies = [g for g in trace.gpu if g.cat == MEMCPY and _in_scope(trace, g.step, step)]
     h2d = [g for g in copies if _host_device(g.name)]
     memcpy_share = parts["memcpy"] / duration if duration else 0.0
     if copies and (memcpy_share >= MEMCPY_SHARE or (trace.steps and h2d)):
