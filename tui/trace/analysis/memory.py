@@ -156,6 +156,8 @@ def _facts(trace: Trace) -> list[_Facts]:
 
 def memory_report(trace: Trace, step: int | None = None) -> MemoryReport | None:
     """None when the scope has no `[memory]` events (see the module docstring)."""
+    if not trace.memory:        # most traces: no need for the scope's span
+        return None
     start, end = memory_span_us(trace, step)
     if not any(start <= m.ts <= end for m in trace.memory):
         return None
