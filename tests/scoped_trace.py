@@ -22,7 +22,7 @@ def _launch(name: str, base: float, at: float, dur: float, device: int, corr: in
     return [runtime, kernel]
 
 
-def _memory(ts: float, device: int, addr: int, nbytes: int, total: int) -> dict[str, Any]:
+def memory_event(ts: float, device: int, addr: int, nbytes: int, total: int) -> dict[str, Any]:
     return {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": ts,
             "args": {"Device Type": 1, "Device Id": device, "Addr": addr, "Bytes": nbytes,
                      "Total Allocated": total, "Total Reserved": 4096}}
@@ -40,11 +40,11 @@ def scoped_events() -> list[dict[str, Any]]:
             *_launch("ampere_sgemm_128x64_tn", base + 0, 40, GEMM_US[k], 0, 10 + k),
             x(ODD, "cpu_op", base + 250, 100, **{"External id": 200 + k}),
             *_launch("relu_kernel", base + 0, 260, RELU_US[k], 1, 20 + k),
-            _memory(base + 35, 0, 0x1000 + k, 1000 * (k + 1), 1000 * (k + 1)),
-            _memory(base + 265, 1, 0x2000 + k, 500, 500 * (k + 1)),
+            memory_event(base + 35, 0, 0x1000 + k, 1000 * (k + 1), 1000 * (k + 1)),
+            memory_event(base + 265, 1, 0x2000 + k, 500, 500 * (k + 1)),
         ]
-    events.append(_memory(1800.0, 0, 0x1000, -1000, 1000))      # step 1's device-0 block, freed in step 2
-    events.append(_memory(1810.0, 1, 0x2000, -500, 500))
+    events.append(memory_event(1800.0, 0, 0x1000, -1000, 1000))      # step 1's device-0 block, freed in step 2
+    events.append(memory_event(1810.0, 1, 0x2000, -500, 500))
     return events
 
 

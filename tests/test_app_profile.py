@@ -103,3 +103,43 @@ async def test_help_lists_the_view_keys_with_ids() -> None:
         await wait_for_screen(app, pilot, HelpScreen)
         text = str(app.screen.query_one("#help-text", Static).render())
         assert "view-memory" in text and "profile-group" in text
+
+
+def _footer_device_key(screen: ProfileScreen) -> bool | None:
+    """`v` in the footer: True shown, None dimmed, False left out."""
+    binding = screen.active_bindings.get("v")
+    return False if binding is None else (True if binding.enabled else None)
+
+
+async def test_device_key_shows_on_the_memory_view_only() -> None:
+    app = make_app([training_sample()])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_screen(app, pilot, TraceScreen)
+        screen = await open_view(pilot, app, "o")
+        shown = {}
+        for key, view in (("o", "overview"), ("p", "operators"), ("K", "kernels"), ("M", "memory"),
+                          ("u", "modules")):
+            await pilot.press(key)
+            await pilot.pause()
+            shown[view] = _footer_device_key(screen)
+        data = screen.data
+        assert data is not None and data.memory is not None and len(data.memory.devices) > 1
+        assert shown == {"overview": False, "operators": False, "kernels": False, "memory": True,
+                         "modules": False}
+        await pilot.press("M")
+        await pilot.pause()
+        footer = " ".join(str(k.render()) for k in screen.query("FooterKey"))
+        assert "Device" in footer
+        await pilot.press("p")
+        await pilot.pause()
+        footer = " ".join(str(k.render()) for k in screen.query("FooterKey"))
+        assert "Device" not in footer and "Sort" in footer
+
+
+async def test_device_key_is_dimmed_without_memory_events() -> None:
+    app = make_app([str(find_sample("mlp", "eager"))])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_screen(app, pilot, TraceScreen)
+        screen = await open_view(pilot, app, "M")
+        assert screen.data is not None and screen.data.memory is None
+        assert _footer_device_key(screen) is None

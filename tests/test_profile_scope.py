@@ -10,12 +10,12 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import SAMPLES
-from scoped_trace import GEMM_US, ODD, RELU_US, write_scoped_trace
+from conftest import SAMPLES, trace_bytes
+from scoped_trace import GEMM_US, ODD, RELU_US, memory_event, scoped_events, write_scoped_trace
 
 from mlptui.trace.analysis.breakdown import step_windows
 from mlptui.trace.analysis.kernel_stats import kernel_stats
-from mlptui.trace.analysis.memory import memory_report
+from mlptui.trace.analysis.memory import memory_report, memory_span_us
 from mlptui.trace.analysis.modules import module_tree
 from mlptui.trace.analysis.operators import operators_in_steps
 from mlptui.trace.analysis.overview import overview
@@ -143,3 +143,37 @@ def test_training_sample_module_kernels_add_up_to_its_device_time(train) -> None
         kernel_us = sum(us for _, us in row.kernels.values())
         # device time also counts memcpys and memsets; the kernels are most of it and never more
         assert 0 < kernel_us <= row.device_us + 1e-6
+
+
+def test_all_steps_memory_covers_the_steps_span_only(tmp_path: Path) -> None:
+    """Allocations before the first step (model set-up) and after the last (teardown) are out of the
+    all-steps scope, as every other view's events are; a free after the steps still frees."""
+    events = scoped_events() + [
+        memory_event(-500.0, 0, 0x9000, 5000, 5000),           # before the steps: a larger total
+        memory_event(2500.0, 0, 0x9100, 8000, 10000),          # after them: the largest total
+        memory_event(2600.0, 0, 0x1001, -2000, 8000),          # step 2's device-0 block, freed after
+    ]
+    path = tmp_path / "outside.pt.trace.json"
+    path.write_bytes(trace_bytes(events))
+    trace = load_trace(path)
+    start, end = memory_span_us(trace, None)
+    inside = [m for m in trace.memory if start <= m.ts <= end]
+    assert len(inside) == len(trace.memory) - 3 > 0
+    report = memory_report(trace)
+    assert report is not None and report.events == len(inside)
+    assert [(d.label, d.peak_allocated) for d in report.devices] == [("cuda:0", 2000), ("cuda:1", 1000)]
+    assert all(start <= ts <= end for d in report.devices for ts in d.ts)
+    assert dict(report.unfreed) == {ODD: 500}
+    assert profile_sections(trace)["memory"] == report.to_dict()
+    # the steps' scope is the union of the steps' windows
+    windows = step_windows(trace)
+    assert (start, end) == (windows[0].start_ns / 1000, windows[-1].end_ns / 1000)
+
+
+def test_all_steps_without_memory_inside_the_steps_has_none(tmp_path: Path) -> None:
+    events = [e for e in scoped_events() if e["name"] != "[memory]"] + [memory_event(-500.0, 0, 0x9000, 5000, 5000)]
+    path = tmp_path / "before.pt.trace.json"
+    path.write_bytes(trace_bytes(events))
+    trace = load_trace(path)
+    assert trace.memory and trace.steps
+    assert memory_report(trace) is None

@@ -135,6 +135,7 @@ class ProfileScreen(ReportsWorkerErrors, Screen[int | None]):
         {"overview": self._fill_overview, "operators": self._fill_operators, "kernels": self._fill_kernels,
          "memory": self._fill_memory, "modules": self._fill_modules}[self.view](data)
         self._header()
+        self.refresh_bindings()      # the memory view's devices are known now
 
     def _fill_overview(self, data: ProfileData) -> None:
         self.query_one("#overview-body", Static).update(overview_text(data, max(40, self.size.width - 4)))
@@ -182,6 +183,18 @@ class ProfileScreen(ReportsWorkerErrors, Screen[int | None]):
             self.device %= len(devices)
             self.query_one(MemoryPlot).show(devices[self.device], (self.device, len(devices)))
 
+    def _devices(self) -> int:
+        data = self.data
+        return len(data.memory.devices) if data is not None and data.memory is not None else 0
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`v` belongs to the memory view: hidden elsewhere, dimmed there while there is no other device."""
+        if action == "next_device":
+            if self.view != "memory":
+                return False
+            return True if self._devices() > 1 else None
+        return True
+
     def action_next_device(self) -> None:
         data = self.data
         if self.view == "memory" and data is not None and data.memory is not None:
@@ -214,6 +227,7 @@ class ProfileScreen(ReportsWorkerErrors, Screen[int | None]):
         focus = {"overview": "#view-overview", "operators": "#operators", "kernels": "#kernel-stats",
                  "memory": "#memory-ops", "modules": "#modules"}[view]
         self.query_one(focus).focus()
+        self.refresh_bindings()      # `v` shows on the memory view only
         self._fill()
 
     def action_profile_view(self, view: str) -> None:

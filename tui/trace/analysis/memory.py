@@ -12,9 +12,11 @@ Bytes from the first event, i.e. relative to what was allocated when recording b
   also the events of every op beneath it).
 - unfreed: allocations whose address is not freed later in the trace, summed per op name.
 
-Scope: the whole trace, or one step's window (mlptui.trace.analysis.breakdown.step_windows): then the
-curves, peaks and per-op rows hold the step's events, and an allocation of the step is unfreed when no
-later event of the trace frees it. Every device with events has its curve and peak.
+Scope, as every profiler view's: one step's window (mlptui.trace.analysis.breakdown.step_windows), or
+every step: the span from the first step's window start to the last one's end (the whole trace when it
+has no steps). The curves, peaks and per-op rows hold the scope's events; an allocation of the scope is
+unfreed when no later event of the trace frees it. Every device with events in the scope has its curve
+and peak. Each event's args are read once per trace (`Trace.derived`), whatever the scopes asked.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlptui.trace.analysis.breakdown import scope_window_us
+from mlptui.trace.analysis.breakdown import scope_window_us, step_windows
 from mlptui.trace.model import ANNOTATION, CPU_OP, Trace
 from mlptui.trace.parse.limits import finite_number
 
@@ -122,10 +124,41 @@ def _int(value: Any) -> int | None:
     return None if number is None else int(number)
 
 
+def memory_span_us(trace: Trace, step: int | None) -> tuple[float, float]:
+    """The scope's span in µs: the step's window, the steps' span, or everything (no steps)."""
+    window = scope_window_us(trace, step)
+    if window is not None:
+        return window
+    if not trace.steps:
+        return (-math.inf, math.inf)
+    windows = step_windows(trace)
+    return (min(w.start_ns for w in windows) / 1000, max(w.end_ns for w in windows) / 1000)
+
+
+# Per event: Bytes, Total Allocated, Total Reserved, device kind, device id, Addr (None where unreadable).
+_Facts = tuple[int | None, int | None, int | None, str, int, int | None]
+_KEY = "memory_facts"
+
+
+def _facts(trace: Trace) -> list[_Facts]:
+    """Every memory event's figures, read from its args on the first call and kept."""
+    cached = trace.derived.get(_KEY)
+    if isinstance(cached, list):
+        return cached
+    out: list[_Facts] = []
+    for m in trace.memory:
+        args = trace.args(m.event)
+        out.append((_int(args.get("Bytes")), _int(args.get("Total Allocated")), _int(args.get("Total Reserved")),
+                    *_device_of(args), _int(args.get("Addr"))))
+    trace.derived[_KEY] = out
+    return out
+
+
 def memory_report(trace: Trace, step: int | None = None) -> MemoryReport | None:
     """None when the scope has no `[memory]` events (see the module docstring)."""
-    window = scope_window_us(trace, step)
-    start, end = window if window is not None else (-math.inf, math.inf)
+    if not trace.memory:        # most traces: no need for the scope's span
+        return None
+    start, end = memory_span_us(trace, step)
     if not any(start <= m.ts <= end for m in trace.memory):
         return None
     owner = _Owner(trace)
@@ -134,23 +167,19 @@ def memory_report(trace: Trace, step: int | None = None) -> MemoryReport | None:
     live: dict[tuple[str, int, int], tuple[str, int]] = {}
     ops = trace.ops
     events = 0
-    for m in trace.memory:
+    for m, (nbytes, total, reserved, kind, dev_id, addr) in zip(trace.memory, _facts(trace), strict=True):
         if m.ts < start:
             continue
-        args = trace.args(m.event)
-        nbytes = _int(args.get("Bytes"))
         if m.ts > end:          # after the scope: only frees of what it allocated matter
-            if nbytes is not None and nbytes < 0:
-                _forget_freed(live, args)
+            if nbytes is not None and nbytes < 0 and addr is not None:
+                live.pop((kind, dev_id, addr), None)
             continue
         events += 1
         if nbytes is None:
             continue
-        kind, dev_id = _device_of(args)
         dev = devices.get((kind, dev_id))
         if dev is None:
             dev = devices[(kind, dev_id)] = DeviceMemory(kind, dev_id)
-        total = _int(args.get("Total Allocated"))
         if total is None:
             dev.totals_recorded = False
             total = (dev.allocated[-1] if dev.allocated else 0) + nbytes
@@ -158,7 +187,7 @@ def memory_report(trace: Trace, step: int | None = None) -> MemoryReport | None:
         name = ops[op_id].name if op_id >= 0 else NO_OP
         dev.ts.append(m.ts)
         dev.allocated.append(total)
-        dev.reserved.append(_int(args.get("Total Reserved")))
+        dev.reserved.append(reserved)
         if dev.peak_ts is None or total > dev.peak_allocated:
             dev.peak_allocated, dev.peak_ts, dev.peak_op = total, m.ts, name
         row = per_op.get(name)
@@ -180,12 +209,11 @@ def memory_report(trace: Trace, step: int | None = None) -> MemoryReport | None:
             p = ops[p].parent
         if op_id < 0:
             row.net_bytes_with_children += nbytes
-        if nbytes > 0:
-            addr = _int(args.get("Addr"))
-            if addr is not None:
+        if addr is not None:
+            if nbytes > 0:
                 live[(kind, dev_id, addr)] = (name, nbytes)
-        elif nbytes < 0:
-            _forget_freed(live, args)
+            elif nbytes < 0:
+                live.pop((kind, dev_id, addr), None)
     unfreed: dict[str, int] = {}
     for name, nbytes in live.values():
         unfreed[name] = unfreed.get(name, 0) + nbytes
@@ -199,9 +227,3 @@ def _device_of(args: dict[str, Any]) -> tuple[str, int]:
     kind = {0: "cpu", 1: "cuda"}.get(dtype if dtype is not None else -1, f"device type {dtype}")
     dev_id = _int(args.get("Device Id"))
     return kind, -1 if dev_id is None else dev_id
-
-
-def _forget_freed(live: dict[tuple[str, int, int], tuple[str, int]], args: dict[str, Any]) -> None:
-    addr = _int(args.get("Addr"))
-    if addr is not None:
-        live.pop((*_device_of(args), addr), None)

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlptui.trace.analysis.op_shapes import input_shapes
 from mlptui.trace.analysis.tensor_cores import tc_eligible, uses_tensor_cores
 from mlptui.trace.model import CPU_OP, KERNEL, PYTHON, Op, Trace
 from mlptui.trace.parse.index import STEP_PREFIX
@@ -57,11 +58,6 @@ def scope_ops(trace: Trace, step: int | None, steps_only: bool = False) -> Itera
             continue
         if (step is None and (not steps_only or op.step >= 0)) or op.step == step:
             yield op
-
-
-def input_shapes(trace: Trace, op_id: int) -> str:
-    dims = trace.op_args(op_id).get("Input Dims")
-    return str(dims) if dims is not None else "[]"
 
 
 def operators(trace: Trace, step: int | None = None, by_shapes: bool = False,
