@@ -130,10 +130,11 @@ async def test_device_key_shows_on_the_memory_view_only() -> None:
         await pilot.pause()
         footer = " ".join(str(k.render()) for k in screen.query("FooterKey"))
         assert "Device" in footer
+        assert "Group" not in footer  # `a` groups operators and kernels only
         await pilot.press("p")
         await pilot.pause()
         footer = " ".join(str(k.render()) for k in screen.query("FooterKey"))
-        assert "Device" not in footer and "Sort" in footer
+        assert "Device" not in footer and "Sort" in footer and "Group" in footer
 
 
 async def test_device_key_is_dimmed_without_memory_events() -> None:

@@ -188,11 +188,14 @@ class ProfileScreen(ReportsWorkerErrors, Screen[int | None]):
         return len(data.memory.devices) if data is not None and data.memory is not None else 0
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """`v` belongs to the memory view: hidden elsewhere, dimmed there while there is no other device."""
+        """`v` belongs to the memory view: hidden elsewhere, dimmed there while there is no other device.
+        `a` groups the operators and kernels views only: hidden elsewhere."""
         if action == "next_device":
             if self.view != "memory":
                 return False
             return True if self._devices() > 1 else None
+        if action == "toggle_group":
+            return self.view in self.grouped
         return True
 
     def action_next_device(self) -> None:
