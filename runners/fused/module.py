@@ -133,12 +133,20 @@ class FusedGeGLUMLP(nn.Module):
         dim = shape[-1]
         flat = len(shape) == 2
         rows = shape[0] if flat else (x.numel() // dim if dim else 0)
-        wg, wu = self.gate_proj.weight, self.up_proj.weight
-        train = torch.is_grad_enabled() and (x.requires_grad or wg.requires_grad or wu.requires_grad)
+        # The weights are read only when they decide something: a submodule's attribute costs about as
+        # much as a launch's Python, and the unfused route must cost no more host time than eager's own.
+        if torch.is_grad_enabled():
+            wg, wu = self.gate_proj.weight, self.up_proj.weight
+            train = bool(x.requires_grad or wg.requires_grad or wu.requires_grad)
+        else:
+            train = False
         fused = (self._train_routes if train else self._routes).get(rows)
         if fused is None:
             fused = self._route(rows, train)
-        if not fused or x.dtype != wg.dtype:
+        if not fused:
+            return self.forward_unfused(x)
+        wg, wu = self.gate_proj.weight, self.up_proj.weight
+        if x.dtype != wg.dtype:
             return self.forward_unfused(x)
         lau = self._launcher
         if lau is None or lau.w_gate is not wg or lau.w_up is not wu:
