@@ -32,12 +32,9 @@ class LoadingScreen(ProgressScreen):
             super().__init__()
 
     def __init__(self, specs: list[str], *, with_facts: TraceFacts | None = None) -> None:
-        super().__init__()
+        super().__init__(f"opening {escape(', '.join(specs))}")
         self.specs = specs
         self.with_facts = with_facts      # the trace already open on the other side of a diff
-
-    def title_text(self) -> str:
-        return f"opening {escape(', '.join(self.specs))}"
 
     def on_mount(self) -> None:
         self.load()

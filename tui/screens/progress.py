@@ -19,13 +19,14 @@ class ProgressScreen(ReportsWorkerErrors, Screen[None]):
             self.text = text
             super().__init__()
 
-    def title_text(self) -> str:
-        """The title (Rich markup, names escaped) shown while nothing is loaded yet."""
-        raise NotImplementedError
+    def __init__(self, title: str) -> None:
+        """`title`: Rich markup, names escaped, shown while nothing is loaded yet."""
+        super().__init__()
+        self.title_text = title
 
     def compose(self) -> ComposeResult:
         with Middle(), Center():
-            yield Static(self.title_text(), id="loading-title")
+            yield Static(self.title_text, id="loading-title")
             yield ProgressBar(total=None, show_eta=False, id="loading-bar")
             yield Static("", id="loading-error")
         yield Footer(compact=True)

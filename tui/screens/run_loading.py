@@ -33,12 +33,9 @@ class RunLoadingScreen(ProgressScreen):
             super().__init__()
 
     def __init__(self, folder: str, ranks: list[tuple[int, Path]]) -> None:
-        super().__init__()
+        super().__init__(f"opening the run {escape(folder)} ({len(ranks)} ranks)")
         self.folder = folder
         self.rank_paths = ranks
-
-    def title_text(self) -> str:
-        return f"opening the run {escape(self.folder)} ({len(self.rank_paths)} ranks)"
 
     def on_mount(self) -> None:
         self.load()
