@@ -63,6 +63,11 @@ def load_cached(path: Path, source: str) -> Trace | None:
     return trace
 
 
+# What reading a missing, unreadable or damaged entry raises (np.load, its members, the key's JSON).
+UNREADABLE = (OSError, ValueError, KeyError, IndexError, TypeError, EOFError, zipfile.BadZipFile,
+              orjson.JSONDecodeError)
+
+
 def remember(path: Path, trace: Trace) -> bool:
     """Cache a trace just loaded from `path` (not one whose args live in memory: those are rare and small)."""
     store_ = trace._args
@@ -86,8 +91,7 @@ def lookup(path: Path, source: str) -> tuple[Trace, dict[str, Any]] | None:
             facts = orjson.loads(npz["args"].tobytes())
         facts["key"] = key
         return trace_from_columns(cols, source), facts
-    except (OSError, ValueError, KeyError, IndexError, TypeError, EOFError, zipfile.BadZipFile,
-            orjson.JSONDecodeError):
+    except UNREADABLE:
         return None      # missing, unreadable or damaged: load the trace and write the entry anew
 
 
@@ -98,7 +102,7 @@ def has_entry(path: Path) -> bool:
     try:
         with np.load(entry_path(path), allow_pickle=False) as npz:
             return bool(orjson.loads(npz["key"].tobytes()) == file_key(path))
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, orjson.JSONDecodeError):
+    except UNREADABLE:
         return False
 
 
