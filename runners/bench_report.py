@@ -21,8 +21,8 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Per pass: the worst fused/eager ratio over the verified cells and those slower than eager by > 2 %."""
     out: dict[str, Any] = {}
     for ps in ("fwd", "fwd+bwd"):
-        cells = [r for r in results if r["mode"] == "fused" and r.get("pass") == ps and "vs_eager" in r
-                 and r.get("sweep") and not r.get("calibration")]
+        cells = [r for r in results if r.get("sweep") and r["mode"] == "fused" and r["pass"] == ps
+                 and "vs_eager" in r]
         if not cells:
             continue
         worst = min(cells, key=lambda r: r["vs_eager"])
@@ -61,10 +61,7 @@ def merge_reports(docs: list[dict[str, Any]]) -> dict[str, Any]:
     if entries:  # each run measured its own families' model; a family measured twice keeps the later
         fams = {(f["dim"], f["hidden"]): f for e in entries for f in e.get("families", [])}
         entry = {**entries[0], "families": list(fams.values())}
-        device = str(out["device"])
-        folded = crossover.fold_sweep({"devices": {device: entry}}, {"device": device, "results": out["results"]},
-                                      "; ".join(out["commands"]))
-        out["crossover"] = folded["devices"][device]
+        out["crossover"] = crossover.fold_entry(entry, out["results"], "; ".join(out["commands"]))
     return out
 
 

@@ -165,9 +165,7 @@ def run(args: argparse.Namespace) -> int:
         if crossover_entry is not None:  # the committed table routes by this run's calibration
             from mlptui.runners.fused import crossover
 
-            folded = crossover.fold_sweep({"devices": {dev["name"]: crossover_entry}},
-                                          {"device": dev["name"], "results": rows}, command)
-            report["crossover"] = folded["devices"][dev["name"]]
+            report["crossover"] = crossover.fold_entry(crossover_entry, rows, command)
         report["sweep"] = {"families": [f"{d}x{h}" for d, h in sweep_args["families"]],
                            "rows": list(sweep_args["rows"]), "modes": list(sweep_args["modes"]),
                            "passes": list(sweep_args["passes"]), **info,

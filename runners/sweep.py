@@ -6,14 +6,14 @@ Liger, forward and forward+backward; and, first, the crossover table the fused m
    path's host time per call (calls enqueued back to back, timed before the synchronize). The table
    is installed for this process and goes into the report (`crossover`) to be committed as
    runners/fused/crossover.json.
-2. Calibration (per family, both passes): the fused path forced on and eager, timed the way the sweep
-   times (do_bench, L2 flushed, best of ROUNDS) at every row count. These pairs are folded into the
-   installed table (crossover.fold_calibration): the fused module takes its fused path only where the
-   model predicts it faster and this calibration did not measure it slower (training: only where it was
-   measured faster).
-3. Verification: per family and pass, each mode's do_bench median at every row count, the fused module
-   routing by the table just folded, timed again; the modes of one cell in turn, ROUNDS times, each
-   keeping its best (host jitter only adds time). torch.compile is built once per family, dynamic=True.
+2. Calibration (per family, both passes): the fused path forced on and eager (timed twice: the cell's
+   noise), timed as the verification times them (_best_us) at every row count. These pairs are folded
+   into the installed model (crossover.with_calibration): the fused module takes its fused path only
+   where the model predicts it faster and this calibration did not measure it slower (training: only
+   where it was measured faster), and a pair noisier than its margin decides nothing.
+3. Verification: per family and pass, each mode's time at every row count (_best_us: do_bench medians
+   for GPU-bound cells, alternating synchronized calls for host-bound ones), the fused module routing by
+   the model just folded, eager timed twice. torch.compile is built once per family, dynamic=True.
 
 Every result row: shape ("DIMxHIDDEN"), rows, dim, hidden, mode, pass, median_us, and the ratios of the
 fused time against the other modes of its cell. Calibration rows carry "calibration": true and the
@@ -124,7 +124,7 @@ def measure_crossover(families: tuple[tuple[int, int], ...], rows: tuple[int, ..
                                         "enqueued, timed before the synchronize, median over the row counts"}
 
 
-def _step(mode: str, module: torch.nn.Module, x: torch.Tensor, bwd: bool) -> Callable[[], Any]:
+def _step(module: torch.nn.Module, x: torch.Tensor, bwd: bool) -> Callable[[], Any]:
     if not bwd:
         return lambda: module(x)
     params = [p for p in module.parameters() if p.requires_grad]
@@ -219,9 +219,9 @@ def calibrate(dim: int, hidden: int, eager: torch.nn.Module, rows: tuple[int, ..
         with torch.set_grad_enabled(bwd):
             for r in rows:
                 x = torch.randn(r, dim, device="cuda", dtype=dtype)
-                fns = {"eager": _step("eager", eager, x, bwd), EAGER_AGAIN: _step("eager", eager, x, bwd)}
+                fns = {"eager": _step(eager, x, bwd), EAGER_AGAIN: _step(eager, x, bwd)}
                 try:
-                    fn = _step("fused-forced", forced, x, bwd)
+                    fn = _step(forced, x, bwd)
                     fn()  # tunes this bucket
                     fns["fused-forced"] = fn
                 except Exception as exc:
@@ -277,7 +277,7 @@ def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: t
                     fns: dict[str, Callable[[], Any]] = {}
                     for mode, mod in [*mods.items(), (EAGER_AGAIN, mods["eager"])]:
                         try:
-                            fn = _step(mode, mod, x, bwd)
+                            fn = _step(mod, x, bwd)
                             fn()  # compiles / tunes
                             fns[mode] = fn
                         except Exception as exc:

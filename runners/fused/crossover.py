@@ -151,9 +151,9 @@ def use_fused(rows: int, dim: int, hidden: int, model: CrossoverModel | None, tr
     return model.use_fused(rows, dim, hidden, train)
 
 
-def _bench_cells(results: list[dict[str, Any]]) -> tuple[dict[tuple[int, int, str, int], tuple[float, float]], bool]:
-    """(dim, hidden, pass, rows) -> (fused µs, eager µs) of the cells where the fused path ran, and whether
-    they come from a calibration (the fused path forced on) rather than from the routed sweep. A cell whose
+def _bench_cells(results: list[dict[str, Any]]) -> dict[tuple[int, int, str, int], tuple[float, float]]:
+    """(dim, hidden, pass, rows) -> (fused µs, eager µs) of the cells where the fused path ran: from a
+    calibration (the fused path forced on) when the results hold one, else from the routed sweep. A cell whose
     two timings of eager differ by more than the pass's margin is left out: unmeasured (training then
     stays unfused; inference follows the model)."""
     calibrated = any(r.get("calibration") for r in results)
@@ -174,7 +174,7 @@ def _bench_cells(results: list[dict[str, Any]]) -> tuple[dict[tuple[int, int, st
         if spread is not None and spread > (TRAIN_MARGIN if key[2] == "fwd+bwd" else MARGIN):
             continue  # eager timed twice differed by more than the margin: this cell resolves nothing
         pairs[key] = (float(fused["median_us"]), float(eager["median_us"]))
-    return pairs, calibrated
+    return pairs
 
 
 def _family_pairs(pairs: dict[tuple[int, int, str, int], tuple[float, float]], dim: int, hidden: int,
@@ -192,11 +192,15 @@ def fold_sweep(table: dict[str, Any], report: dict[str, Any], source: str) -> di
     count, (fused, eager) for the forward and for forward+backward. A report with calibration rows gives
     the forced fused path's pairs everywhere; an older one, the cells where the routed path was fused."""
     device = report["device"]
-    entry = dict(table["devices"][device])
-    pairs, _ = _bench_cells(report["results"])
-    rows = sorted({k[3] for k in pairs} | {r["rows"] for r in report["results"]
-                                           if r.get("sweep") or r.get("calibration")})
-    measured = {(r["dim"], r["hidden"]) for r in report["results"] if r.get("sweep") or r.get("calibration")}
+    return merge_device(table, device, fold_entry(table["devices"][device], report["results"], source))
+
+
+def fold_entry(entry: dict[str, Any], results: list[dict[str, Any]], source: str) -> dict[str, Any]:
+    """One GPU's table entry with a report's results folded in (fold_sweep, for an entry on its own)."""
+    entry = dict(entry)
+    pairs = _bench_cells(results)
+    rows = sorted({k[3] for k in pairs} | {r["rows"] for r in results if r.get("sweep") or r.get("calibration")})
+    measured = {(r["dim"], r["hidden"]) for r in results if r.get("sweep") or r.get("calibration")}
     families = []
     for f in entry["families"]:
         f = dict(f)
@@ -205,14 +209,14 @@ def fold_sweep(table: dict[str, Any], report: dict[str, Any], source: str) -> di
             f.update(bench_rows=rows, fwd_bench_us=fam_pairs["fwd"], train_bench_us=fam_pairs["fwd+bwd"])
         families.append(f)
     entry.update(families=families, bench_source=source)
-    return merge_device(table, device, entry)
+    return entry
 
 
 def with_calibration(model: CrossoverModel, results: list[dict[str, Any]]) -> CrossoverModel:
     """The model with a calibration's pairs (fused forced vs eager, per pass and row count) put into the
     families it measured; the others are kept as they were."""
     calibration = [r for r in results if r.get("calibration")]
-    pairs, _ = _bench_cells(calibration)
+    pairs = _bench_cells(calibration)
     fams = []
     for fam in model.families:
         rows = sorted({r["rows"] for r in calibration if (r["dim"], r["hidden"]) == (fam.dim, fam.hidden)})
