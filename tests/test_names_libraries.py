@@ -3,6 +3,8 @@ traces (V100 ResNet, MI210/MI300X training, SGLang on MI300X, an LLM serving ste
 
 from __future__ import annotations
 
+import pytest
+
 from mlptui.trace.names.kernel import decode_kernel
 
 CK_FMHA = ("_ZN7ck_tile6kentryILi2ENS_38FmhaBatchPrefillWithPagedKVCacheKernelINS_40BlockFmhaBatchPrefillPipeline"
@@ -91,18 +93,20 @@ def test_device_architecture_in_the_vendors_words() -> None:
     assert (device_arch(h100).arch, device_arch(h100).word, device_arch(h100).units) == ("sm_90", "sm90", "SMs")
 
 
-def test_serving_library_functions_by_their_own_names() -> None:
-    flashinfer_norm = decode_kernel("void flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>(__nv_bfloat16*, "
-                                    "__nv_bfloat16*, __nv_bfloat16*, unsigned int, unsigned int, float)")
-    assert (flashinfer_norm.family, flashinfer_norm.library) == ("norm", "FlashInfer")
-    prefill = decode_kernel("void flashinfer::BatchPrefillWithPagedKVCacheKernel<flashinfer::KernelTraits<>, "
-                            "__nv_bfloat16>(flashinfer::PagedParams)")
-    assert (prefill.family, prefill.library) == ("attention", "FlashInfer")
-    allreduce = decode_kernel("void tensorrt_llm::kernels::ar_fusion::allreduce_fusion_kernel_oneshot_lamport"
-                              "<__nv_bfloat16, 8>(tensorrt_llm::kernels::ar_fusion::AllReduceFusionParams)")
-    assert (allreduce.family, allreduce.library) == ("comm", "TensorRT-LLM")
-    cache = decode_kernel("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, "
-                          "(vllm::Fp8KVCacheDataType)1>(__nv_bfloat16 const*, __nv_bfloat16 const*)")
-    assert (cache.family, cache.library) == ("copy", "vLLM")
-    op_tensor = decode_kernel("Op2dTensorGeneric")
-    assert (op_tensor.family, op_tensor.library) == ("pointwise", "MIOpen")
+SERVING_KERNELS = [
+    ("void flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>(__nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*, "
+     "unsigned int, unsigned int, float)", "norm", "FlashInfer"),
+    ("void flashinfer::BatchPrefillWithPagedKVCacheKernel<flashinfer::KernelTraits<>, __nv_bfloat16>"
+     "(flashinfer::PagedParams)", "attention", "FlashInfer"),
+    ("void tensorrt_llm::kernels::ar_fusion::allreduce_fusion_kernel_oneshot_lamport<__nv_bfloat16, 8>"
+     "(tensorrt_llm::kernels::ar_fusion::AllReduceFusionParams)", "comm", "TensorRT-LLM"),
+    ("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, (vllm::Fp8KVCacheDataType)1>"
+     "(__nv_bfloat16 const*, __nv_bfloat16 const*)", "copy", "vLLM"),
+    ("Op2dTensorGeneric", "pointwise", "MIOpen"),
+]
+
+
+@pytest.mark.parametrize(("name", "family", "library"), SERVING_KERNELS, ids=lambda v: str(v)[:24])
+def test_serving_library_functions_by_their_own_names(name: str, family: str, library: str) -> None:
+    decoded = decode_kernel(name)
+    assert (decoded.family, decoded.library) == (family, library)
