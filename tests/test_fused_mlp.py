@@ -231,6 +231,24 @@ def test_backward_kernel_is_the_geglu_derivative(interp: ModuleType) -> None:
 
 
 @interpreted_only
+@pytest.mark.parametrize("shape", [(9, 20, 50), (70, 72, 24), (1, 8, 130)], ids=lambda s: "x".join(map(str, s)))
+def test_down_backward_kernel_is_the_down_projection_and_geglu_derivative(interp: ModuleType, shape) -> None:
+    """geglu_down_backward(dout, w_down, gu) == the GeGLU backward of dh = dout @ w_down (K and N tails,
+    one row), against float64 autograd."""
+    from mlptui.runners.fused.launcher import geglu_down_backward
+
+    m, k, n = shape
+    g = torch.Generator().manual_seed(m)
+    gate, up = torch.randn(m, n, generator=g) * 3, torch.randn(m, n, generator=g)
+    dout, w_down = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g) / math.sqrt(k)
+    dgu = geglu_down_backward(dout, w_down, torch.cat([gate, up], dim=1))
+    gd, ud = gate.double().requires_grad_(True), up.double().requires_grad_(True)
+    (F.gelu(gd, approximate="tanh") * ud).backward(dout.double() @ w_down.double())
+    assert dgu.shape == (m, 2 * n)
+    assert _rel_err(dgu[:, :n], gd.grad) <= 1e-5 and _rel_err(dgu[:, n:], ud.grad) <= 1e-5
+
+
+@interpreted_only
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 def test_compile_fullgraph_through_the_registered_ops(interp: ModuleType, backend: str) -> None:
     from torch._dynamo.utils import counters
@@ -263,6 +281,35 @@ def test_real_module_off_gpu_uses_unfused_path() -> None:
 
     fused = FusedGeGLUMLP(16, 32, dtype=torch.bfloat16)
     assert fused.fallback_reason(4096) == "no Triton on cpu"
+
+
+@pytest.mark.skipif(INTERPRETED, reason="off the GPU only without the interpreter")
+def test_unfused_route_sees_replaced_weights_and_submodules() -> None:
+    """The module reads its submodules and weights from its own dicts (no Module.__getattr__ per call):
+    a replaced Parameter, a replaced Linear and frozen weights are seen on the next call."""
+    from mlptui.runners.fused import FusedGeGLUMLP
+    from mlptui.runners.modules import SimpleGeGLUMLP
+
+    torch.manual_seed(5)
+    ref, fused = SimpleGeGLUMLP(8, 16), FusedGeGLUMLP(8, 16, policy="unfused")
+    fused.load_state_dict(ref.state_dict())
+    x = torch.randn(3, 8)
+    with torch.no_grad():
+        assert torch.equal(fused(x), ref(x))
+        before = fused(x)
+        gate, down = torch.randn(16, 8), torch.nn.Linear(16, 8, bias=False)
+        for module in (ref, fused):
+            module.gate_proj.weight = torch.nn.Parameter(gate.clone())
+            module.down_proj = torch.nn.Linear(16, 8, bias=False)
+            module.down_proj.load_state_dict(down.state_dict())
+        assert torch.equal(fused(x), ref(x)) and not torch.equal(fused(x), before)
+    out = fused(x)
+    out.sum().backward()
+    assert fused.gate_proj.weight.grad is not None and fused.down_proj.weight.grad is not None
+    fused.gate_proj.weight.grad = None
+    fused.gate_proj.weight.requires_grad_(False)
+    fused(x).sum().backward()
+    assert fused.gate_proj.weight.grad is None and fused.up_proj.weight.grad is not None
 
 
 def test_interleave_gate_up_layout(interp: ModuleType) -> None:
