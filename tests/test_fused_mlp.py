@@ -231,24 +231,6 @@ def test_backward_kernel_is_the_geglu_derivative(interp: ModuleType) -> None:
 
 
 @interpreted_only
-@pytest.mark.parametrize("shape", [(9, 20, 50), (70, 72, 24), (1, 8, 130)], ids=lambda s: "x".join(map(str, s)))
-def test_down_backward_kernel_is_the_down_projection_and_geglu_derivative(interp: ModuleType, shape) -> None:
-    """geglu_down_backward(dout, w_down, gu) == the GeGLU backward of dh = dout @ w_down (K and N tails,
-    one row), against float64 autograd."""
-    from mlptui.runners.fused.launcher import geglu_down_backward
-
-    m, k, n = shape
-    g = torch.Generator().manual_seed(m)
-    gate, up = torch.randn(m, n, generator=g) * 3, torch.randn(m, n, generator=g)
-    dout, w_down = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g) / math.sqrt(k)
-    dgu = geglu_down_backward(dout, w_down, torch.cat([gate, up], dim=1))
-    gd, ud = gate.double().requires_grad_(True), up.double().requires_grad_(True)
-    (F.gelu(gd, approximate="tanh") * ud).backward(dout.double() @ w_down.double())
-    assert dgu.shape == (m, 2 * n)
-    assert _rel_err(dgu[:, :n], gd.grad) <= 1e-5 and _rel_err(dgu[:, n:], ud.grad) <= 1e-5
-
-
-@interpreted_only
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 def test_compile_fullgraph_through_the_registered_ops(interp: ModuleType, backend: str) -> None:
     from torch._dynamo.utils import counters

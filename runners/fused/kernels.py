@@ -9,9 +9,6 @@ is persistent: one program per SM walks the output tiles.
 
 `geglu_backward_kernel` is the backward's one pointwise pass: from dh and the saved pre-activations it
 recomputes gelu_tanh(gate) and writes d gate and d up side by side, ready for two cuBLAS GEMMs.
-`geglu_down_backward_kernel` does the same with dh computed in registers from the MLP output's gradient
-and the down weight (dh = dout @ w_down), so dh is never written or read back: the eager training step's
-down-projection input gradient and the pointwise pass become one kernel.
 """
 
 from __future__ import annotations
@@ -40,16 +37,6 @@ def _dot_wt(a, w, acc, UPCAST: tl.constexpr):
         acc = tl.dot(a.to(tl.float32), w.to(tl.float32).T, acc)
     else:
         acc = tl.dot(a, w.T, acc)
-    return acc
-
-
-@triton.jit
-def _dot(a, b, acc, UPCAST: tl.constexpr):
-    """acc + a @ b (see _dot_wt)."""
-    if UPCAST:
-        acc = tl.dot(a.to(tl.float32), b.to(tl.float32), acc)
-    else:
-        acc = tl.dot(a, b, acc)
     return acc
 
 
@@ -187,79 +174,22 @@ def fused_geglu_gateup_gemm_kernel(
 
 
 @triton.jit
-def _geglu_grads(dh, g, u):
-    """h = gelu_tanh(g) * u, so dg = dh * u * gelu_tanh'(g) and du = dh * gelu_tanh(g), in fp32.
+def geglu_backward_kernel(dh_ptr, gu_ptr, dgu_ptr, N, stride_dh, stride_gu, stride_dgu, BLOCK_N: tl.constexpr):
+    """One row block of the GeGLU backward: h = gelu_tanh(g) * u, so
+    dg = dh * u * gelu_tanh'(g) and du = dh * gelu_tanh(g), in fp32, written to dgu[:, :N] and dgu[:, N:].
 
     With s = sigmoid(z), z = 2*sqrt(2/pi) * (g + 0.044715 g^3): gelu_tanh(g) = g*s and
     gelu_tanh'(g) = s + g*s*(1-s) * dz/dg, dz/dg = 1.5957691216057308 + 0.21406444881477216 g^2.
     """
-    z = g * (1.5957691216057308 + 0.07135481627159072 * (g * g))
-    s = tl.fdiv(1.0, 1.0 + tl.exp2(z * -1.4426950408889634))
-    dgelu = s + g * s * (1.0 - s) * (1.5957691216057308 + 0.21406444881477216 * (g * g))
-    return dh * u * dgelu, dh * g * s
-
-
-@triton.jit
-def geglu_backward_kernel(dh_ptr, gu_ptr, dgu_ptr, N, stride_dh, stride_gu, stride_dgu, BLOCK_N: tl.constexpr):
-    """One row block of the GeGLU backward: [dgate | dup] into dgu[:, :N] and dgu[:, N:] (_geglu_grads)."""
     row = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = cols < N
     g = tl.load(gu_ptr + row * stride_gu + cols, mask=mask, other=0.0).to(tl.float32)
     u = tl.load(gu_ptr + row * stride_gu + N + cols, mask=mask, other=0.0).to(tl.float32)
     dh = tl.load(dh_ptr + row * stride_dh + cols, mask=mask, other=0.0).to(tl.float32)
-    dg, du = _geglu_grads(dh, g, u)
+    z = g * (1.5957691216057308 + 0.07135481627159072 * (g * g))
+    s = tl.fdiv(1.0, 1.0 + tl.exp2(z * -1.4426950408889634))
+    dgelu = s + g * s * (1.0 - s) * (1.5957691216057308 + 0.21406444881477216 * (g * g))
     out_ty = dgu_ptr.dtype.element_ty
-    tl.store(dgu_ptr + row * stride_dgu + cols, dg.to(out_ty), mask=mask)
-    tl.store(dgu_ptr + row * stride_dgu + N + cols, du.to(out_ty), mask=mask)
-
-
-@triton.jit(do_not_specialize=["M"])
-def geglu_down_backward_kernel(
-    dout_ptr, wd_ptr, gu_ptr, dgu_ptr,
-    M, N, K,
-    stride_dm, stride_wk, stride_gum, stride_dgum,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    USE_TMA: tl.constexpr, UPCAST: tl.constexpr = False,
-):
-    """dgu[M, 2N] = [dgate | dup] from dout [M, K] (the gradient of out = h @ w_down.T), w_down [K, N] and
-    gu = [gate | up] [M, 2N]: one output tile of dh = dout @ w_down per program, accumulated in fp32,
-    then _geglu_grads on it and the saved gate/up tile, written as dgate and dup."""
-    pid_m, pid_n = _tile_coords(tl.program_id(axis=0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
-    off_m = pid_m * BLOCK_M
-    off_n = pid_n * BLOCK_N
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    k_tiles = tl.cdiv(K, BLOCK_K)
-    if USE_TMA:
-        a_desc = tl.make_tensor_descriptor(dout_ptr, shape=[M, K], strides=[stride_dm, 1],
-                                           block_shape=[BLOCK_M, BLOCK_K])
-        b_desc = tl.make_tensor_descriptor(wd_ptr, shape=[K, N], strides=[stride_wk, 1],
-                                           block_shape=[BLOCK_K, BLOCK_N])
-        for ki in range(k_tiles):
-            a = a_desc.load([off_m, ki * BLOCK_K])
-            b = b_desc.load([ki * BLOCK_K, off_n])
-            acc = _dot(a, b, acc, UPCAST)
-    else:
-        # rows and columns past the edge wrap onto valid ones (never stored); only the K tail is masked
-        rm = (off_m + tl.arange(0, BLOCK_M)) % M
-        rn = (off_n + tl.arange(0, BLOCK_N)) % N
-        rk = tl.arange(0, BLOCK_K)
-        a_ptrs = dout_ptr + rm[:, None] * stride_dm + rk[None, :]
-        b_ptrs = wd_ptr + rk[:, None] * stride_wk + rn[None, :]
-        for ki in range(k_tiles):
-            a = tl.load(a_ptrs, mask=rk[None, :] < K - ki * BLOCK_K, other=0.0)
-            b = tl.load(b_ptrs, mask=rk[:, None] < K - ki * BLOCK_K, other=0.0)
-            acc = _dot(a, b, acc, UPCAST)
-            a_ptrs += BLOCK_K
-            b_ptrs += BLOCK_K * stride_wk
-    cm = off_m + tl.arange(0, BLOCK_M)
-    cn = off_n + tl.arange(0, BLOCK_N)
-    mask = (cm[:, None] < M) & (cn[None, :] < N)
-    g_ptrs = gu_ptr + cm[:, None].to(tl.int64) * stride_gum + cn[None, :]
-    g = tl.load(g_ptrs, mask=mask, other=0.0).to(tl.float32)
-    u = tl.load(g_ptrs + N, mask=mask, other=0.0).to(tl.float32)
-    dg, du = _geglu_grads(acc, g, u)
-    out_ty = dgu_ptr.dtype.element_ty
-    d_ptrs = dgu_ptr + cm[:, None].to(tl.int64) * stride_dgum + cn[None, :]
-    tl.store(d_ptrs, dg.to(out_ty), mask=mask)
-    tl.store(d_ptrs + N, du.to(out_ty), mask=mask)
+    tl.store(dgu_ptr + row * stride_dgu + cols, (dh * u * dgelu).to(out_ty), mask=mask)
+    tl.store(dgu_ptr + row * stride_dgu + N + cols, (dh * g * s).to(out_ty), mask=mask)

@@ -30,11 +30,7 @@ import triton
 from triton.runtime.errors import OutOfResources
 
 from mlptui.runners.fused.configs import GateUpConfig, candidate_configs, m_bucket, training_config
-from mlptui.runners.fused.kernels import (
-    fused_geglu_gateup_gemm_kernel,
-    geglu_backward_kernel,
-    geglu_down_backward_kernel,
-)
+from mlptui.runners.fused.kernels import fused_geglu_gateup_gemm_kernel, geglu_backward_kernel
 
 ROWS_CACHE_MAX = 4096  # distinct row counts remembered per launcher (variable sequence lengths)
 
@@ -364,64 +360,6 @@ def geglu_backward(dh: torch.Tensor, gu: torch.Tensor) -> torch.Tensor:
         geglu_backward_kernel[(m, triton.cdiv(n, block))](dh, gu, dgu, n, dh.stride(0), gu.stride(0),
                                                           dgu.stride(0), BLOCK_N=block, num_warps=4)
     return dgu
-
-
-# (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) of geglu_down_backward_kernel, tried in this order at
-# the first call per row bucket and shape; without a GPU (the interpreter) the last, smallest one runs.
-DOWN_BACKWARD_CONFIGS = ((128, 128, 64, 8, 3), (128, 64, 64, 4, 4), (64, 128, 64, 4, 4), (64, 64, 64, 4, 3))
-_DOWN_BACKWARD_CHOICE: dict[tuple[Any, ...], tuple[tuple[int, ...], bool]] = {}
-
-
-def geglu_down_backward(dout: torch.Tensor, w_down: torch.Tensor, gu: torch.Tensor) -> torch.Tensor:
-    """[dgate | dup] ([M, 2N]) straight from dout [M, K] (the MLP output's gradient), the down weight
-    [K, N] and the saved pre-activations gu = [gate | up]: dh = dout @ w_down stays in registers."""
-    m, k = dout.shape
-    n = w_down.shape[1]
-    dout = dout if dout.stride(-1) == 1 else dout.contiguous()
-    w = w_down.detach()
-    w = w if w.stride(-1) == 1 else w.contiguous()
-    dgu = torch.empty_like(gu)
-    if m == 0 or n == 0:
-        return dgu
-    if k == 0:
-        return dgu.zero_()
-    key = (m_bucket(m), n, k, dout.dtype, dout.device)
-    choice = _DOWN_BACKWARD_CHOICE.get(key)
-    if choice is None:
-        use_tma = dout.is_cuda and k % 8 == 0 and n % 8 == 0 and tma_ok(dout, w)
-        cfgs = DOWN_BACKWARD_CONFIGS if dout.is_cuda else DOWN_BACKWARD_CONFIGS[-1:]
-        best = cfgs[0]
-        if len(cfgs) > 1 and not _capturing():
-            from triton.testing import do_bench
-
-            timed = []
-            for cfg in cfgs:
-                try:
-                    timed.append((do_bench(lambda c=cfg: _down_backward_launch(dout, w, gu, dgu, c, use_tma),
-                                           warmup=5, rep=20), cfg))
-                except OutOfResources:
-                    continue
-            best = min(timed)[1] if timed else cfgs[-1]
-        if _capturing():
-            _down_backward_launch(dout, w, gu, dgu, best, use_tma)
-            return dgu
-        choice = _DOWN_BACKWARD_CHOICE[key] = (best, use_tma)
-    _down_backward_launch(dout, w, gu, dgu, *choice)
-    return dgu
-
-
-def _down_backward_launch(dout: torch.Tensor, w: torch.Tensor, gu: torch.Tensor, dgu: torch.Tensor,
-                          cfg: tuple[int, ...], use_tma: bool) -> None:
-    m, k = dout.shape
-    n = w.shape[1]
-    bm, bn, bk, warps, stages = cfg
-    if use_tma:
-        triton.set_allocator(SCRATCH_PER_LAUNCH if _capturing() else SCRATCH)
-    grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
-    geglu_down_backward_kernel[grid](
-        dout, w, gu, dgu, m, n, k, dout.stride(0), w.stride(0), gu.stride(0), dgu.stride(0),
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, USE_TMA=use_tma,
-        UPCAST=interpreting() and dout.dtype == torch.bfloat16, num_warps=warps, num_stages=stages)
 
 
 # Launchers for calls that come with bare weight tensors (the functional API and the registered op),

@@ -12,7 +12,7 @@ from torch import nn
 
 from mlptui.runners.fused import crossover
 from mlptui.runners.fused.launcher import GateUpLauncher, interpreting
-from mlptui.runners.fused.ops import GeGLUMLPTrain
+from mlptui.runners.fused.ops import GeGLUGateUp
 from mlptui.runners.modules import geglu_mlp
 
 POLICIES = ("auto", "fused", "unfused")
@@ -162,12 +162,8 @@ class FusedGeGLUMLP(nn.Module):
         x2 = x if flat else x.reshape(rows, dim)
         if not x2.is_contiguous():
             x2 = x2.contiguous()
-        wd = down._parameters["weight"]
-        assert wd is not None
-        if train:
-            out = GeGLUMLPTrain.apply(x2, wg, wu, wd, lau)
-        else:
-            out = F.linear(lau(x2), wd)
+        h = GeGLUGateUp.apply(x2, wg, wu, lau) if train else lau(x2)
+        out = F.linear(h, down._parameters["weight"])
         return out if flat else out.view(*shape[:-1], self.dim)
 
     def _forward_traced(self, x: torch.Tensor) -> torch.Tensor:

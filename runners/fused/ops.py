@@ -11,9 +11,8 @@ one addmm), dWg = dgate^T x, dWu = dup^T x. Each op has a fake (meta) implementa
 `torch.compile(fullgraph=True)` sees shapes without running the kernel, and the ops are opaque,
 allocation-only extern calls that `mode="reduce-overhead"` captures in its CUDA graph.
 
-Eager training does not go through the dispatcher: `GeGLUMLPTrain` (an autograd.Function over the whole
-MLP, down projection included) calls the module's own launcher, and its backward computes dh = dout @
-w_down inside the GeGLU backward kernel (geglu_down_backward), so dh is never written to memory.
+Eager training does not go through the dispatcher: `GeGLUGateUp` (an autograd.Function) calls the
+module's own launcher and the same backward, which costs less host time per call.
 """
 
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from mlptui.runners.fused.launcher import GateUpLauncher, geglu_backward, geglu_down_backward, launcher_for
+from mlptui.runners.fused.launcher import GateUpLauncher, geglu_backward, launcher_for
 
 
 @torch.library.custom_op("mlptui::geglu_gateup", mutates_args=())
@@ -85,22 +84,17 @@ def _backward(ctx: Any, dh: Tensor | None, _dgu: Tensor | None) -> tuple[Tensor 
 geglu_gateup_train.register_autograd(_backward, setup_context=_setup_context)
 
 
-class GeGLUMLPTrain(torch.autograd.Function):
-    """Eager training path: out = (gelu_tanh(x Wg^T) * (x Wu^T)) Wd^T through a module's own launcher."""
+class GeGLUGateUp(torch.autograd.Function):
+    """Eager training path: h = gelu_tanh(x Wg^T) * (x Wu^T) through a module's own launcher."""
 
     @staticmethod
-    def forward(ctx: Any, x: Tensor, w_gate: Tensor, w_up: Tensor, w_down: Tensor,
-                launcher: GateUpLauncher) -> Tensor:
+    def forward(ctx: Any, x: Tensor, w_gate: Tensor, w_up: Tensor, launcher: GateUpLauncher) -> Tensor:
         h, gu = launcher(x, store_gu=True)
-        ctx.save_for_backward(x, w_gate, w_up, w_down, gu, h)
-        return torch.mm(h, w_down.t())
+        ctx.save_for_backward(x, w_gate, w_up, gu)
+        return h
 
     @staticmethod
-    def backward(ctx: Any, dout: Tensor) -> tuple[Tensor | None, ...]:
-        x, w_gate, w_up, w_down, gu, h = ctx.saved_tensors
-        needs = tuple(ctx.needs_input_grad[:4])
-        dwd = torch.mm(dout.t(), h) if needs[3] else None
-        if not any(needs[:3]):
-            return None, None, None, dwd, None
-        dgu = geglu_down_backward(dout, w_down, gu)
-        return (*input_grads(needs[:3], dgu, x, w_gate, w_up), dwd, None)
+    def backward(ctx: Any, dh: Tensor) -> tuple[Tensor | None, ...]:
+        x, w_gate, w_up, gu = ctx.saved_tensors
+        dgu = geglu_backward(dh, gu)
+        return (*input_grads(tuple(ctx.needs_input_grad[:3]), dgu, x, w_gate, w_up), None)
