@@ -162,8 +162,10 @@ class FusedGeGLUMLP(nn.Module):
         x2 = x if flat else x.reshape(rows, dim)
         if not x2.is_contiguous():
             x2 = x2.contiguous()
+        wd = down._parameters["weight"]
+        assert wd is not None
         h = GeGLUGateUp.apply(x2, wg, wu, lau) if train else lau(x2)
-        out = F.linear(h, down._parameters["weight"])
+        out = F.linear(h, wd)
         return out if flat else out.view(*shape[:-1], self.dim)
 
     def _forward_traced(self, x: torch.Tensor) -> torch.Tensor:
