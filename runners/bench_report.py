@@ -83,7 +83,11 @@ def main(argv: list[str] | None = None) -> int:
         merged = merge_reports(docs)
         from mlptui.contract.files import write_atomic
 
-        write_atomic(args.out, (json.dumps(merged, indent=1) + "\n").encode())
+        try:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(args.out, (json.dumps(merged, indent=1) + "\n").encode())
+        except OSError as exc:
+            raise MlptuiError(f"{args.out}: cannot write the merged report ({exc.strerror or exc})") from None
         if args.table is not None and merged.get("crossover"):
             table = json.loads(args.table.read_text()) if args.table.exists() else {}
             write_atomic(args.table, (json.dumps(crossover.merge_device(table, str(merged["device"]),
