@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from mlptui.trace.model import GpuOp, MemEvent, Op, Step, Stream, Thread, Trace
-from mlptui.trace.parse.index import NO_IDS
+from mlptui.trace.model import NO_IDS, GpuOp, MemEvent, Op, Step, Stream, Thread, Trace
 
 Columns = dict[str, np.ndarray]
 

@@ -28,6 +28,7 @@ from mlptui.trace.model import (
     ANNOTATION,
     CPU_OP,
     LAUNCH_CATS,
+    NO_IDS,
     GpuOp,
     MemEvent,
     Op,
@@ -46,20 +47,6 @@ STEP_PREFIX = "ProfilerStep#"
 _MAX_DUR_US = 1e13
 
 FlowKey = tuple[int, int, float | None]   # (pid, tid, ts) where a launch flow starts or ends
-
-
-class _ReadOnlyEmpty(list[int]):
-    """The one empty `children`/`gpu` list shared by every op that has none (most ops are leaves).
-    A list to every reader; any attempt to change it fails loudly instead of touching all ops at once."""
-
-    def _refuse(self, *args: object, **kwargs: object) -> None:
-        raise TypeError("an indexed trace is read-only")
-
-    append = extend = insert = remove = pop = clear = sort = reverse = _refuse  # type: ignore[assignment]
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
-
-
-NO_IDS: list[int] = _ReadOnlyEmpty()
 
 
 @dataclass
