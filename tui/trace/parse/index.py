@@ -135,7 +135,7 @@ def _cpu_columns(events: list[Any], b: Buckets, origin_us: float, warnings: list
         warnings.append(f"{forest.partial_overlaps} CPU slice(s) end after the slice they start in "
                         "(partial overlap); each nested under the innermost slice that contains it")
     return _Cpu(
-        order=forest.order.tolist(), parent=forest.parent, depth=forest.depth,
+        order=forest.order.tolist(), parent=forest.parent.tolist(), depth=forest.depth.tolist(),
         thread=thread[forest.order].tolist(),
         thread_keys=[(_id_of(p, string_ids), _id_of(t, string_ids)) for p, t in thread_of],
         start_ns=start[forest.order], dur_ns=dur[forest.order],
