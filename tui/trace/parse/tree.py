@@ -51,11 +51,12 @@ def build_forest(thread: np.ndarray, start_ns: np.ndarray, dur_ns: np.ndarray) -
     if found is None:
         parent = np.full(n, -1, dtype=np.int64)
         depth = np.zeros(n, dtype=np.int64)
-        walk = range(len(first))
+        walk = list(range(len(first)))
     else:
-        parent, depth, walk = found
+        parent, depth, bad = found
+        walk = bad.tolist()
     partial = 0
-    if len(walk):
+    if walk:
         st_list, en_list = st.tolist(), en.tolist()
         for t in walk:
             partial += _walk(st_list, en_list, bounds[t], bounds[t + 1], parent, depth)
