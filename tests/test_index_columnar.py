@@ -276,6 +276,13 @@ def test_odd_ids_and_threads() -> None:
     assert [g.launch >= 0 for g in fast.gpu] == [True, True, False, False]
 
 
+@pytest.mark.parametrize("keep", ["kernel", "cuda_runtime", "cpu_op"])
+def test_one_kind_of_event_only(keep: str) -> None:
+    """GPU work with no CPU slice at all (and the reverse): links that point nowhere."""
+    evs = [e for e in hostile.events() if e.get("cat") == keep]
+    _same(*_both(lambda: load_trace_bytes(hostile.dumps(hostile.doc(evs)), source=keep)))
+
+
 def test_ids_beyond_64_bits_take_the_object_index() -> None:
     evs = hostile.events()
     evs[-1]["args"]["correlation"] = 1 << 64

@@ -288,16 +288,18 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
                 g_corr[g], g_corr_p[g] = found, True
     launch = _lookup(corr_keys, corr_calls, g_corr, g_corr_p)
     launched = launch >= 0
-    op = np.where(launched, parent[np.maximum(launch, 0)], -1)
+    op = np.full(n_gpu, -1, dtype=np.int64)
+    op[launched] = parent[launch[launched]]
     while True:                      # the innermost slice around the call that is not itself a launch call
         up = np.flatnonzero(op >= 0)
         up = up[launch_code[op[up]]]
         if not len(up):
             break
         op[up] = parent[op[up]]
-    lk = np.maximum(launch, 0)
-    by_call = np.flatnonzero(launched & (op < 0) & ext_p[lk] & (ext[lk] != 0))
-    op[by_call] = _lookup(ext_keys, ext_ops, ext[lk[by_call]], np.ones(len(by_call), dtype=bool))
+    by_call = np.flatnonzero(launched & (op < 0))
+    call_ext = ext[launch[by_call]]
+    by_call = by_call[ext_p[launch[by_call]] & (call_ext != 0)]
+    op[by_call] = _lookup(ext_keys, ext_ops, ext[launch[by_call]], np.ones(len(by_call), dtype=bool))
     by_ext = np.flatnonzero(~launched & g_ext_p & (g_ext != 0))
     op[by_ext] = _lookup(ext_keys, ext_ops, g_ext[by_ext], np.ones(len(by_ext), dtype=bool))
     target = np.where(launched, launch, op)
@@ -333,8 +335,8 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
         where = np.searchsorted(starts_ns, op_start, side="right") - 1
         inside = (where >= 0) & (op_start < ends_ns[np.maximum(where, 0)])
         op_step = np.where(inside, where, -1)
-    g_owner = np.where(launched, launch, op)
-    g_step = np.where(g_owner >= 0, op_step[np.maximum(g_owner, 0)], -1)
+    g_step = np.full(n_gpu, -1, dtype=np.int64)
+    g_step[linked] = op_step[target[linked]]
 
     launches = 0
     if not n_gpu:
