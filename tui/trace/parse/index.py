@@ -12,8 +12,11 @@ What is linked, and how:
   the launch call (of the launching op without one), so work queued in step N and run during step N+1
   counts for step N.
 
-Speed and memory: the work is done on integer-ns numpy columns and plain lists; each decoded event is
-dropped as soon as its Op or GpuOp exists; leaves share one read-only empty id list (NO_IDS).
+Speed and memory: each field the index needs is read out of the decoded events once, into numpy columns,
+and the events are dropped; times are integer ns (containment never compares floats). Everything else
+is done on those columns, whose form is the index cache's (mlptui.trace.parse.columns): the Trace makes
+its Op and GpuOp objects on first use, and leaves share one read-only empty id list (NO_IDS). Traces the
+columns cannot hold (link ids past 64 bits) and tolerant decodes are indexed as objects (`_build_objects`).
 """
 
 from __future__ import annotations
