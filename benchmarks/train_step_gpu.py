@@ -140,7 +140,7 @@ def noise(cell: str) -> dict[str, Any]:
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
     out: dict[str, Any] = {"cell": cell, "route": auto.path_for(rows, train=bwd), "sweep": [], "paired": []}
     for _ in range(3):
-        best = _best_us(fns, rows, bwd, 25.0, 100.0)
+        best = _best_us(fns)
         out["sweep"].append({m: round(v / best["eager"], 4) for m, v in best.items() if m != "eager"})
         out["paired"].append(paired(fns, 60, flush))
     log(f"noise {cell} ({out['route']}): sweep {out['sweep']}  paired {out['paired']}")

@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
 
         sweep_args = _sweep_args(args)
         rows, errors, info = sweep.sweep(sweep_args["families"], sweep_args["rows"], sweep_args["modes"],
-                                         sweep_args["passes"], dtype, 5.0, 20.0, _note)
+                                         sweep_args["passes"], dtype, _note)
         report["results"].extend(rows)
         report["errors"].extend(errors)
         if crossover_entry is not None:  # the committed table routes by this run's calibration
@@ -169,13 +169,12 @@ def run(args: argparse.Namespace) -> int:
         report["sweep"] = {"families": [f"{d}x{h}" for d, h in sweep_args["families"]],
                            "rows": list(sweep_args["rows"]), "modes": list(sweep_args["modes"]),
                            "passes": list(sweep_args["passes"]), **info,
-                           "timing": f"GPU-bound cells: do_bench median (warm-up 5 ms, 20 ms or {sweep.MIN_CALLS} calls), "
-                                     f"L2 flushed, best of "
-                                     f"{sweep.ROUNDS} rounds, mode order rotated; host-bound cells (fwd <= 256 rows, "
-                                     f"fwd+bwd <= 4096): median of {sweep.HOST_BOUND_CALLS} synchronized calls per "
-                                     f"mode, modes alternating call by call, L2 flushed before each; collector paused; eager timed twice "
-                                     f"(eager-again) as the cell's noise; compile: torch.compile(dynamic=True) "
-                                     f"per family",
+                           "timing": f"every cell: median of synchronized calls per mode ({sweep.HOST_BOUND_CALLS} "
+                                     f"where calls are short, at least {sweep.MIN_CALLS} where "
+                                     f"{sweep.CELL_BUDGET_S} s would not hold them), modes alternating call by call, "
+                                     f"L2 flushed before each, after {sweep.BURN_S} s of the cell's own work; collector "
+                                     f"paused; eager timed twice (eager-again) as the cell's noise; compile: "
+                                     f"torch.compile(dynamic=True) per family",
                            "summary": summarize(rows)}
     doc: dict[str, Any] = {"device": dev["name"], "device_slug": dev["slug"], "torch": torch.__version__,
                            "triton": triton.__version__, "cuda": torch.version.cuda, "command": command,

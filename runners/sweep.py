@@ -11,8 +11,8 @@ Liger, forward and forward+backward; and, first, the crossover table the fused m
    into the installed model (crossover.with_calibration): the fused module takes its fused path only
    where the model predicts it faster and this calibration did not measure it slower (training: only
    where it was measured faster), and a pair noisier than its margin decides nothing.
-3. Verification: per family and pass, each mode's time at every row count (_best_us: do_bench medians
-   for GPU-bound cells, alternating synchronized calls for host-bound ones), the fused module routing by
+3. Verification: per family and pass, each mode's time at every row count (_best_us: medians of
+   alternating synchronized calls), the fused module routing by
    the model just folded, eager timed twice. torch.compile is built once per family, dynamic=True.
 
 Every result row: shape ("DIMxHIDDEN"), rows, dim, hidden, mode, pass, median_us, and the ratios of the
@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from mlptui.runners.bench import _median_us, enqueue_us, rel_err
+from mlptui.runners.bench import enqueue_us, rel_err
 from mlptui.runners.modules import LigerConfig, SimpleGeGLUMLP, seeded
 
 FAMILIES: tuple[tuple[int, int], ...] = ((768, 3072), (1024, 2816), (2048, 5632), (1536, 8960), (4096, 11008),
@@ -42,8 +42,8 @@ FAMILIES: tuple[tuple[int, int], ...] = ((768, 3072), (1024, 2816), (2048, 5632)
 SWEEP_ROWS: tuple[int, ...] = (1, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 SWEEP_MODES: tuple[str, ...] = ("eager", "fused", "compile", "kernels")
 PASSES: tuple[str, ...] = ("fwd", "fwd+bwd")
-ROUNDS = 3
-HOST_BOUND_CALLS = 200  # calls per mode of a host-bound cell, interleaved
+HOST_BOUND_CALLS = 200  # calls per mode where calls are short, interleaved
+CELL_BUDGET_S = 1.5  # of timed calls per cell, all modes together, where calls are long
 BURN_S = 0.1
 MIN_CALLS = 15
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # as do_bench's cache flush
@@ -137,17 +137,11 @@ def _step(module: torch.nn.Module, x: torch.Tensor, bwd: bool) -> Callable[[], A
     return step
 
 
-def host_bound(rows: int, bwd: bool) -> bool:
-    """Cells whose call waits on the host (a forward of a few hundred rows, a training step below ~8k rows
-    here): their time follows the host's, which drifts by tens of percent from one moment to the next
-    (scheduling, the autograd thread's wake-up)."""
-    return (bwd and rows <= 4096) or (not bwd and rows <= 256)
-
-
 def _interleaved_us(fns: dict[str, Callable[[], Any]], calls: int) -> dict[str, float]:
     """Median µs of one call, each synchronized call timed on the host, the modes alternating call by call
-    (the order rotated each time), so a drift of the host's speed reaches every mode alike; L2 is
-    flushed before each call, as do_bench does (eager timed right after its own twin ran 2-3 % faster)."""
+    (the order rotated each time), so a drift of the host's speed or the GPU's clocks reaches every mode
+    alike; L2 is flushed before each call, as do_bench does (eager timed right after its own twin ran
+    2-3 % faster)."""
     order = list(fns)
     times: dict[str, list[float]] = {m: [] for m in fns}
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
@@ -162,14 +156,16 @@ def _interleaved_us(fns: dict[str, Callable[[], Any]], calls: int) -> dict[str, 
     return {m: sorted(ts)[len(ts) // 2] * 1e6 for m, ts in times.items()}
 
 
-def _best_us(fns: dict[str, Callable[[], Any]], rows: int, bwd: bool, warmup_ms: float,
-             rep_ms: float) -> dict[str, float]:
-    """Each callable's time in this cell, with the collector paused (a collection in one callable's window
-    would be charged to it alone). GPU-bound cells: the best do_bench median (L2 flushed) over the rounds;
-    the GPU is first kept busy for BURN_S with the cell's own work, so every mode is timed at the clocks
-    of sustained load, and each round starts with the next mode. Host-bound cells: _interleaved_us."""
-    best = {m: float("inf") for m in fns}
-    order = list(fns)
+def _best_us(fns: dict[str, Callable[[], Any]]) -> dict[str, float]:
+    """Each callable's time in this cell: the median of alternating synchronized calls (_interleaved_us),
+    HOST_BOUND_CALLS each where a call is short, fewer (at least MIN_CALLS) where CELL_BUDGET_S would not
+    hold them, with the collector paused (a collection in one callable's window would be charged to it
+    alone). The GPU is first kept busy for BURN_S with the cell's own work, so every mode is timed at the
+    clocks of sustained load. A call's time is its latency, from the call to the GPU's last kernel: where
+    the host's work is longer than the GPU's, the host's is what it measures.
+
+    Why not do_bench's blocks of back-to-back calls: two modules running identical kernels read up to 3 %
+    apart in GPU-bound cells that way, against 0.1 % by alternation (benchmarks/train_step_gpu.py, H200)."""
     gc.collect()
     gc.disable()
     try:
@@ -180,17 +176,11 @@ def _best_us(fns: dict[str, Callable[[], Any]], rows: int, bwd: bool, warmup_ms:
                 fn()
             passes += 1
         torch.cuda.synchronize()
-        if host_bound(rows, bwd):
-            return _interleaved_us(fns, HOST_BOUND_CALLS)
-        # at least MIN_CALLS timed calls per median, however long a call is
-        call_ms = (time.perf_counter() - start) * 1e3 / (passes * len(fns))
-        rep = max(rep_ms, MIN_CALLS * call_ms)
-        for k in range(ROUNDS if rows <= 2048 else 2):  # large cells are steady
-            for m in order[k % len(order):] + order[:k % len(order)]:
-                best[m] = min(best[m], _median_us(fns[m], warmup_ms, rep))
+        round_s = (time.perf_counter() - start) / passes
+        calls = max(MIN_CALLS, min(HOST_BOUND_CALLS, int(CELL_BUDGET_S / round_s)))
+        return _interleaved_us(fns, calls)
     finally:
         gc.enable()
-    return best
 
 
 def noise(best: dict[str, float]) -> float | None:
@@ -205,7 +195,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def calibrate(dim: int, hidden: int, eager: torch.nn.Module, rows: tuple[int, ...], passes: tuple[str, ...],
-              dtype: torch.dtype, warmup_ms: float, rep_ms: float, note: Callable[[str], None],
+              dtype: torch.dtype, note: Callable[[str], None],
               errors: list[dict[str, str]]) -> list[dict[str, Any]]:
     """Per pass and row count, the fused path forced on and eager, timed as the sweep times them."""
     from mlptui.runners.fused import FusedGeGLUMLP
@@ -227,7 +217,7 @@ def calibrate(dim: int, hidden: int, eager: torch.nn.Module, rows: tuple[int, ..
                 except Exception as exc:
                     errors.append({"mode": "fused-forced", "shape": shape, "rows": str(r), "pass": ps,
                                    "kind": "failed", "error": _first_line(exc)})
-                best = _best_us(fns, r, bwd, warmup_ms, rep_ms)
+                best = _best_us(fns)
                 spread = noise(best)
                 for m, us in best.items():
                     out.append({"shape": shape, "rows": r, "dim": dim, "hidden": hidden, "mode": m, "pass": ps,
@@ -253,7 +243,7 @@ def _install_calibration(calibration: list[dict[str, Any]], note: Callable[[str]
 
 
 def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: tuple[str, ...],
-          passes: tuple[str, ...], dtype: torch.dtype, warmup_ms: float, rep_ms: float,
+          passes: tuple[str, ...], dtype: torch.dtype,
           note: Callable[[str], None]) -> tuple[list[dict[str, Any]], list[dict[str, str]], dict[str, Any]]:
     results: list[dict[str, Any]] = []
     errors: list[dict[str, str]] = []
@@ -264,7 +254,7 @@ def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: t
         start = time.perf_counter()
         mods = _modules(dim, hidden, dtype, modes, info)
         if "fused" in mods:
-            calibration = calibrate(dim, hidden, mods["eager"], rows, passes, dtype, warmup_ms, rep_ms, note,
+            calibration = calibrate(dim, hidden, mods["eager"], rows, passes, dtype, note,
                                     errors)
             results.extend(calibration)
             _install_calibration(calibration, note)
@@ -289,7 +279,7 @@ def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: t
                         if not err <= 1e-2:
                             errors.append({"mode": "fused", "shape": shape, "rows": str(r), "pass": ps,
                                            "kind": "inaccurate", "error": f"relative error {err:.3g}"})
-                    best = _best_us(fns, r, bwd, warmup_ms, rep_ms)
+                    best = _best_us(fns)
                     path = mods["fused"].path_for(r, train=bwd) if "fused" in mods else None
                     spread = noise(best)
                     for m, us in best.items():

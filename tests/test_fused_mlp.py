@@ -265,6 +265,35 @@ def test_real_module_off_gpu_uses_unfused_path() -> None:
     assert fused.fallback_reason(4096) == "no Triton on cpu"
 
 
+@pytest.mark.skipif(INTERPRETED, reason="off the GPU only without the interpreter")
+def test_unfused_route_sees_replaced_weights_and_submodules() -> None:
+    """The module reads its submodules and weights from its own dicts (no Module.__getattr__ per call):
+    a replaced Parameter, a replaced Linear and frozen weights are seen on the next call."""
+    from mlptui.runners.fused import FusedGeGLUMLP
+    from mlptui.runners.modules import SimpleGeGLUMLP
+
+    torch.manual_seed(5)
+    ref, fused = SimpleGeGLUMLP(8, 16), FusedGeGLUMLP(8, 16, policy="unfused")
+    fused.load_state_dict(ref.state_dict())
+    x = torch.randn(3, 8)
+    with torch.no_grad():
+        assert torch.equal(fused(x), ref(x))
+        before = fused(x)
+        gate, down = torch.randn(16, 8), torch.nn.Linear(16, 8, bias=False)
+        for module in (ref, fused):
+            module.gate_proj.weight = torch.nn.Parameter(gate.clone())
+            module.down_proj = torch.nn.Linear(16, 8, bias=False)
+            module.down_proj.load_state_dict(down.state_dict())
+        assert torch.equal(fused(x), ref(x)) and not torch.equal(fused(x), before)
+    out = fused(x)
+    out.sum().backward()
+    assert fused.gate_proj.weight.grad is not None and fused.down_proj.weight.grad is not None
+    fused.gate_proj.weight.grad = None
+    fused.gate_proj.weight.requires_grad_(False)
+    fused(x).sum().backward()
+    assert fused.gate_proj.weight.grad is None and fused.up_proj.weight.grad is not None
+
+
 def test_interleave_gate_up_layout(interp: ModuleType) -> None:
     wg = torch.arange(5 * 3, dtype=torch.float32).reshape(5, 3)
     wu = -wg - 1
