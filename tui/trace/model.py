@@ -31,6 +31,20 @@ LAUNCH_CATS = frozenset({RUNTIME, DRIVER})
 GPU_CATS = frozenset({KERNEL, MEMCPY, MEMSET})
 
 
+class _ReadOnlyEmpty(list[int]):
+    """The one empty `children`/`gpu` list shared by every op that has none (most ops are leaves).
+    A list to every reader; any attempt to change it fails loudly instead of touching all ops at once."""
+
+    def _refuse(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("an indexed trace is read-only")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
+
+
+NO_IDS: list[int] = _ReadOnlyEmpty()
+
+
 @dataclass(slots=True)
 class Op:
     """A CPU slice ('X' event on a host thread): an op, an annotation, or a runtime/driver call."""

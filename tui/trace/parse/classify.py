@@ -8,7 +8,8 @@ skipped and counted in `warnings`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from operator import attrgetter
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -27,8 +28,6 @@ from mlptui.trace.model import (
     RUNTIME,
     SYNC,
 )
-
-T = TypeVar("T")
 
 # Raw `cat` -> normalised category. Old traces capitalise; ROCm reuses the CUDA names; vendors add theirs.
 CATEGORY: dict[str, str] = {
@@ -56,68 +55,76 @@ _SKIPPED_RAW = frozenset({"Trace"})        # the profiler's own span ("PyTorch P
 _MAX_SPREAD_US = 1e14
 
 
+# The normalised categories by code (Buckets.cpu_cat and gpu_cat hold codes into this tuple).
+CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys([*CATEGORY.values(), OTHER]))
+_CODE = {cat: code for code, cat in enumerate(CATEGORIES)}
+_SKIP, _MTIA = -1, -2                    # raw categories that are dropped / decided by the event's name
+_X, _META, _FLOW, _INSTANT, _BEGIN_END = 1, 2, 3, 4, 5
+_PHASE = {"X": _X, "M": _META, "s": _FLOW, "f": _FLOW, "i": _INSTANT, "I": _INSTANT, "B": _BEGIN_END,
+          "E": _BEGIN_END}
+_GPU_CODES = np.array([cat in GPU_CATS for cat in CATEGORIES])
+_DEVICE_SIDE_CODES = np.array([cat in _DEVICE_SIDE for cat in CATEGORIES])
+
+
 @dataclass
 class Buckets:
-    """Event indices by kind (CPU and GPU ones with their normalised category and start in µs)."""
+    """Event indices by kind (CPU and GPU ones with their normalised category code, start and duration in
+    µs; a missing duration reads as 0)."""
 
-    cpu_ev: list[int]
-    cpu_cat: list[str]
+    cpu_ev: np.ndarray
+    cpu_cat: np.ndarray
     cpu_ts: np.ndarray
-    gpu_ev: list[int]
-    gpu_cat: list[str]
+    cpu_dur: np.ndarray
+    gpu_ev: np.ndarray
+    gpu_cat: np.ndarray
     gpu_ts: np.ndarray
+    gpu_dur: np.ndarray
     meta_ev: list[int]
     flow_ev: list[int]
     device_side: int         # device-side events that are not GPU work (GPU annotations, syncs, MTIA)
     mem_ev: list[int]        # `[memory]` instant events (profile_memory=True)
 
 
+class _Codes(dict[Any, int]):
+    """Numbers values in the order they are first seen."""
+
+    def __missing__(self, key: Any) -> int:
+        code = self[key] = len(self)
+        return code
+
+
 def classify(events: list[Any], warnings: list[str]) -> Buckets:
-    cpu_ev: list[int] = []
-    cpu_cat: list[str] = []
-    gpu_ev: list[int] = []
-    gpu_cat: list[str] = []
-    meta_ev: list[int] = []
-    flow_ev: list[int] = []
-    mem_ev: list[int] = []
-    no_ts = no_dur = ignored_phases = device_side = 0
-    category = CATEGORY
-    gpu_cats = GPU_CATS
-    for i, e in enumerate(events):
-        ph = e.ph
-        if ph == "X":
-            if e.ts is None:
-                no_ts += 1
-                continue
-            if e.dur is None:
-                no_dur += 1
-            cat = category.get(e.cat)
-            if cat is None:
-                if e.cat in _SKIPPED_RAW:
-                    continue
-                if e.cat == _MTIA_DEVICE:
-                    cat = _mtia_category(e.name)
-                    if cat is None:
-                        device_side += 1
-                        continue
-                else:
-                    cat = OTHER
-            if cat in gpu_cats:
-                gpu_ev.append(i)
-                gpu_cat.append(cat)
-            elif cat in _DEVICE_SIDE:
-                device_side += 1
-            else:
-                cpu_ev.append(i)
-                cpu_cat.append(cat)
-        elif ph == "M":
-            meta_ev.append(i)
-        elif ph == "s" or ph == "f":
-            flow_ev.append(i)
-        elif (ph == "i" or ph == "I") and e.name == MEMORY_EVENT and e.ts is not None:
-            mem_ev.append(i)
-        elif ph == "B" or ph == "E":
-            ignored_phases += 1
+    """One pass per field over the events, the decisions on numpy arrays."""
+    phases = _Codes()
+    phase = _phase_numbers(phases, np.fromiter(map(phases.__getitem__, map(attrgetter("ph"), events)),
+                                             dtype=np.int64, count=len(events)))
+    x = np.flatnonzero(phase == _X)
+    xev = list(map(events.__getitem__, x.tolist()))
+    ts, ts_none = _floats(xev, "ts")
+    dur, dur_none = _floats(xev, "dur")
+    raws = _Codes()
+    raw = np.fromiter(map(raws.__getitem__, map(attrgetter("cat"), xev)), dtype=np.int64, count=len(xev))
+    code = np.array([_raw_code(r) for r in raws], dtype=np.int64)[raw] if len(xev) else raw
+    placed = ~ts_none
+    no_ts = int(ts_none.sum())
+    no_dur = int((dur_none & placed).sum())
+    dur[dur_none] = 0.0
+    code[~placed] = _SKIP
+    device_side = 0
+    mtia = np.flatnonzero(code == _MTIA)
+    if len(mtia):
+        kinds = [_mtia_category(xev[j].name) for j in mtia.tolist()]
+        code[mtia] = [_SKIP if k is None else _CODE[k] for k in kinds]
+        device_side += kinds.count(None)
+    known = code >= 0
+    cat = np.where(known, code, 0)
+    gpu = known & _GPU_CODES[cat]
+    side = known & _DEVICE_SIDE_CODES[cat]
+    cpu = known & ~gpu & ~side
+    device_side += int(side.sum())
+    instants = np.flatnonzero(phase == _INSTANT).tolist()
+    mem_ev = [i for i in instants if events[i].name == MEMORY_EVENT and events[i].ts is not None]
+    ignored_phases = int((phase == _BEGIN_END).sum())
     if no_ts:
         warnings.append(f"skipped {no_ts} complete event(s) without a 'ts'")
     if no_dur:
@@ -127,26 +134,50 @@ def classify(events: list[Any], warnings: list[str]) -> Buckets:
     if not events:
         warnings.append("the trace has no events")
 
-    cpu_ts = np.asarray([events[i].ts for i in cpu_ev], dtype=np.float64)
-    gpu_ts = np.asarray([events[i].ts for i in gpu_ev], dtype=np.float64)
-    bad = _outliers(np.concatenate((cpu_ts, gpu_ts)))
+    keep_cpu, keep_gpu = cpu, gpu
+    bad = _outliers(np.concatenate((ts[cpu], ts[gpu])))
     if bad is not None:
         warnings.append(f"skipped {int(bad.sum())} slice(s) with a timestamp far outside the trace")
-        keep_cpu, keep_gpu = ~bad[:len(cpu_ev)], ~bad[len(cpu_ev):]
-        cpu_ev, cpu_cat = _keep(cpu_ev, keep_cpu), _keep(cpu_cat, keep_cpu)
-        gpu_ev, gpu_cat = _keep(gpu_ev, keep_gpu), _keep(gpu_cat, keep_gpu)
-        cpu_ts, gpu_ts = cpu_ts[keep_cpu], gpu_ts[keep_gpu]
-    return Buckets(cpu_ev, cpu_cat, cpu_ts, gpu_ev, gpu_cat, gpu_ts, meta_ev, flow_ev, device_side, mem_ev)
+        keep_cpu = cpu.copy()
+        keep_gpu = gpu.copy()
+        keep_cpu[np.flatnonzero(cpu)[bad[:int(cpu.sum())]]] = False
+        keep_gpu[np.flatnonzero(gpu)[bad[int(cpu.sum()):]]] = False
+    return Buckets(x[keep_cpu], cat[keep_cpu], ts[keep_cpu], dur[keep_cpu],
+                   x[keep_gpu], cat[keep_gpu], ts[keep_gpu], dur[keep_gpu],
+                   np.flatnonzero(phase == _META).tolist(), np.flatnonzero(phase == _FLOW).tolist(),
+                   device_side, mem_ev)
+
+
+def _phase_numbers(phases: dict[Any, int], codes: np.ndarray) -> np.ndarray:
+    """Per-event phase numbers (_X, _META, ...; 0 for any other phase) from first-seen codes."""
+    table = np.array([_PHASE.get(p, 0) for p in phases], dtype=np.int64)
+    return table[codes] if len(codes) else codes
+
+
+def _raw_code(raw: Any) -> int:
+    cat = CATEGORY.get(raw)
+    if cat is not None:
+        return _CODE[cat]
+    if raw in _SKIPPED_RAW:
+        return _SKIP
+    return _MTIA if raw == _MTIA_DEVICE else _CODE[OTHER]
+
+
+def _floats(items: list[Any], field: str) -> tuple[np.ndarray, npt.NDArray[np.bool_]]:
+    """An optional float field as an array (NaN where missing), and where it is missing (None)."""
+    get = attrgetter(field)
+    arr = np.fromiter(map(get, items), dtype=np.float64, count=len(items))
+    none = np.zeros(len(items), dtype=bool)
+    nan = np.flatnonzero(np.isnan(arr)).tolist()
+    if nan:
+        none[nan] = [get(items[j]) is None for j in nan]
+    return arr, none
 
 
 def _mtia_category(name: str | None) -> str | None:
     if name in _MTIA_BOOKKEEPING:
         return None
     return MEMCPY if name is not None and name.startswith("dma") else KERNEL
-
-
-def _keep(items: list[T], mask: npt.NDArray[np.bool_]) -> list[T]:
-    return [x for x, k in zip(items, mask.tolist(), strict=True) if k]
 
 
 def _outliers(ts: np.ndarray) -> np.ndarray | None:

@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from mlptui.trace.model import GpuOp, MemEvent, Op, Step, Stream, Thread, Trace
-from mlptui.trace.parse.index import NO_IDS
+from mlptui.trace.model import NO_IDS, GpuOp, MemEvent, Op, Step, Stream, Thread, Trace
 
 Columns = dict[str, np.ndarray]
 
@@ -36,11 +35,18 @@ _OPTIONAL = ("external_id", "correlation")
 def trace_columns(trace: Trace) -> Columns:
     """Every indexed field of `trace` as numpy arrays (the source, manifest and args reader excluded:
     they belong to where and how the trace was opened, not to its content)."""
+    pending = trace.__dict__.get("_pending")
     strings: dict[str, int] = {}
     cols: Columns = {}
-    _objects(cols, "op", trace.ops, ("name", "cat"), _OP_INTS, _OP_FLOATS, strings)
-    _objects(cols, "gpu", trace.gpu, ("name", "cat"), _GPU_INTS, _GPU_FLOATS, strings)
-    cols["op_gpu_ptr"], cols["op_gpu_ids"] = _flat([op.gpu for op in trace.ops])
+    if isinstance(pending, _Builder):      # ops not made yet: their columns are at hand
+        strings = dict(zip(pending.strings, range(len(pending.strings)), strict=True))
+        if len(strings) == len(pending.strings):
+            cols = {k: v for k, v in pending.cols.items() if k.startswith(("op_", "gpu_"))}
+    if not cols:
+        strings = {}
+        _objects(cols, "op", trace.ops, ("name", "cat"), _OP_INTS, _OP_FLOATS, strings)
+        _objects(cols, "gpu", trace.gpu, ("name", "cat"), _GPU_INTS, _GPU_FLOATS, strings)
+        cols["op_gpu_ptr"], cols["op_gpu_ids"] = _flat([op.gpu for op in trace.ops])
     cols["step_name"] = _string_ids([s.name for s in trace.steps], strings)
     cols["step_ts"] = np.asarray([s.ts for s in trace.steps], dtype=np.float64)
     cols["step_dur"] = np.asarray([s.dur for s in trace.steps], dtype=np.float64)
@@ -94,10 +100,15 @@ def trace_from_columns(cols: Columns, source: str) -> Trace:
     memory = [MemEvent(ts, pid, tid, ev) for ts, pid, tid, ev in zip(
         cols["mem_ts"].tolist(), cols["mem_pid"].tolist(), cols["mem_tid"].tolist(), cols["mem_event"].tolist(),
         strict=True)]
-    trace = Trace(source=source, ops=[], gpu=[], steps=steps, threads=threads, streams=streams,
-                  device=small["device"], devices=small["devices"], meta=small["meta"],
-                  warnings=small["warnings"], origin_us=small["origin_us"], format=small["format"],
-                  memory=memory)
+    return lazy_trace(cols, strings, source=source, steps=steps, threads=threads, streams=streams,
+                      device=small["device"], devices=small["devices"], meta=small["meta"],
+                      warnings=small["warnings"], origin_us=small["origin_us"], format=small["format"],
+                      memory=memory)
+
+
+def lazy_trace(cols: Columns, strings: list[str], **fields: Any) -> Trace:
+    """A Trace with `fields` whose ops and GPU ops are made from the op_* and gpu_* columns on first use."""
+    trace = Trace(ops=[], gpu=[], **fields)
     del trace.ops, trace.gpu
     trace._pending = _Builder(cols, strings)      # type: ignore[attr-defined]
     return trace
@@ -107,8 +118,8 @@ class _Builder:
     """Makes a cached trace's Op and GpuOp lists once, on first use, whichever thread asks first."""
 
     def __init__(self, cols: Columns, strings: list[str]) -> None:
-        self._cols = cols
-        self._strings = strings
+        self.cols = cols
+        self.strings = strings
         self._lock = threading.Lock()
 
     def __call__(self, trace: Trace) -> None:
@@ -116,8 +127,8 @@ class _Builder:
             if "ops" in trace.__dict__:
                 return
             # Callers that build a whole trace pause the collector around it (mlptui.gc_policy).
-            trace.__dict__["gpu"] = _gpu_ops(self._cols, self._strings)
-            trace.__dict__["ops"] = _ops(self._cols, self._strings)
+            trace.__dict__["gpu"] = _gpu_ops(self.cols, self.strings)
+            trace.__dict__["ops"] = _ops(self.cols, self.strings)
             trace.__dict__.pop("_pending", None)
 
 

@@ -12,13 +12,19 @@ What is linked, and how:
   the launch call (of the launching op without one), so work queued in step N and run during step N+1
   counts for step N.
 
-Speed and memory: the work is done on integer-ns numpy columns and plain lists; each decoded event is
-dropped as soon as its Op or GpuOp exists; leaves share one read-only empty id list (NO_IDS).
+Speed and memory: each field the index needs is read out of the decoded events once, into numpy columns,
+and the events are dropped; times are integer ns (containment never compares floats). Everything else
+is done on those columns, whose form is the index cache's (mlptui.trace.parse.columns): the Trace makes
+its Op and GpuOp objects on first use, and leaves share one read-only empty id list (NO_IDS). Traces the
+columns cannot hold (link ids past 64 bits) and tolerant decodes are indexed as objects (`_build_objects`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import repeat
+from operator import attrgetter, is_not
 from typing import Any
 
 import numpy as np
@@ -28,6 +34,7 @@ from mlptui.trace.model import (
     ANNOTATION,
     CPU_OP,
     LAUNCH_CATS,
+    NO_IDS,
     GpuOp,
     MemEvent,
     Op,
@@ -36,7 +43,8 @@ from mlptui.trace.model import (
     Thread,
     Trace,
 )
-from mlptui.trace.parse.classify import Buckets, classify
+from mlptui.trace.parse.classify import CATEGORIES, Buckets, classify
+from mlptui.trace.parse.columns import Columns, lazy_trace
 from mlptui.trace.parse.decode import Decoded, LinkArgs, RawEvent
 from mlptui.trace.parse.limits import clean_device
 from mlptui.trace.parse.tree import build_forest
@@ -46,20 +54,6 @@ STEP_PREFIX = "ProfilerStep#"
 _MAX_DUR_US = 1e13
 
 FlowKey = tuple[int, int, float | None]   # (pid, tid, ts) where a launch flow starts or ends
-
-
-class _ReadOnlyEmpty(list[int]):
-    """The one empty `children`/`gpu` list shared by every op that has none (most ops are leaves).
-    A list to every reader; any attempt to change it fails loudly instead of touching all ops at once."""
-
-    def _refuse(self, *args: object, **kwargs: object) -> None:
-        raise TypeError("an indexed trace is read-only")
-
-    append = extend = insert = remove = pop = clear = sort = reverse = _refuse  # type: ignore[assignment]
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
-
-
-NO_IDS: list[int] = _ReadOnlyEmpty()
 
 
 @dataclass
@@ -76,60 +70,358 @@ class _Cpu:
 
 
 def build_trace(decoded: Decoded, source: str) -> Trace:
-    """Index `decoded`. Consumes `decoded.events`: each struct is freed as soon as its fields are read, so
-    the memory of the decoded events is reused for the Ops instead of adding to the peak."""
-    events: list[Any] = decoded.events
-    n_events = len(events)
-    warnings = list(decoded.warnings)
-    string_ids: dict[str, int] = {}
-    b = classify(events, warnings)
+    """Index `decoded`. Consumes `decoded.events` (the list is emptied once every field is read).
 
-    # What must be read before events are freed: names, GPU links, flows.
-    thread_names, process_names = _names(events, b.meta_ev, string_ids)
-    gpu_link = [events[i].args for i in b.gpu_ev]
+    The index is built as numpy columns (mlptui.trace.parse.columns) and the Trace makes its Op and GpuOp
+    objects on first use. Traces whose link ids do not fit 64 bits, and those read by the tolerant
+    decoder, are built as objects instead (`_build_objects`)."""
+    events: list[Any] = decoded.events
+    warnings = list(decoded.warnings)
+    b = classify(events, warnings)
+    string_ids: dict[str, int] = {}
+    names = _names(events, b.meta_ev, string_ids)
+    links = None if decoded.eager_args is not None else _links(events, b)
+    if links is not None:
+        uncorrelated = not links.gpu.corr_present.all()
+    else:
+        uncorrelated = any(events[i].args is None or events[i].args.correlation is None for i in b.gpu_ev.tolist())
     starts: dict[FlowKey, int] = {}
     ends: dict[FlowKey, int] = {}
-    if b.flow_ev and any(la is None or la.correlation is None for la in gpu_link):
+    if b.flow_ev and uncorrelated:
         starts, ends = _flow_index(events, b.flow_ev, string_ids)
-
     origin_us = float(min(b.cpu_ts.min(initial=np.inf), b.gpu_ts.min(initial=np.inf)))
     if origin_us == np.inf:
         origin_us = 0.0
-    cpu = _cpu_columns(events, b, origin_us, warnings, string_ids)
-    memory = _memory_events(events, b.mem_ev, origin_us, string_ids)
-    intern: dict[str, str] = {}
-    ops, corr_to_launch, ext_to_op = _make_ops(events, b, cpu, starts, intern)
-    roots = _attach_children(ops, cpu)
-    _self_times(ops, cpu)
-    gpu, streams, direct_gpu, unlinked = _make_gpu(
-        events, b, gpu_link, origin_us, warnings, string_ids, ops, corr_to_launch, ext_to_op, ends, intern)
-    events.clear()
-    decoded.events = []
-    _roll_up_gpu_time(ops, cpu, direct_gpu)
-    steps = _assign_steps(ops, gpu, cpu)
-    if not gpu:
-        launches = sum(1 for op in ops if op.cat in LAUNCH_CATS and classify_call(op.name) in ("launch", "graph"))
-        if launches:
-            warnings.append(f"GPU activity was not recorded: {launches} kernel launch call(s) but no GPU events")
+    pre = _Pre(decoded, source, b, warnings, string_ids, names, starts, ends, origin_us, len(events))
+    if links is not None and _fits_int64(starts) and _fits_int64(ends):
+        return _build_columns(pre, links)
+    return _build_objects(pre)
 
-    threads = [Thread(pid, tid, thread_names.get((pid, tid)) or f"thread {tid}", roots[t])
-               for t, (pid, tid) in enumerate(cpu.thread_keys)]
+
+@dataclass
+class _Pre:
+    """What both ways of indexing start from."""
+
+    decoded: Decoded
+    source: str
+    b: Buckets
+    warnings: list[str]
+    string_ids: dict[str, int]
+    names: tuple[dict[tuple[int, int], str], dict[int, str]]
+    starts: dict[FlowKey, int]
+    ends: dict[FlowKey, int]
+    origin_us: float
+    n_events: int
+
+
+def _finish(pre: _Pre, thread_keys: list[tuple[int, int]], roots: list[list[int]],
+            streams: Iterable[tuple[int, int]], unlinked: int, launches: int,
+            device_counts: dict[int, int]) -> dict[str, Any]:
+    """The Trace's fields other than its ops, GPU ops and steps."""
+    thread_names, process_names = pre.names
+    warnings = pre.warnings
+    if launches:
+        warnings.append(f"GPU activity was not recorded: {launches} kernel launch call(s) but no GPU events")
+    threads = [Thread(pid, tid, thread_names.get((pid, tid)) or f"thread {tid}", r)
+               for (pid, tid), r in zip(thread_keys, roots, strict=True)]
     stream_list = [Stream(dev, st, (thread_names.get((dev, st)) or f"stream {st}").strip())
                    for dev, st in sorted(streams)]
-    meta = dict(decoded.meta)
+    meta = dict(pre.decoded.meta)
     devices = meta.pop("deviceProperties", None)
     devices = [clean_device(d) for d in devices if isinstance(d, dict)] if isinstance(devices, list) else []
     meta["process_names"] = {str(k): v for k, v in process_names.items()}
     meta["unlinked_gpu_ops"] = unlinked
-    meta["device_side_events"] = b.device_side
-    meta["events"] = n_events
+    meta["device_side_events"] = pre.b.device_side
+    meta["events"] = pre.n_events
     if "traceName" in meta:
         meta["trace_name"] = meta["traceName"]
-    return Trace(
-        source=source, ops=ops, gpu=gpu, steps=steps, threads=threads, streams=stream_list,
-        device=_main_device(devices, gpu), devices=devices, meta=meta, warnings=warnings,
-        origin_us=origin_us, memory=memory,
-    )
+    return {"source": pre.source, "threads": threads, "streams": stream_list,
+            "device": _main_device(devices, device_counts), "devices": devices, "meta": meta,
+            "warnings": warnings, "origin_us": pre.origin_us}
+
+
+# ---------------------------------------------------------------- columns
+
+@dataclass
+class _Fields:
+    """The CPU or GPU events' own fields, in event order."""
+
+    name: np.ndarray                  # string ids
+    keys: list[tuple[Any, Any]]       # (pid, tid) as written
+    ext: np.ndarray
+    ext_present: np.ndarray
+    corr: np.ndarray
+    corr_present: np.ndarray
+
+
+@dataclass
+class _Links:
+    cpu: _Fields
+    gpu: _Fields
+    strings: dict[str, int]
+
+
+class _Codes(dict[Any, int]):
+    """Numbers values in the order they are first seen."""
+
+    def __missing__(self, key: Any) -> int:
+        code = self[key] = len(self)
+        return code
+
+
+_NO_LINK = LinkArgs()
+_GET_KEY = attrgetter("pid", "tid")
+
+
+def _links(events: list[Any], b: Buckets) -> _Links | None:
+    """Names, threads and link ids of the CPU and GPU events; None when an id does not fit 64 bits."""
+    strings = _Codes()
+    out = []
+    for idx in (b.cpu_ev, b.gpu_ev):
+        sub = list(map(events.__getitem__, idx.tolist()))
+        n = len(sub)
+        name = np.fromiter(map(strings.__getitem__, map(attrgetter("name"), sub)), dtype=np.int64, count=n)
+        keys = list(map(_GET_KEY, sub))
+        args = list(map(attrgetter("args"), sub))
+        if None in args:
+            args = [_NO_LINK if a is None else a for a in args]
+        ext, ext_present = _optional_ints(list(map(attrgetter("external_id"), args)))
+        corr, corr_present = _optional_ints(list(map(attrgetter("correlation"), args)))
+        if ext is None or corr is None:
+            return None
+        missing = np.flatnonzero(~ext_present)
+        if len(missing):           # old traces spell it "external id"
+            lc, lc_present = _optional_ints([args[j].external_id_lc for j in missing.tolist()])
+            if lc is None:
+                return None
+            ext[missing] = lc
+            ext_present[missing] = lc_present
+        out.append(_Fields(name, keys, ext, ext_present, corr, corr_present))
+    return _Links(out[0], out[1], strings)
+
+
+def _optional_ints(values: list[int | None]) -> tuple[np.ndarray | None, np.ndarray]:
+    """(int64 values with 0 where missing, present mask); (None, ...) when a value does not fit."""
+    n = len(values)
+    try:
+        return np.fromiter(values, dtype=np.int64, count=n), np.ones(n, dtype=bool)
+    except TypeError:
+        pass
+    except OverflowError:
+        return None, np.zeros(0, dtype=bool)
+    present = np.fromiter(map(is_not, values, repeat(None)), dtype=bool, count=n)
+    arr = np.array(values, dtype=object)
+    arr[~present] = 0
+    try:
+        return arr.astype(np.int64), present
+    except OverflowError:
+        return None, present
+
+
+def _fits_int64(flows: dict[FlowKey, int]) -> bool:
+    return all(_INT64_MIN <= v <= _INT64_MAX for v in flows.values())
+
+
+def _first_seen(keys: list[tuple[Any, Any]]) -> tuple[np.ndarray, list[tuple[Any, Any]]]:
+    """Each key's number in the order keys are first seen, and the distinct keys in that order."""
+    codes = _Codes()
+    number = np.fromiter(map(codes.__getitem__, keys), dtype=np.int64, count=len(keys))
+    return number, list(codes)
+
+
+def _build_columns(pre: _Pre, links: _Links) -> Trace:
+    b, warnings, string_ids, origin_us = pre.b, pre.warnings, pre.string_ids, pre.origin_us
+    events = pre.decoded.events
+    cpu, gpu, strings = links.cpu, links.gpu, links.strings
+
+    # CPU slices: trees, then every op field in tree order (index k = Op id).
+    start = _ns(b.cpu_ts, origin_us)
+    dur = _durations(b.cpu_dur, warnings)
+    thread_of, thread_raw = _first_seen(cpu.keys)
+    forest = build_forest(thread_of, start, dur)
+    if forest.partial_overlaps:
+        warnings.append(f"{forest.partial_overlaps} CPU slice(s) end after the slice they start in "
+                        "(partial overlap); each nested under the innermost slice that contains it")
+    thread_keys = [(_id_of(p, string_ids), _id_of(t, string_ids)) for p, t in thread_raw]
+    memory = _memory_events(events, b.mem_ev, origin_us, string_ids)
+    order = forest.order
+    n_ops = len(order)
+    parent = forest.parent
+    op_thread = thread_of[order]
+    ids = np.asarray(thread_keys, dtype=np.int64).reshape(-1, 2)
+    op_pid, op_tid = ids[op_thread, 0], ids[op_thread, 1]
+    op_start, op_dur_ns = start[order], dur[order]
+    op_ts, op_dur = op_start / 1000.0, op_dur_ns / 1000.0
+    code = b.cpu_cat[order]
+    launch_code = np.isin(code, [CATEGORIES.index(c) for c in LAUNCH_CATS])
+    ext, ext_p = cpu.ext[order], cpu.ext_present[order]
+    corr, corr_p = cpu.corr[order].copy(), cpu.corr_present[order].copy()
+    if pre.starts:
+        raw_ts = b.cpu_ts[order]
+        for k in np.flatnonzero(launch_code & ~corr_p).tolist():
+            found = pre.starts.get((int(op_pid[k]), int(op_tid[k]), float(raw_ts[k])))
+            if found is not None:
+                corr[k], corr_p[k] = found, True
+    calls = np.flatnonzero(launch_code & corr_p)[::-1]        # the last call carrying a correlation wins
+    corr_keys, at = np.unique(corr[calls], return_index=True)
+    corr_calls = calls[at]
+    owners = np.flatnonzero(ext_p & np.isin(code, [CATEGORIES.index(CPU_OP), CATEGORIES.index(ANNOTATION)]))
+    ext_keys, at = np.unique(ext[owners], return_index=True)  # the first op carrying an External id
+    ext_ops = owners[at]
+
+    # GPU work in time order, linked to its launch call and launching op.
+    gstart = _ns(b.gpu_ts, origin_us)
+    gdur_ns = _durations(b.gpu_dur, warnings)
+    gorder = np.argsort(gstart, kind="stable")
+    events.clear()
+    pre.decoded.events = []
+    stream_of, stream_raw = _first_seen([gpu.keys[j] for j in gorder.tolist()])
+    stream_keys = [(_id_of(p, string_ids), _id_of(t, string_ids)) for p, t in stream_raw]
+    sids = np.asarray(stream_keys, dtype=np.int64).reshape(-1, 2)
+    g_dev, g_stream = sids[stream_of, 0], sids[stream_of, 1]
+    n_gpu = len(gorder)
+    g_ts, g_dur = gstart[gorder] / 1000.0, gdur_ns[gorder] / 1000.0
+    g_ext, g_ext_p = gpu.ext[gorder], gpu.ext_present[gorder]
+    g_corr, g_corr_p = gpu.corr[gorder].copy(), gpu.corr_present[gorder].copy()
+    if pre.ends:
+        raw_ts = b.gpu_ts[gorder]
+        for g in np.flatnonzero(~g_corr_p).tolist():
+            found = pre.ends.get((int(g_dev[g]), int(g_stream[g]), float(raw_ts[g])))
+            if found is not None:
+                g_corr[g], g_corr_p[g] = found, True
+    launch = _lookup(corr_keys, corr_calls, g_corr, g_corr_p)
+    launched = launch >= 0
+    op = np.full(n_gpu, -1, dtype=np.int64)
+    op[launched] = parent[launch[launched]]
+    while True:                      # the innermost slice around the call that is not itself a launch call
+        up = np.flatnonzero(op >= 0)
+        up = up[launch_code[op[up]]]
+        if not len(up):
+            break
+        op[up] = parent[op[up]]
+    by_call = np.flatnonzero(launched & (op < 0))
+    call_ext = ext[launch[by_call]]
+    by_call = by_call[ext_p[launch[by_call]] & (call_ext != 0)]
+    op[by_call] = _lookup(ext_keys, ext_ops, ext[launch[by_call]], np.ones(len(by_call), dtype=bool))
+    by_ext = np.flatnonzero(~launched & g_ext_p & (g_ext != 0))
+    op[by_ext] = _lookup(ext_keys, ext_ops, g_ext[by_ext], np.ones(len(by_ext), dtype=bool))
+    target = np.where(launched, launch, op)
+    linked = target >= 0
+    direct = np.zeros(n_ops, dtype=np.float64)
+    np.add.at(direct, target[linked], g_dur[linked])
+    unlinked = int(n_gpu - linked.sum())
+    gids = np.arange(n_gpu, dtype=np.int64)
+    owner = np.r_[launch[launched], op[op >= 0]]
+    owned = np.r_[gids[launched], gids[op >= 0]]
+    by_owner = np.lexsort((owned, owner))
+    gpu_ptr = np.zeros(n_ops + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, minlength=n_ops), out=gpu_ptr[1:])
+
+    # Times and steps.
+    child_sum = np.zeros(n_ops, dtype=np.int64)
+    has_parent = parent >= 0
+    np.add.at(child_sum, parent[has_parent], op_dur_ns[has_parent])
+    self_us = np.maximum(op_dur_ns - child_sum, 0) / 1000.0
+    gpu_us = _roll_up(direct, parent, forest.depth)
+    names = list(strings)
+    step_name = np.array([s.startswith(STEP_PREFIX) for s in names], dtype=bool)
+    op_name = cpu.name[order]
+    marks = np.flatnonzero(np.isin(code, [CATEGORIES.index(CPU_OP), CATEGORIES.index(ANNOTATION)])
+                           & step_name[op_name])
+    marks = marks[np.lexsort((marks, op_ts[marks]))]
+    steps = [Step(n, names[name], ts, d, k) for n, (name, ts, d, k) in enumerate(zip(
+        op_name[marks].tolist(), op_ts[marks].tolist(), op_dur[marks].tolist(), marks.tolist(), strict=True))]
+    op_step = np.full(n_ops, -1, dtype=np.int64)
+    if steps:
+        starts_ns = op_start[marks]
+        ends_ns = starts_ns + op_dur_ns[marks]
+        where = np.searchsorted(starts_ns, op_start, side="right") - 1
+        inside = (where >= 0) & (op_start < ends_ns[np.maximum(where, 0)])
+        op_step = np.where(inside, where, -1)
+    g_step = np.full(n_gpu, -1, dtype=np.int64)
+    g_step[linked] = op_step[target[linked]]
+
+    launches = 0
+    if not n_gpu:
+        per_name = np.bincount(op_name[launch_code], minlength=len(names)).tolist()
+        launches = sum(n for s, n in zip(names, per_name, strict=True)
+                       if n and classify_call(s) in ("launch", "graph"))
+    cat_ids = np.array([strings[c] for c in CATEGORIES], dtype=np.int64)
+    names = list(strings)
+    roots_of = np.flatnonzero(~has_parent)
+    roots_ptr = np.zeros(len(thread_keys) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(op_thread[roots_of], minlength=len(thread_keys)), out=roots_ptr[1:])
+    roots = roots_of.tolist()
+    cols: Columns = {
+        "op_name": op_name, "op_cat": cat_ids[code], "op_pid": op_pid, "op_tid": op_tid,
+        "op_event": b.cpu_ev[order], "op_parent": parent, "op_depth": forest.depth, "op_step": op_step,
+        "op_external_id": np.where(ext_p, ext, 0), "op_external_id_present": ext_p,
+        "op_correlation": np.where(corr_p, corr, 0), "op_correlation_present": corr_p,
+        "op_ts": op_ts, "op_dur": op_dur, "op_self_us": self_us, "op_gpu_us": gpu_us,
+        "op_gpu_ptr": gpu_ptr, "op_gpu_ids": owned[by_owner],
+        "gpu_name": gpu.name[gorder], "gpu_cat": cat_ids[b.gpu_cat[gorder]], "gpu_device": g_dev,
+        "gpu_stream": g_stream, "gpu_event": b.gpu_ev[gorder], "gpu_launch": launch, "gpu_op": op,
+        "gpu_step": g_step,
+        "gpu_external_id": np.where(g_ext_p, g_ext, 0), "gpu_external_id_present": g_ext_p,
+        "gpu_correlation": np.where(g_corr_p, g_corr, 0), "gpu_correlation_present": g_corr_p,
+        "gpu_ts": g_ts, "gpu_dur": g_dur,
+    }
+    ptr = roots_ptr.tolist()
+    devs, first, count = np.unique(g_dev, return_index=True, return_counts=True)
+    by_time = np.argsort(first)
+    fields = _finish(pre, thread_keys, [roots[a:b_] for a, b_ in zip(ptr[:-1], ptr[1:], strict=True)],
+                     set(stream_keys), unlinked, launches,
+                     dict(zip(devs[by_time].tolist(), count[by_time].tolist(), strict=True)))
+    return lazy_trace(cols, names, steps=steps, memory=memory, **fields)
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """values[i] where keys[i] == query (keys sorted, distinct), else -1; -1 where not present."""
+    if not len(keys):
+        return np.full(len(query), -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
+    found: np.ndarray = np.where(present & (keys[at] == query), values[at], -1)
+    return found
+
+
+def _roll_up(direct: np.ndarray, parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """GPU time up the tree: a parent's id is smaller than its children's, so sweep the depths bottom-up."""
+    total: np.ndarray = np.array(direct, dtype=np.float64)
+    if not len(total) or not total.any():
+        return total
+    for d in range(int(depth.max()), 0, -1):
+        at = np.nonzero(depth == d)[0]
+        np.add.at(total, parent[at], total[at])
+    return total
+
+
+# ---------------------------------------------------------------- objects
+
+def _build_objects(pre: _Pre) -> Trace:
+    """The index as Op and GpuOp objects, made now (ids beyond 64 bits, tolerant decodes)."""
+    b, warnings, string_ids, origin_us = pre.b, pre.warnings, pre.string_ids, pre.origin_us
+    events: list[Any] = pre.decoded.events
+    gpu_link = [events[i].args for i in b.gpu_ev.tolist()]
+    cpu = _cpu_columns(events, b, origin_us, warnings, string_ids)
+    memory = _memory_events(events, b.mem_ev, origin_us, string_ids)
+    intern: dict[str, str] = {}
+    ops, corr_to_launch, ext_to_op = _make_ops(events, b, cpu, pre.starts, intern)
+    roots = _attach_children(ops, cpu)
+    _self_times(ops, cpu)
+    gpu, streams, direct_gpu, unlinked = _make_gpu(
+        events, b, gpu_link, origin_us, warnings, string_ids, ops, corr_to_launch, ext_to_op, pre.ends, intern)
+    events.clear()
+    pre.decoded.events = []
+    _roll_up_gpu_time(ops, cpu, direct_gpu)
+    steps = _assign_steps(ops, gpu, cpu)
+    launches = 0
+    if not gpu:
+        launches = sum(1 for op in ops if op.cat in LAUNCH_CATS and classify_call(op.name) in ("launch", "graph"))
+    counts: dict[int, int] = {}
+    for g in gpu:
+        counts[g.device] = counts.get(g.device, 0) + 1
+    fields = _finish(pre, cpu.thread_keys, roots, streams, unlinked, launches, counts)
+    return Trace(ops=ops, gpu=gpu, steps=steps, memory=memory, **fields)
 
 
 # ---------------------------------------------------------------- phases
@@ -138,17 +430,17 @@ def _cpu_columns(events: list[Any], b: Buckets, origin_us: float, warnings: list
                  string_ids: dict[str, int]) -> _Cpu:
     """Integer-ns times (containment never compares floats), threads, and the per-thread trees."""
     start = _ns(b.cpu_ts, origin_us)
-    dur = _durations([events[i].dur or 0.0 for i in b.cpu_ev], warnings)
+    dur = _durations(b.cpu_dur, warnings)
     thread_of: dict[tuple[int | str, int | str], int] = {}
     thread = np.asarray(
-        [thread_of.setdefault((e.pid, e.tid), len(thread_of)) for e in map(events.__getitem__, b.cpu_ev)],
+        [thread_of.setdefault((e.pid, e.tid), len(thread_of)) for e in map(events.__getitem__, b.cpu_ev.tolist())],
         dtype=np.int64)
     forest = build_forest(thread, start, dur)
     if forest.partial_overlaps:
         warnings.append(f"{forest.partial_overlaps} CPU slice(s) end after the slice they start in "
                         "(partial overlap); each nested under the innermost slice that contains it")
     return _Cpu(
-        order=forest.order.tolist(), parent=forest.parent, depth=forest.depth,
+        order=forest.order.tolist(), parent=forest.parent.tolist(), depth=forest.depth.tolist(),
         thread=thread[forest.order].tolist(),
         thread_keys=[(_id_of(p, string_ids), _id_of(t, string_ids)) for p, t in thread_of],
         start_ns=start[forest.order], dur_ns=dur[forest.order],
@@ -163,7 +455,8 @@ def _make_ops(events: list[Any], b: Buckets, cpu: _Cpu, starts: dict[FlowKey, in
     ext_to_op: dict[int, int] = {}
     corr_to_launch: dict[int, int] = {}
     launch_cats = LAUNCH_CATS
-    cpu_ev, cpu_cat, parent, depth = b.cpu_ev, b.cpu_cat, cpu.parent, cpu.depth
+    cpu_ev, parent, depth = b.cpu_ev.tolist(), cpu.parent, cpu.depth
+    cpu_cat = [CATEGORIES[c] for c in b.cpu_cat.tolist()]
     thread_keys, thread = cpu.thread_keys, cpu.thread
     ts_us = (cpu.start_ns / 1000.0).tolist()
     dur_us = (cpu.dur_ns / 1000.0).tolist()
@@ -228,7 +521,9 @@ def _make_gpu(events: list[Any], b: Buckets, gpu_link: list[LinkArgs | None], or
     """GpuOps in time order, linked to their launch call and launching op.
     Returns (gpu, streams seen, GPU µs launched directly by each op, count of unlinked GPU ops)."""
     start = _ns(b.gpu_ts, origin_us)
-    dur = _durations([events[i].dur or 0.0 for i in b.gpu_ev], warnings)
+    dur = _durations(b.gpu_dur, warnings)
+    gpu_ev = b.gpu_ev.tolist()
+    gpu_cat = [CATEGORIES[c] for c in b.gpu_cat.tolist()]
     gorder = np.argsort(start, kind="stable").tolist()
     gts = (start / 1000.0).tolist()
     gdur = (dur / 1000.0).tolist()
@@ -238,7 +533,7 @@ def _make_gpu(events: list[Any], b: Buckets, gpu_link: list[LinkArgs | None], or
     unlinked = 0
     launch_cats = LAUNCH_CATS
     for g, j in enumerate(gorder):
-        i = b.gpu_ev[j]
+        i = gpu_ev[j]
         e = events[i]
         events[i] = None
         device = _id_of(e.pid, string_ids)
@@ -258,7 +553,7 @@ def _make_gpu(events: list[Any], b: Buckets, gpu_link: list[LinkArgs | None], or
         elif ext:
             op_id = ext_to_op.get(ext, -1)
         name = e.name
-        gpu.append(GpuOp(g, intern.setdefault(name, name), b.gpu_cat[j], device, stream, gts[j], gdur[j], i,
+        gpu.append(GpuOp(g, intern.setdefault(name, name), gpu_cat[j], device, stream, gts[j], gdur[j], i,
                          corr, ext, launch, op_id))
         streams[(device, stream)] = None
         if launch >= 0:
@@ -274,15 +569,8 @@ def _make_gpu(events: list[Any], b: Buckets, gpu_link: list[LinkArgs | None], or
 
 
 def _roll_up_gpu_time(ops: list[Op], cpu: _Cpu, direct: list[float]) -> None:
-    """GPU time up the tree: a parent's id is smaller than its children's, so sweep the depths bottom-up."""
-    if not ops or not any(direct):
-        return
-    depth = np.asarray(cpu.depth, dtype=np.int64)
-    parent = np.asarray(cpu.parent, dtype=np.int64)
-    total = np.asarray(direct, dtype=np.float64)
-    for d in range(int(depth.max()), 0, -1):
-        at = np.nonzero(depth == d)[0]
-        np.add.at(total, parent[at], total[at])
+    total = _roll_up(np.asarray(direct, dtype=np.float64), np.asarray(cpu.parent, dtype=np.int64),
+                     np.asarray(cpu.depth, dtype=np.int64))
     for k in np.nonzero(total)[0].tolist():
         ops[k].gpu_us = float(total[k])
 
@@ -344,9 +632,9 @@ def _ns(values: np.ndarray, origin_us: float) -> np.ndarray:
     return np.rint(arr * 1000.0).astype(np.int64)
 
 
-def _durations(values: list[float], warnings: list[str]) -> np.ndarray:
+def _durations(values: np.ndarray, warnings: list[str]) -> np.ndarray:
     """Durations in integer ns; bad ones (not finite, negative, absurd) are zero and counted."""
-    arr = np.asarray(values, dtype=np.float64)
+    arr = np.array(values, dtype=np.float64)
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(arr) | (arr < 0) | (arr > _MAX_DUR_US)
     if bad.any():
@@ -410,14 +698,12 @@ def _names(events: list[RawEvent], meta_ev: list[int], string_ids: dict[str, int
     return threads, processes
 
 
-def _main_device(devices: list[dict[str, Any]], gpu: list[GpuOp]) -> dict[str, Any] | None:
-    """deviceProperties of the device that ran the most GPU work (the first one listed otherwise)."""
+def _main_device(devices: list[dict[str, Any]], counts: dict[int, int]) -> dict[str, Any] | None:
+    """deviceProperties of the device that ran the most GPU work (the first one listed otherwise);
+    `counts`: GPU ops per device, in the order devices first appear in time."""
     if not devices:
         return None
-    if gpu:
-        counts: dict[int, int] = {}
-        for g in gpu:
-            counts[g.device] = counts.get(g.device, 0) + 1
+    if counts:
         busiest = max(counts, key=counts.__getitem__)
         for d in devices:
             if d.get("id") == busiest:
