@@ -294,6 +294,45 @@ def test_unfused_route_sees_replaced_weights_and_submodules() -> None:
     assert fused.gate_proj.weight.grad is None and fused.up_proj.weight.grad is not None
 
 
+@pytest.mark.skipif(INTERPRETED, reason="off the GPU only without the interpreter")
+def test_unfused_route_calls_projections_as_modules_whenever_that_can_differ() -> None:
+    """The unfused route calls F.linear on the weights directly only where calling the nn.Linear would do
+    the same: a hook on a projection or a global one, a projection that is not a plain nn.Linear, or a
+    profiler recording (its trace shows the modules) all get real module calls; the result is the same."""
+    from mlptui.runners.fused import FusedGeGLUMLP
+    from mlptui.runners.fused.module import _plain_linears
+
+    torch.manual_seed(6)
+    fused = FusedGeGLUMLP(8, 16, policy="unfused")
+    x = torch.randn(5, 8)
+    plain = fused(x)
+    calls: list[str] = []
+    handle = fused.gate_proj.register_forward_hook(lambda m, i, o: calls.append("gate"))
+    assert torch.equal(fused(x), plain) and calls == ["gate"]
+    handle.remove()
+    fused(x)
+    assert calls == ["gate"]
+    handle = torch.nn.modules.module.register_module_forward_hook(lambda m, i, o: calls.append(type(m).__name__))
+    try:
+        fused(x)
+    finally:
+        handle.remove()
+    assert calls.count("Linear") == 3
+
+    class Doubled(torch.nn.Linear):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return super().forward(x) * 2
+
+    doubled = Doubled(16, 8, bias=False)
+    doubled.load_state_dict(fused.down_proj.state_dict())
+    fused.down_proj = doubled
+    assert torch.allclose(fused(x), 2 * plain)
+    gate, up, down = fused.gate_proj, fused.up_proj, torch.nn.Linear(16, 8, bias=False)
+    assert _plain_linears(gate, up, down)
+    with torch.profiler.profile():
+        assert not _plain_linears(gate, up, down)
+
+
 def test_interleave_gate_up_layout(interp: ModuleType) -> None:
     wg = torch.arange(5 * 3, dtype=torch.float32).reshape(5, 3)
     wu = -wg - 1
