@@ -85,7 +85,7 @@ class Buckets:
     mem_ev: list[int]        # `[memory]` instant events (profile_memory=True)
 
 
-class _Codes(dict[Any, int]):
+class Codes(dict[Any, int]):
     """Numbers values in the order they are first seen."""
 
     def __missing__(self, key: Any) -> int:
@@ -95,14 +95,14 @@ class _Codes(dict[Any, int]):
 
 def classify(events: list[Any], warnings: list[str]) -> Buckets:
     """One pass per field over the events, the decisions on numpy arrays."""
-    phases = _Codes()
+    phases = Codes()
     phase = _phase_numbers(phases, np.fromiter(map(phases.__getitem__, map(attrgetter("ph"), events)),
                                              dtype=np.int64, count=len(events)))
     x = np.flatnonzero(phase == _X)
     xev = list(map(events.__getitem__, x.tolist()))
     ts, ts_none = _floats(xev, "ts")
     dur, dur_none = _floats(xev, "dur")
-    raws = _Codes()
+    raws = Codes()
     raw = np.fromiter(map(raws.__getitem__, map(attrgetter("cat"), xev)), dtype=np.int64, count=len(xev))
     code = np.array([_raw_code(r) for r in raws], dtype=np.int64)[raw] if len(xev) else raw
     placed = ~ts_none

@@ -43,7 +43,7 @@ from mlptui.trace.model import (
     Thread,
     Trace,
 )
-from mlptui.trace.parse.classify import CATEGORIES, Buckets, classify
+from mlptui.trace.parse.classify import CATEGORIES, Buckets, Codes, classify
 from mlptui.trace.parse.columns import Columns, lazy_trace
 from mlptui.trace.parse.decode import Decoded, LinkArgs, RawEvent
 from mlptui.trace.parse.limits import clean_device
@@ -161,21 +161,13 @@ class _Links:
     strings: dict[str, int]
 
 
-class _Codes(dict[Any, int]):
-    """Numbers values in the order they are first seen."""
-
-    def __missing__(self, key: Any) -> int:
-        code = self[key] = len(self)
-        return code
-
-
 _NO_LINK = LinkArgs()
 _GET_KEY = attrgetter("pid", "tid")
 
 
 def _links(events: list[Any], b: Buckets) -> _Links | None:
     """Names, threads and link ids of the CPU and GPU events; None when an id does not fit 64 bits."""
-    strings = _Codes()
+    strings = Codes()
     out = []
     for idx in (b.cpu_ev, b.gpu_ev):
         sub = list(map(events.__getitem__, idx.tolist()))
@@ -224,7 +216,7 @@ def _fits_int64(flows: dict[FlowKey, int]) -> bool:
 
 def _first_seen(keys: list[tuple[Any, Any]]) -> tuple[np.ndarray, list[tuple[Any, Any]]]:
     """Each key's number in the order keys are first seen, and the distinct keys in that order."""
-    codes = _Codes()
+    codes = Codes()
     number = np.fromiter(map(codes.__getitem__, keys), dtype=np.int64, count=len(keys))
     return number, list(codes)
 
@@ -323,6 +315,7 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
     np.add.at(child_sum, parent[has_parent], op_dur_ns[has_parent])
     self_us = np.maximum(op_dur_ns - child_sum, 0) / 1000.0
     gpu_us = _roll_up(direct, parent, forest.depth)
+    cat_ids = np.array([strings[c] for c in CATEGORIES], dtype=np.int64)   # adds the category names
     names = list(strings)
     step_name = np.array([s.startswith(STEP_PREFIX) for s in names], dtype=bool)
     op_name = cpu.name[order]
@@ -346,8 +339,6 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
         per_name = np.bincount(op_name[launch_code], minlength=len(names)).tolist()
         launches = sum(n for s, n in zip(names, per_name, strict=True)
                        if n and classify_call(s) in ("launch", "graph"))
-    cat_ids = np.array([strings[c] for c in CATEGORIES], dtype=np.int64)
-    names = list(strings)
     roots_of = np.flatnonzero(~has_parent)
     roots_ptr = np.zeros(len(thread_keys) + 1, dtype=np.int64)
     np.cumsum(np.bincount(op_thread[roots_of], minlength=len(thread_keys)), out=roots_ptr[1:])
