@@ -29,7 +29,7 @@ import torch
 
 from mlptui.runners.fused import FusedGeGLUMLP
 from mlptui.runners.modules import SimpleGeGLUMLP
-from mlptui.runners.sweep import L2_FLUSH_BYTES, _best_us, _step
+from mlptui.runners.sweep import _best_us, _interleaved_us, _step, interleaved_times
 
 
 def log(msg: str) -> None:
@@ -57,18 +57,6 @@ def host_us(fn: Callable[[], Any], calls: int = 20) -> float:
     return statistics.median(times) * 1e6
 
 
-def wall_us(fn: Callable[[], Any], calls: int, flush: torch.Tensor) -> float:
-    times = []
-    for _ in range(calls):
-        flush.zero_()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e6
-
-
 def kernels_of(fn: Callable[[], Any], trace_path: Path | None) -> dict[str, Any]:
     """GPU µs per kernel over 3 profiled steps, divided by 3, and the GPU's busy µs per step."""
     from torch.profiler import ProfilerActivity, profile
@@ -93,14 +81,13 @@ def anatomy(rows: int, dim: int, hidden: int, out: Path) -> dict[str, Any]:
     x = torch.randn(rows, dim, device="cuda", dtype=torch.bfloat16)
     steps = {m: _step(mods[m], x, True) for m in ("eager", "fused-forced")}
     steps["compile"] = _step(torch.compile(mods["eager-again"]), x, True)
-    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
     result: dict[str, Any] = {"rows": rows, "dim": dim, "hidden": hidden}
     for m, fn in steps.items():
         for _ in range(10):
             fn()
         torch.cuda.synchronize()
         trace = out / f"train_step_{m}.pt.trace.json" if m != "compile" else None
-        result[m] = {"host_us": round(host_us(fn), 1), "wall_us": round(wall_us(fn, 50, flush), 1),
+        result[m] = {"host_us": round(host_us(fn), 1), "wall_us": round(_interleaved_us({m: fn}, 50)[m], 1),
                      **kernels_of(fn, trace)}
         log(f"{m}: host {result[m]['host_us']} us, wall {result[m]['wall_us']} us, "
             f"GPU busy {result[m]['gpu_busy_us']} us")
@@ -109,22 +96,11 @@ def anatomy(rows: int, dim: int, hidden: int, out: Path) -> dict[str, Any]:
     return result
 
 
-def paired(fns: dict[str, Callable[[], Any]], calls: int, flush: torch.Tensor) -> dict[str, float]:
-    """Median over alternated pairs of (mode / eager) ratios."""
-    ratios: dict[str, list[float]] = {m: [] for m in fns if m != "eager"}
-    for k in range(calls):
-        t: dict[str, float] = {}
-        order = list(fns)
-        for m in order[k % len(order):] + order[:k % len(order)]:
-            flush.zero_()
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            fns[m]()
-            torch.cuda.synchronize()
-            t[m] = time.perf_counter() - t0
-        for m in ratios:
-            ratios[m].append(t[m] / t["eager"])
-    return {m: round(statistics.median(r), 4) for m, r in ratios.items()}
+def paired(fns: dict[str, Callable[[], Any]], calls: int) -> dict[str, float]:
+    """Median over alternated rounds of each mode's call time over eager's in the same round."""
+    times = interleaved_times(fns, calls)
+    return {m: round(statistics.median(a / b for a, b in zip(ts, times["eager"], strict=True)), 4)
+            for m, ts in times.items() if m != "eager"}
 
 
 def noise(cell: str) -> dict[str, Any]:
@@ -137,12 +113,11 @@ def noise(cell: str) -> dict[str, Any]:
     x = torch.randn(rows, dim, device="cuda", dtype=torch.bfloat16)
     fns = {"eager": _step(mods["eager"], x, bwd), "eager-again": _step(mods["eager-again"], x, bwd),
            "fused": _step(auto, x, bwd)}
-    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
     out: dict[str, Any] = {"cell": cell, "route": auto.path_for(rows, train=bwd), "sweep": [], "paired": []}
     for _ in range(3):
         best = _best_us(fns)
         out["sweep"].append({m: round(v / best["eager"], 4) for m, v in best.items() if m != "eager"})
-        out["paired"].append(paired(fns, 60, flush))
+        out["paired"].append(paired(fns, 60))
     log(f"noise {cell} ({out['route']}): sweep {out['sweep']}  paired {out['paired']}")
     return out
 

@@ -22,7 +22,6 @@ modes "fused-forced" and "eager".
 
 from __future__ import annotations
 
-import copy
 import functools
 import gc
 import json
@@ -144,11 +143,11 @@ def _step(module: torch.nn.Module, x: torch.Tensor, bwd: bool) -> Callable[[], A
     return step
 
 
-def _interleaved_us(fns: dict[str, Callable[[], Any]], calls: int) -> dict[str, float]:
-    """Median µs of one call, each synchronized call timed on the host, the modes alternating call by call
-    (the order rotated each time), so a drift of the host's speed or the GPU's clocks reaches every mode
-    alike; L2 is flushed before each call, as do_bench does (eager timed right after its own twin ran
-    2-3 % faster)."""
+def interleaved_times(fns: dict[str, Callable[[], Any]], calls: int) -> dict[str, list[float]]:
+    """Seconds of each synchronized call, per mode, the modes alternating call by call (the order rotated
+    each time), so a drift of the host's speed or the GPU's clocks reaches every mode alike; L2 is flushed
+    before each call, as do_bench does (eager timed right after its own twin ran 2-3 % faster). Call k of
+    every mode was made in the same round."""
     order = list(fns)
     times: dict[str, list[float]] = {m: [] for m in fns}
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
@@ -160,7 +159,12 @@ def _interleaved_us(fns: dict[str, Callable[[], Any]], calls: int) -> dict[str, 
             fns[m]()
             torch.cuda.synchronize()
             times[m].append(time.perf_counter() - t0)
-    return {m: sorted(ts)[len(ts) // 2] * 1e6 for m, ts in times.items()}
+    return times
+
+
+def _interleaved_us(fns: dict[str, Callable[[], Any]], calls: int) -> dict[str, float]:
+    """Median µs of one call per mode (interleaved_times)."""
+    return {m: sorted(ts)[len(ts) // 2] * 1e6 for m, ts in interleaved_times(fns, calls).items()}
 
 
 def _best_us(fns: dict[str, Callable[[], Any]]) -> dict[str, float]:
@@ -201,15 +205,15 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {msg[:200]}"
 
 
-def calibrate(dim: int, hidden: int, eager: torch.nn.Module, rows: tuple[int, ...], passes: tuple[str, ...],
-              dtype: torch.dtype, note: Callable[[str], None],
+def calibrate(dim: int, hidden: int, eager: torch.nn.Module, again: torch.nn.Module, rows: tuple[int, ...],
+              passes: tuple[str, ...], dtype: torch.dtype, note: Callable[[str], None],
               errors: list[dict[str, str]]) -> list[dict[str, Any]]:
-    """Per pass and row count, the fused path forced on and eager, timed as the sweep times them."""
+    """Per pass and row count, the fused path forced on and eager (and eager's twin `again`, with its own
+    weights: see _modules), timed as the sweep times them."""
     from mlptui.runners.fused import FusedGeGLUMLP
 
     forced = FusedGeGLUMLP(dim, hidden, policy="fused", device="cuda", dtype=dtype)
     forced.load_state_dict(eager.state_dict())
-    again = copy.deepcopy(eager)  # its own weights (see _modules)
     shape = f"{dim}x{hidden}"
     out: list[dict[str, Any]] = []
     for ps in passes:
@@ -233,7 +237,7 @@ def calibrate(dim: int, hidden: int, eager: torch.nn.Module, rows: tuple[int, ..
                 if "fused-forced" in best:
                     note(f"calibration {shape} {ps} rows {r}: fused {best['fused-forced']:.1f} us, "
                          f"eager {best['eager']:.1f} / {best[EAGER_AGAIN]:.1f} us")
-    del forced, again
+    del forced
     return out
 
 
@@ -262,7 +266,7 @@ def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: t
         start = time.perf_counter()
         mods = _modules(dim, hidden, dtype, modes, info)
         if "fused" in mods:
-            calibration = calibrate(dim, hidden, mods["eager"], rows, passes, dtype, note,
+            calibration = calibrate(dim, hidden, mods["eager"], mods[EAGER_AGAIN], rows, passes, dtype, note,
                                     errors)
             results.extend(calibration)
             _install_calibration(calibration, note)
