@@ -42,8 +42,10 @@ def _plain_linears(gate: nn.Module, up: nn.Module, down: nn.Module) -> bool:
     return True
 
 
-def _geglu_linears(x: torch.Tensor, gate: nn.Module, up: nn.Module, down: nn.Module) -> torch.Tensor:
-    """geglu_mlp with the projections' F.linear called directly (only where _plain_linears holds)."""
+def _unfused(x: torch.Tensor, gate: nn.Module, up: nn.Module, down: nn.Module) -> torch.Tensor:
+    """geglu_mlp, with the projections' F.linear called directly where _plain_linears holds."""
+    if not _plain_linears(gate, up, down):
+        return geglu_mlp(x, gate, up, down)
     gp, upp, dp = gate._parameters, up._parameters, down._parameters
     h = (F.gelu(F.linear(x, cast(torch.Tensor, gp["weight"]), gp["bias"]), approximate="tanh")
          * F.linear(x, cast(torch.Tensor, upp["weight"]), upp["bias"]))
@@ -63,9 +65,9 @@ class FusedGeGLUMLP(nn.Module):
     `policy="auto"` (default) takes the fused path where the crossover model (crossover.py) predicts it
     faster than the unfused one for this GPU, dims and row count, else the unfused path (eager's own
     five kernels, its projections' F.linear called directly where no hook, profiler or JIT trace could
-    tell the difference: less host time than eager's module calls); "fused" / "unfused" force one. The answer is cached per row count, so a call costs a
-    dict look-up before its launches. With autograd on, the fused path saves gate/up and runs the fused
-    backward. Under torch.compile the kernel is the registered op `mlptui::geglu_gateup(_train)`.
+    tell the difference: less host time than eager's module calls); "fused" / "unfused" force one. The
+    answer is cached per row count, so a call costs a dict look-up before its launches. With autograd on,
+    the fused path saves gate/up and runs the fused backward. Under torch.compile the kernel is the registered op `mlptui::geglu_gateup(_train)`.
     `path_for(rows)` / `fallback_reason(rows)` say which path runs and why.
     """
 
@@ -178,13 +180,11 @@ class FusedGeGLUMLP(nn.Module):
         if fused is None:
             fused = self._route(rows, train)
         if not fused:
-            if _plain_linears(gate, up, down):
-                return _geglu_linears(x, gate, up, down)
-            return geglu_mlp(x, gate, up, down)
+            return _unfused(x, gate, up, down)
         if wg is None or wu is None:
             wg, wu = gate._parameters["weight"], up._parameters["weight"]
         if wg is None or wu is None or x.dtype != wg.dtype:
-            return geglu_mlp(x, gate, up, down)
+            return _unfused(x, gate, up, down)
         lau = self._launcher
         if lau is None or lau.w_gate is not wg or lau.w_up is not wu:
             lau = self.launcher()
