@@ -32,8 +32,7 @@ from mlptui.trace.analysis.breakdown import (
     scope_window_us,
     step_windows,
 )
-from mlptui.trace.analysis.kernel_figures import blocks_per_sm_of, kernel_figures
-from mlptui.trace.analysis.occupancy import device_for
+from mlptui.trace.analysis.kernel_figures import kernel_figures
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.analysis.timeline_segments import Segments, to_ns
 from mlptui.trace.model import KERNEL, Trace
@@ -89,12 +88,6 @@ class KernelFacts:
     occ_pct: np.ndarray         # reported est. achieved occupancy %, NaN when absent
     th_frac: np.ndarray         # theoretical occupancy 0..1, NaN when unknown
     tc: np.ndarray              # bool
-
-
-def blocks_per_sm(trace: Trace, gid: int, args: dict[str, Any] | None = None) -> float | None:
-    """The trace's `blocks per SM`, else grid blocks ÷ the device's SMs; None when neither is known."""
-    args = trace.gpu_args(gid) if args is None else args
-    return blocks_per_sm_of(args, device_for(trace, trace.gpu[gid].device))
 
 
 def kernel_facts(trace: Trace, window_us: tuple[float, float] | None = None) -> KernelFacts:
