@@ -1,43 +1,34 @@
 """Per kernel, the launch figures that the overview and the kernel view weigh: blocks per SM, the reported
 achieved occupancy and the theoretical occupancy.
 
-Reading a kernel's args is most of what these figures cost, and both views want them for every kernel,
-so they are read once per trace, in one pass, and kept in `Trace.derived`. Launch configurations repeat
-(a step launches the same kernels with the same geometry), so each distinct one is computed once.
+They come from the launch columns of mlptui.trace.parse.launch (six keys of each kernel's args, decoded
+typed). Both views want them for every kernel, so they are computed once per trace and kept in
+`Trace.derived`. Launch configurations repeat (a step launches the same kernels with the same geometry),
+so each distinct one is weighed once.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
-from mlptui.trace.analysis.occupancy import Occupancy, device_for, launch_config, theoretical_occupancy
+import numpy as np
+
+from mlptui.trace.analysis.occupancy import device_for, theoretical_occupancy
 from mlptui.trace.model import KERNEL, Trace
-from mlptui.trace.parse.limits import finite_number
+from mlptui.trace.parse.launch import LaunchColumns, trace_launches
 
 _KEY = "kernel_figures"
 
 
 @dataclass(slots=True)
 class KernelFigures:
-    """Lists indexed by GpuOp id; None for memcpy/memset and for figures a kernel's args do not give."""
+    """float64 arrays indexed by GpuOp id; NaN for memcpy/memset and for figures a kernel's launch does
+    not give."""
 
-    blocks_per_sm: list[float | None]    # the trace's `blocks per SM`, else grid blocks ÷ the device's SMs
-    occupancy_pct: list[Any]             # the trace's `est. achieved occupancy %`, when a number ≥ 0
-    theoretical: list[float | None]      # theoretical occupancy, 0..1 (mlptui.trace.analysis.occupancy)
-
-
-def blocks_per_sm_of(args: dict[str, Any], device: dict[str, Any] | None) -> float | None:
-    """The trace's `blocks per SM`, else grid blocks ÷ the device's SMs; None when neither is known."""
-    reported = finite_number(args.get("blocks per SM"))
-    if reported is not None and reported > 0:
-        return float(reported)
-    grid = args.get("grid")
-    sms = (device or {}).get("numSms")
-    if isinstance(grid, list) and grid and all(isinstance(v, int) for v in grid) and isinstance(sms, int) and sms:
-        return float(math.prod(grid)) / sms
-    return None
+    blocks_per_sm: np.ndarray    # the trace's `blocks per SM`, else grid blocks ÷ the device's SMs
+    occupancy_pct: np.ndarray    # the trace's `est. achieved occupancy %`, when a number ≥ 0
+    theoretical: np.ndarray      # theoretical occupancy, 0..1 (mlptui.trace.analysis.occupancy)
 
 
 def kernel_figures(trace: Trace) -> KernelFigures:
@@ -45,30 +36,39 @@ def kernel_figures(trace: Trace) -> KernelFigures:
     cached = trace.derived.get(_KEY)
     if isinstance(cached, KernelFigures):
         return cached
-    n = len(trace.gpu)
-    bps: list[float | None] = [None] * n
-    pct: list[Any] = [None] * n
-    theory: list[float | None] = [None] * n
-    devices: dict[int, dict[str, Any] | None] = {}
-    configs: dict[tuple[int, int, int, int], Occupancy | None] = {}
-    for g in trace.gpu:
-        if g.cat != KERNEL:
-            continue
-        if g.device not in devices:
-            devices[g.device] = device_for(trace, g.device)
-        device = devices[g.device]
-        args = trace.args(g.event)
-        bps[g.id] = blocks_per_sm_of(args, device)
-        occ = args.get("est. achieved occupancy %")
-        if isinstance(occ, int | float) and occ >= 0:
-            pct[g.id] = occ
-        cfg = launch_config(args)
-        if cfg is not None:
-            key = (g.device, cfg[1], cfg[2], cfg[3])
-            if key not in configs:
-                configs[key] = theoretical_occupancy(device, cfg[1], cfg[2], cfg[3])
-            found = configs[key]
-            theory[g.id] = None if found is None else found.fraction
-    figures = KernelFigures(bps, pct, theory)
+    gpu = trace.gpu
+    n = len(gpu)
+    launch = trace_launches(trace)
+    kernel = np.fromiter((g.cat == KERNEL for g in gpu), dtype=bool, count=n)
+    device = np.fromiter((g.device for g in gpu), dtype=np.int64, count=n)
+    bps = np.where(kernel, launch.blocks_per_sm, np.nan)
+    theory = np.full(n, np.nan)
+    for dev in np.unique(device[kernel]).tolist():
+        props = device_for(trace, dev)
+        here = kernel & (device == dev)
+        sms = (props or {}).get("numSms")
+        if isinstance(sms, int) and not isinstance(sms, bool) and sms:
+            derive = here & np.isnan(bps)
+            bps[derive] = launch.grid_blocks[derive] / sms
+        _theoretical(theory, here, launch, props)
+    figures = KernelFigures(bps, np.where(kernel, launch.occupancy_pct, np.nan), theory)
     trace.derived[_KEY] = figures
     return figures
+
+
+def _theoretical(out: np.ndarray, rows: np.ndarray, launch: LaunchColumns, props: dict[str, Any] | None) -> None:
+    """Theoretical occupancy of the `rows` whose launch is known, one computation per distinct launch."""
+    rows = rows & (launch.threads >= 0) & (launch.registers >= 0) & (launch.shared_memory >= 0)
+    if not rows.any():
+        return
+    keys = np.stack((launch.threads[rows], launch.registers[rows], launch.shared_memory[rows]), axis=1)
+    # one 24-byte value per row: a 1-d unique, far faster than unique(axis=0)
+    packed = np.ascontiguousarray(keys).view(np.dtype((np.void, keys.itemsize * 3))).reshape(-1)
+    _, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
+    distinct = keys[first]
+    fraction = np.full(len(distinct), np.nan)
+    for k, (threads, regs, smem) in enumerate(distinct.tolist()):
+        occ = theoretical_occupancy(props, threads, regs, smem)
+        if occ is not None:
+            fraction[k] = occ.fraction
+    out[rows] = fraction[inverse.reshape(-1)]

@@ -59,6 +59,8 @@ def kernel_stats(trace: Trace, step: int | None = None, by_op: bool = False,
     `steps_only`), most total time first."""
     groups: dict[tuple[str, str | None], KernelGroup] = {}
     figures = kernel_figures(trace)
+    blocks_per_sm = figures.blocks_per_sm.tolist()
+    occupancy_pct = figures.occupancy_pct.tolist()
     for g in trace.gpu:
         if g.cat != KERNEL or (step is not None and g.step != step) or (steps_only and g.step < 0):
             continue
@@ -71,12 +73,12 @@ def kernel_stats(trace: Trace, step: int | None = None, by_op: bool = False,
         row.min_us = min(row.min_us, g.dur)
         row.max_us = max(row.max_us, g.dur)
         row.ids.append(g.id)
-        bps = figures.blocks_per_sm[g.id]
-        if bps is not None:
+        bps = blocks_per_sm[g.id]
+        if bps == bps:             # not NaN
             row._bps += bps * g.dur
             row._bps_us += g.dur
-        occ = figures.occupancy_pct[g.id]
-        if occ is not None:
+        occ = occupancy_pct[g.id]
+        if occ == occ:
             row._occ += occ * g.dur
             row._occ_us += g.dur
     rows = list(groups.values())

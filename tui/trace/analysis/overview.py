@@ -93,22 +93,21 @@ class KernelFacts:
 def kernel_facts(trace: Trace, window_us: tuple[float, float] | None = None) -> KernelFacts:
     """Every kernel's facts, or those of the kernels overlapping a window (all a window's figures need)."""
     lo, hi = window_us if window_us is not None else (-math.inf, math.inf)
-    ids = [g.id for g in trace.gpu if g.cat == KERNEL and g.end >= lo and g.ts <= hi]
-    figures = kernel_figures(trace)
-    sm, occ, th, tc = [], [], [], []
-    for gid in ids:
-        bps = figures.blocks_per_sm[gid]
-        sm.append(min(bps, 1.0) if bps else 0.0)
-        pct = figures.occupancy_pct[gid]
-        occ.append(float(pct) if pct is not None else np.nan)
-        fraction = figures.theoretical[gid]
-        th.append(fraction if fraction is not None else np.nan)
-        tc.append(uses_tensor_cores(trace.gpu[gid].name))
     gpu = trace.gpu
+    ids = [g.id for g in gpu if g.cat == KERNEL and g.end >= lo and g.ts <= hi]
+    figures = kernel_figures(trace)
+    at = np.asarray(ids, dtype=np.int64)
+    bps = figures.blocks_per_sm[at]
+    names: dict[str, bool] = {}
+    for i in ids:
+        name = gpu[i].name
+        if name not in names:
+            names[name] = uses_tensor_cores(name)
     return KernelFacts(ids, np.asarray([gpu[i].device for i in ids], dtype=np.int64),
                        to_ns([gpu[i].ts for i in ids]), to_ns([gpu[i].end for i in ids]),
-                       np.asarray(sm, dtype=np.float64), np.asarray(occ, dtype=np.float64),
-                       np.asarray(th, dtype=np.float64), np.asarray(tc, dtype=bool))
+                       np.where(np.isnan(bps) | (bps == 0), 0.0, np.minimum(bps, 1.0)),
+                       figures.occupancy_pct[at], figures.theoretical[at],
+                       np.asarray([names[gpu[i].name] for i in ids], dtype=bool))
 
 
 def _device_figures(kf: KernelFacts, device: int, windows: list[Window]) -> list[Figures]:

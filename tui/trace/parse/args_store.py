@@ -75,6 +75,12 @@ class ArgsStore:
             return value
         return event_args(value)
 
+    def raw(self, event: int) -> Any:
+        """Event `event`'s args undecoded (a Raw JSON slice, or a dict when they are held decoded); None
+        when there are none or they cannot be read."""
+        raws = self._raws if self._raws is not None else self._load()
+        return raws[event] if 0 <= event < len(raws) else None
+
     def _load(self) -> list[Any]:
         with self._lock:
             if self._raws is None:
@@ -96,6 +102,8 @@ class ArgsStore:
             data = self._data or b""
         if is_gzip(data):
             data = gunzip_bytes(data, str(self._path or "trace"), None)   # a truncated stream: what it has
+        if data[:3] == b"\xef\xbb\xbf":   # a byte order mark, dropped by the load before anything else
+            data = data[3:]
         if self._repair:
             data = bytes(data).decode("utf-8", "replace").encode("utf-8")
         if self._cut is not None:       # the load kept only the events before a truncation
