@@ -45,7 +45,7 @@ PASSES: tuple[str, ...] = ("fwd", "fwd+bwd")
 HOST_BOUND_CALLS = 200  # calls per mode where calls are short, interleaved
 CELL_BUDGET_S = 1.5  # of timed calls per cell, all modes together, where calls are long
 BURN_S = 0.1
-MIN_CALLS = 15
+MIN_CALLS = 20
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # as do_bench's cache flush
 EAGER_AGAIN = "eager-again"  # a second eager module (own weights) timed as its own mode: the cell's noise
 
@@ -143,16 +143,40 @@ def _step(module: torch.nn.Module, x: torch.Tensor, bwd: bool) -> Callable[[], A
     return step
 
 
+def balanced_orders(n: int) -> list[list[int]]:
+    """Orders of n modes, one per round, in which every mode runs right after every other mode equally
+    often (a Williams design: n rounds for even n, 2n for odd n) and in every position equally often.
+
+    Why: in host-bound cells a call runs faster right after a call of the same code (warm instruction and
+    data caches). Rotating one fixed order put each mode after the same neighbour every round: eager after
+    the Hub kernel, its twin after eager, so the twin read 2-4 % faster than eager, and so did any mode
+    that ran after the twin (H100 and H200, run 11 of benchmarks/FUSED_NOTES.md)."""
+    first = [0]
+    lo, hi = 1, n - 1
+    while len(first) < n:
+        first.append(lo)
+        lo += 1
+        if len(first) < n:
+            first.append(hi)
+            hi -= 1
+    rows = [[(m + r) % n for m in first] for r in range(n)]
+    if n % 2:
+        rows += [row[::-1] for row in rows]
+    return rows
+
+
 def interleaved_times(fns: dict[str, Callable[[], Any]], calls: int) -> dict[str, list[float]]:
-    """Seconds of each synchronized call, per mode, the modes alternating call by call (the order rotated
-    each time), so a drift of the host's speed or the GPU's clocks reaches every mode alike; L2 is flushed
-    before each call, as do_bench does (eager timed right after its own twin ran 2-3 % faster). Call k of
+    """Seconds of each synchronized call, per mode, the modes alternating call by call in balanced orders
+    (balanced_orders), so a drift of the host's speed or the GPU's clocks, and the warmth a call leaves
+    for the next, reach every mode alike; L2 is flushed before each call, as do_bench does. Call k of
     every mode was made in the same round."""
-    order = list(fns)
+    modes = list(fns)
+    orders = balanced_orders(len(modes))
     times: dict[str, list[float]] = {m: [] for m in fns}
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
     for k in range(calls):
-        for m in order[k % len(order):] + order[:k % len(order)]:
+        for i in orders[k % len(orders)]:
+            m = modes[i]
             flush.zero_()  # no mode finds the weights of the one before it in L2
             torch.cuda.synchronize()
             t0 = time.perf_counter()
