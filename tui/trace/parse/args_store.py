@@ -67,13 +67,10 @@ class ArgsStore:
         return self._raws is not None
 
     def __call__(self, event: int) -> dict[str, Any]:
-        raws = self._raws if self._raws is not None else self._load()
-        if not 0 <= event < len(raws):
-            return {}
-        value = raws[event]
+        value = self.raw(event)
         if isinstance(value, dict):
             return value
-        return event_args(value)
+        return event_args(value)      # {} for None (no args, or an event outside the trace)
 
     def raw(self, event: int) -> Any:
         """Event `event`'s args undecoded (a Raw JSON slice, or a dict when they are held decoded); None
