@@ -173,7 +173,9 @@ def run(args: argparse.Namespace) -> int:
                                      f"where calls are short, at least {sweep.MIN_CALLS} where "
                                      f"{sweep.CELL_BUDGET_S} s would not hold them), modes alternating call by call, "
                                      f"L2 flushed before each, after {sweep.BURN_S} s of the cell's own work; collector "
-                                     f"paused; a second eager module with its own weights (eager-again) as the cell's noise; compile: "
+                                     f"paused; verdicts: each mode's paired ratio against eager (median over rounds of the round's "
+                                     f"ratio, ~95 % order-statistic interval: paired_vs_eager); a second eager module with its "
+                                     f"own weights (eager-again) as the cell's noise; compile: "
                                      f"torch.compile(dynamic=True) per family",
                            "summary": summarize(rows)}
     doc: dict[str, Any] = {"device": dev["name"], "device_slug": dev["slug"], "torch": torch.__version__,

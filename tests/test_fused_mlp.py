@@ -520,7 +520,7 @@ def test_bench_reports_of_one_gpu_merge_and_refuse_two_gpus(tmp_path) -> None:
     merged = merge_reports([a, b])
     assert merged["commands"] == ["run a", "run b"] and len(merged["errors"]) == 1
     assert merged["sweep"]["families"] == ["768x3072", "4096x11008"]
-    assert merged["sweep"]["summary"]["fwd"]["slower_than_eager_by_2pct"] == ["768x3072 rows 8192 (1.111x)"]
+    assert merged["sweep"]["summary"]["fwd"]["slower_than_eager_by_2pct"] == ["768x3072 rows 8192 (1.111x, fused path)"]
     assert merged["crossover"]["families"][0]["fwd_bench_us"] == [[25.0, 20.0], [190.0, 250.0]]
     with pytest.raises(Exception, match="different GPUs"):
         merge_reports([a, {**b, "device": "Other"}])

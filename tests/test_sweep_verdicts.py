@@ -1,0 +1,87 @@
+"""How the sweep turns one cell's interleaved calls into a verdict (runners/sweep.py::paired_ratio) and how
+the report and the crossover fold read it (runners/bench_report.py, runners/fused/crossover.py). CPU only:
+the call times are made up, the arithmetic is the sweep's."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from mlptui.runners.bench_report import summarize
+from mlptui.runners.fused import crossover as cx
+from mlptui.runners.sweep import noise, paired_ratio
+
+
+def _drifting(n: int, factor: float, seed: int = 1) -> dict[str, list[float]]:
+    """Eager and a mode `factor` slower, both riding the same slow drift of the machine's speed (round k of
+    both at the same moment) plus independent call-to-call jitter."""
+    rng = random.Random(seed)
+    drift = [1.0 + 0.3 * (k % 50) / 50 for k in range(n)]  # 30 % saw-tooth between rounds
+    eager = [100e-6 * d * (1 + rng.gauss(0, 0.002)) for d in drift]
+    other = [100e-6 * factor * d * (1 + rng.gauss(0, 0.002)) for d in drift]
+    return {"eager": eager, "other": other}
+
+
+def test_paired_ratio_cancels_a_drift_between_rounds() -> None:
+    times = _drifting(200, 1.05)
+    mid, lo, hi = paired_ratio(times, "other")
+    assert lo <= mid <= hi
+    assert lo < 1.05 < hi and hi - lo < 0.005
+
+
+def test_paired_ratio_is_the_median_of_round_ratios_with_order_statistic_bounds() -> None:
+    times = {"eager": [1.0] * 9, "m": [float(v) for v in (9, 1, 8, 2, 7, 3, 6, 4, 5)]}
+    mid, lo, hi = paired_ratio(times, "m")
+    assert mid == 5.0
+    # n = 9: ranks floor(4.5 - 2.94) = 1 and ceil(4.5 + 2.94) - 1 = 7 of the sorted ratios 1..9
+    assert (lo, hi) == (2.0, 8.0)
+    even = paired_ratio({"eager": [1.0] * 4, "m": [1.0, 2.0, 3.0, 4.0]}, "m")
+    assert even[0] == 2.5
+    with pytest.raises(ValueError):
+        paired_ratio({"eager": [], "m": []}, "m")
+    with pytest.raises(ValueError):  # rounds that do not pair up are a bug, not a figure
+        paired_ratio({"eager": [1.0], "m": [1.0, 2.0]}, "m")
+
+
+def test_noise_is_eagers_twin_against_eager() -> None:
+    assert noise({"eager-again": [0.97, 0.95, 0.99]}) == pytest.approx(0.03)
+    assert noise({"fused": [1.0, 0.9, 1.1]}) is None
+
+
+def _row(rows: int, paired: list[float] | None, vs_eager: float, path: str = "unfused") -> dict[str, object]:
+    r: dict[str, object] = {"sweep": True, "shape": "768x3072", "dim": 768, "hidden": 3072, "rows": rows,
+                            "pass": "fwd", "mode": "fused", "median_us": 100.0, "vs_eager": vs_eager, "path": path}
+    if paired is not None:
+        r["paired_vs_eager"] = paired
+    return r
+
+
+def test_summary_reads_the_paired_ratio_and_its_interval() -> None:
+    cells = [_row(1, [1.03, 1.025, 1.04], 1.0),    # medians equal, rounds say 3 % slower: slower, beyond
+             _row(16, [1.03, 1.01, 1.05], 0.99),   # slower, but the interval reaches below 1.02
+             _row(64, [0.99, 0.98, 1.0], 0.95)]    # medians say 5 % slower, rounds say not
+    s = summarize(cells)["fwd"]
+    assert s["estimator"] == "paired"
+    assert [c.split(" (")[0] for c in s["slower_than_eager_by_2pct"]] == ["768x3072 rows 1", "768x3072 rows 16"]
+    assert [c.split(" (")[0] for c in s["slower_beyond_noise"]] == ["768x3072 rows 1"]
+    assert s["worst_fused_over_eager"] == 1.03
+
+
+def test_summary_of_an_older_report_reads_the_medians() -> None:
+    s = summarize([_row(64, None, 1 / 1.05)])["fwd"]
+    assert s["estimator"] == "ratio of medians" and s["worst_fused_over_eager"] == 1.05
+
+
+def test_calibration_pairs_take_the_paired_ratio() -> None:
+    """The routing model's (fused, eager) pair of a calibrated cell is eager's median times the paired
+    ratio where the row has one (0.8 here, though the two medians say 0.95)."""
+    fam = {"dim": 768, "hidden": 3072, "rows": [1, 8192], "fused_gpu_us": [10, 180], "eager_gpu_us": [14, 260],
+           "fused_host_us": 5, "eager_host_us": 5}
+    base = cx.model_from_table({"devices": {"GPU": {"families": [fam]}}}, "GPU")
+    results = [{"calibration": True, "dim": 768, "hidden": 3072, "rows": 64, "pass": "fwd", "mode": "eager",
+                "median_us": 100.0, "noise": 0.0},
+               {"calibration": True, "dim": 768, "hidden": 3072, "rows": 64, "pass": "fwd",
+                "mode": "fused-forced", "median_us": 95.0, "noise": 0.0, "paired_vs_eager": [0.8, 0.78, 0.82]}]
+    model = cx.with_calibration(base, results)
+    assert model.families[0].fwd_bench == ((pytest.approx(80.0), 100.0),)
