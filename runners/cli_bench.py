@@ -45,6 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated DIMxHIDDEN of the sweep")
     parser.add_argument("--sweep-modes", default="eager,fused,compile,kernels", help="modes of the sweep")
     parser.add_argument("--passes", default="fwd,fwd+bwd", help="passes of the sweep: fwd, fwd+bwd")
+    parser.add_argument("--sweep-weights", choices=("own", "shared"), default="own",
+                        help="own: each mode a copy of the weights; shared: every mode reads eager's weight tensors")
     parser.add_argument("--no-crossover", action="store_true",
                         help="sweep with the committed crossover table instead of measuring it first")
     parser.add_argument("--crossover-table", type=Path,
@@ -159,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
 
         sweep_args = _sweep_args(args)
         rows, errors, info = sweep.sweep(sweep_args["families"], sweep_args["rows"], sweep_args["modes"],
-                                         sweep_args["passes"], dtype, _note)
+                                         sweep_args["passes"], dtype, _note, shared=args.sweep_weights == "shared")
         report["results"].extend(rows)
         report["errors"].extend(errors)
         if crossover_entry is not None:  # the committed table routes by this run's calibration

@@ -57,8 +57,25 @@ def _graph_us(fn: Callable[[], Any], rep_ms: float) -> float:
     return float(do_bench_cudagraph(fn, rep=rep_ms, return_mode="median")) * 1e3
 
 
+def share_parameters(dst: torch.nn.Module, src: torch.nn.Module) -> None:
+    """Make every parameter of `dst` the very tensor of `src` with the same qualified name (same weights,
+    same memory), so two modules differ by their code only."""
+    theirs = dict(src.named_parameters())
+    for prefix, mod in dst.named_modules():
+        for name, mine in list(mod._parameters.items()):
+            if mine is None:  # an absent bias stays absent
+                continue
+            key = f"{prefix}.{name}" if prefix else name
+            if key not in theirs:
+                raise KeyError(f"{type(src).__name__} has no parameter {key}")
+            mod._parameters[name] = theirs[key]
+
+
 def _modules(dim: int, hidden: int, dtype: torch.dtype, modes: tuple[str, ...],
-             info: dict[str, Any]) -> dict[str, Any]:
+             info: dict[str, Any], shared: bool = False) -> dict[str, Any]:
+    """Each mode's module or compiled callable, with the reference's weights: copied into each module's own
+    tensors, or with `shared`, eager's very tensors in every module (placement is then no difference
+    between modes; only the fused path's interleaved copy is its own)."""
     from mlptui.runners.fused import FusedGeGLUMLP
 
     ref = seeded(lambda: SimpleGeGLUMLP(dim, hidden))
@@ -67,31 +84,30 @@ def _modules(dim: int, hidden: int, dtype: torch.dtype, modes: tuple[str, ...],
     eager = SimpleGeGLUMLP(dim, hidden).to("cuda", dtype)
     eager.load_state_dict(state)
     out["eager"] = eager
-    # eager's twin has its own copy of the weights: timed with the same tensors, eager's weights would be
-    # read twice per round and every other mode's once (warmer in the GPU's TLBs: about 1 % in the
-    # bandwidth-bound cells), and the twin would hide what a different allocation costs
-    again = SimpleGeGLUMLP(dim, hidden).to("cuda", dtype)
-    again.load_state_dict(state)
-    out[EAGER_AGAIN] = again
+
+    def weigh(m: torch.nn.Module) -> torch.nn.Module:
+        if shared:
+            share_parameters(m, eager)
+        else:
+            m.load_state_dict(state)
+        return m
+
+    # eager's twin: with its own copy of the weights, it also shows what a different allocation costs
+    out[EAGER_AGAIN] = weigh(SimpleGeGLUMLP(dim, hidden).to("cuda", dtype))
     if "fused" in modes:
-        fused = FusedGeGLUMLP(dim, hidden, device="cuda", dtype=dtype)
-        fused.load_state_dict(state)
-        out["fused"] = fused
+        out["fused"] = weigh(FusedGeGLUMLP(dim, hidden, device="cuda", dtype=dtype))
     if "compile" in modes:
-        c = SimpleGeGLUMLP(dim, hidden).to("cuda", dtype)
-        c.load_state_dict(state)
-        out["compile"] = torch.compile(c, dynamic=True)
+        out["compile"] = torch.compile(weigh(SimpleGeGLUMLP(dim, hidden).to("cuda", dtype)), dynamic=True)
     if "kernels" in modes:
         try:
             from mlptui.runners.liger_source import load_liger_geglu_mlp
 
             found = load_liger_geglu_mlp()
             info["kernels_source"] = found.source
-            k = found.cls(LigerConfig(dim, hidden))
-            k.load_state_dict(state)
-            out["kernels"] = k.to("cuda", dtype)
+            out["kernels"] = weigh(found.cls(LigerConfig(dim, hidden)).to("cuda", dtype))
         except Exception as exc:  # no Liger here: the cell says so
             info["kernels_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    info["weights"] = "shared: every mode reads eager's weight tensors" if shared else "a copy per mode"
     return out
 
 
@@ -317,8 +333,8 @@ def _install_calibration(calibration: list[dict[str, Any]], note: Callable[[str]
 
 
 def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: tuple[str, ...],
-          passes: tuple[str, ...], dtype: torch.dtype,
-          note: Callable[[str], None]) -> tuple[list[dict[str, Any]], list[dict[str, str]], dict[str, Any]]:
+          passes: tuple[str, ...], dtype: torch.dtype, note: Callable[[str], None],
+          shared: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, str]], dict[str, Any]]:
     results: list[dict[str, Any]] = []
     errors: list[dict[str, str]] = []
     info: dict[str, Any] = {}
@@ -326,7 +342,7 @@ def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: t
     for dim, hidden in families:
         shape = f"{dim}x{hidden}"
         start = time.perf_counter()
-        mods = _modules(dim, hidden, dtype, modes, info)
+        mods = _modules(dim, hidden, dtype, modes, info, shared)
         if "fused" in mods:
             calibration = calibrate(dim, hidden, mods["eager"], mods[EAGER_AGAIN], rows, passes, dtype, note,
                                     errors)

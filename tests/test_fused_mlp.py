@@ -550,3 +550,29 @@ def test_a_cell_whose_eager_timings_disagree_routes_nothing() -> None:
     model = cx.with_calibration(base, results)
     assert not model.use_fused(64, 768, 3072, train=True)
     assert model.use_fused(8192, 768, 3072, train=True)
+
+
+def test_inference_on_a_row_count_routed_unfused_skips_the_routing(monkeypatch) -> None:
+    """Once a row count is routed unfused, an inference call runs eager's own function (its projections
+    called as modules, so their hooks fire) without going through the routing again."""
+    from mlptui.runners.fused import FusedGeGLUMLP
+    from mlptui.runners.modules import SimpleGeGLUMLP
+
+    torch.manual_seed(0)
+    eager = SimpleGeGLUMLP(8, 16)
+    fused = FusedGeGLUMLP(8, 16, policy="unfused")
+    fused.load_state_dict(eager.state_dict())
+    seen: list[int] = []
+    fused.gate_proj.register_forward_hook(lambda *_: seen.append(1))
+    x = torch.randn(5, 8)
+    with torch.no_grad():
+        first = fused(x)  # routes 5 rows
+        assert fused._routes == {5: False}
+
+        def no_routing(_x: torch.Tensor) -> torch.Tensor:
+            raise AssertionError("routed again")
+        monkeypatch.setattr(fused, "_forward_routed", no_routing)
+        second = fused(x)
+        assert torch.equal(first, second) and torch.equal(second, eager(x)) and len(seen) == 2
+        with pytest.raises(AssertionError, match="routed again"):
+            fused(torch.randn(6, 8))  # a row count not routed yet goes through the routing

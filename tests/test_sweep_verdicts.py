@@ -85,3 +85,22 @@ def test_calibration_pairs_take_the_paired_ratio() -> None:
                 "mode": "fused-forced", "median_us": 95.0, "noise": 0.0, "paired_vs_eager": [0.8, 0.78, 0.82]}]
     model = cx.with_calibration(base, results)
     assert model.families[0].fwd_bench == ((pytest.approx(80.0), 100.0),)
+
+
+def test_shared_weights_are_eagers_very_tensors() -> None:
+    """`--sweep-weights shared`: every mode's parameters are eager's tensors, so placement is no difference
+    between modes; a module whose parameters eager lacks is refused."""
+    import torch
+
+    from mlptui.runners.fused import FusedGeGLUMLP
+    from mlptui.runners.modules import SimpleGeGLUMLP
+    from mlptui.runners.sweep import share_parameters
+
+    eager, twin, fused = SimpleGeGLUMLP(8, 16), SimpleGeGLUMLP(8, 16), FusedGeGLUMLP(8, 16)
+    for m in (twin, fused):
+        share_parameters(m, eager)
+        assert all(p is q for p, q in zip(m.parameters(), eager.parameters(), strict=True))
+    x = torch.randn(3, 8)
+    assert torch.equal(twin(x), eager(x))
+    with pytest.raises(KeyError):
+        share_parameters(torch.nn.Linear(8, 8), eager)

@@ -156,6 +156,18 @@ class FusedGeGLUMLP(nn.Module):
         return geglu_mlp(x, self.gate_proj, self.up_proj, self.down_proj)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # Inference on a row count already routed unfused: eager's own function, before any other Python.
+        # In the sweep's alternating calls (cold host caches), every line ahead of the first launch shows
+        # in the latency of weight-bandwidth-bound cells: this path read 1.0 % over eager on an H100 where
+        # the full routing read 1.4 % (benchmarks/FUSED_NOTES.md run 13).
+        if not torch.is_grad_enabled() and not torch.compiler.is_compiling():
+            shape = x.shape
+            if len(shape) == 2 and self._routes.get(shape[0]) is False:
+                mods = self._modules
+                return geglu_mlp(x, mods["gate_proj"], mods["up_proj"], mods["down_proj"])
+        return self._forward_routed(x)
+
+    def _forward_routed(self, x: torch.Tensor) -> torch.Tensor:
         if torch.compiler.is_compiling():
             return self._forward_traced(x)
         # Submodules and weights are read from the module's own dicts: `self.gate_proj.weight` goes through
