@@ -164,7 +164,7 @@ class FusedGeGLUMLP(nn.Module):
             shape = x.shape
             if len(shape) == 2 and self._routes.get(shape[0]) is False:
                 mods = self._modules
-                return geglu_mlp(x, mods["gate_proj"], mods["up_proj"], mods["down_proj"])
+                return geglu_mlp(x, mods["gate_proj"], mods["up_proj"], mods["down_proj"])  # type: ignore[arg-type]
         return self._forward_routed(x)
 
     def _forward_routed(self, x: torch.Tensor) -> torch.Tensor:
