@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import repeat
-from operator import attrgetter, is_not
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -177,13 +176,13 @@ def _links(events: list[Any], b: Buckets) -> _Links | None:
         args = list(map(attrgetter("args"), sub))
         if None in args:
             args = [_NO_LINK if a is None else a for a in args]
-        ext, ext_present = _optional_ints(list(map(attrgetter("external_id"), args)))
-        corr, corr_present = _optional_ints(list(map(attrgetter("correlation"), args)))
+        ext, ext_present = _optional_ints(args, "external_id")
+        corr, corr_present = _optional_ints(args, "correlation")
         if ext is None or corr is None:
             return None
         missing = np.flatnonzero(~ext_present)
         if len(missing):           # old traces spell it "external id"
-            lc, lc_present = _optional_ints([args[j].external_id_lc for j in missing.tolist()])
+            lc, lc_present = _optional_ints(list(map(args.__getitem__, missing.tolist())), "external_id_lc")
             if lc is None:
                 return None
             ext[missing] = lc
@@ -192,22 +191,26 @@ def _links(events: list[Any], b: Buckets) -> _Links | None:
     return _Links(out[0], out[1], strings)
 
 
-def _optional_ints(values: list[int | None]) -> tuple[np.ndarray | None, np.ndarray]:
-    """(int64 values with 0 where missing, present mask); (None, ...) when a value does not fit."""
-    n = len(values)
+def _optional_ints(items: list[Any], field: str) -> tuple[np.ndarray | None, np.ndarray]:
+    """The optional int `field` of `items` as (int64 values with 0 where missing, present mask);
+    (None, ...) when a value does not fit 64 bits. Read in one pass as floats (a missing value is NaN),
+    then the few values too large for a float to hold exactly are read again."""
+    get = attrgetter(field)
     try:
-        return np.fromiter(values, dtype=np.int64, count=n), np.ones(n, dtype=bool)
-    except TypeError:
-        pass
+        as_float = np.fromiter(map(get, items), dtype=np.float64, count=len(items))
     except OverflowError:
         return None, np.zeros(0, dtype=bool)
-    present = np.fromiter(map(is_not, values, repeat(None)), dtype=bool, count=n)
-    arr = np.array(values, dtype=object)
-    arr[~present] = 0
-    try:
-        return arr.astype(np.int64), present
-    except OverflowError:
-        return None, present
+    present = ~np.isnan(as_float)
+    inexact = np.flatnonzero(present & (np.abs(as_float) >= _EXACT_FLOAT))
+    as_float[~present] = 0.0
+    as_float[inexact] = 0.0
+    values = as_float.astype(np.int64)
+    if len(inexact):
+        exact = [get(items[j]) for j in inexact.tolist()]
+        if not all(_INT64_MIN <= v <= _INT64_MAX for v in exact):
+            return None, present
+        values[inexact] = exact
+    return values, present
 
 
 def _fits_int64(flows: dict[FlowKey, int]) -> bool:
@@ -601,6 +604,7 @@ def _memory_events(events: list[Any], mem_ev: list[int], origin_us: float,
 # ---------------------------------------------------------------- helpers
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_EXACT_FLOAT = float(1 << 53)     # every int below this in size is exact as a float64
 
 
 def _id_of(value: int | str, names: dict[str, int]) -> int:

@@ -175,5 +175,5 @@ def _nested(st: np.ndarray, en: np.ndarray, first: np.ndarray,
     bad = (depth > prev_depth + 1)                                   # one level deeper than k-1 at most
     bad |= (depth > 0) & ((parent < lo) | (en[p] <= st) | (en[p] < en))   # parent open at k's start, contains k
     bad |= (prev_depth >= depth) & ((same < lo) | (en[q] > st))      # the slices above it are closed
-    walk = np.unique(seg[bad])
+    walk = np.flatnonzero(np.bincount(seg[bad], minlength=len(first)))   # np.unique would import numpy.ma
     return np.where(depth > 0, parent, -1), depth, walk
