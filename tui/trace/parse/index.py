@@ -176,9 +176,11 @@ def _links(events: list[Any], b: Buckets) -> _Links | None:
     chosen[b.cpu_ev] = True
     chosen[b.gpu_ev] = True
     args = list(map(attrgetter("args"), compress(events, chosen.tolist())))
-    if None in args:
+    try:
+        ext, ext_present = _optional_ints(args, "external_id")
+    except AttributeError:     # events without args (rare): read as empty ones
         args = [_NO_LINK if a is None else a for a in args]
-    ext, ext_present = _optional_ints(args, "external_id")
+        ext, ext_present = _optional_ints(args, "external_id")
     corr, corr_present = _optional_ints(args, "correlation")
     if ext is None or corr is None:
         return None
@@ -189,19 +191,25 @@ def _links(events: list[Any], b: Buckets) -> _Links | None:
             return None
         ext[missing] = lc
         ext_present[missing] = lc_present
-    both = np.flatnonzero(chosen)
+    position = np.cumsum(chosen) - 1          # event index -> index into args
     out = []
     for ev, kind in ((b.cpu_ev, b.cpu_kind), (b.gpu_ev, b.gpu_kind)):
-        at = np.searchsorted(both, ev)
+        at = position[ev]
         out.append(_Fields(name_of[kind], kind, ext[at], ext_present[at], corr[at], corr_present[at]))
     return _Links(out[0], out[1], strings, b.kinds)
 
 
 def _optional_ints(items: list[Any], field: str) -> tuple[np.ndarray | None, np.ndarray]:
     """The optional int `field` of `items` as (int64 values with 0 where missing, present mask);
-    (None, ...) when a value does not fit 64 bits. Read in one pass as floats (a missing value is NaN),
-    then the few values too large for a float to hold exactly are read again."""
+    (None, ...) when a value does not fit 64 bits. With values missing, read in one pass as floats (a
+    missing value is NaN), then the few values too large for a float to hold exactly are read again."""
     get = attrgetter(field)
+    try:
+        return np.fromiter(map(get, items), dtype=np.int64, count=len(items)), np.ones(len(items), dtype=bool)
+    except TypeError:          # a missing value (None)
+        pass
+    except OverflowError:
+        return None, np.zeros(0, dtype=bool)
     try:
         as_float = np.fromiter(map(get, items), dtype=np.float64, count=len(items))
     except OverflowError:

@@ -153,7 +153,7 @@ def _nested(st: np.ndarray, en: np.ndarray, first: np.ndarray,
     closed = np.searchsorted(ends_sorted, start_key, side="right") - lo - (zero[group_end] - zero[idx])
     depth = idx - lo - closed
     # parent: the last earlier slice one level up; same: the last earlier slice at the same level.
-    by_level = np.argsort(depth, kind="stable")
+    by_level = np.argsort(_narrow(depth), kind="stable")
     level = depth[by_level]
     level_start = np.r_[0, np.flatnonzero(level[1:] != level[:-1]) + 1]
     level_end = np.r_[level_start[1:], n]
@@ -177,3 +177,10 @@ def _nested(st: np.ndarray, en: np.ndarray, first: np.ndarray,
     bad |= (prev_depth >= depth) & ((same < lo) | (en[q] > st))      # the slices above it are closed
     walk = np.flatnonzero(np.bincount(seg[bad], minlength=len(first)))   # np.unique would import numpy.ma
     return np.where(depth > 0, parent, -1), depth, walk
+
+
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """`values` as int16 when they fit: numpy's stable sort is a radix sort for 16-bit ints (6x faster)."""
+    if len(values) and -(1 << 15) <= int(values.min()) and int(values.max()) < 1 << 15:
+        return values.astype(np.int16)
+    return values
