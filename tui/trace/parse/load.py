@@ -136,7 +136,7 @@ def _build(holder: list[bytes | bytearray | memoryview], source: str, total: int
 def _read_plain(f: io.BufferedIOBase, total: int, progress: Progress | None) -> memoryview:
     """The file's bytes, in a numpy buffer: unlike a bytearray it is not zeroed first, and numpy backs
     large arrays with huge pages, which halves the cost of reading 100 MB."""
-    view = memoryview(np.empty(total, dtype=np.uint8))
+    view = np.empty(total, dtype=np.uint8).data
     done = 0
     while done < total:
         n = f.readinto(view[done:done + _CHUNK])
