@@ -148,3 +148,25 @@ def test_a_1mb_gzip_bomb_stays_within_the_budget(tmp_path: Path, kind: str) -> N
     assert first.startswith("refused") and "decompression bomb" in first, out.stdout + out.stderr
     rss_mb = int(last.split()[0])
     assert rss_mb < 400, f"{rss_mb} MB"       # the budget: 100x of 1 MB inflated, never gigabytes
+
+
+def test_a_file_denser_in_objects_than_a_trace_is_refused_before_decoding(tmp_path: Path) -> None:
+    from mlptui.trace.parse import limits
+    from mlptui.trace.parse.load import load_trace
+    n = limits.DENSITY_MIN_OBJECTS
+    path = tmp_path / "dense.json"
+    path.write_bytes(b'{"traceEvents":[' + b"{}," * n + b"{}]}")
+    with pytest.raises(TraceError, match=f"{n + 2} JSON objects"):
+        load_trace(path)
+
+
+def test_objects_are_counted_across_block_boundaries() -> None:
+    import numpy as np
+
+    from mlptui.trace.parse.limits import count_objects
+    rng = np.random.default_rng(0)
+    alphabet = np.frombuffer(b"{}[] a", dtype=np.uint8)
+    for size in (0, 1, 3 << 19, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, 5 << 19):
+        data = rng.choice(alphabet, size).tobytes()
+        for form in (data, bytearray(data), memoryview(data)):
+            assert count_objects(form) == data.count(b"{")

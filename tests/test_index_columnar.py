@@ -293,6 +293,23 @@ def test_ids_beyond_64_bits_take_the_object_index() -> None:
         trace_columns(trace)
 
 
+def test_ids_a_float_cannot_hold_are_read_exactly() -> None:
+    """Link ids past 2**53 (a float rounds them) next to events without one: the columns keep them exact."""
+    evs = hostile.events()
+    wide = (1 << 62) + 1
+    for e in evs:
+        args = e.get("args", {})
+        for key in ("correlation", "External id"):
+            if key in args:
+                args[key] += wide
+    del evs[1]["args"]
+    data = hostile.dumps(hostile.doc(evs))
+    fast, slow = _both(lambda: load_trace_bytes(data, source="wide ids"))
+    assert isinstance(fast, Trace) and "ops" not in fast.__dict__      # indexed as columns
+    _same(fast, slow)
+    assert [g.correlation for g in fast.gpu] == [7 + wide] and fast.gpu[0].launch >= 0
+
+
 def test_a_cache_hit_gives_what_the_first_open_gave(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from mlptui.trace.parse import index_cache
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))

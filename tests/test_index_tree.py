@@ -153,3 +153,15 @@ def test_times_too_far_apart_for_the_keys_are_walked() -> None:
     start = np.array([0, 0, 0, 1], dtype=np.int64)
     dur = np.array([1 << 61, 1 << 61, 1 << 61, 5], dtype=np.int64)
     _same_forest(build_forest(thread, start, dur), tree.walk_forest(thread, start, dur))
+
+
+# Any int64 starts and durations: wide ranges take the three-key sort, narrow ones the single key.
+wide = st.lists(st.tuples(st.integers(-3, 3), st.integers(-(1 << 62), 1 << 62), st.integers(0, 1 << 40)),
+                min_size=1, max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(dense.filter(bool), wide))
+def test_slice_order_is_thread_start_longest_first(items: list[tuple[int, int, int]]) -> None:
+    thread, start, dur = _arrays(items)
+    assert tree._sorted_order(thread, start, dur).tolist() == np.lexsort((-dur, start, thread)).tolist()

@@ -8,6 +8,7 @@ skipped and counted in `warnings`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import compress
 from operator import attrgetter
 from typing import Any
 
@@ -66,9 +67,12 @@ _GPU_CODES = np.array([cat in GPU_CATS for cat in CATEGORIES])
 _DEVICE_SIDE_CODES = np.array([cat in _DEVICE_SIDE for cat in CATEGORIES])
 
 
+Kind = tuple[Any, Any, Any, Any, Any]     # an event's (ph, cat, name, pid, tid) as written
+
+
 @dataclass
 class Buckets:
-    """Event indices by kind (CPU and GPU ones with their normalised category code, start and duration in
+    """Event indices by what they are (CPU and GPU ones with their normalised category code, start and duration in
     µs; a missing duration reads as 0)."""
 
     cpu_ev: np.ndarray
@@ -83,6 +87,10 @@ class Buckets:
     flow_ev: list[int]
     device_side: int         # device-side events that are not GPU work (GPU annotations, syncs, MTIA)
     mem_ev: list[int]        # `[memory]` instant events (profile_memory=True)
+    kinds: list[Kind]        # every distinct (ph, cat, name, pid, tid), in the order first seen
+    cpu_kind: np.ndarray     # each CPU / GPU event's index into `kinds`
+    gpu_kind: np.ndarray
+
 
 
 class Codes(dict[Any, int]):
@@ -94,17 +102,22 @@ class Codes(dict[Any, int]):
 
 
 def classify(events: list[Any], warnings: list[str]) -> Buckets:
-    """One pass per field over the events, the decisions on numpy arrays."""
-    phases = Codes()
-    phase = _phase_numbers(phases, np.fromiter(map(phases.__getitem__, map(attrgetter("ph"), events)),
-                                             dtype=np.int64, count=len(events)))
-    x = np.flatnonzero(phase == _X)
-    xev = list(map(events.__getitem__, x.tolist()))
+    """One pass numbers each event's kind: a trace repeats a few hundred (phase, category, name, pid,
+    tid) combinations, so what depends on them is decided once per kind. One pass each then reads the
+    complete events' start and duration; the decisions are made on numpy arrays."""
+    kinds = Codes()
+    number = kinds.__getitem__
+    kind = np.fromiter([number((e.ph, e.cat, e.name, e.pid, e.tid)) for e in events], dtype=np.int64,
+                       count=len(events))
+    table = list(kinds)
+    phase = np.array([_PHASE.get(k[0], 0) for k in table], dtype=np.int64)[kind]
+    is_x = phase == _X
+    x = np.flatnonzero(is_x)
+    xev = list(compress(events, is_x.tolist()))
     ts, ts_none = _floats(xev, "ts")
     dur, dur_none = _floats(xev, "dur")
-    raws = Codes()
-    raw = np.fromiter(map(raws.__getitem__, map(attrgetter("cat"), xev)), dtype=np.int64, count=len(xev))
-    code = np.array([_raw_code(r) for r in raws], dtype=np.int64)[raw] if len(xev) else raw
+    xkind = kind[x]
+    code = np.array([_raw_code(k[1]) for k in table], dtype=np.int64)[xkind]
     placed = ~ts_none
     no_ts = int(ts_none.sum())
     no_dur = int((dur_none & placed).sum())
@@ -113,9 +126,9 @@ def classify(events: list[Any], warnings: list[str]) -> Buckets:
     device_side = 0
     mtia = np.flatnonzero(code == _MTIA)
     if len(mtia):
-        kinds = [_mtia_category(xev[j].name) for j in mtia.tolist()]
-        code[mtia] = [_SKIP if k is None else _CODE[k] for k in kinds]
-        device_side += kinds.count(None)
+        mtia_cats = [_mtia_category(xev[j].name) for j in mtia.tolist()]
+        code[mtia] = [_SKIP if k is None else _CODE[k] for k in mtia_cats]
+        device_side += mtia_cats.count(None)
     known = code >= 0
     cat = np.where(known, code, 0)
     gpu = known & _GPU_CODES[cat]
@@ -145,13 +158,16 @@ def classify(events: list[Any], warnings: list[str]) -> Buckets:
     return Buckets(x[keep_cpu], cat[keep_cpu], ts[keep_cpu], dur[keep_cpu],
                    x[keep_gpu], cat[keep_gpu], ts[keep_gpu], dur[keep_gpu],
                    np.flatnonzero(phase == _META).tolist(), np.flatnonzero(phase == _FLOW).tolist(),
-                   device_side, mem_ev)
+                   device_side, mem_ev, table, xkind[keep_cpu], xkind[keep_gpu])
 
 
-def _phase_numbers(phases: dict[Any, int], codes: np.ndarray) -> np.ndarray:
-    """Per-event phase numbers (_X, _META, ...; 0 for any other phase) from first-seen codes."""
-    table = np.array([_PHASE.get(p, 0) for p in phases], dtype=np.int64)
-    return table[codes] if len(codes) else codes
+def by_first_use(kind: np.ndarray, n_kinds: int) -> list[int]:
+    """The kinds that occur in `kind` (per-event indices into the kinds), in the order first seen."""
+    first = np.full(n_kinds, len(kind), dtype=np.int64)
+    np.minimum.at(first, kind, np.arange(len(kind), dtype=np.int64))
+    used = np.flatnonzero(first < len(kind))
+    order: list[int] = used[np.argsort(first[used])].tolist()
+    return order
 
 
 def _raw_code(raw: Any) -> int:
@@ -180,12 +196,21 @@ def _mtia_category(name: str | None) -> str | None:
     return MEMCPY if name is not None and name.startswith("dma") else KERNEL
 
 
+def _median(values: np.ndarray) -> float:
+    """np.median's value, without its first call's import of numpy.ma (10-20 ms in a fresh process)."""
+    mid = len(values) // 2
+    if len(values) % 2:
+        return float(np.partition(values, mid)[mid])
+    part = np.partition(values, (mid - 1, mid))
+    return float((part[mid - 1] + part[mid]) / 2)
+
+
 def _outliers(ts: np.ndarray) -> np.ndarray | None:
     """Mask of starts that are not finite or lie absurdly far from the rest (a corrupt file); None if none."""
     if not len(ts):
         return None
     finite = np.isfinite(ts)
-    ref = float(np.median(ts[finite])) if finite.any() else 0.0
+    ref = _median(ts[finite]) if finite.any() else 0.0
     with np.errstate(invalid="ignore"):
         bad = ~(finite & (np.abs(ts - ref) < _MAX_SPREAD_US))
     return bad if bad.any() else None

