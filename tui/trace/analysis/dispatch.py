@@ -1,0 +1,102 @@
+"""The `dispatch` section of `summary --json`: every leaf path of the steps (of the whole trace without
+steps), with the kernels its last op launched ([] for none), plus the paths that end at an op that
+launched kernels itself.
+
+A path is the op and annotation names from the outermost op below `ProfilerStep#N` down to the last op;
+Python frames and runtime calls are skipped (a kernel launched under them counts for the nearest op or
+annotation above). Rows are keyed by (path, kernel names) in the order of their first end (by start
+time, then id); count is how many times that path ran with those kernels, gpu_us their GPU time over all
+of them. Computed on the columns (mlptui.trace.analysis.tables), one tree level at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mlptui.trace.analysis.tables import Tables, tables
+from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, Trace
+
+
+def dispatch_paths(trace: Trace) -> list[dict[str, Any]]:
+    t = tables(trace)
+    n = t.n_ops
+    step_op = np.zeros(n, dtype=bool)
+    step_op[[s.op for s in trace.steps]] = True
+    on_path = t.op_is((CPU_OP, ANNOTATION)) & ~step_op
+    owner, path_id, paths = _owners_and_paths(t, on_path, step_op)
+    up = np.where(t.op_parent >= 0, owner[np.maximum(t.op_parent, 0)], -1)
+    has_child = np.zeros(n, dtype=bool)
+    has_child[up[on_path & (up >= 0)]] = True
+    in_scope = t.op_step >= 0 if trace.steps else np.ones(n, dtype=bool)
+
+    kernels = np.flatnonzero(t.gpu_is((KERNEL,)) & (t.gpu_op >= 0))
+    launcher = t.gpu_op[kernels]
+    end_of = np.where(owner[launcher] >= 0, owner[launcher], launcher)
+    launched = np.zeros(n, dtype=bool)
+    launched[end_of] = True
+    ends = np.flatnonzero((on_path & ~has_child & in_scope) | (launched & (has_child | ~on_path) & in_scope))
+    ends = ends[np.lexsort((ends, t.op_ts[ends]))]          # by (start, id)
+
+    # Each end's kernels by (start, id), their names and the sum of their times, in that order.
+    by_end = np.lexsort((kernels, t.gpu_ts[kernels], end_of))
+    k_end, k_ids = end_of[by_end], kernels[by_end]
+    cuts = np.flatnonzero(np.diff(k_end)) + 1
+    firsts = np.concatenate(([0], cuts)) if len(k_end) else cuts
+    k_names = t.gpu_name[k_ids].tolist()
+    bounds = [*firsts.tolist(), len(k_names)]
+    seq_of = {e: tuple(k_names[a:b]) for e, a, b in zip(k_end[firsts].tolist(), bounds[:-1], bounds[1:], strict=True)}
+    group = np.repeat(np.arange(len(firsts)), np.diff(bounds)) if len(k_names) else np.zeros(0, dtype=np.int64)
+    us = np.bincount(group, weights=t.gpu_dur[k_ids], minlength=len(firsts)).tolist()   # in order, as sum()
+    us_of = dict(zip(k_end[firsts].tolist(), us, strict=True))
+
+    names = t.strings
+    path_names = [tuple(names[i] for i in p) for p in paths]
+    rows: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Any]] = {}
+    for end, pid, name in zip(ends.tolist(), path_id[ends].tolist(), t.op_name[ends].tolist(), strict=True):
+        seq = seq_of.get(end)
+        key = (path_names[pid] if pid >= 0 else (names[name],),
+               () if seq is None else tuple(names[i] for i in seq))
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = [0, 0.0]
+        row[0] += 1
+        row[1] += 0 if seq is None else us_of[end]
+    return [{"path": list(p), "count": c, "gpu_kernels": list(k), "gpu_us": round(u, 3)}
+            for (p, k), (c, u) in rows.items()]
+
+
+def _owners_and_paths(t: Tables, on_path: np.ndarray,
+                      step_op: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[tuple[int, ...]]]:
+    """Per op: the nearest path op at or above it (-1 below a step's own op or none), and its path's id;
+    paths as name-id tuples. Parents sit one level above their children, so one level at a time."""
+    n = t.n_ops
+    owner = np.full(n, -1, dtype=np.int64)
+    path_id = np.full(n, -1, dtype=np.int64)
+    paths: list[tuple[int, ...]] = []
+    known: dict[tuple[int, int], int] = {}
+    by_depth = np.argsort(t.op_depth, kind="stable")
+    depth_sorted = t.op_depth[by_depth]
+    cuts = np.flatnonzero(np.diff(depth_sorted)) + 1
+    n_strings = len(t.strings) + 1
+    for level in np.split(by_depth, cuts) if n else []:
+        parent = t.op_parent[level]
+        up = np.where(parent >= 0, owner[np.maximum(parent, 0)], -1)
+        here = on_path[level]
+        owner[level] = np.where(here, level, np.where(step_op[level], -1, up))
+        at = level[here]
+        if not len(at):
+            continue
+        above = np.where(up[here] >= 0, path_id[np.maximum(up[here], 0)], -1)
+        keys, first, inverse = np.unique((above + 1) * n_strings + t.op_name[at], return_index=True,
+                                         return_inverse=True)
+        ids = []
+        for a, name in zip(above[first].tolist(), t.op_name[at][first].tolist(), strict=True):
+            pid = known.get((a, name))
+            if pid is None:
+                pid = known[(a, name)] = len(paths)
+                paths.append((paths[a] if a >= 0 else ()) + (name,))
+            ids.append(pid)
+        path_id[at] = np.asarray(ids, dtype=np.int64)[inverse.reshape(-1)]
+    return owner, path_id, paths
