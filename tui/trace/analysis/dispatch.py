@@ -44,25 +44,23 @@ def dispatch_paths(trace: Trace) -> list[dict[str, Any]]:
     k_end, k_ids = end_of[by_end], kernels[by_end]
     cuts = np.flatnonzero(np.diff(k_end)) + 1
     firsts = np.concatenate(([0], cuts)) if len(k_end) else cuts
-    k_names = t.gpu_name[k_ids].tolist()
+    k_names, k_durs = t.gpu_name[k_ids].tolist(), t.gpu_dur[k_ids].tolist()
     bounds = [*firsts.tolist(), len(k_names)]
-    seq_of = {e: tuple(k_names[a:b]) for e, a, b in zip(k_end[firsts].tolist(), bounds[:-1], bounds[1:], strict=True)}
-    group = np.repeat(np.arange(len(firsts)), np.diff(bounds)) if len(k_names) else np.zeros(0, dtype=np.int64)
-    us = np.bincount(group, weights=t.gpu_dur[k_ids], minlength=len(firsts)).tolist()   # in order, as sum()
-    us_of = dict(zip(k_end[firsts].tolist(), us, strict=True))
+    seq_of: dict[int, tuple[tuple[int, ...], float]] = {
+        e: (tuple(k_names[a:b]), sum(k_durs[a:b]))
+        for e, a, b in zip(k_end[firsts].tolist(), bounds[:-1], bounds[1:], strict=True)}
 
     names = t.strings
     path_names = [tuple(names[i] for i in p) for p in paths]
     rows: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Any]] = {}
     for end, pid, name in zip(ends.tolist(), path_id[ends].tolist(), t.op_name[ends].tolist(), strict=True):
-        seq = seq_of.get(end)
-        key = (path_names[pid] if pid >= 0 else (names[name],),
-               () if seq is None else tuple(names[i] for i in seq))
+        seq, us = seq_of.get(end, ((), 0))
+        key = (path_names[pid] if pid >= 0 else (names[name],), tuple(names[i] for i in seq))
         row = rows.get(key)
         if row is None:
             row = rows[key] = [0, 0.0]
         row[0] += 1
-        row[1] += 0 if seq is None else us_of[end]
+        row[1] += us
     return [{"path": list(p), "count": c, "gpu_kernels": list(k), "gpu_us": round(u, 3)}
             for (p, k), (c, u) in rows.items()]
 
