@@ -37,6 +37,7 @@ _SECTIONS = (
     ("mlptui.trace.analysis.summary", "profile_sections", "profile sections", 0),
     ("mlptui.trace.analysis.profile_sections", "overview", "overview", 1),
     ("mlptui.trace.analysis.kernel_figures", "trace_launches", "kernels' args re-read", 2),
+    ("mlptui.trace.analysis.kernel_figures", "event_launches", "kernels' args re-read", 2),
     ("mlptui.trace.analysis.profile_sections", "operators_in_steps", "operators", 1),
     ("mlptui.trace.analysis.profile_sections", "memory_report", "memory", 1),
     ("mlptui.trace.analysis.profile_sections", "module_tree", "modules", 1),
