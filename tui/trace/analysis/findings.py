@@ -208,7 +208,7 @@ def not_recorded_line(trace: Trace) -> str | None:
     if t.n_gpu:
         return None
     names = t.op_name[t.op_is(LAUNCH_CATS)]
-    launches = int(t.names_where(lambda s: classify_call(s) in ("launch", "graph"))[names].sum())
+    launches = int(t.names_where(lambda s: classify_call(s) in ("launch", "graph"), names)[names].sum())
     if not launches:
         return None
     return (f"GPU activity was not recorded: {launches} kernel launch call(s) but no kernel, memcpy or memset "
@@ -239,8 +239,8 @@ def trace_findings(trace: Trace) -> list[str]:
         cpu = f"CPU: {int(ops.sum())} ops, {idle} of them launch nothing on the GPU"
     if compiled:
         cpu += "; runs a torch.compile region"
-    graph_call = t.names_where(lambda s: classify_call(s) == "graph")
-    graphs = int((graph_call[t.op_name] & t.op_is(LAUNCH_CATS) & in_step).sum())
+    calls = t.op_name[t.op_is(LAUNCH_CATS) & in_step]
+    graphs = int(t.names_where(lambda s: classify_call(s) == "graph", calls)[calls].sum())
     if graphs:
         cpu += f"; {graphs} CUDA graph launch{'es' if graphs > 1 else ''}"
     lines.append(cpu)

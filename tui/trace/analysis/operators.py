@@ -96,7 +96,7 @@ def operators(trace: Trace, step: int | None = None, by_shapes: bool = False,
     work = t.op_gpu_ids[_ranges(t.op_gpu_ptr[ops], lengths)]
     work_dur = t.gpu_dur[work]
     kernel = t.gpu_is((KERNEL,))[work]
-    tc = t.names_where(uses_tensor_cores)[t.gpu_name[work]] & kernel
+    tc = t.names_where(uses_tensor_cores, t.gpu_name[work])[t.gpu_name[work]] & kernel
     device_self = per_group(work_group, work_dur)
     kernel_self = per_group(work_group[kernel], work_dur[kernel])
     tc_us = per_group(work_group[tc], work_dur[tc])

@@ -83,9 +83,15 @@ class Tables:
     def gpu_is(self, cats: Iterable[str]) -> np.ndarray:
         return np.isin(self.gpu_cat, self.cat_ids(cats))
 
-    def names_where(self, test: Any) -> np.ndarray:
-        """Per string id: test(string), for a test to run once per distinct name, not once per op."""
-        return np.fromiter(map(test, self.strings), dtype=bool, count=len(self.strings))
+    def names_where(self, test: Any, among: np.ndarray | None = None) -> np.ndarray:
+        """Per string id: test(string), for a test to run once per distinct name, not once per op;
+        with `among` (string ids), only those are tested and every other id is False."""
+        if among is None:
+            return np.fromiter(map(test, self.strings), dtype=bool, count=len(self.strings))
+        out = np.zeros(len(self.strings), dtype=bool)
+        ids = np.unique(among)
+        out[ids] = np.fromiter((test(self.strings[i]) for i in ids.tolist()), dtype=bool, count=len(ids))
+        return out
 
     def children(self) -> tuple[np.ndarray, np.ndarray]:
         """(ptr, ids): the children of op k are ids[ptr[k]:ptr[k + 1]], in id order (Op.children)."""
