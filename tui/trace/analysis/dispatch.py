@@ -39,30 +39,57 @@ def dispatch_paths(trace: Trace) -> list[dict[str, Any]]:
     ends = np.flatnonzero((on_path & ~has_child & in_scope) | (launched & (has_child | ~on_path) & in_scope))
     ends = ends[np.lexsort((ends, t.op_ts[ends]))]          # by (start, id)
 
-    # Each end's kernels by (start, id), their names and the sum of their times, in that order.
+    # Each end's kernels by (start, id): one id per distinct sequence of kernel names (a single kernel's
+    # is its name's id), and the sum of their times in that order.
     by_end = np.lexsort((kernels, t.gpu_ts[kernels], end_of))
     k_end, k_ids = end_of[by_end], kernels[by_end]
-    cuts = np.flatnonzero(np.diff(k_end)) + 1
-    firsts = np.concatenate(([0], cuts)) if len(k_end) else cuts
+    firsts = np.flatnonzero(np.concatenate(([True], k_end[1:] != k_end[:-1]))) if len(k_end) else k_end
+    sizes = np.diff(np.append(firsts, len(k_end)))
+    n_strings = len(t.strings)
+    seq = np.where(sizes == 1, t.gpu_name[k_ids[firsts]], -1)
+    us = t.gpu_dur[k_ids[firsts]].tolist()
+    seqs: dict[tuple[int, ...], int] = {}
     k_names, k_durs = t.gpu_name[k_ids].tolist(), t.gpu_dur[k_ids].tolist()
-    bounds = [*firsts.tolist(), len(k_names)]
-    seq_of: dict[int, tuple[tuple[int, ...], float]] = {
-        e: (tuple(k_names[a:b]), sum(k_durs[a:b]))
-        for e, a, b in zip(k_end[firsts].tolist(), bounds[:-1], bounds[1:], strict=True)}
+    for g, a, b in zip(np.flatnonzero(sizes > 1).tolist(), firsts[sizes > 1].tolist(),
+                       (firsts + sizes)[sizes > 1].tolist(), strict=True):
+        seq[g] = n_strings + seqs.setdefault(tuple(k_names[a:b]), len(seqs))
+        us[g] = sum(k_durs[a:b])              # as sum() adds them
+    seq_of_end = np.full(n, -1, dtype=np.int64)
+    us_of_end = np.zeros(n)
+    seq_of_end[k_end[firsts]] = seq
+    us_of_end[k_end[firsts]] = us
 
+    # Each end's path: a path op's own, else the one-name path of its name (made when no op has it).
+    end_path = path_id[ends]
+    bare = end_path < 0
+    single = {p[0]: k for k, p in enumerate(paths) if len(p) == 1}
+    bare_names, bare_at = np.unique(t.op_name[ends[bare]], return_inverse=True)
+    bare_ids = []
+    for name in bare_names.tolist():
+        if name not in single:
+            single[name] = _append(paths, (name,))
+        bare_ids.append(single[name])
+    end_path[bare] = np.asarray(bare_ids, dtype=np.int64)[bare_at.reshape(-1)]
+
+    key = end_path * (n_strings + len(seqs) + 1) + seq_of_end[ends] + 1
+    keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    counts = np.bincount(inverse, minlength=len(keys)).tolist()
+    totals = np.bincount(inverse, weights=us_of_end[ends], minlength=len(keys)).astype(np.float64).tolist()
     names = t.strings
-    path_names = [tuple(names[i] for i in p) for p in paths]
-    rows: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Any]] = {}
-    for end, pid, name in zip(ends.tolist(), path_id[ends].tolist(), t.op_name[ends].tolist(), strict=True):
-        seq, us = seq_of.get(end, ((), 0))
-        key = (path_names[pid] if pid >= 0 else (names[name],), tuple(names[i] for i in seq))
-        row = rows.get(key)
-        if row is None:
-            row = rows[key] = [0, 0.0]
-        row[0] += 1
-        row[1] += us
-    return [{"path": list(p), "count": c, "gpu_kernels": list(k), "gpu_us": round(u, 3)}
-            for (p, k), (c, u) in rows.items()]
+    seq_names = [tuple(names[i] for i in s) for s in seqs]
+    rows = []
+    for k in np.argsort(first, kind="stable").tolist():            # rows by their first end
+        p, q = divmod(int(keys[k]), n_strings + len(seqs) + 1)
+        kernel_names = [] if q == 0 else [names[q - 1]] if q <= n_strings else list(seq_names[q - 1 - n_strings])
+        rows.append({"path": [names[i] for i in paths[p]], "count": counts[k], "gpu_kernels": kernel_names,
+                     "gpu_us": round(totals[k], 3)})
+    return rows
+
+
+def _append(paths: list[tuple[int, ...]], path: tuple[int, ...]) -> int:
+    paths.append(path)
+    return len(paths) - 1
 
 
 def _owners_and_paths(t: Tables, on_path: np.ndarray,
