@@ -130,9 +130,10 @@ def breakdown(trace: Trace, windows: list[Window] | None = None, spans: Spans | 
         owner[covered & (owner < 0)] = k
     lengths = seg.lengths
     prefixes = [seg.prefix(np.where(owner == k, lengths, 0)) for k in range(len(CATEGORIES) - 1)]
+    sums = [seg.window_sums(p, w_starts, w_ends) for p in prefixes]
     out = []
-    for w in windows:
-        row = {c: int(seg.window_sum(prefixes[k], w.start_ns, w.end_ns)) for k, c in enumerate(CATEGORIES[:-1])}
+    for k, w in enumerate(windows):
+        row = {c: int(sums[i][k]) for i, c in enumerate(CATEGORIES[:-1])}
         row["other"] = w.dur_ns - sum(row.values())
         out.append(row)
     return out

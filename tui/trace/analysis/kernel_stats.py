@@ -64,9 +64,9 @@ def kernel_stats(trace: Trace, step: int | None = None, by_op: bool = False,
     figures = kernel_figures(trace)
     pick = t.gpu_is((KERNEL,))
     if step is not None:
-        pick &= t.gpu_step == step
+        pick = pick & (t.gpu_step == step)
     if steps_only:
-        pick &= t.gpu_step >= 0
+        pick = pick & (t.gpu_step >= 0)
     at = np.flatnonzero(pick)
     n_strings = len(t.strings)
     key = t.gpu_name[at] * (n_strings + 1)

@@ -125,14 +125,13 @@ def _device_figures(kf: KernelFacts, device: int, windows: list[Window]) -> list
     p_occ_w = seg.prefix(seg.depth(s[occ_known], e[occ_known], kf.occ_pct[pick][occ_known]) * lengths)
     p_th_n = seg.prefix(seg.depth(s[th_known], e[th_known]) * lengths)
     p_th_w = seg.prefix(seg.depth(s[th_known], e[th_known], kf.th_frac[pick][th_known]) * lengths)
-    out = []
-    for w in windows:
-        def ws(p: np.ndarray, w: Window = w) -> float:
-            return float(seg.window_sum(p, w.start_ns, w.end_ns))
-        out.append(Figures(window_ns=w.dur_ns, busy_ns=int(ws(p_busy)), sm_ns=ws(p_sm), kernel_ns=ws(p_kernel),
-                           tc_ns=ws(p_tc), occ_ns=ws(p_occ_n), occ_weighted=ws(p_occ_w), th_ns=ws(p_th_n),
-                           th_weighted=ws(p_th_w)))
-    return out
+    w_starts = np.asarray([w.start_ns for w in windows], dtype=np.int64)
+    w_ends = np.asarray([w.end_ns for w in windows], dtype=np.int64)
+    busy, sm_ns, kernel, tc, occ_n, occ_w, th_n, th_w = (
+        seg.window_sums(p, w_starts, w_ends) for p in (p_busy, p_sm, p_kernel, p_tc, p_occ_n, p_occ_w, p_th_n, p_th_w))
+    return [Figures(window_ns=w.dur_ns, busy_ns=int(busy[k]), sm_ns=sm_ns[k], kernel_ns=kernel[k], tc_ns=tc[k],
+                    occ_ns=occ_n[k], occ_weighted=occ_w[k], th_ns=th_n[k], th_weighted=th_w[k])
+            for k, w in enumerate(windows)]
 
 
 def main_device(trace: Trace, kf: KernelFacts) -> int | None:

@@ -146,29 +146,37 @@ class _Rows:
 
 
 def _stats(t: Tables, index: int, name: str, windows: list[tuple[float, float]], cpu_us: float, rows: _Rows,
-           device: _Device, kinds: list[str]) -> StepStats:
+           device: _Device, kinds: _Kinds) -> StepStats:
     windows = merged(windows)
     window = sum(e - s for s, e in windows)
     busy = _union_us(t.gpu_ts[rows.gpu], t.gpu_ts[rows.gpu] + t.gpu_dur[rows.gpu])
     dev_busy = device.busy(windows)
-    call_kinds = [kinds[k] for k in t.op_name[rows.calls].tolist()]
-    launches = sum(1 for k in call_kinds if k in _LAUNCH_KINDS)
-    durs = t.op_dur[rows.calls].tolist()
+    names = t.op_name[rows.calls]
+    launches = int(kinds.launch[names].sum())
     dev_idle = max(window - dev_busy, 0.0)
     n_gpu = len(rows.gpu)
     return StepStats(
         index=index, name=name, cpu_us=cpu_us, gpu_busy_us=busy, gpu_idle_us=max(window - busy, 0.0),
         kernels=int(np.isin(t.gpu_cat[rows.gpu], t.cat_ids((KERNEL,))).sum()),
         launches=launches,
-        launch_overhead_us=sum(d for d, k in zip(durs, call_kinds, strict=True) if k in LAUNCH_PATH_KINDS),
+        launch_overhead_us=sum(t.op_dur[rows.calls[kinds.on_path[names]]].tolist()),     # in call order
         verdict=verdict(dev_busy, dev_idle, n_gpu, launches, t.n_gpu > 0),
         window_us=window, device_busy_us=dev_busy, device_idle_us=dev_idle,
     )
 
 
-def _call_kinds(t: Tables) -> list[str]:
-    """classify_call of every string id (only the names of calls are ever looked up)."""
-    return [classify_call(s) for s in t.strings]
+@dataclass
+class _Kinds:
+    """Per string id, for the names of runtime/driver calls: a launch, or on the launch path."""
+
+    launch: np.ndarray
+    on_path: np.ndarray
+
+
+def _call_kinds(t: Tables) -> _Kinds:
+    calls = t.op_name[t.op_is(LAUNCH_CATS)]
+    return _Kinds(t.names_where(lambda s: classify_call(s) in _LAUNCH_KINDS, calls),
+                  t.names_where(lambda s: classify_call(s) in LAUNCH_PATH_KINDS, calls))
 
 
 def _by_step(t: Tables) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
@@ -194,7 +202,7 @@ def _window(start: float, end: float, t: Tables, gpu: np.ndarray) -> tuple[float
 
 
 def _one(trace: Trace, t: Tables, s: Step, gpu: dict[int, np.ndarray], calls: dict[int, np.ndarray],
-         device: _Device, kinds: list[str]) -> StepStats:
+         device: _Device, kinds: _Kinds) -> StepStats:
     own = gpu.get(s.index, _NONE)
     return _stats(t, s.index, s.name, [_window(s.ts, s.ts + s.dur, t, own)], s.dur,
                   _Rows(own, calls.get(s.index, _NONE)), device, kinds)

@@ -58,6 +58,7 @@ class Tables:
     gpu_step: np.ndarray
     _ids: dict[str, int] = field(default_factory=dict, repr=False)
     _children: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    _masks: dict[tuple[str, frozenset[str]], np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def n_ops(self) -> int:
@@ -77,11 +78,20 @@ class Tables:
         return [i for i in map(self.string_id, cats) if i >= 0]
 
     def op_is(self, cats: Iterable[str]) -> np.ndarray:
-        """Per op: is its category one of `cats`."""
-        return np.isin(self.op_cat, self.cat_ids(cats))
+        """Per op: is its category one of `cats` (read-only: kept for the next caller)."""
+        return self._category_mask("op", self.op_cat, cats)
 
     def gpu_is(self, cats: Iterable[str]) -> np.ndarray:
-        return np.isin(self.gpu_cat, self.cat_ids(cats))
+        """Per GPU op: is its category one of `cats` (read-only: kept for the next caller)."""
+        return self._category_mask("gpu", self.gpu_cat, cats)
+
+    def _category_mask(self, table: str, column: np.ndarray, cats: Iterable[str]) -> np.ndarray:
+        key = (table, frozenset(cats))
+        mask = self._masks.get(key)
+        if mask is None:
+            mask = self._masks[key] = np.isin(column, self.cat_ids(key[1]))
+            mask.flags.writeable = False
+        return mask
 
     def names_where(self, test: Any, among: np.ndarray | None = None) -> np.ndarray:
         """Per string id: test(string), for a test to run once per distinct name, not once per op;

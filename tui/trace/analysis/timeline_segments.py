@@ -59,3 +59,9 @@ class Segments:
         i = int(np.searchsorted(self.bounds, start))
         j = int(np.searchsorted(self.bounds, end))
         return float(prefix[j] - prefix[i])
+
+    def window_sums(self, prefix: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[float]:
+        """window_sum of each (start, end) pair, in one search."""
+        i = np.searchsorted(self.bounds, starts)
+        j = np.searchsorted(self.bounds, ends)
+        return (prefix[j] - prefix[i]).astype(np.float64).tolist()
