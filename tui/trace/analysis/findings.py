@@ -35,13 +35,15 @@ def _in_step(t: Tables, step: int | None) -> np.ndarray:
 
 def _cpu_ops(t: Tables) -> np.ndarray:
     """Per op: mlptui.trace.analysis.steps.is_cpu_op."""
-    return t.op_is((CPU_OP, ANNOTATION)) & ~t.names_where(lambda s: s.startswith(STEP_PREFIX))[t.op_name]
+    mask: np.ndarray = t.op_is((CPU_OP, ANNOTATION)) & ~t.names_where(lambda s: s.startswith(STEP_PREFIX))[t.op_name]
+    return mask
 
 
 def step_ops(trace: Trace, step: int | None) -> list[int]:
     """The step's CPU ops (ops and annotations; mlptui.trace.analysis.steps.is_cpu_op)."""
     t = tables(trace)
-    return np.flatnonzero(_cpu_ops(t) & _in_step(t, step)).tolist()
+    ids: list[int] = np.flatnonzero(_cpu_ops(t) & _in_step(t, step)).tolist()
+    return ids
 
 
 def _kernel_names(trace: Trace, gpu_ids: list[int]) -> list[str]:

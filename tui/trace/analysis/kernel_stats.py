@@ -86,7 +86,8 @@ def kernel_stats(trace: Trace, step: int | None = None, by_op: bool = False,
     dur = t.gpu_dur[at]
 
     def per_group(g: np.ndarray, weights: np.ndarray) -> list[float]:
-        return np.bincount(g, weights=weights, minlength=n).astype(np.float64).tolist()   # in id order, as +=
+        sums: list[float] = np.bincount(g, weights=weights, minlength=n).astype(np.float64).tolist()
+        return sums             # each group's in id order, as += adds them
 
     shortest, longest = np.full(n, np.inf), np.zeros(n)
     np.minimum.at(shortest, group, dur)

@@ -85,7 +85,8 @@ def operators(trace: Trace, step: int | None = None, by_shapes: bool = False,
 
     def per_group(g: np.ndarray, weights: np.ndarray | None = None) -> list[Any]:
         counts = np.bincount(g, weights=weights, minlength=n)        # in id order, as += adds them
-        return (counts if weights is None else counts.astype(np.float64)).tolist()   # no rows: still floats
+        sums: list[Any] = (counts if weights is None else counts.astype(np.float64)).tolist()
+        return sums             # no rows: still floats
 
     calls, host_self, host_total, device_total = (
         per_group(group), per_group(group, t.op_self_us[ops]), per_group(group, t.op_dur[ops]),
@@ -114,10 +115,12 @@ def operators(trace: Trace, step: int | None = None, by_shapes: bool = False,
 
 def _scope(t: Tables, step: int | None, steps_only: bool) -> np.ndarray:
     """scope_ops as a mask over the ops."""
-    mask = t.op_is((CPU_OP,)) & ~t.names_where(lambda s: s.startswith(STEP_PREFIX))[t.op_name]
+    mask: np.ndarray = t.op_is((CPU_OP,)) & ~t.names_where(lambda s: s.startswith(STEP_PREFIX))[t.op_name]
     if step is not None:
-        return mask & (t.op_step == step)
-    return mask & (t.op_step >= 0) if steps_only else mask
+        mask = mask & (t.op_step == step)
+    elif steps_only:
+        mask = mask & (t.op_step >= 0)
+    return mask
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -126,7 +129,8 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     if not total:
         return np.zeros(0, dtype=np.int64)
     offsets = np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return np.repeat(starts, lengths) + np.arange(total) - offsets
+    ids: np.ndarray = np.repeat(starts, lengths) + np.arange(total) - offsets
+    return ids
 
 
 def _fill_launched(rows: list[OpGroup], t: Tables, work_group: np.ndarray, work: np.ndarray) -> None:

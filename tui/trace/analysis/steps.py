@@ -134,7 +134,8 @@ def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 def _union_us(starts: np.ndarray, ends: np.ndarray) -> float:
     s, e = _union(starts, ends)
-    return sum((e - s).tolist())            # busy_us's sum, in the same order
+    total: float = sum((e - s).tolist())            # busy_us's sum, in the same order
+    return total
 
 
 @dataclass

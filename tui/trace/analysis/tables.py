@@ -56,9 +56,9 @@ class Tables:
     gpu_launch: np.ndarray
     gpu_op: np.ndarray
     gpu_step: np.ndarray
-    _ids: dict[str, int] = field(default_factory=dict, repr=False)
-    _children: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
-    _masks: dict[tuple[str, frozenset[str]], np.ndarray] = field(default_factory=dict, repr=False)
+    _ids: dict[str, int] = field(default_factory=dict, repr=False, init=False)
+    _children: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, init=False)
+    _masks: dict[tuple[str, frozenset[str]], np.ndarray] = field(default_factory=dict, repr=False, init=False)
 
     @property
     def n_ops(self) -> int:

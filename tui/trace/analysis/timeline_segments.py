@@ -61,4 +61,5 @@ class Segments:
         """window_sum of each (start, end) pair, in one search."""
         i = np.searchsorted(self.bounds, starts)
         j = np.searchsorted(self.bounds, ends)
-        return (prefix[j] - prefix[i]).astype(np.float64).tolist()
+        sums: list[float] = (prefix[j] - prefix[i]).astype(np.float64).tolist()
+        return sums
