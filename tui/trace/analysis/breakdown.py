@@ -82,7 +82,8 @@ def scope_window_us(trace: Trace, step: int | None) -> tuple[float, float] | Non
 
 
 def category_intervals(trace: Trace) -> Spans:
-    """(starts, ends) in ns of everything that can claim time, per category (not yet de-overlapped)."""
+    """(starts, ends) in ns of everything that can claim time, per category (not yet de-overlapped; host
+    slices inside a parent slice of the same category are left out, as they add no time to it)."""
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     t = tables(trace)
     gpu_end = t.gpu_ts + t.gpu_dur                       # GpuOp.end
@@ -98,8 +99,11 @@ def category_intervals(trace: Trace) -> Spans:
         ids = np.fromiter(step_ops, dtype=np.int64, count=len(step_ops))
         codes[ids] = np.where(codes[ids] == 0, 0, _SKIP)
     end = t.op_ts + t.op_dur                              # Op.end
+    # A slice inside its parent of the same category covers nothing more: left out, the segments are fewer.
+    parent = np.maximum(t.op_parent, 0)
+    inside = (t.op_parent >= 0) & (codes == codes[parent]) & (t.op_ts >= t.op_ts[parent]) & (end <= end[parent])
     for code, key in enumerate(("runtime", "dataloader", "cpu_exec")):
-        pick = codes == code
+        pick = (codes == code) & ~inside
         out[key] = (to_ns(t.op_ts[pick]), to_ns(end[pick]))
     return {c: out[c] for c in CATEGORIES[:-1]}
 
