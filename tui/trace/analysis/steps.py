@@ -158,7 +158,7 @@ def _stats(t: Tables, index: int, name: str, windows: list[tuple[float, float]],
     n_gpu = len(rows.gpu)
     return StepStats(
         index=index, name=name, cpu_us=cpu_us, gpu_busy_us=busy, gpu_idle_us=max(window - busy, 0.0),
-        kernels=int(np.isin(t.gpu_cat[rows.gpu], t.cat_ids((KERNEL,))).sum()),
+        kernels=int(t.gpu_is((KERNEL,))[rows.gpu].sum()),
         launches=launches,
         launch_overhead_us=sum(t.op_dur[rows.calls[kinds.on_path[names]]].tolist()),     # in call order
         verdict=verdict(dev_busy, dev_idle, n_gpu, launches, t.n_gpu > 0),
