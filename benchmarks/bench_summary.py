@@ -105,7 +105,12 @@ def main() -> int:
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     print(f"{'section':<36} {'CPU s':>7} {'wall s':>7}   (median of {len(runs)}; Op objects made: "
           f"{runs[0]['made_ops']})")
-    for label, level in runs[0]["levels"].items():
+    levels = runs[0]["levels"]
+    outer = ("imports", "load + index", "Op and GpuOp objects", "report (summarize)")
+    order = [(k, 0) for k in outer if k in levels]
+    order += [(k, v + 1) for k, v in levels.items() if k not in outer and k != "JSON out"]
+    order.append(("JSON out", 0))
+    for label, level in order:
         if label not in runs[0]["rows"]:
             continue
         cpu = statistics.median(r["rows"].get(label, [0.0, 0.0])[0] for r in runs)
