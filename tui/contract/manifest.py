@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-
 from mlptui.contract.errors import MlptuiError
 from mlptui.contract.files import write_atomic
 from mlptui.contract.values import bounded
@@ -117,6 +115,8 @@ def manifest_for(trace_path: str | Path) -> Run | None:
 
 def update_manifest(folder: str | Path, change: Callable[[Manifest], None]) -> Manifest:
     """Read, change in place and write the folder's manifest under its lock; returns what was written."""
+    from filelock import FileLock, Timeout  # here: every trace open reads manifests, few write them
+
     path = manifest_path(folder)
     try:
         with FileLock(str(lock_path(path)), timeout=LOCK_TIMEOUT_S):

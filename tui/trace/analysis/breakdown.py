@@ -15,18 +15,16 @@ The categories of a window sum to its length exactly (integer nanoseconds).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import attrgetter
 
 import numpy as np
 
+from mlptui.trace.analysis.tables import tables
 from mlptui.trace.analysis.timeline_segments import Segments, to_ns
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, MEMCPY, MEMSET, PYTHON, Trace
 from mlptui.trace.parse.index import STEP_PREFIX
 
 CATEGORIES = ("kernel", "memcpy", "memset", "runtime", "dataloader", "cpu_exec", "other")
 _HOST_CATS = frozenset({CPU_OP, ANNOTATION, PYTHON})
-_CAT, _TS, _DUR = attrgetter("cat"), attrgetter("ts"), attrgetter("dur")
-_CAT_NAME = attrgetter("cat", "name")
 
 
 @dataclass(frozen=True)
@@ -48,21 +46,21 @@ def is_dataloader(name: str) -> bool:
 
 def step_windows(trace: Trace) -> list[Window]:
     """Each step's window (see the module docstring), or one window over the whole trace."""
+    t = tables(trace)
     if trace.steps:
-        gpu_end: dict[int, float] = {}
-        for g in trace.gpu:
-            if g.step >= 0 and g.end > gpu_end.get(g.step, -np.inf):
-                gpu_end[g.step] = g.end
+        gpu_end = np.full(len(trace.steps), -np.inf)
+        launched = t.gpu_step >= 0
+        np.maximum.at(gpu_end, t.gpu_step[launched], (t.gpu_ts + t.gpu_dur)[launched])
         out = []
-        for s in trace.steps:
-            end = max(s.ts + s.dur, gpu_end.get(s.index, -np.inf))
+        for s, last in zip(trace.steps, gpu_end.tolist(), strict=True):
+            end = max(s.ts + s.dur, last)
             out.append(Window(s.name, s.index, int(to_ns([s.ts])[0]), int(to_ns([end])[0])))
         return out
-    starts = [op.ts for op in trace.ops] + [g.ts for g in trace.gpu]
-    ends = [op.end for op in trace.ops] + [g.end for g in trace.gpu]
-    if not starts:
+    if not t.n_ops and not t.n_gpu:
         return [Window("whole trace", -1, 0, 0)]
-    return [Window("whole trace", -1, int(to_ns([min(starts)])[0]), int(to_ns([max(ends)])[0]))]
+    start = min(t.op_ts.min(initial=np.inf), t.gpu_ts.min(initial=np.inf))
+    end = max((t.op_ts + t.op_dur).max(initial=-np.inf), (t.gpu_ts + t.gpu_dur).max(initial=-np.inf))
+    return [Window("whole trace", -1, int(to_ns([start])[0]), int(to_ns([end])[0]))]
 
 
 Spans = dict[str, tuple[np.ndarray, np.ndarray]]
@@ -84,30 +82,29 @@ def scope_window_us(trace: Trace, step: int | None) -> tuple[float, float] | Non
 
 
 def category_intervals(trace: Trace) -> Spans:
-    """(starts, ends) in ns of everything that can claim time, per category (not yet de-overlapped)."""
+    """(starts, ends) in ns of everything that can claim time, per category (not yet de-overlapped; host
+    slices inside a parent slice of the same category are left out, as they add no time to it)."""
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    gpu = trace.gpu
-    gpu_cats = np.asarray(list(map(_CAT, gpu)), dtype=object)
-    gpu_ts = np.fromiter(map(_TS, gpu), dtype=np.float64, count=len(gpu))
-    gpu_end = gpu_ts + np.fromiter(map(_DUR, gpu), dtype=np.float64, count=len(gpu))   # GpuOp.end
+    t = tables(trace)
+    gpu_end = t.gpu_ts + t.gpu_dur                       # GpuOp.end
     for cat, key in ((KERNEL, "kernel"), (MEMCPY, "memcpy"), (MEMSET, "memset")):
-        pick = gpu_cats == cat
-        out[key] = (to_ns(gpu_ts[pick]), to_ns(gpu_end[pick]))
+        pick = t.gpu_cat == t.string_id(cat)
+        out[key] = (to_ns(t.gpu_ts[pick]), to_ns(gpu_end[pick]))
     # Each op's category, decided once per distinct (category, name): names repeat across steps.
+    pairs, inverse = np.unique(t.op_cat * len(t.strings) + t.op_name, return_inverse=True)
+    kinds = [_host_kind(t.strings[p // len(t.strings)], t.strings[p % len(t.strings)]) for p in pairs.tolist()]
+    codes = np.asarray(kinds, dtype=np.int8)[inverse.reshape(-1)] if t.n_ops else np.zeros(0, dtype=np.int8)
     step_ops = {s.op for s in trace.steps}
-    kind: dict[tuple[str, str], int] = {}
-    codes = np.fromiter((kind[k] if k in kind else kind.setdefault(k, _host_kind(*k))
-                         for k in map(_CAT_NAME, trace.ops)), dtype=np.int8,
-                        count=len(trace.ops))
     if step_ops:       # a step's own annotation claims nothing (a runtime call would still count)
         ids = np.fromiter(step_ops, dtype=np.int64, count=len(step_ops))
         codes[ids] = np.where(codes[ids] == 0, 0, _SKIP)
-    ops = trace.ops
-    ts = np.fromiter(map(_TS, ops), dtype=np.float64, count=len(ops))
-    end = ts + np.fromiter(map(_DUR, ops), dtype=np.float64, count=len(ops))      # Op.end
+    end = t.op_ts + t.op_dur                              # Op.end
+    # A slice inside its parent of the same category covers nothing more: left out, the segments are fewer.
+    parent = np.maximum(t.op_parent, 0)
+    inside = (t.op_parent >= 0) & (codes == codes[parent]) & (t.op_ts >= t.op_ts[parent]) & (end <= end[parent])
     for code, key in enumerate(("runtime", "dataloader", "cpu_exec")):
-        pick = codes == code
-        out[key] = (to_ns(ts[pick]), to_ns(end[pick]))
+        pick = (codes == code) & ~inside
+        out[key] = (to_ns(t.op_ts[pick]), to_ns(end[pick]))
     return {c: out[c] for c in CATEGORIES[:-1]}
 
 
@@ -137,9 +134,10 @@ def breakdown(trace: Trace, windows: list[Window] | None = None, spans: Spans | 
         owner[covered & (owner < 0)] = k
     lengths = seg.lengths
     prefixes = [seg.prefix(np.where(owner == k, lengths, 0)) for k in range(len(CATEGORIES) - 1)]
+    sums = [seg.window_sums(p, w_starts, w_ends) for p in prefixes]
     out = []
-    for w in windows:
-        row = {c: int(seg.window_sum(prefixes[k], w.start_ns, w.end_ns)) for k, c in enumerate(CATEGORIES[:-1])}
+    for k, w in enumerate(windows):
+        row = {c: int(sums[i][k]) for i, c in enumerate(CATEGORIES[:-1])}
         row["other"] = w.dur_ns - sum(row.values())
         out.append(row)
     return out

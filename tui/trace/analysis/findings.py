@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
+
 from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.analysis.launches import classify_call
-from mlptui.trace.analysis.steps import is_cpu_op
+from mlptui.trace.analysis.tables import Tables, tables
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Trace
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.parse.index import STEP_PREFIX
@@ -23,25 +25,45 @@ def focus_step(trace: Trace) -> int | None:
 
 
 def step_gpu(trace: Trace, step: int | None) -> list[int]:
-    return [g.id for g in trace.gpu if step is None or g.step == step]
+    t = tables(trace)
+    return list(range(t.n_gpu)) if step is None else np.flatnonzero(t.gpu_step == step).tolist()
+
+
+def _in_step(t: Tables, step: int | None) -> np.ndarray:
+    return np.ones(t.n_ops, dtype=bool) if step is None else t.op_step == step
+
+
+def _cpu_ops(t: Tables) -> np.ndarray:
+    """Per op: mlptui.trace.analysis.steps.is_cpu_op."""
+    mask: np.ndarray = t.op_is((CPU_OP, ANNOTATION)) & ~t.names_where(lambda s: s.startswith(STEP_PREFIX))[t.op_name]
+    return mask
 
 
 def step_ops(trace: Trace, step: int | None) -> list[int]:
     """The step's CPU ops (ops and annotations; mlptui.trace.analysis.steps.is_cpu_op)."""
-    return [o.id for o in trace.ops if is_cpu_op(o) and (step is None or o.step == step)]
+    t = tables(trace)
+    ids: list[int] = np.flatnonzero(_cpu_ops(t) & _in_step(t, step)).tolist()
+    return ids
+
+
+def _kernel_names(trace: Trace, gpu_ids: list[int]) -> list[str]:
+    """The names of the kernels among `gpu_ids`, in that order."""
+    t = tables(trace)
+    at = np.asarray(gpu_ids, dtype=np.int64)
+    at = at[np.isin(t.gpu_cat[at], t.cat_ids((KERNEL,)))]
+    return [t.strings[i] for i in t.gpu_name[at].tolist()]
 
 
 def kernel_line(trace: Trace, gpu_ids: list[int]) -> str:
-    kernels = [g for g in gpu_ids if trace.gpu[g].cat == KERNEL]
+    kernels = _kernel_names(trace, gpu_ids)
     others = len(gpu_ids) - len(kernels)
     groups: Counter[str] = Counter()
-    for g in kernels:
-        k = trace.gpu[g]
-        name = decode_kernel(k.name)
+    for raw in kernels:
+        name = decode_kernel(raw)
         if name.family == "gemm":
             groups[f"GEMM ({name.library})"] += 1
         else:
-            label = k.name if len(k.name) <= 48 else name.short
+            label = raw if len(raw) <= 48 else name.short
             ops = f" = {'·'.join(name.ops)}" if name.ops and not all(o in label for o in name.ops) else ""
             groups[f"{label}{ops} ({name.family}, {name.library})"] += 1
     if not kernels:
@@ -57,17 +79,14 @@ def kernel_line(trace: Trace, gpu_ids: list[int]) -> str:
 def kernel_mix(trace: Trace, gpu_ids: list[int]) -> str:
     """`3 GEMM + gelu + mul`, `3 GEMM + triton_poi_fused__unsafe_view_gelu_mul_0`: the step's kernels."""
     labels: list[str] = []
-    for g in gpu_ids:
-        k = trace.gpu[g]
-        if k.cat != KERNEL:
-            continue
-        name = decode_kernel(k.name)
+    for raw in _kernel_names(trace, gpu_ids):
+        name = decode_kernel(raw)
         if name.family == "gemm":
             labels.append("GEMM" + (f"+{name.epilogue}" if name.epilogue else ""))
         elif "ATen" in name.library and name.ops:
             labels.append("·".join(name.ops))
         else:
-            labels.append(k.name if len(k.name) <= 48 else name.short)
+            labels.append(raw if len(raw) <= 48 else name.short)
     counts = Counter(labels)
     parts: list[str] = []
     for label in labels:     # first appearance order, repeats folded: 3 GEMM + gelu + mul
@@ -80,14 +99,17 @@ def kernel_mix(trace: Trace, gpu_ids: list[int]) -> str:
 def launch_line(trace: Trace, step: int | None) -> str:
     """The step's runtime/driver calls by name (syncs left out); in the whole trace, every call, made
     inside a CPU op or not (GPU-only traces record no CPU ops at all)."""
-    calls: Counter[str] = Counter()
+    t = tables(trace)
+    at = t.op_name[t.op_is(LAUNCH_CATS) & _in_step(t, step)]
+    ids, first, counts = np.unique(at, return_index=True, return_counts=True)
+    calls: Counter[str] = Counter()      # by first call, as most_common breaks ties
     kinds: Counter[str] = Counter()
-    for op in trace.ops:
-        if op.cat in LAUNCH_CATS and (step is None or op.step == step):
-            kind = classify_call(op.name)
-            if kind != "sync":
-                calls[op.name] += 1
-                kinds[kind] += 1
+    for k in np.argsort(first, kind="stable").tolist():
+        name, n = t.strings[int(ids[k])], int(counts[k])
+        kind = classify_call(name)
+        if kind != "sync":
+            calls[name] += n
+            kinds[kind] += n
     if not calls:
         return "no launch calls recorded"
     text = ", ".join(f"{name} ×{n}" for name, n in calls.most_common(5))
@@ -114,25 +136,29 @@ def gemm_launch_line(trace: Trace, gpu_ids: list[int]) -> str | None:
     """How the step's GEMMs reach the GPU: the runtime/driver calls made for each since the previous
     launch, e.g. `cudaMemsetAsync → cuLaunchKernelEx` (Hopper cuBLAS) or
     `cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags → cudaLaunchKernel` (Ampere)."""
+    t = tables(trace)
+    ptr, kids = t.children()
+    launch_cats = t.cat_ids(LAUNCH_CATS)
+    kernel = t.string_id(KERNEL)
     patterns: Counter[tuple[str, ...]] = Counter()
     for g in gpu_ids:
-        k = trace.gpu[g]
-        if k.cat != KERNEL or k.launch < 0 or decode_kernel(k.name).family != "gemm":
+        launch = int(t.gpu_launch[g])
+        if t.gpu_cat[g] != kernel or launch < 0 or decode_kernel(t.strings[t.gpu_name[g]]).family != "gemm":
             continue
-        parent = trace.ops[k.launch].parent
-        siblings = trace.ops[parent].children if parent >= 0 else [k.launch]
+        parent = int(t.op_parent[launch])
+        siblings = kids[ptr[parent]:ptr[parent + 1]].tolist() if parent >= 0 else [launch]
         calls: list[str] = []
         for c in siblings:
-            op = trace.ops[c]
-            if op.cat not in LAUNCH_CATS or classify_call(op.name) not in _LAUNCH_PATH_KINDS:
+            name = t.strings[t.op_name[c]]
+            if t.op_cat[c] not in launch_cats or classify_call(name) not in _LAUNCH_PATH_KINDS:
                 continue
-            if c == k.launch:
-                calls.append(op.name)
+            if c == launch:
+                calls.append(name)
                 break
-            if classify_call(op.name) in ("launch", "graph"):
+            if classify_call(name) in ("launch", "graph"):
                 calls = []          # an earlier kernel's launch: what follows belongs to this one
             else:
-                calls.append(op.name)
+                calls.append(name)
         if calls:               # a launch through calls of no known kind (MTIA's job submission) says nothing
             patterns[tuple(calls)] += 1
     if not patterns:
@@ -151,22 +177,23 @@ _CHAIN_MAX = 8
 def chain_line(trace: Trace, gpu_ids: list[int]) -> str | None:
     """`aten::linear → aten::addmm ⇒ kernel` for the first GEMM of the step: the launching op and its
     ancestors (ops and record_function annotations; Python frames and the step itself left out)."""
+    t = tables(trace)
+    chain_cats = t.cat_ids(_CHAIN_CATS)
     for g in gpu_ids:
-        k = trace.gpu[g]
-        name = decode_kernel(k.name)
-        if k.launch >= 0 and classify_call(trace.ops[k.launch].name) != "launch":
+        name = decode_kernel(t.strings[t.gpu_name[g]])
+        launch, p = int(t.gpu_launch[g]), int(t.gpu_op[g])
+        if launch >= 0 and classify_call(t.strings[t.op_name[launch]]) != "launch":
             continue
-        if name.family != "gemm" or k.op < 0:
+        if name.family != "gemm" or p < 0:
             continue
         chain: list[str] = []
-        p = k.op
         while p >= 0:
-            op = trace.ops[p]
-            if op.name.startswith(STEP_PREFIX):
+            op_name = t.strings[t.op_name[p]]
+            if op_name.startswith(STEP_PREFIX):
                 break
-            if op.cat in _CHAIN_CATS:
-                chain.append(op.name)
-            p = op.parent
+            if t.op_cat[p] in chain_cats:
+                chain.append(op_name)
+            p = int(t.op_parent[p])
         if not chain:
             continue
         chain.reverse()
@@ -179,9 +206,11 @@ def chain_line(trace: Trace, gpu_ids: list[int]) -> str | None:
 
 def not_recorded_line(trace: Trace) -> str | None:
     """Launch calls but no GPU activity at all: the profiler did not capture the device."""
-    if trace.gpu:
+    t = tables(trace)
+    if t.n_gpu:
         return None
-    launches = sum(1 for op in trace.ops if op.cat in LAUNCH_CATS and classify_call(op.name) in ("launch", "graph"))
+    names = t.op_name[t.op_is(LAUNCH_CATS)]
+    launches = int(t.names_where(lambda s: classify_call(s) in ("launch", "graph"), names)[names].sum())
     if not launches:
         return None
     return (f"GPU activity was not recorded: {launches} kernel launch call(s) but no kernel, memcpy or memset "
@@ -201,18 +230,19 @@ def trace_findings(trace: Trace) -> list[str]:
     chain = chain_line(trace, gpu_ids)
     if chain:
         lines.append("first GEMM: " + chain)
-    ops = step_ops(trace, step)
-    idle = sum(1 for o in ops if trace.ops[o].gpu_us == 0)
-    compiled = any(op.name.startswith("Torch-Compiled Region") and (step is None or op.step == step)
-                   for op in trace.ops)
-    if not any(op.cat == CPU_OP for op in trace.ops):
-        cpu = "CPU: no CPU ops recorded" + (" (a GPU-only trace: kernels and runtime calls)" if trace.gpu else "")
+    t = tables(trace)
+    in_step = _in_step(t, step)
+    ops = _cpu_ops(t) & in_step
+    idle = int((ops & (t.op_gpu_us == 0)).sum())
+    compiled = bool((t.names_where(lambda s: s.startswith("Torch-Compiled Region"))[t.op_name] & in_step).any())
+    if not t.op_is((CPU_OP,)).any():
+        cpu = "CPU: no CPU ops recorded" + (" (a GPU-only trace: kernels and runtime calls)" if t.n_gpu else "")
     else:
-        cpu = f"CPU: {len(ops)} ops, {idle} of them launch nothing on the GPU"
+        cpu = f"CPU: {int(ops.sum())} ops, {idle} of them launch nothing on the GPU"
     if compiled:
         cpu += "; runs a torch.compile region"
-    graphs = sum(1 for o in trace.ops if o.cat in LAUNCH_CATS and (step is None or o.step == step)
-                 and classify_call(o.name) == "graph")
+    calls = t.op_name[t.op_is(LAUNCH_CATS) & in_step]
+    graphs = int(t.names_where(lambda s: classify_call(s) == "graph", calls)[calls].sum())
     if graphs:
         cpu += f"; {graphs} CUDA graph launch{'es' if graphs > 1 else ''}"
     lines.append(cpu)

@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from mlptui.trace.analysis.occupancy import device_for, theoretical_occupancy
+from mlptui.trace.analysis.tables import tables
 from mlptui.trace.model import KERNEL, Trace
-from mlptui.trace.parse.launch import LaunchColumns, trace_launches
+from mlptui.trace.parse.launch import LaunchColumns, event_launches
 
 _KEY = "kernel_figures"
 
@@ -36,11 +37,11 @@ def kernel_figures(trace: Trace) -> KernelFigures:
     cached = trace.derived.get(_KEY)
     if isinstance(cached, KernelFigures):
         return cached
-    gpu = trace.gpu
-    n = len(gpu)
-    launch = trace_launches(trace)
-    kernel = np.fromiter((g.cat == KERNEL for g in gpu), dtype=bool, count=n)
-    device = np.fromiter((g.device for g in gpu), dtype=np.int64, count=n)
+    t = tables(trace)
+    n = t.n_gpu
+    kernel = t.gpu_is((KERNEL,))
+    launch = event_launches(trace, t.gpu_event.tolist(), kernel.tolist())
+    device = t.gpu_device
     bps = np.where(kernel, launch.blocks_per_sm, np.nan)
     theory = np.full(n, np.nan)
     for dev in np.unique(device[kernel]).tolist():

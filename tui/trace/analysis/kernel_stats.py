@@ -12,7 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from mlptui.trace.analysis.kernel_figures import kernel_figures
+from mlptui.trace.analysis.tables import tables
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.model import KERNEL, Trace
 
@@ -57,30 +60,48 @@ def kernel_stats(trace: Trace, step: int | None = None, by_op: bool = False,
                  steps_only: bool = False) -> list[KernelGroup]:
     """Kernel groups of the scope (kernels launched in `step`; or all, or all launched in any step when
     `steps_only`), most total time first."""
-    groups: dict[tuple[str, str | None], KernelGroup] = {}
+    t = tables(trace)
     figures = kernel_figures(trace)
-    blocks_per_sm = figures.blocks_per_sm.tolist()
-    occupancy_pct = figures.occupancy_pct.tolist()
-    for g in trace.gpu:
-        if g.cat != KERNEL or (step is not None and g.step != step) or (steps_only and g.step < 0):
-            continue
-        op = (trace.ops[g.op].name if g.op >= 0 else "(no op)") if by_op else None
-        row = groups.get((g.name, op))
-        if row is None:
-            row = groups[(g.name, op)] = KernelGroup(g.name, op, uses_tensor_cores(g.name))
-        row.calls += 1
-        row.total_us += g.dur
-        row.min_us = min(row.min_us, g.dur)
-        row.max_us = max(row.max_us, g.dur)
-        row.ids.append(g.id)
-        bps = blocks_per_sm[g.id]
-        if bps == bps:             # not NaN
-            row._bps += bps * g.dur
-            row._bps_us += g.dur
-        occ = occupancy_pct[g.id]
-        if occ == occ:
-            row._occ += occ * g.dur
-            row._occ_us += g.dur
-    rows = list(groups.values())
+    pick = t.gpu_is((KERNEL,))
+    if step is not None:
+        pick = pick & (t.gpu_step == step)
+    if steps_only:
+        pick = pick & (t.gpu_step >= 0)
+    at = np.flatnonzero(pick)
+    n_strings = len(t.strings)
+    key = t.gpu_name[at] * (n_strings + 1)
+    if by_op:
+        launcher = t.gpu_op[at]
+        key = key + np.where(launcher >= 0, t.op_name[np.maximum(launcher, 0)], n_strings)  # n_strings: no op
+    keys, first, group = np.unique(key, return_index=True, return_inverse=True)
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(keys))     # groups by first kernel, as a dict fills
+    group = rank[group.reshape(-1)]
+    n = len(keys)
+    rows = []
+    for k in key[np.sort(first)].tolist():
+        name, op = t.strings[k // (n_strings + 1)], k % (n_strings + 1)
+        rows.append(KernelGroup(name, (t.strings[op] if op < n_strings else "(no op)") if by_op else None,
+                                uses_tensor_cores(name)))
+    dur = t.gpu_dur[at]
+
+    def per_group(g: np.ndarray, weights: np.ndarray) -> list[float]:
+        sums: list[float] = np.bincount(g, weights=weights, minlength=n).astype(np.float64).tolist()
+        return sums             # each group's in id order, as += adds them
+
+    shortest, longest = np.full(n, np.inf), np.zeros(n)
+    np.minimum.at(shortest, group, dur)
+    np.maximum.at(longest, group, dur)
+    bps, occ = figures.blocks_per_sm[at], figures.occupancy_pct[at]
+    has_bps, has_occ = ~np.isnan(bps), ~np.isnan(occ)
+    sums = [per_group(group, dur), per_group(group[has_bps], bps[has_bps] * dur[has_bps]),
+            per_group(group[has_bps], dur[has_bps]), per_group(group[has_occ], occ[has_occ] * dur[has_occ]),
+            per_group(group[has_occ], dur[has_occ])]
+    calls = np.bincount(group, minlength=n).tolist()
+    members = np.split(at[np.argsort(group, kind="stable")], np.cumsum(calls)[:-1]) if n else []
+    for k, row in enumerate(rows):
+        row.calls, row.ids = calls[k], members[k].tolist()
+        row.total_us, row._bps, row._bps_us, row._occ, row._occ_us = (s[k] for s in sums)
+        row.min_us, row.max_us = float(shortest[k]), float(longest[k])
     rows.sort(key=lambda r: (-r.total_us, r.name))
     return rows

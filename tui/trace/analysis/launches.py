@@ -13,6 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
+from mlptui.trace.analysis.tables import tables
 from mlptui.trace.model import LAUNCH_CATS, Trace
 
 KINDS = ("launch", "occupancy", "memset", "memcpy", "attribute", "sync", "graph", "other")
@@ -63,13 +66,14 @@ def _calls(trace: Trace, step: int | None) -> list[int]:
 
 def launch_calls(trace: Trace, step: int | None = None) -> list[LaunchCallStat]:
     """Count and total time of each runtime/driver call name (in `step`, or everywhere when None)."""
-    totals: dict[str, list[float]] = {}
-    for i in _calls(trace, step):
-        op = trace.ops[i]
-        row = totals.setdefault(op.name, [0, 0.0])
-        row[0] += 1
-        row[1] += op.dur
-    stats = [LaunchCallStat(name, classify_call(name), int(c), t) for name, (c, t) in totals.items()]
+    t = tables(trace)
+    at = np.flatnonzero(t.op_is(LAUNCH_CATS) & (True if step is None else t.op_step == step))
+    names, inverse = np.unique(t.op_name[at], return_inverse=True)
+    inverse = inverse.reshape(-1)
+    counts = np.bincount(inverse, minlength=len(names)).tolist()
+    totals = np.bincount(inverse, weights=t.op_dur[at], minlength=len(names)).tolist()   # in call order, as +=
+    stats = [LaunchCallStat(t.strings[name], classify_call(t.strings[name]), c, total)
+             for name, c, total in zip(names.tolist(), counts, totals, strict=True)]
     stats.sort(key=lambda s: (-s.total_us, s.name))
     return stats
 

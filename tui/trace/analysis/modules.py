@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mlptui.trace.analysis.tables import tables
 from mlptui.trace.model import CPU_OP, KERNEL, PYTHON, Trace
 
 MODULE_PREFIX = "nn.Module: "
@@ -49,6 +50,10 @@ def is_module_frame(name: str) -> bool:
 def module_tree(trace: Trace, step: int | None = None) -> list[ModuleRow] | None:
     """Rows in tree pre-order (a parent before its children, siblings by first call); None when the
     trace has no module frames."""
+    t = tables(trace)
+    frames = t.op_is((PYTHON,)) & t.names_where(is_module_frame)[t.op_name]
+    if not (frames if step is None else frames & (t.op_step == step)).any():
+        return None             # most traces: no module frames, and no need for the Op objects
     rows: dict[tuple[str, ...], ModuleRow] = {}
     path_of: dict[int, tuple[str, ...]] = {}
     ops = trace.ops

@@ -16,7 +16,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from mlptui.trace.analysis.op_shapes import input_shapes
+from mlptui.trace.analysis.tables import Tables, tables
 from mlptui.trace.analysis.tensor_cores import tc_eligible, uses_tensor_cores
 from mlptui.trace.model import CPU_OP, KERNEL, PYTHON, Op, Trace
 from mlptui.trace.parse.index import STEP_PREFIX
@@ -63,33 +66,85 @@ def scope_ops(trace: Trace, step: int | None, steps_only: bool = False) -> Itera
 def operators(trace: Trace, step: int | None = None, by_shapes: bool = False,
               steps_only: bool = False) -> list[OpGroup]:
     """Groups, most device time first, then most host time (see the module docstring)."""
-    groups: dict[tuple[str, str | None], OpGroup] = {}
-    gpu = trace.gpu
-    for op in scope_ops(trace, step, steps_only):
-        key = (op.name, input_shapes(trace, op.id) if by_shapes else None)
-        g = groups.get(key)
-        if g is None:
-            g = groups[key] = OpGroup(*key)
-        g.calls += 1
-        g.host_self_us += op.self_us
-        g.host_total_us += op.dur
-        g.device_total_us += op.gpu_us
-        for k in op.gpu:
-            work = gpu[k]
-            g.device_self_us += work.dur
-            entry = g.launched.get(work.name)
-            if entry is None:
-                entry = g.launched[work.name] = [0, 0.0]
-            entry[0] += 1
-            entry[1] += work.dur
-            if work.cat == KERNEL:
-                g.kernel_self_us += work.dur
-                if uses_tensor_cores(work.name):
-                    g.tc_us += work.dur
-        g.ops.append(op.id)
-    rows = list(groups.values())
+    t = tables(trace)
+    ops = np.flatnonzero(_scope(t, step, steps_only))
+    key = t.op_name[ops]
+    if by_shapes:
+        shape_ids: dict[str, int] = {}
+        shapes = [shape_ids.setdefault(input_shapes(trace, o), len(shape_ids)) for o in ops.tolist()]
+        key = key * max(len(shape_ids), 1) + np.asarray(shapes, dtype=np.int64)
+        shape_of = list(shape_ids)
+    keys, first, group = np.unique(key, return_index=True, return_inverse=True)
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(keys))    # groups by first call, as a dict fills
+    group = rank[group.reshape(-1)]
+    n = len(keys)
+    firsts = ops[np.sort(first)]
+    rows = [OpGroup(t.strings[name], shape_of[int(k) % len(shape_of)] if by_shapes else None)
+            for name, k in zip(t.op_name[firsts].tolist(), key[np.sort(first)].tolist(), strict=True)]
+
+    def per_group(g: np.ndarray, weights: np.ndarray | None = None) -> list[Any]:
+        counts = np.bincount(g, weights=weights, minlength=n)        # in id order, as += adds them
+        sums: list[Any] = (counts if weights is None else counts.astype(np.float64)).tolist()
+        return sums             # no rows: still floats
+
+    calls, host_self, host_total, device_total = (
+        per_group(group), per_group(group, t.op_self_us[ops]), per_group(group, t.op_dur[ops]),
+        per_group(group, t.op_gpu_us[ops]))
+    # Every op's own GPU work (Op.gpu), in op order and then launch order.
+    lengths = t.op_gpu_ptr[ops + 1] - t.op_gpu_ptr[ops]
+    work_group = np.repeat(group, lengths)
+    work = t.op_gpu_ids[_ranges(t.op_gpu_ptr[ops], lengths)]
+    work_dur = t.gpu_dur[work]
+    kernel = t.gpu_is((KERNEL,))[work]
+    tc = t.names_where(uses_tensor_cores, t.gpu_name[work])[t.gpu_name[work]] & kernel
+    device_self = per_group(work_group, work_dur)
+    kernel_self = per_group(work_group[kernel], work_dur[kernel])
+    tc_us = per_group(work_group[tc], work_dur[tc])
+    by_group = np.argsort(group, kind="stable")
+    members = np.split(ops[by_group], np.cumsum(calls)[:-1]) if n else []
+    for k, row in enumerate(rows):
+        row.calls, row.host_self_us, row.host_total_us = calls[k], host_self[k], host_total[k]
+        row.device_total_us, row.device_self_us = device_total[k], device_self[k]
+        row.kernel_self_us, row.tc_us = kernel_self[k], tc_us[k]
+        row.ops = members[k].tolist()
+    _fill_launched(rows, t, work_group, work)
     rows.sort(key=lambda r: (-r.device_total_us, -r.host_total_us, r.name))
     return rows
+
+
+def _scope(t: Tables, step: int | None, steps_only: bool) -> np.ndarray:
+    """scope_ops as a mask over the ops."""
+    mask: np.ndarray = t.op_is((CPU_OP,)) & ~t.names_where(lambda s: s.startswith(STEP_PREFIX))[t.op_name]
+    if step is not None:
+        mask = mask & (t.op_step == step)
+    elif steps_only:
+        mask = mask & (t.op_step >= 0)
+    return mask
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The concatenation of range(start, start + length) for each pair."""
+    total = int(lengths.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    ids: np.ndarray = np.repeat(starts, lengths) + np.arange(total) - offsets
+    return ids
+
+
+def _fill_launched(rows: list[OpGroup], t: Tables, work_group: np.ndarray, work: np.ndarray) -> None:
+    """Each group's launched work by name, [count, µs], names in the order the group first launched them."""
+    if not len(work):
+        return
+    pair = work_group * len(t.strings) + t.gpu_name[work]
+    pairs, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    counts = np.bincount(inverse, minlength=len(pairs)).tolist()
+    totals = np.bincount(inverse, weights=t.gpu_dur[work], minlength=len(pairs)).tolist()
+    for k in np.argsort(first, kind="stable").tolist():
+        g, name = divmod(int(pairs[k]), len(t.strings))
+        rows[g].launched[t.strings[name]] = [counts[k], totals[k]]
 
 
 def operators_in_steps(trace: Trace, by_shapes: bool = False, step: int | None = None) -> list[OpGroup]:

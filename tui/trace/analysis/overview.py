@@ -33,6 +33,7 @@ from mlptui.trace.analysis.breakdown import (
     step_windows,
 )
 from mlptui.trace.analysis.kernel_figures import kernel_figures
+from mlptui.trace.analysis.tables import tables
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.analysis.timeline_segments import Segments, to_ns
 from mlptui.trace.model import KERNEL, Trace
@@ -93,21 +94,17 @@ class KernelFacts:
 def kernel_facts(trace: Trace, window_us: tuple[float, float] | None = None) -> KernelFacts:
     """Every kernel's facts, or those of the kernels overlapping a window (all a window's figures need)."""
     lo, hi = window_us if window_us is not None else (-math.inf, math.inf)
-    gpu = trace.gpu
-    ids = [g.id for g in gpu if g.cat == KERNEL and g.end >= lo and g.ts <= hi]
+    t = tables(trace)
+    ends = t.gpu_ts + t.gpu_dur                                          # GpuOp.end
+    at = np.flatnonzero(t.gpu_is((KERNEL,)) & (ends >= lo) & (t.gpu_ts <= hi))
     figures = kernel_figures(trace)
-    at = np.asarray(ids, dtype=np.int64)
     bps = figures.blocks_per_sm[at]
-    names: dict[str, bool] = {}
-    for i in ids:
-        name = gpu[i].name
-        if name not in names:
-            names[name] = uses_tensor_cores(name)
-    return KernelFacts(ids, np.asarray([gpu[i].device for i in ids], dtype=np.int64),
-                       to_ns([gpu[i].ts for i in ids]), to_ns([gpu[i].end for i in ids]),
+    names = t.gpu_name[at]
+    distinct, inverse = np.unique(names, return_inverse=True)
+    tc = np.fromiter((uses_tensor_cores(t.strings[i]) for i in distinct.tolist()), dtype=bool, count=len(distinct))
+    return KernelFacts(at.tolist(), t.gpu_device[at], to_ns(t.gpu_ts[at]), to_ns(ends[at]),
                        np.where(np.isnan(bps) | (bps == 0), 0.0, np.minimum(bps, 1.0)),
-                       figures.occupancy_pct[at], figures.theoretical[at],
-                       np.asarray([names[gpu[i].name] for i in ids], dtype=bool))
+                       figures.occupancy_pct[at], figures.theoretical[at], tc[inverse.reshape(-1)])
 
 
 def _device_figures(kf: KernelFacts, device: int, windows: list[Window]) -> list[Figures]:
@@ -128,14 +125,13 @@ def _device_figures(kf: KernelFacts, device: int, windows: list[Window]) -> list
     p_occ_w = seg.prefix(seg.depth(s[occ_known], e[occ_known], kf.occ_pct[pick][occ_known]) * lengths)
     p_th_n = seg.prefix(seg.depth(s[th_known], e[th_known]) * lengths)
     p_th_w = seg.prefix(seg.depth(s[th_known], e[th_known], kf.th_frac[pick][th_known]) * lengths)
-    out = []
-    for w in windows:
-        def ws(p: np.ndarray, w: Window = w) -> float:
-            return float(seg.window_sum(p, w.start_ns, w.end_ns))
-        out.append(Figures(window_ns=w.dur_ns, busy_ns=int(ws(p_busy)), sm_ns=ws(p_sm), kernel_ns=ws(p_kernel),
-                           tc_ns=ws(p_tc), occ_ns=ws(p_occ_n), occ_weighted=ws(p_occ_w), th_ns=ws(p_th_n),
-                           th_weighted=ws(p_th_w)))
-    return out
+    w_starts = np.asarray([w.start_ns for w in windows], dtype=np.int64)
+    w_ends = np.asarray([w.end_ns for w in windows], dtype=np.int64)
+    busy, sm_ns, kernel, tc, occ_n, occ_w, th_n, th_w = (
+        seg.window_sums(p, w_starts, w_ends) for p in (p_busy, p_sm, p_kernel, p_tc, p_occ_n, p_occ_w, p_th_n, p_th_w))
+    return [Figures(window_ns=w.dur_ns, busy_ns=int(busy[k]), sm_ns=sm_ns[k], kernel_ns=kernel[k], tc_ns=tc[k],
+                    occ_ns=occ_n[k], occ_weighted=occ_w[k], th_ns=th_n[k], th_weighted=th_w[k])
+            for k, w in enumerate(windows)]
 
 
 def main_device(trace: Trace, kf: KernelFacts) -> int | None:

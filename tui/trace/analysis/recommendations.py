@@ -19,7 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from mlptui.trace.analysis.operators import OpGroup
+from mlptui.trace.analysis.tables import Tables, tables
 from mlptui.trace.model import KERNEL, MEMCPY, Trace
 from mlptui.trace.names.kernel import decode_kernel
 
@@ -33,10 +36,9 @@ SMALL_KERNEL_SHARE = 0.5
 SMALL_KERNEL_US = 10.0
 
 
-def _in_scope(trace: Trace, launched_in: int, step: int | None) -> bool:
-    if step is not None:
-        return launched_in == step
-    return not trace.steps or launched_in >= 0
+def _in_scope(trace: Trace, t: Tables) -> np.ndarray:
+    """Per GPU op: launched in the scope's step(s) (the whole trace when it has no steps)."""
+    return np.ones(t.n_gpu, dtype=bool) if not trace.steps else t.gpu_step >= 0
 
 
 def recommendations(trace: Trace, overview: dict[str, Any], ops: list[OpGroup],
@@ -47,8 +49,11 @@ def recommendations(trace: Trace, overview: dict[str, Any], ops: list[OpGroup],
     total = overview["total"]
     duration = total["duration_us"] or 0.0
     parts = total["breakdown_us"]
-    kernels = [g for g in trace.gpu if g.cat == KERNEL and _in_scope(trace, g.step, step)]
-    kernel_us = sum(g.dur for g in kernels)
+    t = tables(trace)
+    scope = _in_scope(trace, t) if step is None else t.gpu_step == step
+    kernels = np.flatnonzero(t.gpu_is((KERNEL,)) & scope)
+    kernel_dur = t.gpu_dur[kernels]
+    kernel_us = sum(kernel_dur.tolist())
 
     if duration and parts["dataloader"] / duration >= DATALOADER_SHARE:
         share = parts["dataloader"] / duration
@@ -57,11 +62,12 @@ def recommendations(trace: Trace, overview: dict[str, Any], ops: list[OpGroup],
             "prefetch"), "figures": {"dataloader_us": round(parts["dataloader"], 3), "step_us": round(duration, 3),
                                      "share": round(share, 4)}})
     util = total["gpu_util"]
-    if kernels and util is not None and util < LOW_GPU_UTIL:
+    if len(kernels) and util is not None and util < LOW_GPU_UTIL:
         out.append({"rule": "low_gpu_util", "message": (
             f"the GPU runs kernels {util:.0%} of the step time: the host, data loading or synchronisation "
             "sets the pace"), "figures": {"gpu_util": util, "threshold": LOW_GPU_UTIL}})
-    short = sum(1 for g in kernels if g.launch >= 0 and g.dur < trace.ops[g.launch].dur)
+    launch = t.gpu_launch[kernels]
+    short = int(((launch >= 0) & (kernel_dur < t.op_dur[np.maximum(launch, 0)])).sum())
     if len(kernels) >= MIN_KERNELS and short / len(kernels) >= LAUNCH_BOUND_SHARE:
         out.append({"rule": "launch_bound", "message": (
             f"{short} of {len(kernels)} kernels run for less time than their launch call: launch-bound; "
@@ -76,23 +82,24 @@ def recommendations(trace: Trace, overview: dict[str, Any], ops: list[OpGroup],
             "Cores: use TF32 (torch.set_float32_matmul_precision('high')) or bf16/fp16 autocast"),
             "figures": {"off_tc_us": round(missed_us, 3), "kernel_us": round(kernel_us, 3),
                         "share": round(missed_us / kernel_us, 4), "ops": [o.name for o in missed[:5]]}})
-    copies = [g for g in trace.gpu if g.cat == MEMCPY and _in_scope(trace, g.step, step)]
-    h2d = [g for g in copies if _host_device(g.name)]
+    copies = np.flatnonzero(t.gpu_is((MEMCPY,)) & scope)
+    h2d = np.flatnonzero(t.names_where(_host_device, t.gpu_name[copies])[t.gpu_name[copies]])
     memcpy_share = parts["memcpy"] / duration if duration else 0.0
-    if copies and (memcpy_share >= MEMCPY_SHARE or (trace.steps and h2d)):
+    if len(copies) and (memcpy_share >= MEMCPY_SHARE or (trace.steps and len(h2d))):
         out.append({"rule": "memcpy", "message": (
             f"{len(h2d)} host↔device copies in the steps, memcpy {memcpy_share:.1%} of the step time: keep "
             "data on the device, use pinned memory and non_blocking=True, avoid .item()/.cpu() in the loop"),
-            "figures": {"memcpy_us": round(sum(g.dur for g in copies), 3), "share": round(memcpy_share, 4),
+            "figures": {"memcpy_us": round(sum(t.gpu_dur[copies].tolist()), 3), "share": round(memcpy_share, 4),
                         "host_device_copies": len(h2d)}})
-    small = [g for g in kernels if g.dur < SMALL_KERNEL_US and decode_kernel(g.name).family in ("pointwise",
-                                                                                               "reduction")]
-    if len(kernels) >= MIN_KERNELS and len(small) / len(kernels) >= SMALL_KERNEL_SHARE:
+    names = t.gpu_name[kernels]
+    fusable = t.names_where(lambda s: decode_kernel(s).family in ("pointwise", "reduction"), names)
+    small_dur = kernel_dur[(kernel_dur < SMALL_KERNEL_US) & fusable[names]].tolist()
+    if len(kernels) >= MIN_KERNELS and len(small_dur) / len(kernels) >= SMALL_KERNEL_SHARE:
         out.append({"rule": "small_kernels", "message": (
-            f"{len(small)} of {len(kernels)} kernels are pointwise/reduction kernels under "
+            f"{len(small_dur)} of {len(kernels)} kernels are pointwise/reduction kernels under "
             f"{SMALL_KERNEL_US:g} µs: torch.compile would fuse chains of them"),
-            "figures": {"small_kernels": len(small), "kernels": len(kernels),
-                        "share": round(len(small) / len(kernels), 4), "small_us": round(sum(g.dur for g in small), 3)}})
+            "figures": {"small_kernels": len(small_dur), "kernels": len(kernels),
+                        "share": round(len(small_dur) / len(kernels), 4), "small_us": round(sum(small_dur), 3)}})
     return out
 
 

@@ -30,13 +30,15 @@ its slices.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from mlptui.trace.analysis.intervals import merged
 from mlptui.trace.analysis.launches import classify_call
-from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, GpuOp, Op, Step, Trace
+from mlptui.trace.analysis.tables import Tables, tables
+from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Op, Step, Trace
 from mlptui.trace.parse.index import STEP_PREFIX
 
 OVERHEAD_BOUND = "overhead-bound"
@@ -90,99 +92,161 @@ def busy_us(intervals: list[tuple[float, float]]) -> float:
 
 
 class _Device:
-    """The union of all GPU work in the trace, to measure any window against it."""
+    """The union of all GPU work in the trace, to measure any window against it (one per trace)."""
 
-    def __init__(self, trace: Trace) -> None:
-        self.spans = merged([(g.ts, g.end) for g in trace.gpu])
-        self.starts = [s for s, _ in self.spans]
+    def __init__(self, t: Tables) -> None:
+        self.starts, self.ends = _union(t.gpu_ts, t.gpu_ts + t.gpu_dur)
+
+    @staticmethod
+    def of(trace: Trace, t: Tables) -> _Device:
+        device = trace.derived.get(_DEVICE_KEY)
+        if not isinstance(device, _Device):
+            device = trace.derived[_DEVICE_KEY] = _Device(t)
+        return device
 
     def busy(self, windows: list[tuple[float, float]]) -> float:
-        total = 0.0
+        parts = []
         for ws, we in windows:
-            i = max(bisect_right(self.starts, ws) - 1, 0)
-            while i < len(self.spans) and self.spans[i][0] < we:
-                s, e = self.spans[i]
-                total += max(min(e, we) - max(s, ws), 0.0)
-                i += 1
-        return total
+            i = max(int(np.searchsorted(self.starts, ws, side="right")) - 1, 0)
+            j = max(int(np.searchsorted(self.starts, we, side="left")), i)
+            parts.append(np.maximum(np.minimum(self.ends[i:j], we) - np.maximum(self.starts[i:j], ws), 0.0))
+        overlaps = np.concatenate(parts) if parts else np.zeros(0)
+        return float(np.cumsum(overlaps)[-1]) if len(overlaps) else 0.0     # added in order, as a loop would
 
 
-def _window(start: float, end: float, gpu: list[GpuOp]) -> tuple[float, float]:
-    return start, max([end] + [g.end for g in gpu])
+_DEVICE_KEY = "steps.device"
 
 
-def _stats(index: int, name: str, windows: list[tuple[float, float]], cpu_us: float, gpu: list[GpuOp],
-           calls: list[Op], device: _Device, gpu_recorded: bool) -> StepStats:
+def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`merged` on arrays: the union of the intervals as disjoint (starts, ends) in time order."""
+    keep = ends > starts
+    s, e = starts[keep], ends[keep]
+    order = np.lexsort((e, s))
+    s, e = s[order], e[order]
+    if not len(s):
+        return s, e
+    reach = np.maximum.accumulate(e)
+    new = np.concatenate(([True], s[1:] > reach[:-1]))      # touching intervals merge, as in `merged`
+    firsts = np.flatnonzero(new)
+    lasts = np.concatenate((firsts[1:], [len(s)])) - 1
+    return s[firsts], reach[lasts]
+
+
+def _union_us(starts: np.ndarray, ends: np.ndarray) -> float:
+    s, e = _union(starts, ends)
+    total: float = sum((e - s).tolist())            # busy_us's sum, in the same order
+    return total
+
+
+@dataclass
+class _Rows:
+    """A set of GPU op rows and runtime/driver call rows (id order), and the kind of each call."""
+
+    gpu: np.ndarray
+    calls: np.ndarray
+
+
+def _stats(t: Tables, index: int, name: str, windows: list[tuple[float, float]], cpu_us: float, rows: _Rows,
+           device: _Device, kinds: _Kinds) -> StepStats:
     windows = merged(windows)
     window = sum(e - s for s, e in windows)
-    busy = busy_us([(g.ts, g.end) for g in gpu])
+    busy = _union_us(t.gpu_ts[rows.gpu], t.gpu_ts[rows.gpu] + t.gpu_dur[rows.gpu])
     dev_busy = device.busy(windows)
-    kinds = [classify_call(c.name) for c in calls]
-    launches = sum(1 for k in kinds if k in _LAUNCH_KINDS)
+    names = t.op_name[rows.calls]
+    launches = int(kinds.launch[names].sum())
     dev_idle = max(window - dev_busy, 0.0)
+    n_gpu = len(rows.gpu)
     return StepStats(
         index=index, name=name, cpu_us=cpu_us, gpu_busy_us=busy, gpu_idle_us=max(window - busy, 0.0),
-        kernels=sum(1 for g in gpu if g.cat == KERNEL),
+        kernels=int(t.gpu_is((KERNEL,))[rows.gpu].sum()),
         launches=launches,
-        launch_overhead_us=sum(c.dur for c, k in zip(calls, kinds, strict=True) if k in LAUNCH_PATH_KINDS),
-        verdict=verdict(dev_busy, dev_idle, len(gpu), launches, gpu_recorded),
+        launch_overhead_us=sum(t.op_dur[rows.calls[kinds.on_path[names]]].tolist()),     # in call order
+        verdict=verdict(dev_busy, dev_idle, n_gpu, launches, t.n_gpu > 0),
         window_us=window, device_busy_us=dev_busy, device_idle_us=dev_idle,
     )
 
 
-def _by_step(trace: Trace) -> tuple[dict[int, list[GpuOp]], dict[int, list[Op]]]:
-    gpu: dict[int, list[GpuOp]] = {}
-    for g in trace.gpu:
-        gpu.setdefault(g.step, []).append(g)
-    calls: dict[int, list[Op]] = {}
-    for op in trace.ops:
-        if op.cat in LAUNCH_CATS:
-            calls.setdefault(op.step, []).append(op)
-    return gpu, calls
+@dataclass
+class _Kinds:
+    """Per string id, for the names of runtime/driver calls: a launch, or on the launch path."""
+
+    launch: np.ndarray
+    on_path: np.ndarray
 
 
-def _one(trace: Trace, s: Step, gpu: dict[int, list[GpuOp]], calls: dict[int, list[Op]],
-         device: _Device) -> StepStats:
-    own = gpu.get(s.index, [])
-    return _stats(s.index, s.name, [_window(s.ts, s.ts + s.dur, own)], s.dur, own, calls.get(s.index, []),
-                  device, bool(trace.gpu))
+def _call_kinds(t: Tables) -> _Kinds:
+    calls = t.op_name[t.op_is(LAUNCH_CATS)]
+    return _Kinds(t.names_where(lambda s: classify_call(s) in _LAUNCH_KINDS, calls),
+                  t.names_where(lambda s: classify_call(s) in LAUNCH_PATH_KINDS, calls))
+
+
+def _by_step(t: Tables) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """Per step index: its GPU op rows and its runtime/driver call rows, each in id order."""
+    calls = np.flatnonzero(t.op_is(LAUNCH_CATS))
+    return _split(np.arange(t.n_gpu), t.gpu_step), _split(calls, t.op_step[calls])
+
+
+def _split(rows: np.ndarray, step: np.ndarray) -> dict[int, np.ndarray]:
+    if not len(rows):
+        return {}
+    order = np.argsort(step, kind="stable")
+    keys, first = np.unique(step[order], return_index=True)
+    parts = np.split(rows[order], first[1:])
+    return dict(zip(keys.tolist(), parts, strict=True))
+
+
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+def _window(start: float, end: float, t: Tables, gpu: np.ndarray) -> tuple[float, float]:
+    return start, max(end, float((t.gpu_ts[gpu] + t.gpu_dur[gpu]).max())) if len(gpu) else end
+
+
+def _one(trace: Trace, t: Tables, s: Step, gpu: dict[int, np.ndarray], calls: dict[int, np.ndarray],
+         device: _Device, kinds: _Kinds) -> StepStats:
+    own = gpu.get(s.index, _NONE)
+    return _stats(t, s.index, s.name, [_window(s.ts, s.ts + s.dur, t, own)], s.dur,
+                  _Rows(own, calls.get(s.index, _NONE)), device, kinds)
 
 
 def all_step_stats(trace: Trace) -> list[StepStats]:
-    gpu, calls = _by_step(trace)
-    device = _Device(trace)
-    return [_one(trace, s, gpu, calls, device) for s in trace.steps]
+    t = tables(trace)
+    gpu, calls = _by_step(t)
+    device = _Device.of(trace, t)
+    kinds = _call_kinds(t)
+    return [_one(trace, t, s, gpu, calls, device, kinds) for s in trace.steps]
 
 
-def _whole_trace(trace: Trace) -> StepStats:
-    gpu = list(trace.gpu)
-    calls = [op for op in trace.ops if op.cat in LAUNCH_CATS]
-    if trace.ops:
-        start = min(op.ts for op in trace.ops)
-        end = max(op.end for op in trace.ops)
-    elif gpu:
-        start = end = min(g.ts for g in gpu)
+def _whole_trace(trace: Trace, t: Tables) -> StepStats:
+    gpu = np.arange(t.n_gpu)
+    calls = np.flatnonzero(t.op_is(LAUNCH_CATS))
+    if t.n_ops:
+        start = float(t.op_ts.min())
+        end = float((t.op_ts + t.op_dur).max())
+    elif t.n_gpu:
+        start = end = float(t.gpu_ts.min())
     else:
         start = end = 0.0
     cpu_us = end - start
-    if gpu:
-        start = min(start, min(g.ts for g in gpu))
-    return _stats(-1, "whole trace", [_window(start, end, gpu)], cpu_us, gpu, calls, _Device(trace),
-                  bool(trace.gpu))
+    if t.n_gpu:
+        start = min(start, float(t.gpu_ts.min()))
+    return _stats(t, -1, "whole trace", [_window(start, end, t, gpu)], cpu_us, _Rows(gpu, calls),
+                  _Device.of(trace, t), _call_kinds(t))
 
 
 def step_stats(trace: Trace, step: int | None) -> StepStats:
     """Stats of step `step` (a Step.index), or of all steps together when None."""
+    t = tables(trace)
     if step is not None:
         if not 0 <= step < len(trace.steps):
             raise IndexError(f"no step {step} (the trace has {len(trace.steps)})")
-        gpu, calls = _by_step(trace)
-        return _one(trace, trace.steps[step], gpu, calls, _Device(trace))
+        gpu, calls = _by_step(t)
+        return _one(trace, t, trace.steps[step], gpu, calls, _Device.of(trace, t), _call_kinds(t))
     if not trace.steps:
-        return _whole_trace(trace)
-    gpu, calls = _by_step(trace)
-    own = [g for s in trace.steps for g in gpu.get(s.index, [])]
-    windows = [_window(s.ts, s.ts + s.dur, gpu.get(s.index, [])) for s in trace.steps]
-    stats = _stats(-1, f"all {len(trace.steps)} steps", windows, sum(s.dur for s in trace.steps), own,
-                   [c for s in trace.steps for c in calls.get(s.index, [])], _Device(trace), bool(trace.gpu))
-    return stats
+        return _whole_trace(trace, t)
+    gpu, calls = _by_step(t)
+    own = np.concatenate([gpu.get(s.index, _NONE) for s in trace.steps])
+    windows = [_window(s.ts, s.ts + s.dur, t, gpu.get(s.index, _NONE)) for s in trace.steps]
+    step_calls = np.concatenate([calls.get(s.index, _NONE) for s in trace.steps])
+    return _stats(t, -1, f"all {len(trace.steps)} steps", windows, sum(s.dur for s in trace.steps),
+                  _Rows(own, step_calls), _Device.of(trace, t), _call_kinds(t))

@@ -46,10 +46,12 @@ JSON shape (`mlptui summary PATH --json`; times in µs rounded to ns, lists sort
 
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import Any
 
+import numpy as np
+
 from mlptui.trace.analysis.device_arch import device_arch
+from mlptui.trace.analysis.dispatch import dispatch_paths
 from mlptui.trace.analysis.findings import trace_findings
 from mlptui.trace.analysis.launches import launch_calls
 from mlptui.trace.analysis.profile_sections import (
@@ -58,11 +60,9 @@ from mlptui.trace.analysis.profile_sections import (
     render_profile_text,
 )
 from mlptui.trace.analysis.steps import VERDICT_RULE, StepStats, all_step_stats, step_stats
-from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, MEMCPY, MEMSET, Op, Trace
+from mlptui.trace.analysis.tables import tables
+from mlptui.trace.model import KERNEL, MEMCPY, MEMSET, Trace
 from mlptui.trace.names.kernel import decode_kernel
-
-_PATH_CATS = frozenset({CPU_OP, ANNOTATION})
-_TS = attrgetter("ts")
 
 
 def _r(x: float) -> float:
@@ -83,68 +83,22 @@ def _step_dict(s: StepStats) -> dict[str, Any]:
 
 
 def _grouped(trace: Trace, cats: frozenset[str]) -> list[tuple[str, str, int, float]]:
-    groups: dict[str, tuple[str, int, float]] = {}
-    for g in trace.gpu:
-        if g.cat in cats:
-            cat, n, total = groups.get(g.name, (g.cat, 0, 0.0))
-            groups[g.name] = (cat, n + 1, total + g.dur)
-    rows = [(name, cat, n, total) for name, (cat, n, total) in groups.items()]
+    """(name, category, count, total µs) of the GPU ops of `cats`, by name, most time first."""
+    t = tables(trace)
+    pick = np.flatnonzero(t.gpu_is(cats))
+    names, first, inverse = np.unique(t.gpu_name[pick], return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    counts = np.bincount(inverse, minlength=len(names)).tolist()
+    totals = np.bincount(inverse, weights=t.gpu_dur[pick], minlength=len(names)).tolist()   # in order, as +=
+    cat_of = t.gpu_cat[pick[first]].tolist()
+    rows = [(t.strings[name], t.strings[cat], n, total)
+            for name, cat, n, total in zip(names.tolist(), cat_of, counts, totals, strict=True)]
     rows.sort(key=lambda r: (-r[3], r[0]))
     return rows
 
 
-def _dispatch(trace: Trace) -> list[dict[str, Any]]:
-    """Every leaf path of the steps (of the whole trace without steps), with the kernels its last op
-    launched ([] for none), plus the paths that end at an op that launched kernels itself."""
-    ops = trace.ops
-    step_ops = {s.op for s in trace.steps}
-    with_steps = bool(trace.steps)
-
-    def in_scope(op: Op) -> bool:
-        return op.step >= 0 or not with_steps
-
-    # The nearest op or annotation at or above each slice (Python frames and runtime calls are skipped).
-    owner = [-1] * len(ops)
-    path: dict[int, tuple[str, ...]] = {}
-    has_child: set[int] = set()
-    for op in ops:                       # parents have smaller ids: one pass in id order
-        up = owner[op.parent] if op.parent >= 0 else -1
-        if op.cat in _PATH_CATS and op.id not in step_ops:
-            owner[op.id] = op.id
-            path[op.id] = (path[up] if up >= 0 else ()) + (op.name,)
-            if up >= 0:
-                has_child.add(up)
-        else:
-            owner[op.id] = -1 if op.id in step_ops else up
-    kernels_of: dict[int, list[int]] = {}
-    for g in trace.gpu:
-        if g.cat == KERNEL and g.op >= 0:
-            end = owner[g.op] if owner[g.op] >= 0 else g.op
-            kernels_of.setdefault(end, []).append(g.id)
-    ends = [o for o in path if o not in has_child and in_scope(ops[o])]
-    ends += [o for o in kernels_of if (o in has_child or o not in path) and in_scope(ops[o])]
-    rows: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[int, float]] = {}
-    gpu = trace.gpu
-    unique = sorted(set(ends))
-    starts = list(map(_TS, map(ops.__getitem__, unique)))
-    for _, end in sorted(zip(starts, unique, strict=True)):        # by (start, id)
-        names_path = path.get(end) or (ops[end].name,)
-        gids = kernels_of.get(end)
-        if gids is None:
-            key: tuple[tuple[str, ...], tuple[str, ...]] = (names_path, ())
-            n, us = rows.get(key, (0, 0.0))
-            rows[key] = (n + 1, us + 0)
-            continue
-        if len(gids) > 1:
-            gids = sorted(gids, key=lambda k: (gpu[k].ts, k))
-        key = (names_path, tuple(gpu[k].name for k in gids))
-        n, us = rows.get(key, (0, 0.0))
-        rows[key] = (n + 1, us + sum(gpu[k].dur for k in gids))
-    return [{"path": list(p), "count": n, "gpu_kernels": list(names), "gpu_us": _r(us)}
-            for (p, names), (n, us) in rows.items()]
-
-
 def summarize(trace: Trace) -> dict[str, Any]:
+    t = tables(trace)
     kernels = []
     for name, _cat, n, total in _grouped(trace, frozenset({KERNEL})):
         short, family, library = _kernel_name(name)
@@ -161,9 +115,9 @@ def summarize(trace: Trace) -> dict[str, Any]:
         "warnings": list(trace.warnings),
         "manifest": trace.manifest,
         "findings": trace_findings(trace),
-        "counts": {"events": trace.meta.get("events", 0), "cpu_ops": len(trace.ops), "gpu_ops": len(trace.gpu),
+        "counts": {"events": trace.meta.get("events", 0), "cpu_ops": t.n_ops, "gpu_ops": t.n_gpu,
                    "threads": len(trace.threads), "streams": len(trace.streams), "steps": len(trace.steps),
-                   "unlinked_gpu_ops": sum(1 for g in trace.gpu if g.launch < 0 and g.op < 0)},
+                   "unlinked_gpu_ops": int(((t.gpu_launch < 0) & (t.gpu_op < 0)).sum())},
         "verdict_rule": VERDICT_RULE,
         "steps": [_step_dict(s) for s in all_step_stats(trace)],
         "total": _step_dict(step_stats(trace, None)),
@@ -171,7 +125,7 @@ def summarize(trace: Trace) -> dict[str, Any]:
         "memory_ops": memory,
         "launch_calls": [{"name": c.name, "kind": c.kind, "count": c.count, "total_us": _r(c.total_us)}
                          for c in launch_calls(trace)],
-        "dispatch": _dispatch(trace),
+        "dispatch": dispatch_paths(trace),
         **profile_sections(trace),
     }
 

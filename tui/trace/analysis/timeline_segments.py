@@ -41,14 +41,11 @@ class Segments:
         s = np.searchsorted(self.bounds, starts[keep])
         e = np.searchsorted(self.bounds, ends[keep])
         if weights is None:
-            d = np.zeros(n, dtype=np.int64)
-            np.add.at(d, s, 1)
-            np.add.at(d, e, -1)
+            d = np.bincount(s, minlength=n) - np.bincount(e, minlength=n)
         else:
+            # one bincount over the starts then the ends adds each weight in the order np.add.at would
             w = np.asarray(weights, dtype=np.float64)[keep]
-            d = np.zeros(n, dtype=np.float64)
-            np.add.at(d, s, w)
-            np.add.at(d, e, -w)
+            d = np.bincount(np.concatenate((s, e)), weights=np.concatenate((w, -w)), minlength=n)
         return np.cumsum(d)[:-1]
 
     def prefix(self, per_segment: np.ndarray) -> np.ndarray:
@@ -59,3 +56,10 @@ class Segments:
         i = int(np.searchsorted(self.bounds, start))
         j = int(np.searchsorted(self.bounds, end))
         return float(prefix[j] - prefix[i])
+
+    def window_sums(self, prefix: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[float]:
+        """window_sum of each (start, end) pair, in one search."""
+        i = np.searchsorted(self.bounds, starts)
+        j = np.searchsorted(self.bounds, ends)
+        sums: list[float] = (prefix[j] - prefix[i]).astype(np.float64).tolist()
+        return sums

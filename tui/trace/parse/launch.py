@@ -56,9 +56,15 @@ class LaunchColumns:
 
 def trace_launches(trace: Trace) -> LaunchColumns:
     """The launch columns of every GPU op of `trace` (kernels only; other rows unknown)."""
+    return event_launches(trace, [g.event for g in trace.gpu], [g.cat == KERNEL for g in trace.gpu])
+
+
+def event_launches(trace: Trace, events: list[int], kernel: list[bool]) -> LaunchColumns:
+    """The launch columns of the events `events` of `trace`, one row each; rows not `kernel` unknown
+    (for callers holding the GPU ops as columns, not objects)."""
     raw_of = getattr(trace._args, "raw", None)     # an ArgsStore hands over undecoded args
     read = raw_of if callable(raw_of) else trace.args
-    return launch_columns([_launch_args(read(g.event)) if g.cat == KERNEL else _NONE for g in trace.gpu])
+    return launch_columns([_launch_args(read(e)) if k else _NONE for e, k in zip(events, kernel, strict=True)])
 
 
 def _launch_args(value: Any) -> LaunchArgs:

@@ -1,0 +1,125 @@
+"""CPU and wall seconds of each section of `mlptui summary --json`, in one process, uncached.
+
+    python benchmarks/bench_summary.py TRACE              # load, then summarize() with each section timed
+    python benchmarks/bench_summary.py TRACE --ops-first  # make the Op and GpuOp objects first, on their own line
+    python benchmarks/bench_summary.py TRACE --runs 3     # each run in a fresh process; medians
+
+The sections are timed by wrapping the functions that `summarize` calls (in mlptui.trace.analysis.summary
+and .profile_sections) for the one call, so the figures are what the command pays, shared work included:
+per-trace results kept in `Trace.derived` are paid by the first section that asks. Nested lines (the
+profile sections, the kernels' args re-read) are part of the line above them. A name the code under test
+does not have is left out, so the same script times an older tree (run it with that tree's package first
+on PYTHONPATH). CPU time is `time.process_time`; the load average is printed because the box is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+# (module, function, label, nesting level), in the order summarize() calls them.
+_SECTIONS = (
+    ("mlptui.trace.analysis.summary", "trace_findings", "findings", 0),
+    ("mlptui.trace.analysis.summary", "all_step_stats", "step figures: each step", 0),
+    ("mlptui.trace.analysis.summary", "step_stats", "step figures: all steps", 0),
+    ("mlptui.trace.analysis.summary", "_grouped", "kernels, memcpy/memset groups", 0),
+    ("mlptui.trace.analysis.summary", "launch_calls", "launch calls", 0),
+    ("mlptui.trace.analysis.summary", "_dispatch", "dispatch paths", 0),
+    ("mlptui.trace.analysis.summary", "dispatch_paths", "dispatch paths", 0),
+    ("mlptui.trace.analysis.summary", "profile_sections", "profile sections", 0),
+    ("mlptui.trace.analysis.profile_sections", "overview", "overview", 1),
+    ("mlptui.trace.analysis.kernel_figures", "trace_launches", "kernels' args re-read", 2),
+    ("mlptui.trace.analysis.kernel_figures", "event_launches", "kernels' args re-read", 2),
+    ("mlptui.trace.analysis.profile_sections", "operators_in_steps", "operators", 1),
+    ("mlptui.trace.analysis.profile_sections", "memory_report", "memory", 1),
+    ("mlptui.trace.analysis.profile_sections", "module_tree", "modules", 1),
+    ("mlptui.trace.analysis.profile_sections", "kernel_stats", "kernel stats", 1),
+    ("mlptui.trace.analysis.profile_sections", "recommendations", "recommendations", 1),
+)
+
+
+def _timer(rows: dict[str, list[float]], label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        c0, t0 = time.process_time(), time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            row = rows.setdefault(label, [0.0, 0.0])
+            row[0] += time.process_time() - c0
+            row[1] += time.perf_counter() - t0
+    return timed
+
+
+def measure(path: str, ops_first: bool) -> dict[str, Any]:
+    c0, t0 = time.process_time(), time.perf_counter()
+    from mlptui.commands.output import dumps_json
+    from mlptui.gc_policy import bulk_allocation
+    from mlptui.trace.analysis.summary import summarize
+    from mlptui.trace.parse.load import load_trace
+    rows: dict[str, list[float]] = {"imports": [time.process_time() - c0, time.perf_counter() - t0]}
+    levels = {"imports": 0}
+    for module, name, label, level in _SECTIONS:
+        mod = importlib.import_module(module)
+        if hasattr(mod, name):
+            setattr(mod, name, _timer(rows, label, getattr(mod, name)))
+            levels[label] = level
+    with bulk_allocation():
+        trace = _timer(rows, "load + index", load_trace)(path)
+        levels["load + index"] = 0
+        if ops_first:
+            _timer(rows, "Op and GpuOp objects", lambda: (len(trace.ops), len(trace.gpu)))()
+            levels["Op and GpuOp objects"] = 0
+        report = _timer(rows, "report (summarize)", summarize)(trace)
+        levels["report (summarize)"] = 0
+    report["ranks"] = None
+    _timer(rows, "JSON out", dumps_json)(report)
+    levels["JSON out"] = 0
+    return {"rows": rows, "levels": levels, "made_ops": "ops" in trace.__dict__}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("trace")
+    parser.add_argument("--ops-first", action="store_true", help="make the Op objects before the report")
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure(args.trace, args.ops_first)))
+        return 0
+    env = {**os.environ, "MLPTUI_NO_CACHE": "1"}
+    with open("/proc/loadavg") as f:
+        print(f"load average before: {f.read().split()[:3]}")
+    runs = []
+    for _ in range(args.runs):
+        argv = [sys.executable, __file__, args.trace, "--child"] + (["--ops-first"] if args.ops_first else [])
+        out = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    print(f"{'section':<36} {'CPU s':>7} {'wall s':>7}   (median of {len(runs)}; Op objects made: "
+          f"{runs[0]['made_ops']})")
+    levels = runs[0]["levels"]
+    outer = ("imports", "load + index", "Op and GpuOp objects", "report (summarize)")
+    order = [(k, 0) for k in outer if k in levels]
+    order += [(k, v + 1) for k, v in levels.items() if k not in outer and k != "JSON out"]
+    order.append(("JSON out", 0))
+    for label, level in order:
+        if label not in runs[0]["rows"]:
+            continue
+        cpu = statistics.median(r["rows"].get(label, [0.0, 0.0])[0] for r in runs)
+        wall = statistics.median(r["rows"].get(label, [0.0, 0.0])[1] for r in runs)
+        print(f"{'  ' * level + label:<36} {cpu:7.3f} {wall:7.3f}")
+    with open("/proc/loadavg") as f:
+        print(f"load average after: {f.read().split()[:3]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,131 @@
+"""The report's sections read the trace's columns (mlptui.trace.analysis.tables): checked against
+straightforward walks over the Op and GpuOp objects, and the columns taken from the index against the
+columns taken apart from the objects, on every bundled sample trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from mlptui.trace.analysis.dispatch import dispatch_paths
+from mlptui.trace.analysis.intervals import merged
+from mlptui.trace.analysis.launches import launch_calls
+from mlptui.trace.analysis.operators import operators_in_steps
+from mlptui.trace.analysis.steps import _union
+from mlptui.trace.analysis.summary import summarize
+from mlptui.trace.analysis.tables import tables
+from mlptui.trace.analysis.timeline_segments import Segments
+from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Trace
+from mlptui.trace.parse.load import load_trace
+
+SAMPLES = sorted((Path(__file__).resolve().parents[1] / "sample_traces").rglob("*.pt.trace.json*"))
+
+
+def _lazy(path: Path) -> Trace:
+    trace = load_trace(path)
+    if "_pending" not in trace.__dict__:
+        pytest.skip(f"{path.name} was indexed as objects: no columns to compare")
+    return trace
+
+
+def _reference_dispatch(trace: Trace) -> list[dict[str, Any]]:
+    """The dispatch section by one pass over the ops in id order (parents first)."""
+    ops, gpu = trace.ops, trace.gpu
+    step_ops = {s.op for s in trace.steps}
+    owner = [-1] * len(ops)
+    path: dict[int, tuple[str, ...]] = {}
+    has_child: set[int] = set()
+    for op in ops:
+        up = owner[op.parent] if op.parent >= 0 else -1
+        if op.cat in (CPU_OP, ANNOTATION) and op.id not in step_ops:
+            owner[op.id] = op.id
+            path[op.id] = (path[up] if up >= 0 else ()) + (op.name,)
+            if up >= 0:
+                has_child.add(up)
+        else:
+            owner[op.id] = -1 if op.id in step_ops else up
+    kernels_of: dict[int, list[int]] = {}
+    for g in gpu:
+        if g.cat == KERNEL and g.op >= 0:
+            kernels_of.setdefault(owner[g.op] if owner[g.op] >= 0 else g.op, []).append(g.id)
+
+    def in_scope(o: int) -> bool:
+        return ops[o].step >= 0 or not trace.steps
+
+    ends = {o for o in path if o not in has_child and in_scope(o)}
+    ends |= {o for o in kernels_of if (o in has_child or o not in path) and in_scope(o)}
+    rows: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Any]] = {}
+    for end in sorted(ends, key=lambda o: (ops[o].ts, o)):
+        gids = sorted(kernels_of.get(end, []), key=lambda k: (gpu[k].ts, k))
+        key = (path.get(end) or (ops[end].name,), tuple(gpu[k].name for k in gids))
+        row = rows.setdefault(key, [0, 0.0])
+        row[0] += 1
+        row[1] += sum(gpu[k].dur for k in gids)
+    return [{"path": list(p), "count": n, "gpu_kernels": list(k), "gpu_us": round(us, 3)}
+            for (p, k), (n, us) in rows.items()]
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name[:40])
+def test_dispatch_matches_a_walk_over_the_ops(path: Path) -> None:
+    trace = _lazy(path)
+    columnar = dispatch_paths(trace)
+    assert "ops" not in trace.__dict__           # the columns alone, no Op objects made
+    assert columnar == _reference_dispatch(trace)
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name[:40])
+def test_operators_and_launch_calls_match_a_walk_over_the_ops(path: Path) -> None:
+    trace = _lazy(path)
+    groups = {g.name: g for g in operators_in_steps(trace)}
+    calls = {c.name: (c.count, c.total_us) for c in launch_calls(trace)}
+    gpu = trace.gpu
+    expected: dict[str, list[Any]] = {}
+    expected_calls: dict[str, list[Any]] = {}
+    for op in trace.ops:
+        if op.cat in LAUNCH_CATS:
+            row = expected_calls.setdefault(op.name, [0, 0.0])
+            row[0] += 1
+            row[1] += op.dur
+        if op.cat != CPU_OP or op.name.startswith("ProfilerStep#") or (trace.steps and op.step < 0):
+            continue
+        row = expected.setdefault(op.name, [0, 0.0, 0.0, 0.0, []])
+        row[0] += 1
+        row[1] += op.self_us
+        row[2] += op.gpu_us
+        for k in op.gpu:
+            row[3] += gpu[k].dur
+        row[4].append(op.id)
+    assert {n: [g.calls, g.host_self_us, g.device_total_us, g.device_self_us, g.ops] for n, g in groups.items()} \
+        == expected
+    assert calls == {n: tuple(v) for n, v in expected_calls.items()}
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name[:40])
+def test_columns_from_the_index_and_from_the_objects_agree(path: Path) -> None:
+    from_index = summarize(_lazy(path))
+    made = load_trace(path)
+    len(made.ops)                                   # objects first: the columns are taken apart from them
+    assert "_pending" not in made.__dict__
+    assert summarize(made) == from_index
+    assert tables(made).n_ops == len(made.ops)
+
+
+def test_union_and_depth_match_the_plain_definitions() -> None:
+    rng = np.random.default_rng()
+    starts = rng.integers(0, 1000, 400).astype(np.float64)
+    ends = starts + rng.integers(-5, 60, 400)
+    s, e = _union(starts, ends)
+    assert list(zip(s.tolist(), e.tolist(), strict=True)) == merged(zip(starts.tolist(), ends.tolist(),
+                                                                         strict=True))
+    lo, hi = starts.astype(np.int64), ends.astype(np.int64)
+    seg = Segments.of(lo, hi)
+    weights = rng.random(400)
+    keep = hi > lo
+    for w in (None, weights):
+        d = np.zeros(len(seg.bounds), dtype=np.int64 if w is None else np.float64)
+        np.add.at(d, np.searchsorted(seg.bounds, lo[keep]), 1 if w is None else w[keep])
+        np.add.at(d, np.searchsorted(seg.bounds, hi[keep]), -1 if w is None else -w[keep])
+        assert seg.depth(lo, hi, w).tolist() == np.cumsum(d)[:-1].tolist()
