@@ -129,3 +129,19 @@ def test_union_and_depth_match_the_plain_definitions() -> None:
         np.add.at(d, np.searchsorted(seg.bounds, lo[keep]), 1 if w is None else w[keep])
         np.add.at(d, np.searchsorted(seg.bounds, hi[keep]), -1 if w is None else -w[keep])
         assert seg.depth(lo, hi, w).tolist() == np.cumsum(d)[:-1].tolist()
+
+
+def test_kernels_without_any_cpu_op_summarize() -> None:
+    """A trace of GPU kernels only (no CPU op, so no launch call to compare with) gives a summary, not an
+    IndexError from the launch-bound recommendation (found by the fuzz target)."""
+    import json
+
+    from mlptui.trace.analysis.summary import summarize
+    from mlptui.trace.parse.load import load_trace_bytes
+
+    events = [{"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": 1 + 10 * i, "dur": 5,
+               "args": {"correlation": i + 1}} for i in range(3)]
+    trace = load_trace_bytes(json.dumps({"traceEvents": events}).encode(), source="test")
+    assert len(trace.ops) == 0 and len(trace.gpu) == 3
+    rules = [r["rule"] for r in summarize(trace)["recommendations"]]
+    assert "launch_bound" not in rules

@@ -67,7 +67,8 @@ def recommendations(trace: Trace, overview: dict[str, Any], ops: list[OpGroup],
             f"the GPU runs kernels {util:.0%} of the step time: the host, data loading or synchronisation "
             "sets the pace"), "figures": {"gpu_util": util, "threshold": LOW_GPU_UTIL}})
     launch = t.gpu_launch[kernels]
-    short = int(((launch >= 0) & (kernel_dur < t.op_dur[np.maximum(launch, 0)])).sum())
+    launched = launch >= 0  # a kernel with no launch call (or a trace with no CPU ops) is not compared
+    short = int((kernel_dur[launched] < t.op_dur[launch[launched]]).sum())
     if len(kernels) >= MIN_KERNELS and short / len(kernels) >= LAUNCH_BOUND_SHARE:
         out.append({"rule": "launch_bound", "message": (
             f"{short} of {len(kernels)} kernels run for less time than their launch call: launch-bound; "
