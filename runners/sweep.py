@@ -7,16 +7,17 @@ Liger, forward and forward+backward; and, first, the crossover table the fused m
    is installed for this process and goes into the report (`crossover`) to be committed as
    runners/fused/crossover.json.
 2. Calibration (per family, both passes): the fused path forced on and eager (timed twice: the cell's
-   noise), timed as the verification times them (_best_us) at every row count. These pairs are folded
+   noise), timed as the verification times them (_timed_cell) at every row count. These pairs are folded
    into the installed model (crossover.with_calibration): the fused module takes its fused path only
    where the model predicts it faster and this calibration did not measure it slower (training: only
    where it was measured faster), and a pair noisier than its margin decides nothing.
-3. Verification: per family and pass, each mode's time at every row count (_best_us: medians of
+3. Verification: per family and pass, each mode's time at every row count (_timed_cell: medians of
    alternating synchronized calls), the fused module routing by
    the model just folded, eager timed twice. torch.compile is built once per family, dynamic=True.
 
-Every result row: shape ("DIMxHIDDEN"), rows, dim, hidden, mode, pass, median_us, and the ratios of the
-fused time against the other modes of its cell. Calibration rows carry "calibration": true and the
+Every result row: shape ("DIMxHIDDEN"), rows, dim, hidden, mode, pass, median_us, every mode but eager its
+paired ratio against eager (paired_vs_eager: median, low, high), and the fused row the ratios of the other
+modes' medians against its own (vs_MODE). Calibration rows carry "calibration": true and the
 modes "fused-forced" and "eager".
 """
 
@@ -203,14 +204,19 @@ def interleaved_times(fns: dict[str, Callable[[], Any]], calls: int) -> dict[str
     return times
 
 
+def medians_us(times: dict[str, list[float]]) -> dict[str, float]:
+    """Median µs of one call per mode, from seconds per call."""
+    return {m: sorted(ts)[len(ts) // 2] * 1e6 for m, ts in times.items()}
+
+
 def _interleaved_us(fns: dict[str, Callable[[], Any]], calls: int) -> dict[str, float]:
     """Median µs of one call per mode (interleaved_times)."""
-    return {m: sorted(ts)[len(ts) // 2] * 1e6 for m, ts in interleaved_times(fns, calls).items()}
+    return medians_us(interleaved_times(fns, calls))
 
 
 def _best_us(fns: dict[str, Callable[[], Any]]) -> dict[str, float]:
     """Median µs of one call per mode in this cell (cell_times)."""
-    return {m: sorted(ts)[len(ts) // 2] * 1e6 for m, ts in cell_times(fns).items()}
+    return medians_us(cell_times(fns))
 
 
 def cell_times(fns: dict[str, Callable[[], Any]]) -> dict[str, list[float]]:
@@ -269,10 +275,22 @@ def _timed_cell(fns: dict[str, Callable[[], Any]]) -> tuple[dict[str, float], di
     timed as two modes it strayed half as far from 1 as the ratio of the two medians (H100, 8 cells × 3
     allocations: mean |ratio − 1| 0.52 % against 1.03 %, benchmarks/FUSED_NOTES.md run 13)."""
     times = cell_times(fns)
-    best = {m: sorted(ts)[len(ts) // 2] * 1e6 for m, ts in times.items()}
+    best = medians_us(times)
     paired = {m: [round(v, 4) for v in paired_ratio(times, m)] for m in times if m != "eager"} \
         if "eager" in times else {}
     return best, paired
+
+
+def cell_rows(best: dict[str, float], paired: dict[str, list[float]], cell: dict[str, Any]) -> list[dict[str, Any]]:
+    """One result row per mode of a timed cell: the cell's fields, the mode, its median µs and, for every
+    mode but eager, its paired ratio against eager."""
+    rows = []
+    for m, us in best.items():
+        row = {**cell, "mode": m, "median_us": round(us, 2)}
+        if m in paired:
+            row["paired_vs_eager"] = paired[m]
+        rows.append(row)
+    return rows
 
 
 def _first_line(exc: BaseException) -> str:
@@ -306,12 +324,8 @@ def calibrate(dim: int, hidden: int, eager: torch.nn.Module, again: torch.nn.Mod
                                    "kind": "failed", "error": _first_line(exc)})
                 best, paired = _timed_cell(fns)
                 spread = noise(paired)
-                for m, us in best.items():
-                    row = {"shape": shape, "rows": r, "dim": dim, "hidden": hidden, "mode": m, "pass": ps,
-                           "median_us": round(us, 2), "calibration": True, "noise": spread}
-                    if m in paired:
-                        row["paired_vs_eager"] = paired[m]
-                    out.append(row)
+                out.extend(cell_rows(best, paired, {"shape": shape, "rows": r, "dim": dim, "hidden": hidden,
+                                                    "pass": ps, "calibration": True, "noise": spread}))
                 if "fused-forced" in best:
                     note(f"calibration {shape} {ps} rows {r}: fused {best['fused-forced']:.1f} us, "
                          f"eager {best['eager']:.1f} / {best[EAGER_AGAIN]:.1f} us")
@@ -372,12 +386,9 @@ def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: t
                     best, paired = _timed_cell(fns)
                     path = mods["fused"].path_for(r, train=bwd) if "fused" in mods else None
                     spread = noise(paired)
-                    for m, us in best.items():
-                        row: dict[str, Any] = {"shape": shape, "rows": r, "dim": dim, "hidden": hidden, "mode": m,
-                                               "pass": ps, "median_us": round(us, 2), "sweep": True, "noise": spread}
-                        if m in paired:
-                            row["paired_vs_eager"] = paired[m]
-                        if m == "fused":
+                    for row in cell_rows(best, paired, {"shape": shape, "rows": r, "dim": dim, "hidden": hidden,
+                                                        "pass": ps, "sweep": True, "noise": spread}):
+                        if row["mode"] == "fused":
                             row["path"] = path
                         results.append(row)
                     f = best.get("fused")

@@ -104,3 +104,11 @@ def test_shared_weights_are_eagers_very_tensors() -> None:
     assert torch.equal(twin(x), eager(x))
     with pytest.raises(KeyError):
         share_parameters(torch.nn.Linear(8, 8), eager)
+
+
+def test_a_cells_rows_carry_each_modes_paired_ratio_but_eagers() -> None:
+    from mlptui.runners.sweep import cell_rows
+
+    rows = cell_rows({"eager": 100.004, "fused": 80.0}, {"fused": [0.8, 0.79, 0.81]}, {"rows": 64, "pass": "fwd"})
+    assert rows == [{"rows": 64, "pass": "fwd", "mode": "eager", "median_us": 100.0},
+                    {"rows": 64, "pass": "fwd", "mode": "fused", "median_us": 80.0, "paired_vs_eager": [0.8, 0.79, 0.81]}]
