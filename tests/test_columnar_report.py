@@ -11,10 +11,9 @@ import numpy as np
 import pytest
 
 from mlptui.trace.analysis.dispatch import dispatch_paths
-from mlptui.trace.analysis.intervals import merged
+from mlptui.trace.analysis.intervals import merged, merged_arrays
 from mlptui.trace.analysis.launches import launch_calls
 from mlptui.trace.analysis.operators import operators_in_steps
-from mlptui.trace.analysis.steps import _union
 from mlptui.trace.analysis.summary import summarize
 from mlptui.trace.analysis.tables import tables
 from mlptui.trace.analysis.timeline_segments import Segments
@@ -117,7 +116,7 @@ def test_union_and_depth_match_the_plain_definitions() -> None:
     rng = np.random.default_rng()
     starts = rng.integers(0, 1000, 400).astype(np.float64)
     ends = starts + rng.integers(-5, 60, 400)
-    s, e = _union(starts, ends)
+    s, e = merged_arrays(starts, ends)
     assert list(zip(s.tolist(), e.tolist(), strict=True)) == merged(zip(starts.tolist(), ends.tolist(),
                                                                          strict=True))
     lo, hi = starts.astype(np.int64), ends.astype(np.int64)

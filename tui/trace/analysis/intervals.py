@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
+
 Interval = tuple[float, float]
 
 
@@ -19,6 +21,21 @@ def merged(intervals: Iterable[Interval]) -> list[Interval]:
         else:
             out.append((s, e))
     return out
+
+
+def merged_arrays(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`merged` on numpy arrays: the union of the intervals as disjoint (starts, ends) in time order."""
+    keep = ends > starts
+    s, e = starts[keep], ends[keep]
+    order = np.lexsort((e, s))
+    s, e = s[order], e[order]
+    if not len(s):
+        return s, e
+    reach = np.maximum.accumulate(e)
+    new = np.concatenate(([True], s[1:] > reach[:-1]))      # touching intervals merge, as in `merged`
+    firsts = np.flatnonzero(new)
+    lasts = np.concatenate((firsts[1:], [len(s)])) - 1
+    return s[firsts], reach[lasts]
 
 
 def total(disjoint: list[Interval]) -> float:

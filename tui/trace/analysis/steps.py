@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from mlptui.trace.analysis.intervals import merged
+from mlptui.trace.analysis.intervals import merged, merged_arrays
 from mlptui.trace.analysis.launches import classify_call
 from mlptui.trace.analysis.tables import Tables, tables
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Op, Step, Trace
@@ -95,7 +95,7 @@ class _Device:
     """The union of all GPU work in the trace, to measure any window against it (one per trace)."""
 
     def __init__(self, t: Tables) -> None:
-        self.starts, self.ends = _union(t.gpu_ts, t.gpu_ts + t.gpu_dur)
+        self.starts, self.ends = merged_arrays(t.gpu_ts, t.gpu_ts + t.gpu_dur)
 
     @staticmethod
     def of(trace: Trace, t: Tables) -> _Device:
@@ -117,23 +117,8 @@ class _Device:
 _DEVICE_KEY = "steps.device"
 
 
-def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`merged` on arrays: the union of the intervals as disjoint (starts, ends) in time order."""
-    keep = ends > starts
-    s, e = starts[keep], ends[keep]
-    order = np.lexsort((e, s))
-    s, e = s[order], e[order]
-    if not len(s):
-        return s, e
-    reach = np.maximum.accumulate(e)
-    new = np.concatenate(([True], s[1:] > reach[:-1]))      # touching intervals merge, as in `merged`
-    firsts = np.flatnonzero(new)
-    lasts = np.concatenate((firsts[1:], [len(s)])) - 1
-    return s[firsts], reach[lasts]
-
-
 def _union_us(starts: np.ndarray, ends: np.ndarray) -> float:
-    s, e = _union(starts, ends)
+    s, e = merged_arrays(starts, ends)
     total: float = sum((e - s).tolist())            # busy_us's sum, in the same order
     return total
 

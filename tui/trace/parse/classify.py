@@ -92,7 +92,6 @@ class Buckets:
     gpu_kind: np.ndarray
 
 
-
 class Codes(dict[Any, int]):
     """Numbers values in the order they are first seen."""
 

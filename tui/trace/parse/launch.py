@@ -20,7 +20,7 @@ import msgspec
 import numpy as np
 from msgspec import Struct
 
-from mlptui.trace.model import KERNEL, Trace
+from mlptui.trace.model import Trace
 from mlptui.trace.parse.decode import event_args
 
 _LIMIT = 1 << 40          # no launch dimension, register count or byte count reaches this
@@ -54,14 +54,8 @@ class LaunchColumns:
     occupancy_pct: np.ndarray    # float64: Kineto's `est. achieved occupancy %`, when a number >= 0
 
 
-def trace_launches(trace: Trace) -> LaunchColumns:
-    """The launch columns of every GPU op of `trace` (kernels only; other rows unknown)."""
-    return event_launches(trace, [g.event for g in trace.gpu], [g.cat == KERNEL for g in trace.gpu])
-
-
 def event_launches(trace: Trace, events: list[int], kernel: list[bool]) -> LaunchColumns:
-    """The launch columns of the events `events` of `trace`, one row each; rows not `kernel` unknown
-    (for callers holding the GPU ops as columns, not objects)."""
+    """The launch columns of the events `events` of `trace`, one row each; rows not `kernel` unknown."""
     raw_of = getattr(trace._args, "raw", None)     # an ArgsStore hands over undecoded args
     read = raw_of if callable(raw_of) else trace.args
     return launch_columns([_launch_args(read(e)) if k else _NONE for e, k in zip(events, kernel, strict=True)])
