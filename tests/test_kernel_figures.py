@@ -106,3 +106,15 @@ def test_launch_edge_cases(args: dict[str, Any], theory_known: bool) -> None:
     trace = load_trace_bytes(_one_kernel(**args), source="one kernel")
     known = _check(trace)
     assert known == int(theory_known)
+
+
+def test_a_launch_value_with_bad_utf8_reads_as_the_views_read_it() -> None:
+    """A launch key whose string value is not UTF-8 (msgspec raises UnicodeDecodeError there, found by the
+    fuzz target) falls back to the args the views read, with the bad bytes replaced."""
+    from mlptui.trace.parse.decode import event_args
+    from mlptui.trace.parse.launch import _launch_args
+
+    raw = b'{"grid": "\xff", "block": [32, 4, 1], "registers per thread": 40}'
+    args = _launch_args(raw)
+    assert args.grid == event_args(raw)["grid"] == "\ufffd"
+    assert args.block == [32, 4, 1] and args.registers == 40

@@ -70,7 +70,9 @@ def _launch_args(value: Any) -> LaunchArgs:
         return _NONE
     try:
         args: LaunchArgs = _DECODER.decode(value)
-    except (msgspec.DecodeError, RecursionError):     # not an object, bad UTF-8, too deep: as the views read it
+    # not an object, bad UTF-8 (msgspec raises UnicodeDecodeError for it in a string it keeps), too deep:
+    # as the views read it
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return _launch_args(event_args(value))
     return args
 
