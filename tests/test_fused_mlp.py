@@ -553,8 +553,8 @@ def test_a_cell_whose_eager_timings_disagree_routes_nothing() -> None:
 
 
 def test_inference_on_a_row_count_routed_unfused_skips_the_routing(monkeypatch) -> None:
-    """Once a row count is routed unfused, an inference call runs eager's own function (its projections
-    called as modules, so their hooks fire) without going through the routing again."""
+    """Once a row count is routed unfused, an inference call runs eager's five kernels (its projections
+    called as modules when a hook is set, so the hook fires) without going through the routing again."""
     from mlptui.runners.fused import FusedGeGLUMLP
     from mlptui.runners.modules import SimpleGeGLUMLP
 
@@ -576,3 +576,23 @@ def test_inference_on_a_row_count_routed_unfused_skips_the_routing(monkeypatch) 
         assert torch.equal(first, second) and torch.equal(second, eager(x)) and len(seen) == 2
         with pytest.raises(AssertionError, match="routed again"):
             fused(torch.randn(6, 8))  # a row count not routed yet goes through the routing
+
+
+def test_fast_unfused_route_skips_the_projections_module_calls_when_nothing_could_tell(monkeypatch) -> None:
+    """With no hook, profiler or subclass in the way, the routed-unfused inference call computes eager's
+    result with F.linear on the weights, not through nn.Linear.forward (three Module.__call__ saved)."""
+    from mlptui.runners.fused import FusedGeGLUMLP
+    from mlptui.runners.modules import SimpleGeGLUMLP
+
+    torch.manual_seed(1)
+    eager = SimpleGeGLUMLP(8, 16)
+    fused = FusedGeGLUMLP(8, 16, policy="unfused")
+    fused.load_state_dict(eager.state_dict())
+    x = torch.randn(5, 8)
+    with torch.no_grad():
+        want = eager(x)
+        fused(x)  # routes 5 rows
+        forwards: list[int] = []
+        original = torch.nn.Linear.forward
+        monkeypatch.setattr(torch.nn.Linear, "forward", lambda self, t: forwards.append(1) or original(self, t))
+        assert torch.equal(fused(x), want) and forwards == []

@@ -174,8 +174,11 @@ def _bench_cells(results: list[dict[str, Any]]) -> dict[tuple[int, int, str, int
         if spread is not None and spread > (TRAIN_MARGIN if key[2] == "fwd+bwd" else MARGIN):
             continue  # eager timed twice differed by more than the margin: this cell resolves nothing
         eager_us = float(eager["median_us"])
-        paired = fused.get("paired_vs_eager")  # round-by-round ratio, where the report has it: less noisy
-        pairs[key] = (eager_us * float(paired[0]) if paired else float(fused["median_us"]), eager_us)
+        # The round-by-round ratio where the report has it (less noisy), at the slow end of its ~95 %
+        # interval: a cell is measured faster only when the interval says so. Two H100 cells whose median
+        # read fused 3 % faster in the calibration read it slower in the verification (run 13).
+        paired = fused.get("paired_vs_eager")
+        pairs[key] = (eager_us * float(paired[-1]) if paired else float(fused["median_us"]), eager_us)
     return pairs
 
 

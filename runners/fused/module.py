@@ -156,15 +156,17 @@ class FusedGeGLUMLP(nn.Module):
         return geglu_mlp(x, self.gate_proj, self.up_proj, self.down_proj)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # Inference on a row count already routed unfused: eager's own function, before any other Python.
-        # In the sweep's alternating calls (cold host caches), every line ahead of the first launch shows
-        # in the latency of weight-bandwidth-bound cells: this path read 1.0 % over eager on an H100 where
-        # the full routing read 1.4 % (benchmarks/FUSED_NOTES.md run 13).
+        # Inference on a row count already routed unfused: eager's five kernels before any other Python,
+        # through _unfused (F.linear on the weights where nothing could tell it from the projections'
+        # Module.__call__). In the sweep's alternating calls (cold host caches), every line ahead of the
+        # first launch shows in the latency of weight-bandwidth-bound cells: eager's own function here read
+        # 1.0 % over eager on an H100, the full routing 1.4 %, _unfused called directly 2-4 % under it
+        # (benchmarks/FUSED_NOTES.md run 13).
         if not torch.is_grad_enabled() and not torch.compiler.is_compiling():
             shape = x.shape
             if len(shape) == 2 and self._routes.get(shape[0]) is False:
                 mods = self._modules
-                return geglu_mlp(x, mods["gate_proj"], mods["up_proj"], mods["down_proj"])  # type: ignore[arg-type]
+                return _unfused(x, mods["gate_proj"], mods["up_proj"], mods["down_proj"])  # type: ignore[arg-type]
         return self._forward_routed(x)
 
     def _forward_routed(self, x: torch.Tensor) -> torch.Tensor:
