@@ -1,7 +1,9 @@
-"""The trace core and `mlptui summary` never import torch or textual (the summary runs on any machine)."""
+"""The trace core and `mlptui summary` never import torch or textual (the summary runs on any machine), and
+the summary does not import numpy.ma (a cost of every fresh process)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,3 +37,23 @@ def test_trace_core_and_summary_import_neither_torch_nor_textual() -> None:
     count, bad = proc.stdout.strip().split(" ", 1)
     assert int(count) >= 8          # load, index, decode, tree, steps, launches, summary, ...
     assert bad == "[]"
+
+
+NO_MASKED = r"""
+import contextlib, io, sys
+from mlptui.cli import main
+for path in sys.argv[1:]:
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["summary", path, "--json"]) == 0, path
+print(sorted(m for m in sys.modules if m == "numpy.ma" or m.startswith("numpy.ma.")))
+"""
+
+
+def test_summary_does_not_import_numpy_ma() -> None:
+    """numpy.ma costs 10-20 ms of a fresh process's imports; a plain np.unique or np.median pulls it in."""
+    samples = [str(p) for p in sorted((ROOT / "sample_traces").rglob("*.pt.trace.json*"))]
+    assert len(samples) >= 8
+    proc = subprocess.run([sys.executable, "-c", NO_MASKED, *samples], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "MLPTUI_NO_CACHE": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from mlptui.trace.analysis.occupancy import device_for, theoretical_occupancy
-from mlptui.trace.analysis.tables import tables
+from mlptui.trace.analysis.tables import distinct, tables
 from mlptui.trace.model import KERNEL, Trace
 from mlptui.trace.parse.launch import LaunchColumns, event_launches
 
@@ -44,7 +44,7 @@ def kernel_figures(trace: Trace) -> KernelFigures:
     device = t.gpu_device
     bps = np.where(kernel, launch.blocks_per_sm, np.nan)
     theory = np.full(n, np.nan)
-    for dev in np.unique(device[kernel]).tolist():
+    for dev in distinct(device[kernel]).tolist():
         props = device_for(trace, dev)
         here = kernel & (device == dev)
         sms = (props or {}).get("numSms")

@@ -62,6 +62,13 @@ class ArgsStore:
         return {"events": self._n, "repair_utf8": self._repair, "cut": self._cut,
                 "suffix": self._suffix.decode("latin-1")}
 
+    def source_file(self) -> tuple[Path, tuple[int, int]] | None:
+        """(path, (size, mtime_ns) when loaded) of the file the args are re-read from; None when they are
+        held in memory."""
+        if self._path is None or self._stamp is None:
+            return None
+        return self._path, self._stamp
+
     @property
     def loaded(self) -> bool:
         return self._raws is not None

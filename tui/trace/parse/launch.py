@@ -6,6 +6,10 @@ these keys (they would cost every load a tenth of its time, for views that are n
 they are read here on first use: the trace's args are re-read once (mlptui.trace.parse.args_store) and
 of each kernel's args only these six keys are decoded, with a typed decoder, instead of a dict per
 kernel. Unknown values are NaN (floats) or -1 (ints); memcpy and memset rows have none.
+
+For a trace read from a file, the columns are kept in the index cache as a companion of the file's entry
+(mlptui.trace.parse.index_cache), keyed by the file and the event numbers they were computed for: the
+next open of the same file reads them from there instead of re-reading its args.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import numpy as np
 from msgspec import Struct
 
 from mlptui.trace.model import Trace
+from mlptui.trace.parse import index_cache
+from mlptui.trace.parse.args_store import ArgsStore
 from mlptui.trace.parse.decode import event_args
 
 _LIMIT = 1 << 40          # no launch dimension, register count or byte count reaches this
@@ -54,11 +60,40 @@ class LaunchColumns:
     occupancy_pct: np.ndarray    # float64: Kineto's `est. achieved occupancy %`, when a number >= 0
 
 
+# each column's dtype, to check columns read back from the cache
+_DTYPES = {"grid_blocks": np.dtype(np.float64), "threads": np.dtype(np.int64), "registers": np.dtype(np.int64),
+           "shared_memory": np.dtype(np.int64), "blocks_per_sm": np.dtype(np.float64),
+           "occupancy_pct": np.dtype(np.float64)}
+
+
 def event_launches(trace: Trace, events: list[int], kernel: list[bool]) -> LaunchColumns:
-    """The launch columns of the events `events` of `trace`, one row each; rows not `kernel` unknown."""
-    raw_of = getattr(trace._args, "raw", None)     # an ArgsStore hands over undecoded args
+    """The launch columns of the events `events` of `trace`, one row each; rows not `kernel` unknown.
+    Read from the index cache when the trace's file has them there; computed (and kept there) otherwise."""
+    store = trace._args
+    file = store.source_file() if isinstance(store, ArgsStore) else None
+    key = index_cache.companion_key(file[0], "launch", file[1]) if file is not None else None
+    rows: dict[str, np.ndarray] = {}
+    if file is not None and key is not None:
+        rows = {"events": np.array(events, dtype=np.int64), "kernel": np.array(kernel, dtype=bool)}
+        cached = _from_cache(index_cache.companion_lookup(file[0], key, rows), len(events))
+        if cached is not None:
+            return cached
+    raw_of = getattr(store, "raw", None)     # an ArgsStore hands over undecoded args
     read = raw_of if callable(raw_of) else trace.args
-    return launch_columns([_launch_args(read(e)) if k else _NONE for e, k in zip(events, kernel, strict=True)])
+    columns = launch_columns([_launch_args(read(e)) if k else _NONE for e, k in zip(events, kernel, strict=True)])
+    # kept only when read from the file as loaded (args that could not be re-read are all unknown)
+    if file is not None and key is not None and getattr(store, "problem", None) is None:
+        index_cache.companion_store(file[0], key, rows, dict(vars(columns)))
+    return columns
+
+
+def _from_cache(cols: dict[str, np.ndarray] | None, n: int) -> LaunchColumns | None:
+    """The columns read back from the cache when they are the columns of `n` rows; None otherwise."""
+    if cols is None or set(cols) != set(_DTYPES):
+        return None
+    if any(a.dtype != _DTYPES[name] or a.shape != (n,) for name, a in cols.items()):
+        return None
+    return LaunchColumns(**cols)
 
 
 def _launch_args(value: Any) -> LaunchArgs:
