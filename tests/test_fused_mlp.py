@@ -596,3 +596,25 @@ def test_fast_unfused_route_skips_the_projections_module_calls_when_nothing_coul
         original = torch.nn.Linear.forward
         monkeypatch.setattr(torch.nn.Linear, "forward", lambda self, t: forwards.append(1) or original(self, t))
         assert torch.equal(fused(x), want) and forwards == []
+
+
+def test_unfused_route_calls_as_a_module_only_the_projection_that_has_a_hook(monkeypatch) -> None:
+    """Each projection is checked on its own: a hook on the gate projection makes that one a module call
+    (its hook fires once), while up and down still run F.linear on their weights; the result is eager's."""
+    from mlptui.runners.fused import FusedGeGLUMLP
+    from mlptui.runners.modules import SimpleGeGLUMLP
+
+    torch.manual_seed(2)
+    eager = SimpleGeGLUMLP(8, 16)
+    fused = FusedGeGLUMLP(8, 16, policy="unfused")
+    fused.load_state_dict(eager.state_dict())
+    x = torch.randn(5, 8)
+    hooked: list[int] = []
+    fused.gate_proj.register_forward_hook(lambda *_: hooked.append(1))
+    forwards: list[int] = []
+    original = torch.nn.Linear.forward
+    with torch.no_grad():
+        want = eager(x)
+        monkeypatch.setattr(torch.nn.Linear, "forward", lambda self, t: forwards.append(1) or original(self, t))
+        assert torch.equal(fused(x), want)
+    assert hooked == [1] and forwards == [1]
