@@ -47,6 +47,18 @@ def private_cache_home(tmp_path_factory: pytest.TempPathFactory):
         os.environ["XDG_CACHE_HOME"] = old
 
 
+@pytest.fixture
+def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private, enabled index cache for one test, caching even the small sample traces."""
+    from mlptui.trace.parse import index_cache
+
+    home = tmp_path / "xdg"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    monkeypatch.delenv("MLPTUI_NO_CACHE", raising=False)
+    monkeypatch.setattr(index_cache, "MIN_BYTES", 0)     # the sample traces are small
+    return home
+
+
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
     if not CORPUS.is_dir():

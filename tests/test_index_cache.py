@@ -18,15 +18,6 @@ from mlptui.trace.parse.load import load_trace
 
 
 @pytest.fixture
-def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "xdg"
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
-    monkeypatch.delenv("MLPTUI_NO_CACHE", raising=False)
-    monkeypatch.setattr(index_cache, "MIN_BYTES", 0)     # the sample traces are small
-    return home
-
-
-@pytest.fixture
 def trace_file(tmp_path: Path) -> Path:
     src = find_sample("mlp", "eager")
     dst = tmp_path / src.name

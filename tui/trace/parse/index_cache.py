@@ -128,13 +128,17 @@ def store(path: Path, trace: Trace, args_facts: dict[str, Any]) -> bool:
         cols = trace_columns(trace)
         cols["key"] = np.frombuffer(orjson.dumps(key), dtype=np.uint8)
         cols["args"] = np.frombuffer(orjson.dumps(args_facts), dtype=np.uint8)
-        target = entry_path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_writer(target) as f:
-            np.savez(f, allow_pickle=False, **cols)
-        return True
+        return _write(entry_path(path), cols)
     except (OSError, ValueError, TypeError):
         return False
+
+
+def _write(target: Path, arrays: dict[str, np.ndarray]) -> bool:
+    """Write `arrays` as one .npz at `target`, atomically (a reader never sees half an entry)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_writer(target) as f:
+        np.savez(f, allow_pickle=False, **arrays)
+    return True
 
 
 def companion_path(path: Path, name: str) -> Path:
@@ -180,11 +184,7 @@ def companion_store(path: Path, key: dict[str, Any], rows: dict[str, np.ndarray]
         arrays = {f"rows_{name}": np.asarray(a) for name, a in rows.items()}
         arrays.update((name, np.asarray(a)) for name, a in cols.items())
         arrays["key"] = np.frombuffer(orjson.dumps(key), dtype=np.uint8)
-        target = companion_path(path, key["companion"])
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_writer(target) as f:
-            np.savez(f, allow_pickle=False, **arrays)
-        return True
+        return _write(companion_path(path, key["companion"]), arrays)
     except (OSError, ValueError, TypeError):
         return False
 
