@@ -300,7 +300,7 @@ def test_unfused_route_calls_projections_as_modules_whenever_that_can_differ() -
     the same: a hook on a projection or a global one, a projection that is not a plain nn.Linear, or a
     profiler recording (its trace shows the modules) all get real module calls; the result is the same."""
     from mlptui.runners.fused import FusedGeGLUMLP
-    from mlptui.runners.fused.module import _plain_linears
+    from mlptui.runners.fused.module import _globally_plain, _plain
 
     torch.manual_seed(6)
     fused = FusedGeGLUMLP(8, 16, policy="unfused")
@@ -328,9 +328,9 @@ def test_unfused_route_calls_projections_as_modules_whenever_that_can_differ() -
     fused.down_proj = doubled
     assert torch.allclose(fused(x), 2 * plain)
     gate, up, down = fused.gate_proj, fused.up_proj, torch.nn.Linear(16, 8, bias=False)
-    assert _plain_linears(gate, up, down)
+    assert _globally_plain() and all(map(_plain, (gate, up, down)))
     with torch.profiler.profile():
-        assert not _plain_linears(gate, up, down)
+        assert not _globally_plain()
 
 
 def test_interleave_gate_up_layout(interp: ModuleType) -> None:

@@ -40,11 +40,6 @@ def _plain(m: nn.Module) -> bool:
                                          or m._backward_pre_hooks)
 
 
-def _plain_linears(gate: nn.Module, up: nn.Module, down: nn.Module) -> bool:
-    """F.linear on all three projections' weights does what calling them does (see _unfused)."""
-    return _globally_plain() and _plain(gate) and _plain(up) and _plain(down)
-
-
 def _linear(m: nn.Module, x: torch.Tensor) -> torch.Tensor:
     if _plain(m):
         p = m._parameters
