@@ -69,8 +69,8 @@ _DTYPES = {"grid_blocks": np.dtype(np.float64), "threads": np.dtype(np.int64), "
 def event_launches(trace: Trace, events: list[int], kernel: list[bool]) -> LaunchColumns:
     """The launch columns of the events `events` of `trace`, one row each; rows not `kernel` unknown.
     Read from the index cache when the trace's file has them there; computed (and kept there) otherwise."""
-    store = trace._args
-    file = store.source_file() if isinstance(store, ArgsStore) else None
+    store = trace._args if isinstance(trace._args, ArgsStore) else None
+    file = store.source_file() if store is not None else None
     key = index_cache.companion_key(file[0], "launch", file[1]) if file is not None else None
     rows: dict[str, np.ndarray] = {}
     if file is not None and key is not None:
@@ -78,11 +78,10 @@ def event_launches(trace: Trace, events: list[int], kernel: list[bool]) -> Launc
         cached = _from_cache(index_cache.companion_lookup(file[0], key, rows), len(events))
         if cached is not None:
             return cached
-    raw_of = getattr(store, "raw", None)     # an ArgsStore hands over undecoded args
-    read = raw_of if callable(raw_of) else trace.args
+    read = store.raw if store is not None else trace.args     # an ArgsStore hands over undecoded args
     columns = launch_columns([_launch_args(read(e)) if k else _NONE for e, k in zip(events, kernel, strict=True)])
     # kept only when read from the file as loaded (args that could not be re-read are all unknown)
-    if file is not None and key is not None and getattr(store, "problem", None) is None:
+    if file is not None and key is not None and store is not None and store.problem is None:
         index_cache.companion_store(file[0], key, rows, dict(vars(columns)))
     return columns
 
