@@ -65,7 +65,7 @@ def host_times() -> dict:
             lau: GateUpLauncher = fused.launcher()
             plan = lau.plan_for(x, rows, False)
             cfg = plan.config
-            programs = max(1, min(lau.sms, triton.cdiv(rows, cfg.block_m) * triton.cdiv(3072, cfg.block_n)))
+            programs = cfg.programs(rows, 3072, lau.sms)
             h = torch.empty(rows, 3072, device="cuda", dtype=torch.bfloat16)
             r = {
                 "gateup_jit_launch": enqueue_us(lambda a=x, o=h, p=plan, n=rows, g=programs, la=lau:

@@ -94,6 +94,53 @@ def test_tile_loop_covers_more_tiles_than_programs(interp: ModuleType) -> None:
 
 
 @interpreted_only
+def test_several_programs_per_sm_cover_every_tile_once(interp: ModuleType) -> None:
+    # 20 tiles, 3 programs per SM on the interpreter's 4 "SMs": 12 programs, 8 of them walk two tiles
+    cfg = interp.GateUpConfig(16, 32, 16, 4, 2, group_m=2, programs_per_sm=3)
+    assert cfg.programs(80, 128, 4) == 12 and cfg.programs(16, 64, 4) == 2  # at most one per tile
+    x, wg, wu = _inputs(80, 32, 128, torch.float16, seed=6)
+    out = torch.full((80, 128), float("nan"), dtype=torch.float16)
+    interp.fused_geglu_gateup(x, wg, wu, config=cfg, out=out)
+    assert _rel_err(out, _reference(x, wg, wu)) <= 1e-2
+
+
+def test_programs_per_sm_sets_the_grid_and_the_label(interp: ModuleType) -> None:
+    one = interp.GateUpConfig(16, 32, 128, 4, 4)
+    three = interp.GateUpConfig(16, 32, 128, 4, 4, programs_per_sm=3)
+    # 4096x11008 at one row: 344 tiles of 16x32 on 132 SMs
+    assert one.programs(1, 11008, 132) == 132 and three.programs(1, 11008, 132) == 344
+    assert three.programs(1, 13824, 132) == 396  # 432 tiles: three per SM
+    assert one.label() + "-p3" == three.label()
+    assert all(c.programs_per_sm == 3 for c in interp.candidate_configs(16))  # decode-like buckets
+
+
+def test_launchers_of_the_same_dims_share_one_tuning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tuning is stubbed (it times on a GPU): the second launcher of the same dims takes the first one's
+    choice without tuning; other dims, or another row bucket, tune on their own."""
+    from mlptui.runners.fused import launcher as launcher_mod
+
+    monkeypatch.setattr(launcher_mod, "_TUNED", {})
+    tuned: list[tuple[int, int]] = []
+
+    def fake_tune(self, x, m, candidates):  # picks the last candidate, so the default cannot pass for it
+        tuned.append((self.n, m))
+        return candidates[-1]
+
+    monkeypatch.setattr(launcher_mod.GateUpLauncher, "_tune", fake_tune)
+    x, wg, wu = _inputs(16, 32, 64, torch.float16, seed=2)
+    first, second = (launcher_mod.GateUpLauncher(wg.clone(), wu.clone()) for _ in range(2))
+    first.tune = second.tune = True
+    a, b = first.plan_for(x, 16, False), second.plan_for(x, 16, False)
+    assert tuned == [(64, 16)]
+    assert (a.config, a.use_tma) == (b.config, b.use_tma) != (launcher_mod.candidate_configs(16)[0], True)
+    other = launcher_mod.GateUpLauncher(*_inputs(16, 32, 96, torch.float16, seed=3)[1:])
+    other.tune = True
+    other.plan_for(x, 16, False)
+    second.plan_for(torch.cat([x] * 8), 128, False)
+    assert tuned == [(64, 16), (96, 16), (64, 128)]
+
+
+@interpreted_only
 def test_epilogue_saturates_without_nan(interp: ModuleType) -> None:
     # pre-activations far into both tails: gelu -> 0 and -> identity, no inf/inf
     x, wg, wu = _inputs(16, 32, 32, torch.bfloat16, seed=9, scale=200.0)

@@ -34,6 +34,12 @@ from mlptui.runners.fused.kernels import fused_geglu_gateup_gemm_kernel, geglu_b
 
 ROWS_CACHE_MAX = 4096  # distinct row counts remembered per launcher (variable sequence lengths)
 
+# What the tuner chose, per (device, N, K, dtype, row bucket, aligned, persistent), for every launcher in
+# this process: two modules of the same dims run the same configuration. Why: each launcher tuning on
+# its own could pick differently between configurations a few % apart, so the sweep's calibration (one
+# module) and its verification (another) timed different kernels (benchmarks/FUSED_NOTES.md run 16).
+_TUNED: dict[tuple[Any, ...], tuple[GateUpConfig, bool]] = {}
+
 
 def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "") == "1"
@@ -207,7 +213,7 @@ class GateUpLauncher:
             cfg = next((c for c in cands if not c.interleaved), None) or GateUpConfig(64, 64, 64, 4, 3)
             aligned = self.k % 8 == 0 and self.n % 8 == 0 and tma_ok(x)
             plan = Plan(cfg, plan.use_tma if plan is not None else aligned, store_gu)
-        programs = max(1, min(self.sms, triton.cdiv(m, plan.config.block_m) * triton.cdiv(self.n, plan.config.block_n)))
+        programs = plan.config.programs(m, self.n, self.sms)
 
         def jit(x: torch.Tensor, h: torch.Tensor, gu: torch.Tensor, m: int) -> None:
             self._jit_launch(plan, x, h, gu, m, programs)
@@ -216,7 +222,7 @@ class GateUpLauncher:
     def _prepare(self, x: torch.Tensor, m: int, store_gu: bool) -> Callable[..., None]:
         plan = self.plan_for(x, m, store_gu)
         cfg = plan.config
-        programs = max(1, min(self.sms, triton.cdiv(m, cfg.block_m) * triton.cdiv(self.n, cfg.block_n)))
+        programs = cfg.programs(m, self.n, self.sms)
         if programs not in plan.direct:
             try:
                 plan.direct[programs] = self._direct_launcher(plan, x, m, programs)
@@ -248,8 +254,13 @@ class GateUpLauncher:
             if not self.persistent:
                 cands = [c for c in cands if not c.interleaved] or [GateUpConfig(64, 64, 64, 4, 3)]
             paths = [True, False] if aligned and m <= 64 else [aligned]
-            if self.tune and not _capturing():
+            key = (str(self.device), self.n, self.k, self.dtype, bucket, aligned, self.persistent)
+            chosen = _TUNED.get(key) if self.tune else None
+            if chosen is not None:
+                plan = Plan(chosen[0], chosen[1], store_gu)
+            elif self.tune and not _capturing():
                 plan = self._tune(x, m, [Plan(c, t, store_gu) for t in paths for c in cands])
+                _TUNED[key] = (plan.config, plan.use_tma)
             else:
                 plan = Plan(cands[0], paths[0], store_gu)
         self._plans[(bucket, store_gu)] = plan
@@ -335,7 +346,7 @@ class GateUpLauncher:
         best: tuple[float, Plan] | None = None
         for plan in candidates:
             cfg = plan.config
-            programs = max(1, min(self.sms, triton.cdiv(m, cfg.block_m) * triton.cdiv(self.n, cfg.block_n)))
+            programs = cfg.programs(m, self.n, self.sms)
             try:
                 self._jit_launch(plan, x, h, h, m, programs)
                 ms = do_bench(lambda p=plan, g=programs: self._jit_launch(p, x, h, h, m, g), warmup=5, rep=20,
@@ -421,8 +432,7 @@ def fused_geglu_gateup(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor
         else:
             aligned = k % 8 == 0 and n % 8 == 0 and tma_ok(x)
             plan = Plan(config or candidate_configs(m)[0], aligned if use_tma is None else use_tma, False)
-            programs = max(1, min(launcher.sms, triton.cdiv(m, plan.config.block_m)
-                                  * triton.cdiv(n, plan.config.block_n)))
+            programs = plan.config.programs(m, n, launcher.sms)
             launcher._sync_weights()
             launcher._jit_launch(plan, x, h, h, m, programs)
     return h if out is None or h is out else out.copy_(h)
