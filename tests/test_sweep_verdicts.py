@@ -169,3 +169,25 @@ def test_groups_meet_through_eager(monkeypatch: pytest.MonkeyPatch) -> None:
     assert sweep.vs_fused(best, paired, "compile") == pytest.approx(1.5 / 0.9)  # not 165 / 90
     assert sweep.vs_fused(best, paired, "eager") == pytest.approx(1 / 0.9)
     assert sweep.vs_fused({"fused": 80.0, "kernels": 120.0}, {}, "kernels") == 1.5  # no pairs: the medians
+
+
+def test_a_measured_cell_routes_by_its_measurement_and_the_model_fills_the_rest() -> None:
+    """The replay model has the two paths level at 8192 rows (no 3 % margin: unfused), the calibration
+    measured fused 7 % faster there: fused. A row count nearer an unmeasured grid point follows the model."""
+    fam = {"dim": 768, "hidden": 3072, "rows": [1, 8192], "fused_gpu_us": [10, 3300], "eager_gpu_us": [14, 3310],
+           "fused_host_us": 5, "eager_host_us": 5}
+    base = cx.model_from_table({"devices": {"GPU": {"families": [fam]}}}, "GPU")
+    assert not base.use_fused(8192, 768, 3072) and base.measured(8192, 768, 3072) is None
+
+    def cal(rows: int, mode: str, us: float, paired: list[float] | None = None) -> dict[str, object]:
+        r: dict[str, object] = {"calibration": True, "dim": 768, "hidden": 3072, "rows": rows, "pass": "fwd",
+                                "mode": mode, "median_us": us, "noise": 0.0}
+        return r if paired is None else {**r, "paired_vs_eager": paired}
+
+    model = cx.with_calibration(base, [cal(8192, "eager", 3450.0), cal(8192, "fused-forced", 3210.0,
+                                                                        [0.93, 0.929, 0.931])])
+    assert model.measured(8192, 768, 3072) is True and model.use_fused(8192, 768, 3072)
+    assert model.use_fused(4096, 768, 3072)  # nearest measured row count: 8192
+    slower = cx.with_calibration(base, [cal(8192, "eager", 3450.0), cal(8192, "fused-forced", 3460.0,
+                                                                         [1.003, 1.0, 1.006])])
+    assert slower.measured(8192, 768, 3072) is False and not slower.use_fused(8192, 768, 3072)

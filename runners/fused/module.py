@@ -134,6 +134,8 @@ class FusedGeGLUMLP(nn.Module):
         if train:
             return (f"training: the sweep on {model.device} did not measure the fused forward+backward faster "
                     f"near {rows} rows")
+        if model.measured(rows, self.dim, self.hidden) is False:
+            return f"the sweep on {model.device} did not measure the fused path faster near {rows} rows"
         p = model.predict(rows, self.dim, self.hidden)
         return (f"crossover model: fused {p['fused']:.1f} us vs unfused {p['unfused']:.1f} us per call at "
                 f"{rows} rows on {model.device}")
