@@ -8,9 +8,10 @@ Liger, forward and forward+backward; and, first, the crossover table the fused m
    runners/fused/crossover.json.
 2. Calibration (per family, both passes): the fused path forced on and eager (timed twice: the cell's
    noise), timed as the verification times them (_timed_cell) at every row count. These pairs are folded
-   into the installed model (crossover.with_calibration): the fused module takes its fused path only
-   where the model predicts it faster and this calibration did not measure it slower (training: only
-   where it was measured faster), and a pair noisier than its margin decides nothing.
+   into the installed model (crossover.with_calibration): at a row count this calibration measured, the
+   fused module takes its fused path only where it was measured faster (at the slow end of the paired
+   ratio's interval), elsewhere where the model predicts it faster; a pair noisier than its margin
+   decides nothing.
 3. Verification: per family and pass, each mode's time at every row count (_timed_cell: medians of
    alternating synchronized calls), the fused module routing by the model just folded, eager timed
    twice; the fused module, eager and its twin in one group, torch.compile and Liger with eager in
