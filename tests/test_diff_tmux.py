@@ -90,13 +90,14 @@ def test_walk_differences_in_tmux() -> None:
         for _ in range(len(expected) - len(seen)):
             before = _cursor_line(t.settled())
             t.run("send-keys", "-t", t.name, "n")
-            text = t.wait_for(lambda s, before=before: _cursor_line(s) != before)
+            # a screen caught mid-repaint has no cursor line at all: wait for the moved one
+            text = t.wait_for(lambda s, before=before: _cursor_line(s) not in ("", before))
             seen.append(_cursor_line(text)[1])
         assert seen == expected
         fused = next(line for line in text.splitlines() if line[1:2] == "⊕")
         assert "gelu" in fused and "Inductor" in fused
         t.run("send-keys", "-t", t.name, "n")       # no further difference: stays put, says so
-        text = t.wait_for(lambda s: "no further difference below" in s)
+        text = t.wait_for(lambda s: "no further difference below" in s and _cursor_line(s))
         assert _cursor_line(text)[1] == expected[-1]
         t.run("send-keys", "-t", t.name, "p")
         t.wait_for(lambda s: _cursor_line(s)[1:2] == expected[-2])
