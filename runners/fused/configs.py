@@ -38,7 +38,7 @@ class GateUpConfig:
 
     def programs(self, m: int, n: int, sms: int) -> int:
         """Programs of the grid for an [m, n] output on `sms` SMs."""
-        tiles = -(-m // self.block_m) * -(-n // self.block_n)
+        tiles = triton.cdiv(m, self.block_m) * triton.cdiv(n, self.block_n)
         return max(1, min(self.programs_per_sm * sms, tiles))
 
     def label(self) -> str:
