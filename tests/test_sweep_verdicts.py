@@ -5,6 +5,7 @@ the call times are made up, the arithmetic is the sweep's."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -121,17 +122,36 @@ def test_a_calibrated_cell_whose_interval_reaches_eager_stays_unfused() -> None:
            "fused_host_us": 5, "eager_host_us": 5}
     base = cx.model_from_table({"devices": {"GPU": {"families": [fam]}}}, "GPU")
 
-    def calibrated(paired: list[float]) -> cx.CrossoverModel:
+    def calibrated(paired: list[float], eager_us: float = 2000.0) -> cx.CrossoverModel:
         return cx.with_calibration(base, [
             {"calibration": True, "dim": 768, "hidden": 3072, "rows": 64, "pass": "fwd", "mode": "eager",
-             "median_us": 100.0, "noise": 0.0},
+             "median_us": eager_us, "noise": 0.0},
             {"calibration": True, "dim": 768, "hidden": 3072, "rows": 64, "pass": "fwd", "mode": "fused-forced",
-             "median_us": 95.0, "noise": 0.0, "paired_vs_eager": paired}])
+             "median_us": eager_us * paired[0], "noise": 0.0, "paired_vs_eager": paired}])
 
     assert base.use_fused(64, 768, 3072)
     assert not calibrated([0.95, 0.92, 0.995]).use_fused(64, 768, 3072)
-    assert calibrated([0.97, 0.965, 0.985]).use_fused(64, 768, 3072)  # 1.5 % faster at the slow end
+    assert calibrated([0.97, 0.965, 0.985]).use_fused(64, 768, 3072)  # 1.5 % (30 µs) faster at the slow end
     assert cx.BENCH_MARGIN == 0.01 < cx.MARGIN
+
+
+def test_a_calibrated_cell_must_also_save_more_than_the_drift_between_two_timings() -> None:
+    """A short call measured 5 % faster at the slow end of its interval saves 7.5 µs of 150: less than two
+    timings of one cell moved between moments (PHASE_DRIFT_US), so it stays unfused; 10 % (15 µs) is enough,
+    and so is 1.5 % of a 2 ms call (the relative margin binds there)."""
+    fam = cx.Family(768, 3072, cx.PathCost(5, (1, 8192), (10, 180)), cx.PathCost(5, (1, 8192), (14, 260)),
+                    bench_rows=(64,))
+    assert cx.PHASE_DRIFT_US == 12.0
+
+    def verdict(fused_us: float, eager_us: float) -> bool | None:
+        return replace(fam, fwd_bench=((fused_us, eager_us),)).bench_verdict(64, False, cx.BENCH_MARGIN)
+
+    assert verdict(142.5, 150.0) is False
+    assert verdict(135.0, 150.0) is True
+    assert verdict(138.0, 150.0) is True  # exactly PHASE_DRIFT_US faster
+    assert verdict(1970.0, 2000.0) is True
+    assert verdict(1985.0, 2000.0) is False  # 15 µs, but under the 1 % margin
+    assert replace(fam, fwd_bench=((None, 150.0),)).bench_verdict(64, False, cx.BENCH_MARGIN) is None
 
 
 def test_verification_times_the_fused_module_head_to_head_with_eager() -> None:
