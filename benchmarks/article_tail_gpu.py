@@ -1,5 +1,7 @@
 """Where do the last few µs of the fused MLP go at the article shape (8192 x 768 -> 3072, bf16)? On a CUDA GPU.
 
+Results: benchmarks/FUSED_NOTES.md run 17.
+
 The fused MLP (gate/up Triton kernel + cuBLAS down GEMM) matches the three cuBLAS GEMMs (run 16:
 0.998× on an H100, 1.003× on an H200). What remains are the rounds of tiles: 1536 gate/up tiles of
 128x128 over 132 SMs is 11.6 rounds, so the last round leaves about a third of the SMs idle while the
@@ -7,8 +9,9 @@ down GEMM waits for all of h. This script times, with triton.testing.do_bench (L
 
 - the module's fused path, the three-GEMM floor, and their parts: the gate/up kernel alone, the down
   GEMM alone, and cuBLAS's gate and up as one [8192, 6144] GEMM;
-- the gate/up kernel under other launch configurations (tile shapes whose round count divides better,
-  one program per tile instead of a persistent grid);
+- the gate/up kernel under other launch configurations (one program per tile instead of a persistent
+  grid, other tile shapes, two CTAs per SM so that one's epilogue overlaps the other's main loop), each
+  with its shared memory, registers and how many CTAs fit on an SM;
 - the forward in row chunks: chunk i's down GEMM on a second stream while chunk i+1's gate/up runs, so
   the down GEMMs fill the gate/up kernel's last round (and the same chunks on one stream, to see what
   chunking alone costs).

@@ -9,7 +9,7 @@ in several "phases" seconds apart. Every phase runs twice: with the process free
 and pinned to the one CPU it is on (is the drift the host thread moving between cores?). Per phase it
 also records eager's host enqueue time (is the host itself slower?) and the CPU the process is on.
 
-Writes $OUT/phase_drift.json. Usage: python3 benchmarks/phase_drift_gpu.py [PHASES] [DIMxHIDDEN:ROWS ...]
+Results: benchmarks/FUSED_NOTES.md run 17. Writes $OUT/phase_drift.json. Usage: python3 benchmarks/phase_drift_gpu.py [PHASES] [DIMxHIDDEN:ROWS ...]
 """
 
 from __future__ import annotations
