@@ -106,6 +106,10 @@ def cases() -> dict[str, bytes]:
                                                      "args": {"Total Allocated": "@@", "Bytes": "@@"}}, ODD]),
                                     "@@", "1e999")
     c["pid-beyond-int64"] = dumps(doc([*events()[:-1], {**events()[-1], "pid": 2**63 + 5}]))
+    # ... an External id beyond int64 on an event before one that has no args at all
+    argless = events(op_args={"External id": -(10**20)})
+    argless[-1] = {k: v for k, v in argless[-1].items() if k != "args"}
+    c["external-id-beyond-int64-then-no-args"] = dumps(doc(argless))
     # cost: long upper-case kernel names, leading whitespace
     c["long-upper-name-80k"] = dumps(doc(events(kernel_name="A" * 80_000)))
     c["long-name-1m"] = dumps(doc(events(kernel_name="void at::native::" + "AB1" * 350_000)))

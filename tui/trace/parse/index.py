@@ -178,10 +178,12 @@ def _links(events: list[Any], b: Buckets) -> _Links | None:
     args = list(map(attrgetter("args"), compress(events, chosen.tolist())))
     try:
         ext, ext_present = _optional_ints(args, "external_id")
-    except AttributeError:     # events without args (rare): read as empty ones
+        corr, corr_present = _optional_ints(args, "correlation")
+    except AttributeError:     # events without args (rare): read as empty ones. Either read can meet the
+        # first: an id too wide for int64 ends the first read before it reaches an event without args
         args = [_NO_LINK if a is None else a for a in args]
         ext, ext_present = _optional_ints(args, "external_id")
-    corr, corr_present = _optional_ints(args, "correlation")
+        corr, corr_present = _optional_ints(args, "correlation")
     if ext is None or corr is None:
         return None
     missing = np.flatnonzero(~ext_present)
