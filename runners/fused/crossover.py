@@ -9,9 +9,10 @@ point it grows in proportion; a shape outside the families uses the nearest fami
 its rows scaled by the work ratio.
 
 Where the sweep's calibration measured a row count (both paths timed against each other), its verdict
-routes (the fused path measured faster by BENCH_MARGIN and by PHASE_DRIFT_US per call); elsewhere the fused path is taken only where the model predicts it faster by MARGIN: the unfused
-path is eager itself (the same five kernels), so on a close call it cannot be slower than eager. On a GPU missing
-from the table, the fused path runs from DEFAULT_MIN_ROWS rows on.
+routes (the fused path measured faster by BENCH_MARGIN and by PHASE_DRIFT_US per call); elsewhere the
+fused path is taken only where the model predicts it faster by MARGIN: the unfused path is eager itself
+(the same five kernels), so on a close call it cannot be slower than eager. On a GPU missing from the
+table, the fused path runs from DEFAULT_MIN_ROWS rows on.
 """
 
 from __future__ import annotations
@@ -79,9 +80,9 @@ class Family:
     fwd_bench: tuple[Pair, ...] = ()
     train_bench: tuple[Pair, ...] = ()
 
-    def bench_verdict(self, rows: float, train: bool, margin: float, drift_us: float = PHASE_DRIFT_US) -> bool | None:
-        """Was the fused path measured faster (by `margin` and by `drift_us` µs per call) at the sweep's nearest
-        row count? None: not measured."""
+    def bench_verdict(self, rows: float, train: bool, margin: float) -> bool | None:
+        """Was the fused path measured faster (by `margin` and by PHASE_DRIFT_US per call) at the sweep's
+        nearest row count? None: not measured."""
         pairs = self.train_bench if train else self.fwd_bench
         if not self.bench_rows or not pairs:
             return None
@@ -89,7 +90,7 @@ class Family:
         f, e = pairs[i]
         if f is None or e is None:
             return None
-        return f <= min((1.0 - margin) * e, e - drift_us)
+        return f <= min((1.0 - margin) * e, e - PHASE_DRIFT_US)
 
 
 @dataclass(frozen=True)
