@@ -44,7 +44,7 @@ def test_second_open_reads_the_cache_and_gives_the_same_trace(cache_home: Path, 
     assert not any(p.name != trace_file.name for p in trace_file.parent.iterdir() if p.is_file())
     assert index_cache.lookup(trace_file, "x") is not None
     second = load_trace(trace_file)
-    assert "ops" not in second.__dict__          # read from the cache: ops are made on first use
+    assert not second.objects_made          # read from the cache: ops are made on first use
     _same(first, second)
 
 
@@ -60,7 +60,7 @@ def test_a_changed_file_is_indexed_again(cache_home: Path, trace_file: Path) -> 
     again = load_trace(trace_file)
     assert "renamed_kernel_for_the_test" in {g.name for g in again.gpu}
     assert kernel not in {g.name for g in again.gpu}
-    assert "ops" not in load_trace(trace_file).__dict__     # and the new content is cached in turn
+    assert not load_trace(trace_file).objects_made     # and the new content is cached in turn
 
 
 def test_a_new_cache_format_or_indexer_invalidates(cache_home: Path, trace_file: Path,

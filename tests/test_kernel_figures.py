@@ -110,11 +110,10 @@ def test_launch_edge_cases(args: dict[str, Any], theory_known: bool) -> None:
 
 def test_a_launch_value_with_bad_utf8_reads_as_the_views_read_it() -> None:
     """A launch key whose string value is not UTF-8 (msgspec raises UnicodeDecodeError there, found by the
-    fuzz target) falls back to the args the views read, with the bad bytes replaced."""
-    from mlptui.trace.parse.decode import event_args
-    from mlptui.trace.parse.launch import _launch_args
-
-    raw = b'{"grid": "\xff", "block": [32, 4, 1], "registers per thread": 40}'
-    args = _launch_args(raw)
-    assert args.grid == event_args(raw)["grid"] == "\ufffd"
-    assert args.block == [32, 4, 1] and args.registers == 40
+    fuzz target): the load repairs the bytes and the figures are those of the args the views read."""
+    data = _one_kernel(grid="GRID", **{"registers per thread": 40}).replace(b'"GRID"', b'"\xff"')
+    trace = load_trace_bytes(data, source="bad utf-8 in a launch key")
+    kernel = next(g for g in trace.gpu if g.cat == KERNEL)
+    assert trace.gpu_args(kernel.id)["grid"] == "\ufffd"
+    assert any("invalid UTF-8" in w for w in trace.warnings)
+    _check(trace)

@@ -3,6 +3,7 @@ are the text the op's args give."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from typing import Any
 
@@ -27,7 +28,7 @@ def test_each_op_args_decoded_once_across_scopes() -> None:
         reads[event] += 1
         return store(event)
 
-    trace._args = counting
+    trace = dataclasses.replace(trace, _args=counting)
     per_step = [operators_in_steps(trace, by_shapes=True, step=s) for s in range(len(trace.steps))]
     every = operators_in_steps(trace, by_shapes=True)
     again = operators_in_steps(trace, by_shapes=True)

@@ -16,17 +16,6 @@ def _path(spec: str) -> Path:
     return Path(spec).expanduser()
 
 
-def attach_manifest(trace: Trace, path: Path) -> Trace:
-    """Attach the runner's manifest entry for `path` (from manifest.json beside it), if any."""
-    try:
-        from mlptui.contract.manifest import manifest_for
-    except ImportError:
-        return trace
-    if trace.manifest is None:
-        trace.manifest = manifest_for(path)
-    return trace
-
-
 def open_trace(spec: str, progress: Callable[[int, int], None] | None = None) -> Trace:
     from mlptui.trace.parse.load import load_trace
 
@@ -35,7 +24,7 @@ def open_trace(spec: str, progress: Callable[[int, int], None] | None = None) ->
         raise MlptuiError(f"{spec}: is a folder, not a trace file")
     if not path.exists():
         raise MlptuiError(f"{spec}: no such file")
-    return attach_manifest(load_trace(path, source=spec, progress=progress), path)
+    return load_trace(path, source=spec, progress=progress)     # with the runner's manifest entry, if any
 
 
 def list_traces(spec: str) -> list[str]:

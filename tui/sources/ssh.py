@@ -498,11 +498,7 @@ def _receive(session: _Session, s: SshSpec, size: int, mtime: int, manifest: byt
 
 
 def open_trace(spec: str, progress: Progress | None = None) -> Trace:
-    from mlptui.sources.local import attach_manifest
     from mlptui.trace.parse.load import load_trace
 
     path, note = _fetch(spec, progress)
-    trace = attach_manifest(load_trace(path, source=spec, progress=progress), path)
-    if note:
-        trace.warnings.append(note)
-    return trace
+    return load_trace(path, source=spec, progress=progress, notes=[note] if note else [])

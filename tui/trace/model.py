@@ -2,7 +2,9 @@
 
 Built once by `mlptui.trace.parse.index.build_trace` from the decoded events; nothing here parses JSON
 except `Trace.args`, which decodes one event's args on demand. Times are µs relative to the
-trace's first event (`Trace.origin_us` is that instant on the trace's own clock).
+trace's first event (`Trace.origin_us` is that instant on the trace's own clock). The ops and GPU ops
+are stored as columns (mlptui.trace.store); `Trace.ops` and `Trace.gpu` make objects from them on first
+use, and `Trace.derive` keeps any other figure computed from the trace.
 
 Ids are plain ints: `Op.id` indexes `Trace.ops`, `GpuOp.id` indexes `Trace.gpu`,
 `Step.index` indexes `Trace.steps`; -1 means "none".
@@ -10,9 +12,13 @@ Ids are plain ints: `Op.id` indexes `Trace.ops`, `GpuOp.id` indexes `Trace.gpu`,
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+if TYPE_CHECKING:
+    from mlptui.trace.store import TraceColumns
 
 # Normalised categories (raw `cat` values vary by torch version and vendor).
 CPU_OP = "cpu_op"                  # cpu_op, Operator
@@ -132,11 +138,38 @@ class Stream:
     name: str
 
 
-@dataclass
+T = TypeVar("T")
+
+
+class _Derived:
+    """Figures computed from one trace, once each, keyed by the function that computes them."""
+
+    __slots__ = ("_values", "_lock")
+
+    def __init__(self) -> None:
+        self._values: dict[Callable[..., Any], Any] = {}
+        self._lock = threading.RLock()      # re-entrant: a figure may ask for another while computed
+
+    def has(self, compute: Callable[..., Any]) -> bool:
+        return compute in self._values
+
+    def get(self, trace: Trace, compute: Callable[[Trace], T]) -> T:
+        try:
+            return cast(T, self._values[compute])
+        except KeyError:
+            pass
+        with self._lock:       # the app computes figures in worker threads: each one once
+            if compute not in self._values:
+                self._values[compute] = compute(trace)
+            return cast(T, self._values[compute])
+
+
+@dataclass(frozen=True, eq=False)
 class Trace:
+    """Built by the loader and never changed after: every field is given when it is made."""
+
     source: str                                   # what the user named (path, host:path, hf://...)
-    ops: list[Op]
-    gpu: list[GpuOp]
+    columns: TraceColumns                         # the ops and GPU ops (mlptui.trace.store)
     steps: list[Step]
     threads: list[Thread]
     streams: list[Stream]
@@ -149,8 +182,27 @@ class Trace:
     format: str = "kineto"
     memory: list[MemEvent] = field(default_factory=list)   # `[memory]` events, in time order
     _args: Callable[[int], dict[str, Any]] | None = field(default=None, repr=False)
-    # Results of analyses that several views ask for (step stats, ...), computed once per trace.
-    derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _derived: _Derived = field(default_factory=_Derived, init=False, repr=False)
+
+    def derive(self, compute: Callable[[Trace], T]) -> T:
+        """compute(self), computed on the first call and kept: for figures several views ask for. `compute`
+        is the key, so pass a module-level function, not a lambda made anew per call."""
+        return self._derived.get(self, compute)
+
+    @property
+    def ops(self) -> list[Op]:
+        """Every CPU slice as an Op (made from the columns on first use; treat as read-only)."""
+        return self.derive(_make_ops)
+
+    @property
+    def gpu(self) -> list[GpuOp]:
+        """Every GPU op as a GpuOp (made from the columns on first use; treat as read-only)."""
+        return self.derive(_make_gpu_ops)
+
+    @property
+    def objects_made(self) -> bool:
+        """Whether Op or GpuOp objects were made yet (a report that reads the columns alone makes none)."""
+        return self._derived.has(_make_ops) or self._derived.has(_make_gpu_ops)
 
     @property
     def args_problem(self) -> str | None:
@@ -158,25 +210,26 @@ class Trace:
         problem = getattr(self._args, "problem", None)
         return problem if isinstance(problem, str) else None
 
-    def __getattr__(self, name: str) -> Any:
-        # A trace read from the index cache makes its ops and GPU ops on first use
-        # (mlptui.trace.parse.columns); every other missing attribute is missing.
-        pending = self.__dict__.get("_pending")
-        if pending is not None and name in ("ops", "gpu"):
-            pending(self)
-            return self.__dict__[name]
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
     def args(self, event: int) -> dict[str, Any]:
         """The raw `args` of event number `event`, decoded now (never kept for the whole trace)."""
         return self._args(event) if self._args is not None else {}
 
     def op_args(self, op_id: int) -> dict[str, Any]:
-        return self.args(self.ops[op_id].event)
+        return self.args(int(self.columns.op_event[op_id]))
 
     def gpu_args(self, gpu_id: int) -> dict[str, Any]:
-        return self.args(self.gpu[gpu_id].event)
+        return self.args(int(self.columns.gpu_event[gpu_id]))
 
     @property
     def device_name(self) -> str | None:
         return None if self.device is None else self.device.get("name")
+
+
+def _make_ops(trace: Trace) -> list[Op]:
+    from mlptui.trace.store import make_ops  # numpy: imported when a trace's objects are first needed
+    return make_ops(trace.columns)
+
+
+def _make_gpu_ops(trace: Trace) -> list[GpuOp]:
+    from mlptui.trace.store import make_gpu_ops
+    return make_gpu_ops(trace.columns)

@@ -2,8 +2,7 @@
 achieved occupancy and the theoretical occupancy.
 
 They come from the launch columns of mlptui.trace.parse.launch (six keys of each kernel's args, decoded
-typed). Both views want them for every kernel, so they are computed once per trace and kept in
-`Trace.derived`. Launch configurations repeat (a step launches the same kernels with the same geometry),
+typed). Both views want them for every kernel, so they are computed once per trace (`Trace.derive`). Launch configurations repeat (a step launches the same kernels with the same geometry),
 so each distinct one is weighed once.
 """
 
@@ -17,9 +16,7 @@ import numpy as np
 from mlptui.trace.analysis.occupancy import device_for, theoretical_occupancy
 from mlptui.trace.analysis.tables import distinct, tables
 from mlptui.trace.model import KERNEL, Trace
-from mlptui.trace.parse.launch import LaunchColumns, event_launches
-
-_KEY = "kernel_figures"
+from mlptui.trace.parse.launch import LaunchColumns, launches
 
 
 @dataclass(slots=True)
@@ -34,13 +31,14 @@ class KernelFigures:
 
 def kernel_figures(trace: Trace) -> KernelFigures:
     """The figures of every kernel of `trace`, computed on the first call."""
-    cached = trace.derived.get(_KEY)
-    if isinstance(cached, KernelFigures):
-        return cached
+    return trace.derive(_kernel_figures)
+
+
+def _kernel_figures(trace: Trace) -> KernelFigures:
     t = tables(trace)
     n = t.n_gpu
     kernel = t.gpu_is((KERNEL,))
-    launch = event_launches(trace, t.gpu_event.tolist(), kernel.tolist())
+    launch = launches(trace)
     device = t.gpu_device
     bps = np.where(kernel, launch.blocks_per_sm, np.nan)
     theory = np.full(n, np.nan)
@@ -52,9 +50,7 @@ def kernel_figures(trace: Trace) -> KernelFigures:
             derive = here & np.isnan(bps)
             bps[derive] = launch.grid_blocks[derive] / sms
         _theoretical(theory, here, launch, props)
-    figures = KernelFigures(bps, np.where(kernel, launch.occupancy_pct, np.nan), theory)
-    trace.derived[_KEY] = figures
-    return figures
+    return KernelFigures(bps, np.where(kernel, launch.occupancy_pct, np.nan), theory)
 
 
 def _theoretical(out: np.ndarray, rows: np.ndarray, launch: LaunchColumns, props: dict[str, Any] | None) -> None:

@@ -16,7 +16,7 @@ Scope, as every profiler view's: one step's window (mlptui.trace.analysis.breakd
 every step: the span from the first step's window start to the last one's end (the whole trace when it
 has no steps). The curves, peaks and per-op rows hold the scope's events; an allocation of the scope is
 unfreed when no later event of the trace frees it. Every device with events in the scope has its curve
-and peak. Each event's args are read once per trace (`Trace.derived`), whatever the scopes asked.
+and peak. Each event's args are read once per trace (`Trace.derive`), whatever the scopes asked.
 """
 
 from __future__ import annotations
@@ -137,20 +137,19 @@ def memory_span_us(trace: Trace, step: int | None) -> tuple[float, float]:
 
 # Per event: Bytes, Total Allocated, Total Reserved, device kind, device id, Addr (None where unreadable).
 _Facts = tuple[int | None, int | None, int | None, str, int, int | None]
-_KEY = "memory_facts"
 
 
 def _facts(trace: Trace) -> list[_Facts]:
     """Every memory event's figures, read from its args on the first call and kept."""
-    cached = trace.derived.get(_KEY)
-    if isinstance(cached, list):
-        return cached
+    return trace.derive(_read_facts)
+
+
+def _read_facts(trace: Trace) -> list[_Facts]:
     out: list[_Facts] = []
     for m in trace.memory:
         args = trace.args(m.event)
         out.append((_int(args.get("Bytes")), _int(args.get("Total Allocated")), _int(args.get("Total Reserved")),
                     *_device_of(args), _int(args.get("Addr"))))
-    trace.derived[_KEY] = out
     return out
 
 

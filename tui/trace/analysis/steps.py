@@ -99,10 +99,7 @@ class _Device:
 
     @staticmethod
     def of(trace: Trace, t: Tables) -> _Device:
-        device = trace.derived.get(_DEVICE_KEY)
-        if not isinstance(device, _Device):
-            device = trace.derived[_DEVICE_KEY] = _Device(t)
-        return device
+        return trace.derive(_device)
 
     def busy(self, windows: list[tuple[float, float]]) -> float:
         parts = []
@@ -114,7 +111,11 @@ class _Device:
         return float(np.cumsum(overlaps)[-1]) if len(overlaps) else 0.0     # added in order, as a loop would
 
 
-_DEVICE_KEY = "steps.device"
+
+
+def _device(trace: Trace) -> _Device:
+    return _Device(tables(trace))
+
 
 
 def _union_us(starts: np.ndarray, ends: np.ndarray) -> float:

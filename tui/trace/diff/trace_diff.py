@@ -283,10 +283,7 @@ def _measured_side(trace: Trace, step: int | None) -> Side:
 
 def _all_stats(trace: Trace) -> list[StepStats]:
     """Step stats, kept with the trace: switching the aligned step must not recount them."""
-    stats: list[StepStats] | None = trace.derived.get("all_step_stats")
-    if stats is None:
-        stats = trace.derived["all_step_stats"] = all_step_stats(trace)
-    return stats
+    return trace.derive(all_step_stats)
 
 
 def _gpu_span(trace: Trace) -> float:

@@ -25,13 +25,20 @@ _NO_ARGS = Raw(b"")
 
 
 class LinkArgs(Struct, gc=False):
-    """The args keys read during the load: linking ids (old traces spell one in lower case) and the
-    `name` of process/thread metadata events."""
+    """The args keys read during the load: linking ids (old traces spell one in lower case), the `name`
+    of process/thread metadata events, and a kernel's launch keys as written (checked when made into
+    columns: mlptui.trace.parse.launch), so that no view reads the file again for them."""
 
     correlation: int | None = None
     external_id: int | None = msgspec.field(default=None, name="External id")
     external_id_lc: int | None = msgspec.field(default=None, name="external id")
     name: str | None = None
+    grid: Any = None
+    block: Any = None
+    registers: Any = msgspec.field(default=None, name="registers per thread")
+    shared_memory: Any = msgspec.field(default=None, name="shared memory")
+    blocks_per_sm: Any = msgspec.field(default=None, name="blocks per SM")
+    occupancy_pct: Any = msgspec.field(default=None, name="est. achieved occupancy %")
 
 
 class RawEvent(Struct, gc=False):
@@ -282,6 +289,9 @@ def _event_from_obj(item: Any) -> RawEvent | None:
             external_id=_int_or_none(args.get("External id")),
             external_id_lc=_int_or_none(args.get("external id")),
             name=bounded(args["name"]) if isinstance(args.get("name"), str) else None,
+            grid=args.get("grid"), block=args.get("block"), registers=args.get("registers per thread"),
+            shared_memory=args.get("shared memory"), blocks_per_sm=args.get("blocks per SM"),
+            occupancy_pct=args.get("est. achieved occupancy %"),
         )
     return event
 

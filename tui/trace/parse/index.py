@@ -13,10 +13,10 @@ What is linked, and how:
   counts for step N.
 
 Speed and memory: each field the index needs is read out of the decoded events once, into numpy columns,
-and the events are dropped; times are integer ns (containment never compares floats). Everything else
-is done on those columns, whose form is the index cache's (mlptui.trace.parse.columns): the Trace makes
-its Op and GpuOp objects on first use, and leaves share one read-only empty id list (NO_IDS). Traces the
-columns cannot hold (link ids past 64 bits) and tolerant decodes are indexed as objects (`_build_objects`).
+and the events are dropped; while the trees are built times are integer ns (containment never compares
+floats). Everything else is done on those columns, and the result is the trace's one stored form
+(mlptui.trace.store): the Trace makes Op and GpuOp objects from it only when asked. Link ids wider
+than 64 bits are read as missing, as the tolerant decoder reads them.
 """
 
 from __future__ import annotations
@@ -33,21 +33,20 @@ from mlptui.trace.analysis.launches import classify_call
 from mlptui.trace.model import (
     ANNOTATION,
     CPU_OP,
+    KERNEL,
     LAUNCH_CATS,
-    NO_IDS,
-    GpuOp,
     MemEvent,
-    Op,
     Step,
     Stream,
     Thread,
     Trace,
 )
 from mlptui.trace.parse.classify import CATEGORIES, Buckets, Codes, Kind, by_first_use, classify
-from mlptui.trace.parse.columns import Columns, lazy_trace
 from mlptui.trace.parse.decode import Decoded, LinkArgs, RawEvent
+from mlptui.trace.parse.launch import launch_columns
 from mlptui.trace.parse.limits import clean_device
 from mlptui.trace.parse.tree import build_forest
+from mlptui.trace.store import TraceColumns
 
 _FLOW_CATS = frozenset({"ac2g", "async_gpu", "async_cpu_to_gpu"})
 STEP_PREFIX = "ProfilerStep#"
@@ -56,51 +55,28 @@ _MAX_DUR_US = 1e13
 FlowKey = tuple[int, int, float | None]   # (pid, tid, ts) where a launch flow starts or ends
 
 
-@dataclass
-class _Cpu:
-    """CPU slices in tree order (index k = Op id)."""
-
-    order: list[int]         # k -> position in Buckets.cpu_ev
-    parent: list[int]
-    depth: list[int]
-    thread: list[int]        # k -> index into thread_keys
-    thread_keys: list[tuple[int, int]]
-    start_ns: np.ndarray
-    dur_ns: np.ndarray
-
-
 def build_trace(decoded: Decoded, source: str) -> Trace:
-    """Index `decoded`. Consumes `decoded.events` (the list is emptied once every field is read).
-
-    The index is built as numpy columns (mlptui.trace.parse.columns) and the Trace makes its Op and GpuOp
-    objects on first use. Traces whose link ids do not fit 64 bits, and those read by the tolerant
-    decoder, are built as objects instead (`_build_objects`)."""
+    """Index `decoded`. Consumes `decoded.events` (the list is emptied once every field is read)."""
     events: list[Any] = decoded.events
     warnings = list(decoded.warnings)
     b = classify(events, warnings)
     string_ids: dict[str, int] = {}
     names = _names(events, b.meta_ev, string_ids)
-    links = None if decoded.eager_args is not None else _links(events, b)
-    if links is not None:
-        uncorrelated = not links.gpu.corr_present.all()
-    else:
-        uncorrelated = any(events[i].args is None or events[i].args.correlation is None for i in b.gpu_ev.tolist())
+    links = _links(events, b, warnings)
     starts: dict[FlowKey, int] = {}
     ends: dict[FlowKey, int] = {}
-    if b.flow_ev and uncorrelated:
+    if b.flow_ev and not links.gpu.corr_present.all():
         starts, ends = _flow_index(events, b.flow_ev, string_ids)
     origin_us = float(min(b.cpu_ts.min(initial=np.inf), b.gpu_ts.min(initial=np.inf)))
     if origin_us == np.inf:
         origin_us = 0.0
     pre = _Pre(decoded, source, b, warnings, string_ids, names, starts, ends, origin_us, len(events))
-    if links is not None and _fits_int64(starts) and _fits_int64(ends):
-        return _build_columns(pre, links)
-    return _build_objects(pre)
+    return _build_columns(pre, links)
 
 
 @dataclass
 class _Pre:
-    """What both ways of indexing start from."""
+    """What the events hold besides the CPU and GPU slices' own fields."""
 
     decoded: Decoded
     source: str
@@ -160,13 +136,14 @@ class _Links:
     gpu: _Fields
     strings: dict[str, int]
     kinds: list[Kind]
+    gpu_args: list[LinkArgs]          # each GPU event's args as read (launch keys included), in event order
 
 
 _NO_LINK = LinkArgs()
 
 
-def _links(events: list[Any], b: Buckets) -> _Links | None:
-    """Names, threads and link ids of the CPU and GPU events; None when an id does not fit 64 bits."""
+def _links(events: list[Any], b: Buckets, warnings: list[str]) -> _Links:
+    """Names, threads and link ids of the CPU and GPU events, and the GPU events' args."""
     strings = Codes()
     name_of = np.zeros(len(b.kinds), dtype=np.int64)
     for part in (b.cpu_kind, b.gpu_kind):        # names numbered as first seen, CPU events first
@@ -176,61 +153,55 @@ def _links(events: list[Any], b: Buckets) -> _Links | None:
     chosen[b.cpu_ev] = True
     chosen[b.gpu_ev] = True
     args = list(map(attrgetter("args"), compress(events, chosen.tolist())))
-    try:
-        ext, ext_present = _optional_ints(args, "external_id")
-        corr, corr_present = _optional_ints(args, "correlation")
-    except AttributeError:     # events without args (rare): read as empty ones. Either read can meet the
-        # first: an id too wide for int64 ends the first read before it reaches an event without args
+    if None in args:           # events without args (rare): read as empty ones
         args = [_NO_LINK if a is None else a for a in args]
-        ext, ext_present = _optional_ints(args, "external_id")
-        corr, corr_present = _optional_ints(args, "correlation")
-    if ext is None or corr is None:
-        return None
+    wide = [0]
+    ext, ext_present = _optional_ints(args, "external_id", wide)
+    corr, corr_present = _optional_ints(args, "correlation", wide)
     missing = np.flatnonzero(~ext_present)
     if len(missing):           # old traces spell it "external id"
-        lc, lc_present = _optional_ints(list(map(args.__getitem__, missing.tolist())), "external_id_lc")
-        if lc is None:
-            return None
+        lc, lc_present = _optional_ints(list(map(args.__getitem__, missing.tolist())), "external_id_lc", wide)
         ext[missing] = lc
         ext_present[missing] = lc_present
+    if wide[0]:
+        warnings.append(f"{wide[0]} link id(s) wider than 64 bits ignored (the events are not linked by them)")
     position = np.cumsum(chosen) - 1          # event index -> index into args
     out = []
     for ev, kind in ((b.cpu_ev, b.cpu_kind), (b.gpu_ev, b.gpu_kind)):
         at = position[ev]
         out.append(_Fields(name_of[kind], kind, ext[at], ext_present[at], corr[at], corr_present[at]))
-    return _Links(out[0], out[1], strings, b.kinds)
+    gpu_args = list(map(args.__getitem__, position[b.gpu_ev].tolist()))
+    return _Links(out[0], out[1], strings, b.kinds, gpu_args)
 
 
-def _optional_ints(items: list[Any], field: str) -> tuple[np.ndarray | None, np.ndarray]:
-    """The optional int `field` of `items` as (int64 values with 0 where missing, present mask);
-    (None, ...) when a value does not fit 64 bits. With values missing, read in one pass as floats (a
-    missing value is NaN), then the few values too large for a float to hold exactly are read again."""
+def _optional_ints(items: list[Any], field: str, wide: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The optional int `field` of `items` as (int64 values with 0 where missing, present mask). With
+    values missing, read in one pass as floats (a missing value is NaN), then the few values too large for
+    a float to hold exactly are read again. A value beyond int64 reads as missing (as the tolerant
+    decoder reads it) and is counted in `wide[0]`."""
     get = attrgetter(field)
     try:
         return np.fromiter(map(get, items), dtype=np.int64, count=len(items)), np.ones(len(items), dtype=bool)
-    except TypeError:          # a missing value (None)
+    except (TypeError, OverflowError):     # a missing value (None), or one beyond int64
         pass
-    except OverflowError:
-        return None, np.zeros(0, dtype=bool)
     try:
         as_float = np.fromiter(map(get, items), dtype=np.float64, count=len(items))
-    except OverflowError:
-        return None, np.zeros(0, dtype=bool)
+    except OverflowError:                  # beyond any float: NaN-free but for the missing ones
+        as_float = np.fromiter((np.nan if v is None else float(v) for v in map(get, items)), dtype=np.float64,
+                               count=len(items))
     present = ~np.isnan(as_float)
     inexact = np.flatnonzero(present & (np.abs(as_float) >= _EXACT_FLOAT))
     as_float[~present] = 0.0
     as_float[inexact] = 0.0
     values = as_float.astype(np.int64)
-    if len(inexact):
-        exact = [get(items[j]) for j in inexact.tolist()]
-        if not all(_INT64_MIN <= v <= _INT64_MAX for v in exact):
-            return None, present
-        values[inexact] = exact
+    for j in inexact.tolist():
+        v = get(items[j])
+        if _INT64_MIN <= v <= _INT64_MAX:
+            values[j] = v
+        else:
+            present[j] = False
+            wide[0] += 1
     return values, present
-
-
-def _fits_int64(flows: dict[FlowKey, int]) -> bool:
-    return all(_INT64_MIN <= v <= _INT64_MAX for v in flows.values())
 
 
 def _first_seen(kind: np.ndarray, kinds: list[Kind]) -> tuple[np.ndarray, list[tuple[Any, Any]]]:
@@ -365,9 +336,14 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
     roots_ptr = np.zeros(len(thread_keys) + 1, dtype=np.int64)
     np.cumsum(np.bincount(op_thread[roots_of], minlength=len(thread_keys)), out=roots_ptr[1:])
     roots = roots_of.tolist()
-    cols: Columns = {
+    kernel_rows = b.gpu_cat[gorder] == CATEGORIES.index(KERNEL)
+    launch_of = [links.gpu_args[j] if k else _NO_LINK for j, k in zip(gorder.tolist(), kernel_rows.tolist(),
+                                                                       strict=True)]
+    launch_cols = launch_columns(launch_of)
+    columns = TraceColumns.of(names, {
         "op_name": op_name, "op_cat": cat_ids[code], "op_pid": op_pid, "op_tid": op_tid,
-        "op_event": b.cpu_ev[order], "op_parent": parent, "op_depth": forest.depth, "op_step": op_step,
+        "op_event": b.cpu_ev[order], "op_parent": parent, "op_depth": forest.depth.astype(np.int64),
+        "op_step": op_step,
         "op_external_id": np.where(ext_p, ext, 0), "op_external_id_present": ext_p,
         "op_correlation": np.where(corr_p, corr, 0), "op_correlation_present": corr_p,
         "op_ts": op_ts, "op_dur": op_dur, "op_self_us": self_us, "op_gpu_us": gpu_us,
@@ -378,14 +354,15 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
         "gpu_external_id": np.where(g_ext_p, g_ext, 0), "gpu_external_id_present": g_ext_p,
         "gpu_correlation": np.where(g_corr_p, g_corr, 0), "gpu_correlation_present": g_corr_p,
         "gpu_ts": g_ts, "gpu_dur": g_dur,
-    }
+        **{f"gpu_{k}": v for k, v in vars(launch_cols).items()},
+    })
     ptr = roots_ptr.tolist()
     devs, first, count = np.unique(g_dev, return_index=True, return_counts=True)
     by_time = np.argsort(first)
     fields = _finish(pre, thread_keys, [roots[a:b_] for a, b_ in zip(ptr[:-1], ptr[1:], strict=True)],
                      set(stream_keys), unlinked, launches,
                      dict(zip(devs[by_time].tolist(), count[by_time].tolist(), strict=True)))
-    return lazy_trace(cols, names, steps=steps, memory=memory, **fields)
+    return Trace(columns=columns, steps=steps, memory=memory, **fields)
 
 
 def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray, present: np.ndarray) -> np.ndarray:
@@ -408,208 +385,7 @@ def _roll_up(direct: np.ndarray, parent: np.ndarray, depth: np.ndarray) -> np.nd
     return total
 
 
-# ---------------------------------------------------------------- objects
-
-def _build_objects(pre: _Pre) -> Trace:
-    """The index as Op and GpuOp objects, made now (ids beyond 64 bits, tolerant decodes)."""
-    b, warnings, string_ids, origin_us = pre.b, pre.warnings, pre.string_ids, pre.origin_us
-    events: list[Any] = pre.decoded.events
-    gpu_link = [events[i].args for i in b.gpu_ev.tolist()]
-    cpu = _cpu_columns(events, b, origin_us, warnings, string_ids)
-    memory = _memory_events(events, b.mem_ev, origin_us, string_ids)
-    intern: dict[str, str] = {}
-    ops, corr_to_launch, ext_to_op = _make_ops(events, b, cpu, pre.starts, intern)
-    roots = _attach_children(ops, cpu)
-    _self_times(ops, cpu)
-    gpu, streams, direct_gpu, unlinked = _make_gpu(
-        events, b, gpu_link, origin_us, warnings, string_ids, ops, corr_to_launch, ext_to_op, pre.ends, intern)
-    events.clear()
-    pre.decoded.events = []
-    _roll_up_gpu_time(ops, cpu, direct_gpu)
-    steps = _assign_steps(ops, gpu, cpu)
-    launches = 0
-    if not gpu:
-        launches = sum(1 for op in ops if op.cat in LAUNCH_CATS and classify_call(op.name) in ("launch", "graph"))
-    counts: dict[int, int] = {}
-    for g in gpu:
-        counts[g.device] = counts.get(g.device, 0) + 1
-    fields = _finish(pre, cpu.thread_keys, roots, streams, unlinked, launches, counts)
-    return Trace(ops=ops, gpu=gpu, steps=steps, memory=memory, **fields)
-
-
 # ---------------------------------------------------------------- phases
-
-def _cpu_columns(events: list[Any], b: Buckets, origin_us: float, warnings: list[str],
-                 string_ids: dict[str, int]) -> _Cpu:
-    """Integer-ns times (containment never compares floats), threads, and the per-thread trees."""
-    start = _ns(b.cpu_ts, origin_us)
-    dur = _durations(b.cpu_dur, warnings)
-    thread_of: dict[tuple[int | str, int | str], int] = {}
-    thread = np.asarray(
-        [thread_of.setdefault((e.pid, e.tid), len(thread_of)) for e in map(events.__getitem__, b.cpu_ev.tolist())],
-        dtype=np.int64)
-    forest = build_forest(thread, start, dur)
-    if forest.partial_overlaps:
-        warnings.append(f"{forest.partial_overlaps} CPU slice(s) end after the slice they start in "
-                        "(partial overlap); each nested under the innermost slice that contains it")
-    return _Cpu(
-        order=forest.order.tolist(), parent=forest.parent.tolist(), depth=forest.depth.tolist(),
-        thread=thread[forest.order].tolist(),
-        thread_keys=[(_id_of(p, string_ids), _id_of(t, string_ids)) for p, t in thread_of],
-        start_ns=start[forest.order], dur_ns=dur[forest.order],
-    )
-
-
-def _make_ops(events: list[Any], b: Buckets, cpu: _Cpu, starts: dict[FlowKey, int],
-              intern: dict[str, str]) -> tuple[list[Op], dict[int, int], dict[int, int]]:
-    """Ops in tree order; returns (ops, correlation -> launch call, External id -> first op carrying it)."""
-    ops: list[Op] = []
-    append = ops.append
-    ext_to_op: dict[int, int] = {}
-    corr_to_launch: dict[int, int] = {}
-    launch_cats = LAUNCH_CATS
-    cpu_ev, parent, depth = b.cpu_ev.tolist(), cpu.parent, cpu.depth
-    cpu_cat = [CATEGORIES[c] for c in b.cpu_cat.tolist()]
-    thread_keys, thread = cpu.thread_keys, cpu.thread
-    ts_us = (cpu.start_ns / 1000.0).tolist()
-    dur_us = (cpu.dur_ns / 1000.0).tolist()
-    for k, j in enumerate(cpu.order):
-        i = cpu_ev[j]
-        e = events[i]
-        events[i] = None
-        cat = cpu_cat[j]
-        pid, tid = thread_keys[thread[k]]
-        a = e.args
-        if a is None:
-            ext = corr = None
-        else:
-            corr = a.correlation
-            ext = a.external_id
-            if ext is None:
-                ext = a.external_id_lc
-        name = e.name
-        if cat in launch_cats:
-            if corr is None and starts:
-                corr = starts.get((pid, tid, e.ts))
-            if corr is not None:
-                corr_to_launch[corr] = k
-        elif ext is not None and (cat == CPU_OP or cat == ANNOTATION) and ext not in ext_to_op:
-            ext_to_op[ext] = k
-        append(Op(k, intern.setdefault(name, name), cat, pid, tid, ts_us[k], dur_us[k], i, parent[k], NO_IDS,
-                  depth[k], ext, corr, -1, 0.0, 0.0, NO_IDS))
-    return ops, corr_to_launch, ext_to_op
-
-
-def _attach_children(ops: list[Op], cpu: _Cpu) -> list[list[int]]:
-    """Fill Op.children; returns the root ids of each thread, in time order."""
-    roots: list[list[int]] = [[] for _ in cpu.thread_keys]
-    for op, t in zip(ops, cpu.thread, strict=True):
-        if op.parent >= 0:
-            up = ops[op.parent]
-            if up.children is NO_IDS:
-                up.children = [op.id]
-            else:
-                up.children.append(op.id)
-        else:
-            roots[t].append(op.id)
-    return roots
-
-
-def _self_times(ops: list[Op], cpu: _Cpu) -> None:
-    """Self time = duration minus the children's, in one vectorised pass."""
-    if not ops:
-        return
-    parent = np.asarray(cpu.parent, dtype=np.int64)
-    child_sum = np.zeros(len(ops), dtype=np.int64)
-    has_parent = parent >= 0
-    np.add.at(child_sum, parent[has_parent], cpu.dur_ns[has_parent])
-    for op, s in zip(ops, (np.maximum(cpu.dur_ns - child_sum, 0) / 1000.0).tolist(), strict=True):
-        op.self_us = s if op.children else op.dur   # a leaf shares its duration's float
-
-
-def _make_gpu(events: list[Any], b: Buckets, gpu_link: list[LinkArgs | None], origin_us: float,
-              warnings: list[str], string_ids: dict[str, int], ops: list[Op], corr_to_launch: dict[int, int],
-              ext_to_op: dict[int, int], ends: dict[FlowKey, int], intern: dict[str, str],
-              ) -> tuple[list[GpuOp], dict[tuple[int, int], None], list[float], int]:
-    """GpuOps in time order, linked to their launch call and launching op.
-    Returns (gpu, streams seen, GPU µs launched directly by each op, count of unlinked GPU ops)."""
-    start = _ns(b.gpu_ts, origin_us)
-    dur = _durations(b.gpu_dur, warnings)
-    gpu_ev = b.gpu_ev.tolist()
-    gpu_cat = [CATEGORIES[c] for c in b.gpu_cat.tolist()]
-    gorder = np.argsort(start, kind="stable").tolist()
-    gts = (start / 1000.0).tolist()
-    gdur = (dur / 1000.0).tolist()
-    gpu: list[GpuOp] = []
-    streams: dict[tuple[int, int], None] = {}
-    direct = [0.0] * len(ops)
-    unlinked = 0
-    launch_cats = LAUNCH_CATS
-    for g, j in enumerate(gorder):
-        i = gpu_ev[j]
-        e = events[i]
-        events[i] = None
-        device = _id_of(e.pid, string_ids)
-        stream = _id_of(e.tid, string_ids)
-        ext, corr = _ext(gpu_link[j])
-        if corr is None and ends:
-            corr = ends.get((device, stream, e.ts))
-        launch = corr_to_launch.get(corr, -1) if corr is not None else -1
-        op_id = -1
-        if launch >= 0:
-            op_id = ops[launch].parent
-            while op_id >= 0 and ops[op_id].cat in launch_cats:
-                op_id = ops[op_id].parent
-            launch_ext = ops[launch].external_id
-            if op_id < 0 and launch_ext:
-                op_id = ext_to_op.get(launch_ext, -1)
-        elif ext:
-            op_id = ext_to_op.get(ext, -1)
-        name = e.name
-        gpu.append(GpuOp(g, intern.setdefault(name, name), gpu_cat[j], device, stream, gts[j], gdur[j], i,
-                         corr, ext, launch, op_id))
-        streams[(device, stream)] = None
-        if launch >= 0:
-            _add_gpu(ops[launch], g)
-            direct[launch] += gdur[j]
-        elif op_id >= 0:
-            direct[op_id] += gdur[j]
-        else:
-            unlinked += 1
-        if op_id >= 0:
-            _add_gpu(ops[op_id], g)
-    return gpu, streams, direct, unlinked
-
-
-def _roll_up_gpu_time(ops: list[Op], cpu: _Cpu, direct: list[float]) -> None:
-    total = _roll_up(np.asarray(direct, dtype=np.float64), np.asarray(cpu.parent, dtype=np.int64),
-                     np.asarray(cpu.depth, dtype=np.int64))
-    for k in np.nonzero(total)[0].tolist():
-        ops[k].gpu_us = float(total[k])
-
-
-def _assign_steps(ops: list[Op], gpu: list[GpuOp], cpu: _Cpu) -> list[Step]:
-    """Steps from ProfilerStep#N; an op belongs to the step it starts in (any thread), GPU work to the
-    step of the call that launched it (of its op when it has no launch call)."""
-    # torch <= 1.9 records ProfilerStep#N with category `Operator` (a CPU op), later ones as an annotation.
-    marks = [op for op in ops if (op.cat == ANNOTATION or op.cat == CPU_OP) and op.name.startswith(STEP_PREFIX)]
-    marks.sort(key=lambda op: (op.ts, op.id))
-    steps = [Step(n, op.name, op.ts, op.dur, op.id) for n, op in enumerate(marks)]
-    if not steps:
-        return steps
-    starts_ns = np.asarray([cpu.start_ns[op.id] for op in marks], dtype=np.int64)
-    ends_ns = starts_ns + np.asarray([cpu.dur_ns[op.id] for op in marks], dtype=np.int64)
-    where = np.searchsorted(starts_ns, cpu.start_ns, side="right") - 1
-    inside = (where >= 0) & (cpu.start_ns < ends_ns[np.maximum(where, 0)])
-    for op, s in zip(ops, np.where(inside, where, -1).tolist(), strict=True):
-        op.step = s
-    for gop in gpu:
-        # the launch call says when the work was queued (a with_stack frame around it may start earlier)
-        owner = gop.launch if gop.launch >= 0 else gop.op
-        if owner >= 0:
-            gop.step = ops[owner].step
-    return steps
-
 
 def _memory_events(events: list[Any], mem_ev: list[int], origin_us: float,
                    string_ids: dict[str, int]) -> list[MemEvent]:
@@ -657,19 +433,6 @@ def _durations(values: np.ndarray, warnings: list[str]) -> np.ndarray:
     return np.rint(arr * 1000.0).astype(np.int64)
 
 
-def _add_gpu(op: Op, g: int) -> None:
-    if op.gpu is NO_IDS:
-        op.gpu = [g]
-    else:
-        op.gpu.append(g)
-
-
-def _ext(la: LinkArgs | None) -> tuple[int | None, int | None]:
-    if la is None:
-        return None, None
-    return (la.external_id if la.external_id is not None else la.external_id_lc), la.correlation
-
-
 def _flow_index(events: list[RawEvent], flow_ev: list[int], string_ids: dict[str, int],
                 ) -> tuple[dict[FlowKey, int], dict[FlowKey, int]]:
     """Launch flows by where they start and end: ({(pid, tid, ts): id}, {(pid, tid, ts): id})."""
@@ -685,7 +448,7 @@ def _flow_index(events: list[RawEvent], flow_ev: list[int], string_ids: dict[str
                 fid = int(fid, 0)
             except ValueError:
                 continue
-        if fid is None:
+        if fid is None or not _INT64_MIN <= fid <= _INT64_MAX:     # as wide link ids: not linked by
             continue
         key = (_id_of(e.pid, string_ids), _id_of(e.tid, string_ids), e.ts)
         (starts if e.ph == "s" else ends)[key] = fid

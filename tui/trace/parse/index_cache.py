@@ -2,8 +2,6 @@
 
     lookup(path, source) -> Trace | None      the cached index of this exact file, or None
     store(path, trace, args_facts)            save it (never raises; an unwritable folder is skipped)
-    companion_key / companion_lookup / companion_store
-                                              figures computed later from the file's args, kept beside it
 
 Where: `$XDG_CACHE_HOME/mlptui/index` (default `~/.cache/mlptui/index`), never beside the trace; one
 `<sha of the real path>.npz` per trace file (numpy's own format, columns from mlptui.trace.parse.columns,
@@ -13,13 +11,6 @@ file's size and mtime, and a hash of its first and last MiB. A damaged entry is 
 rewritten; entries are written to a temp file in the same folder and renamed into place, so a reader
 never sees half an entry. `MLPTUI_NO_CACHE=1` turns the cache off. Traces under MIN_BYTES are not cached
 (they load faster than an entry is written).
-
-A companion entry, `<sha>.<name>.npz` beside the index entry, keeps columns that are computed after the
-load by re-reading the file's args (the kernels' launch columns: mlptui.trace.parse.launch), so that a
-reopened trace does not re-read the file for them. Its key is the index entry's, plus its name and a hash
-of the modules that compute it; it also holds the rows it was computed for (event numbers), and a lookup
-for other rows is a miss. It is read and written only while the file is the one the trace was loaded
-from, and under the same rules as the index entry.
 """
 
 from __future__ import annotations
@@ -27,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +30,11 @@ from mlptui.trace.model import Trace
 from mlptui.trace.parse.args_store import ArgsStore
 from mlptui.trace.parse.columns import trace_columns, trace_from_columns
 
-FORMAT = 2                 # bump when the entry layout changes (2: memory events)
+FORMAT = 3                 # bump when the entry layout changes (2: memory events, 3: launch columns)
 MIN_BYTES = 1 << 20        # smaller traces load in a few ms: not worth an entry
 _EDGE = 1 << 20            # bytes hashed at each end of the file
-_CODE_MODULES = ("model", "parse/columns", "parse/classify", "parse/decode", "parse/index", "parse/tree")
-# the modules whose code a companion's columns depend on, besides the indexer's
-_COMPANION_MODULES = {"launch": ("parse/launch", "parse/args_store")}
+_CODE_MODULES = ("model", "store", "parse/columns", "parse/classify", "parse/decode", "parse/index", "parse/launch",
+                 "parse/tree")
 
 
 def cache_dir() -> Path:
@@ -68,10 +59,9 @@ def load_cached(path: Path, source: str) -> Trace | None:
         return None
     trace, facts = hit
     key = facts["key"]
-    trace._args = ArgsStore(facts["events"], path=path, stamp=(key["size"], key["mtime_ns"]),
-                            repair_utf8=facts["repair_utf8"], cut=facts["cut"],
-                            suffix=facts["suffix"].encode("latin-1"))
-    return trace
+    return replace(trace, _args=ArgsStore(facts["events"], path=path, stamp=(key["size"], key["mtime_ns"]),
+                                          repair_utf8=facts["repair_utf8"], cut=facts["cut"],
+                                          suffix=facts["suffix"].encode("latin-1")))
 
 
 # What reading a missing, unreadable or damaged entry raises (np.load, its members, the key's JSON).
@@ -141,54 +131,6 @@ def _write(target: Path, arrays: dict[str, np.ndarray]) -> bool:
     return True
 
 
-def companion_path(path: Path, name: str) -> Path:
-    """`<sha>.<name>.npz`, beside the index entry of `path`."""
-    return entry_path(path).with_suffix(f".{name}.npz")
-
-
-def companion_key(path: Path, name: str, loaded: tuple[int, int]) -> dict[str, Any] | None:
-    """The key of companion `name` for the file at `path`, or None when the cache is off, the file is under
-    MIN_BYTES or unreadable, or it is not the file the trace was loaded from (`loaded`: its size and mtime
-    then, what the trace's args store re-reads it by)."""
-    if not enabled():
-        return None
-    try:
-        key = file_key(path)
-    except OSError:
-        return None
-    if key["size"] < MIN_BYTES or (key["size"], key["mtime_ns"]) != tuple(loaded):
-        return None
-    return {**key, "companion": name, "companion_code": _companion_stamp(name)}
-
-
-def companion_lookup(path: Path, key: dict[str, Any], rows: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
-    """The columns of companion entry `key` when it matches and was computed for exactly `rows` (name ->
-    array, compared by dtype, shape and value); None when missing, damaged or for anything else."""
-    try:
-        with np.load(companion_path(path, key["companion"]), allow_pickle=False) as npz:
-            if orjson.loads(npz["key"].tobytes()) != key:
-                return None
-            for name, want in rows.items():
-                have = npz[f"rows_{name}"]
-                if have.dtype != want.dtype or have.shape != want.shape or not np.array_equal(have, want):
-                    return None
-            return {name: npz[name] for name in npz.files if name != "key" and not name.startswith("rows_")}
-    except UNREADABLE:
-        return None
-
-
-def companion_store(path: Path, key: dict[str, Any], rows: dict[str, np.ndarray], cols: dict[str, np.ndarray]) -> bool:
-    """Write companion entry `key`: `cols` computed for `rows`; False (and nothing left behind) when it
-    cannot be written."""
-    try:
-        arrays = {f"rows_{name}": np.asarray(a) for name, a in rows.items()}
-        arrays.update((name, np.asarray(a)) for name, a in cols.items())
-        arrays["key"] = np.frombuffer(orjson.dumps(key), dtype=np.uint8)
-        return _write(companion_path(path, key["companion"]), arrays)
-    except (OSError, ValueError, TypeError):
-        return False
-
-
 def file_key(path: Path) -> dict[str, Any]:
     """What identifies the file's content for the cache (see the module docstring)."""
     with open(path, "rb") as f:
@@ -203,7 +145,6 @@ def file_key(path: Path) -> dict[str, Any]:
 
 
 _CODE: str | None = None
-_COMPANION_CODE: dict[str, str] = {}
 
 
 def _code_stamp() -> str:
@@ -212,14 +153,6 @@ def _code_stamp() -> str:
     if _CODE is None:
         _CODE = _hash_sources(_CODE_MODULES)
     return _CODE
-
-
-def _companion_stamp(name: str) -> str:
-    """The same for the modules that compute companion `name`'s columns."""
-    stamp = _COMPANION_CODE.get(name)
-    if stamp is None:
-        stamp = _COMPANION_CODE[name] = _hash_sources(_COMPANION_MODULES[name])
-    return stamp
 
 
 def _hash_sources(modules: tuple[str, ...]) -> str:

@@ -1,15 +1,11 @@
 """Every kernel's launch figures as columns: grid, block, registers, shared memory, and Kineto's blocks per
 SM and achieved occupancy, from its event's args.
 
-The overview, the kernel table and `summary` weigh every kernel by its launch. The load does not read
-these keys (they would cost every load a tenth of its time, for views that are not always opened), so
-they are read here on first use: the trace's args are re-read once (mlptui.trace.parse.args_store) and
-of each kernel's args only these six keys are decoded, with a typed decoder, instead of a dict per
-kernel. Unknown values are NaN (floats) or -1 (ints); memcpy and memset rows have none.
-
-For a trace read from a file, the columns are kept in the index cache as a companion of the file's entry
-(mlptui.trace.parse.index_cache), keyed by the file and the event numbers they were computed for: the
-next open of the same file reads them from there instead of re-reading its args.
+The overview, the kernel table and `summary` weigh every kernel by its launch. The load reads these six
+keys of every event's args with the linking ids (mlptui.trace.parse.decode.LinkArgs), and the index
+makes them into the GPU ops' launch columns here (mlptui.trace.store: gpu_grid_blocks ... gpu_occupancy_pct),
+so no view reads the file again for them. Unknown values are NaN (floats) or -1 (ints); memcpy and memset
+rows have none.
 """
 
 from __future__ import annotations
@@ -20,37 +16,18 @@ from itertools import chain, repeat
 from operator import attrgetter, is_not
 from typing import Any
 
-import msgspec
 import numpy as np
-from msgspec import Struct
 
 from mlptui.trace.model import Trace
-from mlptui.trace.parse import index_cache
-from mlptui.trace.parse.args_store import ArgsStore
-from mlptui.trace.parse.decode import event_args
+from mlptui.trace.parse.decode import LinkArgs
 
 _LIMIT = 1 << 40          # no launch dimension, register count or byte count reaches this
 _THREADS_CAP = 1 << 62    # a block this large is refused by every occupancy check all the same
 
 
-class LaunchArgs(Struct, gc=False):
-    """The launch keys of a kernel's args, as written (checked when made into columns)."""
-
-    grid: Any = None
-    block: Any = None
-    registers: Any = msgspec.field(default=None, name="registers per thread")
-    shared_memory: Any = msgspec.field(default=None, name="shared memory")
-    blocks_per_sm: Any = msgspec.field(default=None, name="blocks per SM")
-    occupancy_pct: Any = msgspec.field(default=None, name="est. achieved occupancy %")
-
-
-_DECODER = msgspec.json.Decoder(LaunchArgs)
-_NONE = LaunchArgs()
-
-
 @dataclass
 class LaunchColumns:
-    """One row per GpuOp id."""
+    """One row per GpuOp id (or per launch given to `launch_columns`)."""
 
     grid_blocks: np.ndarray      # float64: the product of the grid's dims (any count of whole numbers)
     threads: np.ndarray          # int64: threads per block, from the block's first three dims
@@ -60,58 +37,14 @@ class LaunchColumns:
     occupancy_pct: np.ndarray    # float64: Kineto's `est. achieved occupancy %`, when a number >= 0
 
 
-# each column's dtype, to check columns read back from the cache
-_DTYPES = {"grid_blocks": np.dtype(np.float64), "threads": np.dtype(np.int64), "registers": np.dtype(np.int64),
-           "shared_memory": np.dtype(np.int64), "blocks_per_sm": np.dtype(np.float64),
-           "occupancy_pct": np.dtype(np.float64)}
+def launches(trace: Trace) -> LaunchColumns:
+    """The launch columns of every GPU op of `trace` (row = GpuOp.id), as the index kept them."""
+    c = trace.columns
+    return LaunchColumns(c.gpu_grid_blocks, c.gpu_threads, c.gpu_registers, c.gpu_shared_memory,
+                         c.gpu_blocks_per_sm, c.gpu_occupancy_pct)
 
 
-def event_launches(trace: Trace, events: list[int], kernel: list[bool]) -> LaunchColumns:
-    """The launch columns of the events `events` of `trace`, one row each; rows not `kernel` unknown.
-    Read from the index cache when the trace's file has them there; computed (and kept there) otherwise."""
-    store = trace._args if isinstance(trace._args, ArgsStore) else None
-    file = store.source_file() if store is not None else None
-    key = index_cache.companion_key(file[0], "launch", file[1]) if file is not None else None
-    rows: dict[str, np.ndarray] = {}
-    if file is not None and key is not None:
-        rows = {"events": np.array(events, dtype=np.int64), "kernel": np.array(kernel, dtype=bool)}
-        cached = _from_cache(index_cache.companion_lookup(file[0], key, rows), len(events))
-        if cached is not None:
-            return cached
-    read = store.raw if store is not None else trace.args     # an ArgsStore hands over undecoded args
-    columns = launch_columns([_launch_args(read(e)) if k else _NONE for e, k in zip(events, kernel, strict=True)])
-    # kept only when read from the file as loaded (args that could not be re-read are all unknown)
-    if file is not None and key is not None and store is not None and store.problem is None:
-        index_cache.companion_store(file[0], key, rows, dict(vars(columns)))
-    return columns
-
-
-def _from_cache(cols: dict[str, np.ndarray] | None, n: int) -> LaunchColumns | None:
-    """The columns read back from the cache when they are the columns of `n` rows; None otherwise."""
-    if cols is None or set(cols) != set(_DTYPES):
-        return None
-    if any(a.dtype != _DTYPES[name] or a.shape != (n,) for name, a in cols.items()):
-        return None
-    return LaunchColumns(**cols)
-
-
-def _launch_args(value: Any) -> LaunchArgs:
-    if isinstance(value, dict):
-        return LaunchArgs(value.get("grid"), value.get("block"), value.get("registers per thread"),
-                          value.get("shared memory"), value.get("blocks per SM"),
-                          value.get("est. achieved occupancy %"))
-    if not value:
-        return _NONE
-    try:
-        args: LaunchArgs = _DECODER.decode(value)
-    # not an object, bad UTF-8 (msgspec raises UnicodeDecodeError for it in a string it keeps), too deep:
-    # as the views read it
-    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
-        return _launch_args(event_args(value))
-    return args
-
-
-def launch_columns(launches: list[LaunchArgs]) -> LaunchColumns:
+def launch_columns(launches: list[LinkArgs]) -> LaunchColumns:
     """The columns of `launches`, in that order."""
     grids = list(map(attrgetter("grid"), launches))
     blocks = list(map(attrgetter("block"), launches))

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -33,8 +34,9 @@ _CHUNK = 8 << 20
 
 
 def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
-               progress: Progress | None = None) -> Trace:
-    """Read, decode and index the trace at `path`. `source` is what to call it in messages and in Trace.source."""
+               progress: Progress | None = None, notes: Sequence[str] = ()) -> Trace:
+    """Read, decode and index the trace at `path`. `source` is what to call it in messages and in Trace.source;
+    `notes`: warnings about how the file was fetched, added to the trace's own."""
     p = Path(path)
     name = source if source is not None else str(path)
     if p.is_dir():
@@ -42,7 +44,7 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
     data: bytes | bytearray | memoryview
     cached = index_cache.load_cached(p, name)
     if cached is not None:
-        return _opened(cached, p, cached.meta.get("file_bytes", 0), progress)
+        return _opened(cached, p, cached.meta.get("file_bytes", 0), progress, notes)
     try:
         with open(p, "rb") as f:
             st = os.fstat(f.fileno())
@@ -66,15 +68,17 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
     trace = _build(holder, name, total, progress, lambda d: ArgsStore(
         len(d.events), path=p, stamp=(st.st_size, st.st_mtime_ns), repair_utf8=d.repaired_utf8, cut=d.cut,
         suffix=d.suffix))
-    trace.meta.setdefault("file_bytes", total)
     index_cache.remember(p, trace)
-    return _opened(trace, p, total, None)
+    return _opened(trace, p, total, None, notes)
 
 
-def _opened(trace: Trace, p: Path, total: int, progress: Progress | None) -> Trace:
-    """What every trace read from a file gets, whether it was indexed now or read from the cache."""
-    trace.meta.setdefault("path", str(p))
-    trace.manifest = manifest_for(p)
+def _opened(trace: Trace, p: Path, total: int, progress: Progress | None, notes: Sequence[str]) -> Trace:
+    """What every trace read from a file gets, whether it was indexed now or read from the cache: its path,
+    the runner's manifest entry (attached here and nowhere else) and `notes`."""
+    meta = dict(trace.meta)
+    meta.setdefault("path", str(p))
+    trace = replace(trace, meta=meta, manifest=manifest_for(p),
+                    warnings=[*trace.warnings, *notes] if notes else trace.warnings)
     if progress is not None:
         progress(total, total)
     return trace
@@ -90,11 +94,9 @@ def load_trace_bytes(data: bytes, *, source: str, progress: Progress | None = No
         progress(total, total)
     holder: list[bytes | bytearray | memoryview] = [data]
     del data
-    trace = _build(holder, source, total, progress,
-                   lambda d: ArgsStore(len(d.events), data=bytes(original), repair_utf8=d.repaired_utf8,
-                                       cut=d.cut, suffix=d.suffix))
-    trace.meta.setdefault("file_bytes", total)
-    return trace
+    return _build(holder, source, total, progress,
+                  lambda d: ArgsStore(len(d.events), data=bytes(original), repair_utf8=d.repaired_utf8,
+                                      cut=d.cut, suffix=d.suffix))
 
 
 def _build(holder: list[bytes | bytearray | memoryview], source: str, total: int, progress: Progress | None,
@@ -127,10 +129,11 @@ def _build(holder: list[bytes | bytearray | memoryview], source: str, total: int
     else:
         store = args_store(decoded)
     trace = build_trace(decoded, source)
-    trace._args = store
+    meta = dict(trace.meta)
+    meta.setdefault("file_bytes", total)
     if progress is not None:
         progress(total, total)
-    return trace
+    return replace(trace, meta=meta, _args=store)
 
 
 def _read_plain(f: io.BufferedIOBase, total: int, progress: Progress | None) -> memoryview:

@@ -26,6 +26,7 @@ import queue
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -105,14 +106,14 @@ def _result(name: str, fut: Future[tuple[str, Any]]) -> Trace | MlptuiError:
         cols, facts, meta_path = payload
         trace = trace_from_columns(cols, name)
         if "eager" in facts:
-            trace._args = ArgsStore(len(facts["eager"]), eager=facts["eager"])
+            store = ArgsStore(len(facts["eager"]), eager=facts["eager"])
         else:
-            trace._args = ArgsStore(facts["events"], path=Path(name), stamp=facts["stamp"],
-                                    repair_utf8=facts["repair_utf8"], cut=facts["cut"],
-                                    suffix=facts["suffix"].encode("latin-1"))
-        trace.meta.setdefault("path", meta_path)
-        trace.manifest = manifest_for(Path(name))
-        return trace
+            store = ArgsStore(facts["events"], path=Path(name), stamp=facts["stamp"],
+                              repair_utf8=facts["repair_utf8"], cut=facts["cut"],
+                              suffix=facts["suffix"].encode("latin-1"))
+        meta = dict(trace.meta)
+        meta.setdefault("path", meta_path)
+        return replace(trace, meta=meta, manifest=manifest_for(Path(name)), _args=store)
     try:             # "cached": the worker wrote the index cache entry; reading it back is cheap
         return load_trace(name)
     except MlptuiError as exc:
