@@ -16,7 +16,7 @@ import numpy as np
 
 from mlptui.trace.analysis.launches import classify_call
 from mlptui.trace.model import ANNOTATION, CPU_OP, LAUNCH_CATS, NO_IDS, GpuOp, Op, Step
-from mlptui.trace.parse.classify import CATEGORIES, Buckets, classify
+from mlptui.trace.parse.classify import CATEGORIES, Buckets, classify, flow_id
 from mlptui.trace.parse.decode import Decoded, LinkArgs
 from mlptui.trace.parse.index import (
     _INT64_MAX,
@@ -55,7 +55,7 @@ def reference_index(decoded: Decoded, source: str) -> SimpleNamespace:
     warnings = list(decoded.warnings)
     b = classify(events, warnings)
     string_ids: dict[str, int] = {}
-    names = _names(events, b.meta_ev, string_ids)
+    names = _names([events[i] for i in b.meta_ev], string_ids)
     wide = 0
     for i in [*b.cpu_ev.tolist(), *b.gpu_ev.tolist()]:
         a = events[i].args
@@ -69,7 +69,9 @@ def reference_index(decoded: Decoded, source: str) -> SimpleNamespace:
     starts: dict[FlowKey, int] = {}
     ends: dict[FlowKey, int] = {}
     if b.flow_ev and uncorrelated:
-        starts, ends = _flow_index(events, b.flow_ev, string_ids)
+        flows = [events[i] for i in b.flow_ev]
+        starts, ends = _flow_index([(e.ph, e.pid, e.tid, e.ts, flow_id(e)) for e in flows
+                                    if flow_id(e) is not None and e.ts is not None], string_ids)
     origin_us = float(min(b.cpu_ts.min(initial=np.inf), b.gpu_ts.min(initial=np.inf)))
     if origin_us == np.inf:
         origin_us = 0.0
@@ -92,7 +94,8 @@ def _build_objects(pre: _Pre) -> SimpleNamespace:
     events: list[Any] = pre.decoded.events
     gpu_link = [events[i].args for i in b.gpu_ev.tolist()]
     cpu = _cpu_columns(events, b, origin_us, warnings, string_ids)
-    memory = _memory_events(events, b.mem_ev, origin_us, string_ids)
+    memory = _memory_events([(events[i].pid, events[i].tid, events[i].ts) for i in b.mem_ev], b.mem_ev, origin_us,
+                            string_ids)
     intern: dict[str, str] = {}
     ops, corr_to_launch, ext_to_op = _make_ops(events, b, cpu, pre.starts, intern)
     roots = _attach_children(ops, cpu)

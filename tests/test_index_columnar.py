@@ -44,22 +44,29 @@ BIG = 1_300_000     # corpus files above this (bytes as stored) are checked by t
 
 
 def _both(load: Any) -> tuple[Trace | str, SimpleNamespace | str]:
-    """(the trace `load` gives, the reference index of the same decoded events)."""
+    """(the trace `load` gives, the reference index of the same events: decoded whole, with the plain
+    decoder, so that the reference sees them all)."""
+    def one() -> Trace | str:
+        try:
+            return load()
+        except TraceError as exc:
+            return f"TraceError: {exc}"
+    fast = one()
     seen: list[SimpleNamespace] = []
-    real = load_module.build_trace
+    real_build, real_pieces = load_module.build_trace, load_module.decode_in_pieces
 
     def spy(decoded: Any, source: str) -> Trace:
         seen.append(reference_index(decoded, source))
-        return real(decoded, source)
+        return real_build(decoded, source)
     load_module.build_trace = spy  # type: ignore[assignment]
+    load_module.decode_in_pieces = lambda data, sink: None  # type: ignore[assignment]
     try:
-        fast: Trace | str = load()
-    except TraceError as exc:
-        fast = f"TraceError: {exc}"
+        whole = one()
     finally:
-        load_module.build_trace = real  # type: ignore[assignment]
-    if isinstance(fast, str):
-        return fast, fast
+        load_module.build_trace, load_module.decode_in_pieces = real_build, real_pieces  # type: ignore[assignment]
+    if isinstance(fast, str) or isinstance(whole, str):
+        assert fast == whole
+        return fast, whole
     assert len(seen) == 1
     return fast, seen[0]
 

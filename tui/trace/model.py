@@ -226,10 +226,42 @@ class Trace:
 
 
 def _make_ops(trace: Trace) -> list[Op]:
-    from mlptui.trace.store import make_ops  # numpy: imported when a trace's objects are first needed
-    return make_ops(trace.columns)
+    """Every Op, from the columns (callers that make a whole trace's pause the collector: mlptui.gc_policy)."""
+    c = trace.columns
+    strings = c.strings
+    name = list(map(strings.__getitem__, c.op_name.tolist()))
+    cat = list(map(strings.__getitem__, c.op_cat.tolist()))
+    children = _lists(*c.children())
+    gpu = _lists(c.op_gpu_ptr, c.op_gpu_ids)
+    ext = _optional(c.op_external_id, c.op_external_id_present)
+    corr = _optional(c.op_correlation, c.op_correlation_present)
+    return list(map(Op, range(c.n_ops), name, cat, c.op_pid.tolist(), c.op_tid.tolist(), c.op_ts.tolist(),
+                    c.op_dur.tolist(), c.op_event.tolist(), c.op_parent.tolist(), children, c.op_depth.tolist(),
+                    ext, corr, c.op_step.tolist(), c.op_self_us.tolist(), c.op_gpu_us.tolist(), gpu))
 
 
 def _make_gpu_ops(trace: Trace) -> list[GpuOp]:
-    from mlptui.trace.store import make_gpu_ops
-    return make_gpu_ops(trace.columns)
+    """Every GpuOp, from the columns."""
+    c = trace.columns
+    strings = c.strings
+    name = list(map(strings.__getitem__, c.gpu_name.tolist()))
+    cat = list(map(strings.__getitem__, c.gpu_cat.tolist()))
+    ext = _optional(c.gpu_external_id, c.gpu_external_id_present)
+    corr = _optional(c.gpu_correlation, c.gpu_correlation_present)
+    return list(map(GpuOp, range(c.n_gpu), name, cat, c.gpu_device.tolist(), c.gpu_stream.tolist(),
+                    c.gpu_ts.tolist(), c.gpu_dur.tolist(), c.gpu_event.tolist(), corr, ext, c.gpu_launch.tolist(),
+                    c.gpu_op.tolist(), c.gpu_step.tolist()))
+
+
+def _lists(ptr: Any, ids: Any) -> list[list[int]]:
+    """Id lists from offsets (numpy arrays): list k is ids[ptr[k]:ptr[k + 1]]; empty ones share NO_IDS."""
+    p = ptr.tolist()
+    flat = ids.tolist()
+    return [flat[a:b] if b > a else NO_IDS for a, b in zip(p[:-1], p[1:], strict=True)]
+
+
+def _optional(values: Any, present: Any) -> list[int | None]:
+    out: list[int | None] = values.tolist()
+    if present.all():
+        return out
+    return [v if p else None for v, p in zip(out, present.tolist(), strict=True)]

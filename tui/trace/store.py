@@ -2,11 +2,10 @@
 
     TraceColumns                  op_* columns (row = Op.id), gpu_* columns (row = GpuOp.id), one string table
     SCHEMA                        every column's name and dtype, the one place they are written
-    make_ops(c) / make_gpu_ops(c) Op and GpuOp objects, for the screens and reports that walk objects
 
 The index (mlptui.trace.parse.index) builds these columns, the index cache stores and reads them
 (mlptui.trace.parse.columns), and the analyses weigh every op on them; Op and GpuOp objects are made
-from them only where a caller asks for `Trace.ops` / `Trace.gpu`.
+from them (mlptui.trace.model) only where a caller asks for `Trace.ops` / `Trace.gpu`.
 
 Times are float64 µs from the trace's first event, rounded to the ns: the unit the file writes and every
 figure is defined in, so no reader converts. A float64 holds every ns of a span up to 104 days exactly;
@@ -21,12 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from itertools import repeat
 from typing import Any
 
 import numpy as np
-
-from mlptui.trace.model import NO_IDS, GpuOp, Op
 
 _I, _F, _B = np.dtype(np.int64), np.dtype(np.float64), np.dtype(np.bool_)
 
@@ -183,63 +179,6 @@ def distinct(values: np.ndarray) -> np.ndarray:
     keep[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
     return ordered[keep]
-
-
-# ---------------------------------------------------------------- objects
-
-def make_ops(c: TraceColumns) -> list[Op]:
-    """Every Op, from the columns (callers that make a whole trace's pause the collector: mlptui.gc_policy)."""
-    n = c.n_ops
-    name = list(map(c.strings.__getitem__, c.op_name.tolist()))
-    cat = list(map(c.strings.__getitem__, c.op_cat.tolist()))
-    children = _children(c.op_parent, n)
-    gpu = _unflat(c.op_gpu_ptr, c.op_gpu_ids)
-    ext = _optional(c.op_external_id, c.op_external_id_present)
-    corr = _optional(c.op_correlation, c.op_correlation_present)
-    return list(map(Op, range(n), name, cat, c.op_pid.tolist(), c.op_tid.tolist(), c.op_ts.tolist(),
-                    c.op_dur.tolist(), c.op_event.tolist(), c.op_parent.tolist(), children, c.op_depth.tolist(),
-                    ext, corr, c.op_step.tolist(), c.op_self_us.tolist(), c.op_gpu_us.tolist(), gpu))
-
-
-def make_gpu_ops(c: TraceColumns) -> list[GpuOp]:
-    """Every GpuOp, from the columns."""
-    name = list(map(c.strings.__getitem__, c.gpu_name.tolist()))
-    cat = list(map(c.strings.__getitem__, c.gpu_cat.tolist()))
-    ext = _optional(c.gpu_external_id, c.gpu_external_id_present)
-    corr = _optional(c.gpu_correlation, c.gpu_correlation_present)
-    return list(map(GpuOp, range(c.n_gpu), name, cat, c.gpu_device.tolist(), c.gpu_stream.tolist(),
-                    c.gpu_ts.tolist(), c.gpu_dur.tolist(), c.gpu_event.tolist(), corr, ext, c.gpu_launch.tolist(),
-                    c.gpu_op.tolist(), c.gpu_step.tolist()))
-
-
-def _unflat(ptr: np.ndarray, ids: np.ndarray) -> list[list[int]]:
-    """Id lists from offsets; empty ones share the read-only NO_IDS."""
-    p = ptr.tolist()
-    flat = ids.tolist()
-    return [flat[a:b] if b > a else NO_IDS for a, b in zip(p[:-1], p[1:], strict=True)]
-
-
-def _children(parent: np.ndarray, n: int) -> list[list[int]]:
-    """Children by id order, as the tree lists them (a child's id is larger than its parent's)."""
-    out: list[list[int]] = list(repeat(NO_IDS, n))
-    has = np.flatnonzero(parent >= 0)
-    if not len(has):
-        return out
-    order = has[np.argsort(parent[has], kind="stable")]
-    sorted_parents = parent[order]
-    cuts = np.flatnonzero(np.diff(sorted_parents)) + 1
-    kids = order.tolist()
-    bounds = [0, *cuts.tolist(), len(kids)]
-    for p, a, b in zip(sorted_parents[bounds[:-1]].tolist(), bounds[:-1], bounds[1:], strict=True):
-        out[p] = kids[a:b]
-    return out
-
-
-def _optional(values: np.ndarray, present: np.ndarray) -> list[int | None]:
-    out: list[int | None] = values.tolist()
-    if present.all():
-        return out
-    return [v if p else None for v, p in zip(out, present.tolist(), strict=True)]
 
 
 def _check_refs(c: dict[str, np.ndarray], n_strings: int, n_ops: int, n_gpu: int) -> None:

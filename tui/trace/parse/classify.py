@@ -29,6 +29,8 @@ from mlptui.trace.model import (
     RUNTIME,
     SYNC,
 )
+from mlptui.trace.parse.decode import LinkArgs
+from mlptui.trace.parse.launch import LaunchColumns, launch_columns
 
 # Raw `cat` -> normalised category. Old traces capitalise; ROCm reuses the CUDA names; vendors add theirs.
 CATEGORY: dict[str, str] = {
@@ -64,16 +66,32 @@ _X, _META, _FLOW, _INSTANT, _BEGIN_END = 1, 2, 3, 4, 5
 _PHASE = {"X": _X, "M": _META, "s": _FLOW, "f": _FLOW, "i": _INSTANT, "I": _INSTANT, "B": _BEGIN_END,
           "E": _BEGIN_END}
 _GPU_CODES = np.array([cat in GPU_CATS for cat in CATEGORIES])
+# by raw code (the last two rows: _MTIA, _SKIP): a kind whose complete events may be GPU work
+_GPU_CODES_OR_MTIA = np.r_[_GPU_CODES, True, False]
 _DEVICE_SIDE_CODES = np.array([cat in _DEVICE_SIDE for cat in CATEGORIES])
 
 
 Kind = tuple[Any, Any, Any, Any, Any]     # an event's (ph, cat, name, pid, tid) as written
+_KIND = attrgetter("ph", "cat", "name", "pid", "tid")
+_NO_LINK = LinkArgs()
+
+
+@dataclass
+class Links:
+    """Link ids of some events (int64 with 0 where missing, and a present mask), the args they were read
+    from where kept, and per event how many ids were too wide for 64 bits (read as missing)."""
+
+    ext: np.ndarray
+    ext_present: np.ndarray
+    corr: np.ndarray
+    corr_present: np.ndarray
+    wide: np.ndarray
 
 
 @dataclass
 class Buckets:
     """Event indices by what they are (CPU and GPU ones with their normalised category code, start and duration in
-    µs; a missing duration reads as 0)."""
+    µs; a missing duration reads as 0), and what the index reads of the other events."""
 
     cpu_ev: np.ndarray
     cpu_cat: np.ndarray
@@ -90,6 +108,13 @@ class Buckets:
     kinds: list[Kind]        # every distinct (ph, cat, name, pid, tid), in the order first seen
     cpu_kind: np.ndarray     # each CPU / GPU event's index into `kinds`
     gpu_kind: np.ndarray
+    cpu_links: Links         # the CPU / GPU events' link ids, in the order of cpu_ev / gpu_ev
+    gpu_links: Links
+    gpu_launch: LaunchColumns   # each GPU event's launch keys, in the order of gpu_ev
+    meta: list[Any]          # the events of meta_ev themselves
+    flows: Flows             # the launch flows among flow_ev
+    mem: list[tuple[Any, Any, float]]               # the events of mem_ev as (pid, tid, ts)
+    n_events: int
 
 
 class Codes(dict[Any, int]):
@@ -101,63 +126,243 @@ class Codes(dict[Any, int]):
 
 
 def classify(events: list[Any], warnings: list[str]) -> Buckets:
-    """One pass numbers each event's kind: a trace repeats a few hundred (phase, category, name, pid,
-    tid) combinations, so what depends on them is decided once per kind. One pass each then reads the
-    complete events' start and duration; the decisions are made on numpy arrays."""
-    kinds = Codes()
-    number = kinds.__getitem__
-    kind = np.fromiter([number((e.ph, e.cat, e.name, e.pid, e.tid)) for e in events], dtype=np.int64,
-                       count=len(events))
-    table = list(kinds)
-    phase = np.array([_PHASE.get(k[0], 0) for k in table], dtype=np.int64)[kind]
-    is_x = phase == _X
-    x = np.flatnonzero(is_x)
-    xev = list(compress(events, is_x.tolist()))
-    ts, ts_none = _floats(xev, "ts")
-    dur, dur_none = _floats(xev, "dur")
-    xkind = kind[x]
-    code = np.array([_raw_code(k[1]) for k in table], dtype=np.int64)[xkind]
-    placed = ~ts_none
-    no_ts = int(ts_none.sum())
-    no_dur = int((dur_none & placed).sum())
-    dur[dur_none] = 0.0
-    code[~placed] = _SKIP
-    device_side = 0
-    mtia = np.flatnonzero(code == _MTIA)
-    if len(mtia):
-        mtia_cats = [_mtia_category(xev[j].name) for j in mtia.tolist()]
-        code[mtia] = [_SKIP if k is None else _CODE[k] for k in mtia_cats]
-        device_side += mtia_cats.count(None)
-    known = code >= 0
-    cat = np.where(known, code, 0)
-    gpu = known & _GPU_CODES[cat]
-    side = known & _DEVICE_SIDE_CODES[cat]
-    cpu = known & ~gpu & ~side
-    device_side += int(side.sum())
-    instants = np.flatnonzero(phase == _INSTANT).tolist()
-    mem_ev = [i for i in instants if events[i].name == MEMORY_EVENT and events[i].ts is not None]
-    ignored_phases = int((phase == _BEGIN_END).sum())
-    if no_ts:
-        warnings.append(f"skipped {no_ts} complete event(s) without a 'ts'")
-    if no_dur:
-        warnings.append(f"{no_dur} complete event(s) without a 'dur' read as zero-length")
-    if ignored_phases:
-        warnings.append(f"ignored {ignored_phases} begin/end ('B'/'E') event(s); only complete events are indexed")
-    if not events:
-        warnings.append("the trace has no events")
+    """The buckets of a whole list of decoded events (see Classifier)."""
+    c = Classifier()
+    c.add(events)
+    return c.finish(warnings)
 
-    keep_cpu, keep_gpu = cpu, gpu
-    bad = _outliers(np.concatenate((ts[cpu], ts[gpu])))
-    if bad is not None:
-        warnings.append(f"skipped {int(bad.sum())} slice(s) with a timestamp far outside the trace")
-        keep_cpu = cpu.copy()
-        keep_gpu = gpu.copy()
-        keep_cpu[np.flatnonzero(cpu)[bad[:int(cpu.sum())]]] = False
-        keep_gpu[np.flatnonzero(gpu)[bad[int(cpu.sum()):]]] = False
-    return Buckets(x[keep_cpu], cat[keep_cpu], ts[keep_cpu], dur[keep_cpu],
-                   x[keep_gpu], cat[keep_gpu], ts[keep_gpu], dur[keep_gpu],
-                   np.flatnonzero(phase == _META).tolist(), np.flatnonzero(phase == _FLOW).tolist(),
-                   device_side, mem_ev, table, xkind[keep_cpu], xkind[keep_gpu])
+
+class Classifier:
+    """Reads decoded events batch by batch (the load decodes a big trace in pieces, so that the decoded
+    events of only one piece are alive at a time) and keeps, as columns, what the index needs of them.
+
+    One pass numbers each event's kind: a trace repeats a few hundred (phase, category, name, pid, tid)
+    combinations, so what depends on them is decided once per kind. One pass each then reads the
+    complete events' start, duration and link ids; the decisions are made on numpy arrays."""
+
+    def __init__(self) -> None:
+        self.kinds = Codes()
+        self.n_events = 0
+        self._x: list[np.ndarray] = []          # complete events: event numbers, kinds, ts, dur, links
+        self._xkind: list[np.ndarray] = []
+        self._ts: list[np.ndarray] = []
+        self._dur: list[np.ndarray] = []
+        self._ts_none: list[np.ndarray] = []
+        self._dur_none: list[np.ndarray] = []
+        self._links: list[Links] = []
+        self._gpu_launch: list[LaunchColumns] = []   # of the complete events of a GPU kind, in event order
+        self._meta_ev: list[int] = []
+        self._flow_ev: list[np.ndarray] = []
+        self._mem_ev: list[int] = []
+        self._meta: list[Any] = []
+        self._flows: list[Flows] = []
+        self._mem: list[tuple[Any, Any, float]] = []
+        self._begin_end = 0
+        self._kind_phase = np.zeros(0, dtype=np.int64)
+        self._kind_code = np.zeros(0, dtype=np.int64)
+
+    def add(self, events: list[Any]) -> None:
+        """The next events, numbered on from the last batch's."""
+        base = self.n_events
+        self.n_events += len(events)
+        kind = np.fromiter(map(self.kinds.__getitem__, map(_KIND, events)), dtype=np.int64, count=len(events))
+        self._grow_kinds()
+        phase = self._kind_phase[kind]
+        is_x = phase == _X
+        x = np.flatnonzero(is_x)
+        xev = list(compress(events, is_x.tolist()))
+        ts, ts_none = _floats(xev, "ts")
+        dur, dur_none = _floats(xev, "dur")
+        self._x.append(x + base)
+        self._xkind.append(kind[x])
+        self._ts.append(ts)
+        self._dur.append(dur)
+        self._ts_none.append(ts_none)
+        self._dur_none.append(dur_none)
+        args = list(map(attrgetter("args"), xev))
+        if None in args:           # events without args (rare): read as empty ones
+            args = [_NO_LINK if a is None else a for a in args]
+        self._links.append(_link_ids(args))
+        gpu = np.flatnonzero(_GPU_CODES_OR_MTIA[self._kind_code[kind[x]]]).tolist()
+        self._gpu_launch.append(launch_columns(list(map(args.__getitem__, gpu))))
+        del args, xev
+        at = np.flatnonzero(phase == _META).tolist()
+        self._meta_ev.extend(i + base for i in at)
+        self._meta.extend(map(events.__getitem__, at))
+        at = np.flatnonzero(phase == _FLOW)
+        self._flow_ev.append(at + base)
+        self._flows.append(_launch_flows(list(map(events.__getitem__, at.tolist())), kind[at]))
+        for i in np.flatnonzero(phase == _INSTANT).tolist():
+            e = events[i]
+            if e.name == MEMORY_EVENT and e.ts is not None:
+                self._mem_ev.append(i + base)
+                self._mem.append((e.pid, e.tid, e.ts))
+        self._begin_end += int((phase == _BEGIN_END).sum())
+
+    def _grow_kinds(self) -> None:
+        table = list(self.kinds)
+        new = table[len(self._kind_phase):]
+        if new:
+            self._kind_phase = np.r_[self._kind_phase, np.array([_PHASE.get(k[0], 0) for k in new], dtype=np.int64)]
+            self._kind_code = np.r_[self._kind_code, np.array([_raw_code(k[1]) for k in new], dtype=np.int64)]
+
+    def finish(self, warnings: list[str]) -> Buckets:
+        """The buckets of every event added; `warnings` gets what was skipped and why."""
+        table = list(self.kinds)
+        x = _cat(self._x, np.int64)
+        xkind = _cat(self._xkind, np.int64)
+        ts, dur = _cat(self._ts, np.float64), _cat(self._dur, np.float64)
+        ts_none, dur_none = _cat(self._ts_none, np.bool_), _cat(self._dur_none, np.bool_)
+        links = Links(*(_cat([getattr(part, f) for part in self._links], dtype)
+                        for f, dtype in (("ext", np.int64), ("ext_present", np.bool_), ("corr", np.int64),
+                                         ("corr_present", np.bool_), ("wide", np.int8))))
+        code = self._kind_code[xkind] if len(xkind) else np.zeros(0, dtype=np.int64)
+        placed = ~ts_none
+        no_ts = int(ts_none.sum())
+        no_dur = int((dur_none & placed).sum())
+        dur[dur_none] = 0.0
+        code[~placed] = _SKIP
+        device_side = 0
+        mtia = np.flatnonzero(code == _MTIA)
+        if len(mtia):
+            mtia_cats = [_mtia_category(table[k][2]) for k in xkind[mtia].tolist()]
+            code[mtia] = [_SKIP if k is None else _CODE[k] for k in mtia_cats]
+            device_side += mtia_cats.count(None)
+        # the GPU events' args were kept for every event of a GPU kind (MTIA ones included): those still GPU
+        gpu_kind_rows = _GPU_CODES_OR_MTIA[self._kind_code[xkind]] if len(xkind) else np.zeros(0, dtype=bool)
+        known = code >= 0
+        cat = np.where(known, code, 0)
+        gpu = known & _GPU_CODES[cat]
+        side = known & _DEVICE_SIDE_CODES[cat]
+        cpu = known & ~gpu & ~side
+        device_side += int(side.sum())
+        if no_ts:
+            warnings.append(f"skipped {no_ts} complete event(s) without a 'ts'")
+        if no_dur:
+            warnings.append(f"{no_dur} complete event(s) without a 'dur' read as zero-length")
+        if self._begin_end:
+            warnings.append(f"ignored {self._begin_end} begin/end ('B'/'E') event(s); only complete events are indexed")
+        if not self.n_events:
+            warnings.append("the trace has no events")
+
+        keep_cpu, keep_gpu = cpu, gpu
+        bad = _outliers(np.concatenate((ts[cpu], ts[gpu])))
+        if bad is not None:
+            warnings.append(f"skipped {int(bad.sum())} slice(s) with a timestamp far outside the trace")
+            keep_cpu = cpu.copy()
+            keep_gpu = gpu.copy()
+            keep_cpu[np.flatnonzero(cpu)[bad[:int(cpu.sum())]]] = False
+            keep_gpu[np.flatnonzero(gpu)[bad[int(cpu.sum()):]]] = False
+        launch = _launch_rows(self._gpu_launch, keep_gpu[gpu_kind_rows])
+        return Buckets(x[keep_cpu], cat[keep_cpu], ts[keep_cpu], dur[keep_cpu],
+                       x[keep_gpu], cat[keep_gpu], ts[keep_gpu], dur[keep_gpu],
+                       self._meta_ev, _cat(self._flow_ev, np.int64).tolist(), device_side, self._mem_ev, table,
+                       xkind[keep_cpu], xkind[keep_gpu], _rows(links, keep_cpu), _rows(links, keep_gpu), launch,
+                       self._meta, Flows(*(_cat([getattr(f, n) for f in self._flows], t)
+                                         for n, t in (("kind", np.int64), ("ts", np.float64), ("id", np.int64)))),
+                       self._mem, self.n_events)
+
+
+_FLOW_CATS = frozenset({"ac2g", "async_gpu", "async_cpu_to_gpu", ""})
+
+
+@dataclass
+class Flows:
+    """Launch flow events (`ac2g` with a 64-bit id and a start), in event order: each one's kind (whose
+    phase, pid and tid say where it starts or ends), start as written, and id."""
+
+    kind: np.ndarray
+    ts: np.ndarray
+    id: np.ndarray
+
+
+def _launch_flows(flows: list[Any], kind: np.ndarray) -> Flows:
+    keep = [flow_id(e) is not None and e.ts is not None for e in flows]
+    kept = list(compress(flows, keep))
+    ids = np.fromiter((flow_id(e) for e in kept), dtype=np.int64, count=len(kept))
+    ts = np.fromiter(map(attrgetter("ts"), kept), dtype=np.float64, count=len(kept))
+    return Flows(kind[np.asarray(keep, dtype=bool)] if len(kind) else kind, ts, ids)
+
+
+def flow_id(e: Any) -> int | None:
+    """The id of a launch flow event (`ac2g`, written as an int or a numeric string); None for other flows
+    and ids that are not numbers or are wider than 64 bits (as wide link ids: not linked by)."""
+    if e.cat not in _FLOW_CATS:
+        return None
+    fid = e.id
+    if isinstance(fid, str):
+        try:
+            fid = int(fid, 0)
+        except ValueError:
+            return None
+    if fid is None or not _INT64_MIN <= fid <= _INT64_MAX:
+        return None
+    return int(fid)
+
+
+def _launch_rows(parts: list[LaunchColumns], keep: np.ndarray) -> LaunchColumns:
+    names = ("grid_blocks", "threads", "registers", "shared_memory", "blocks_per_sm", "occupancy_pct")
+    if not parts:
+        return launch_columns([])
+    return LaunchColumns(*(np.concatenate([getattr(p, n) for p in parts])[keep] for n in names))
+
+
+def _cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+
+def _rows(links: Links, keep: np.ndarray) -> Links:
+    return Links(links.ext[keep], links.ext_present[keep], links.corr[keep], links.corr_present[keep],
+                 links.wide[keep])
+
+
+def _link_ids(args: list[Any]) -> Links:
+    """The External id (old traces spell it in lower case) and correlation of each of `args`."""
+    wide = np.zeros(len(args), dtype=np.int8)
+    ext, ext_present = optional_ints(args, "external_id", wide)
+    corr, corr_present = optional_ints(args, "correlation", wide)
+    missing = np.flatnonzero(~ext_present)
+    if len(missing):
+        lc_wide = np.zeros(len(missing), dtype=np.int8)
+        lc, lc_present = optional_ints(list(map(args.__getitem__, missing.tolist())), "external_id_lc", lc_wide)
+        ext[missing] = lc
+        ext_present[missing] = lc_present
+        wide[missing] += lc_wide
+    return Links(ext, ext_present, corr, corr_present, wide)
+
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_EXACT_FLOAT = float(1 << 53)     # every int below this in size is exact as a float64
+
+
+def optional_ints(items: list[Any], field: str, wide: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The optional int `field` of `items` as (int64 values with 0 where missing, present mask). With
+    values missing, read in one pass as floats (a missing value is NaN), then the few values too large for
+    a float to hold exactly are read again. A value beyond int64 reads as missing (as the tolerant
+    decoder reads it) and is counted in `wide` (one count per item)."""
+    get = attrgetter(field)
+    try:
+        return np.fromiter(map(get, items), dtype=np.int64, count=len(items)), np.ones(len(items), dtype=bool)
+    except (TypeError, OverflowError):     # a missing value (None), or one beyond int64
+        pass
+    try:
+        as_float = np.fromiter(map(get, items), dtype=np.float64, count=len(items))
+    except OverflowError:                  # beyond any float
+        as_float = np.fromiter((np.nan if v is None else float(v) for v in map(get, items)), dtype=np.float64,
+                               count=len(items))
+    present = ~np.isnan(as_float)
+    inexact = np.flatnonzero(present & (np.abs(as_float) >= _EXACT_FLOAT))
+    as_float[~present] = 0.0
+    as_float[inexact] = 0.0
+    values = as_float.astype(np.int64)
+    for j in inexact.tolist():
+        v = get(items[j])
+        if _INT64_MIN <= v <= _INT64_MAX:
+            values[j] = v
+        else:
+            present[j] = False
+            wide[j] += 1
+    return values, present
 
 
 def by_first_use(kind: np.ndarray, n_kinds: int) -> list[int]:

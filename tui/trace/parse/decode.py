@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,6 +103,9 @@ class Decoded:
     cut: int | None = None                        # a truncated input was cut here and closed with `suffix`
     suffix: bytes = b""
     eager_args: list[dict[str, Any]] | None = None  # full args, when the tolerant path has them anyway
+    n_events: int = 0                             # events decoded (`events` may be emptied or never filled)
+    classified: Any = None                        # the events as read piece by piece while decoded
+                                                  # (mlptui.trace.parse.classify.Classifier), if so
 
 
 def decode_document(data: bytes | bytearray | memoryview, source: str) -> Decoded:
@@ -181,6 +185,136 @@ def _salvage(data: Any, first: int, source: str) -> Decoded | None:
                                    f"loaded the {len(decoded.events)} events before the cut")
         return decoded
     return None
+
+
+# A big trace's event array is decoded in pieces of about this many bytes: only one piece's decoded events
+# are alive at a time (mlptui.trace.parse.classify.Classifier keeps what the index needs of them as columns).
+PIECE_BYTES = 4 << 20
+_EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\r\n]*:[ \t\r\n]*\[')
+_AFTER_EVENT = re.compile(rb"\}[ \t\r\n]*,(?=[ \t\r\n]*\{)")     # an object's end, then the next one's start
+_TRAILING = re.compile(r"trailing characters \(byte (\d+)\)")
+_ARRAY_END = re.compile(rb"[ \t\r\n]*\]")
+_TRIES = 4
+
+
+class _NoPieces(Exception):
+    """The event array cannot be cut here: decode the document whole instead."""
+
+
+def decode_in_pieces(data: bytes | bytearray | memoryview, sink: Callable[[list[RawEvent]], None]) -> Decoded | None:
+    """Decode a trace of at least two pieces piece by piece, handing each piece's events to `sink` in order;
+    None (and `sink`'s batches to be thrown away) when it is small, or anything about it needs the whole-
+    document path (a byte order mark, a value of an unexpected type, bad UTF-8, a truncated file, ...).
+
+    A piece ends after an event's closing brace followed by a comma and the next opening brace. Such a spot
+    may lie inside a string or a nested object, but then '[' + piece + ']' is not valid JSON: a piece that decodes ends exactly
+    between two events of the array. What is around the array is decoded with the array emptied, which
+    also checks that the "traceEvents" found is the document's own key."""
+    n = len(data)
+    if n < 2 * PIECE_BYTES or data[:3] == b"\xef\xbb\xbf":
+        return None
+    at = _first_at(data)
+    if at is None:
+        return None
+    bare = data[at] == ord("[")
+    if bare:
+        start = at + 1
+    else:
+        found = _EVENTS_KEY.search(data, at)
+        if data[at] != ord("{") or found is None:
+            return None
+        start = found.end()
+    count = 0
+    try:
+        pos = start
+        while True:
+            piece = _next_piece(data, pos, min(pos + PIECE_BYTES, n))
+            if piece is None:
+                break
+            events, pos = piece
+            count += len(events)
+            sink(events)
+            del events
+        events, end = _last_piece(data, pos)
+        count += len(events)
+        sink(events)
+        del events
+        if bare:
+            if _CONTENT.search(data, end) is not None:
+                return None
+            return Decoded(events=[], meta={"bare_array": True}, n_events=count)
+        doc = _DOC.decode(bytes(data[:start]) + b"]" + bytes(data[end:]))
+    except (_NoPieces, msgspec.DecodeError, UnicodeDecodeError, RecursionError, ValueError):
+        return None
+    if doc.traceEvents != []:
+        return None
+    return Decoded(events=[], meta=_meta_of(doc), n_events=count)
+
+
+def _next_piece(data: Any, pos: int, target: int) -> tuple[list[RawEvent], int] | None:
+    """(the events from `pos` to the first event end after `target`, where the next piece starts); None when
+    no event end that decodes follows (the array's last piece is next)."""
+    for _ in range(_TRIES):
+        cut = _AFTER_EVENT.search(data, target)
+        if cut is None:
+            return None
+        try:
+            return _decode_piece(data, pos, cut.start() + 1), cut.end()
+        except msgspec.DecodeError:
+            target = cut.end()
+    return None
+
+
+def _last_piece(data: Any, pos: int) -> tuple[list[RawEvent], int]:
+    """(the events from `pos` to the end of the array, the offset just after its closing bracket). The
+    decoder, given the rest of the document as an array, says where the array ends ("trailing
+    characters (byte N)": the byte after the first one past the array); the piece up to there is then
+    decoded, and only an array that decodes there is taken."""
+    if _ARRAY_END.match(data, pos):        # an empty array, or one that ends here
+        raise _NoPieces
+    try:
+        return _decode_piece(data, pos, len(data), closed=True), len(data)
+    except msgspec.DecodeError as exc:
+        found = _TRAILING.search(str(exc))
+        if found is None:
+            raise _NoPieces from None
+        end = pos - 2 + int(found.group(1))          # the first trailing character (N counts it)
+        while end > pos and data[end - 1] in b" \t\r\n":
+            end -= 1
+        if data[end - 1] != ord("]"):
+            raise _NoPieces from None
+    try:
+        return _decode_piece(data, pos, end, closed=True), end
+    except msgspec.DecodeError:
+        raise _NoPieces from None
+
+
+def _decode_piece(data: Any, start: int, end: int, closed: bool = False) -> list[RawEvent]:
+    """The events of data[start:end] (whole events, comma separated; with `closed`, up to and with the
+    array's closing bracket): decoded in place, with the byte before (and after) turned into brackets
+    for the call, where the buffer is writable (a file read into memory); else from a copy."""
+    view = memoryview(data)
+    tail = 0 if closed else 1
+    if view.readonly or start < 1 or end + tail > len(view):
+        piece = bytearray(end - start + 1 + tail)
+        piece[0] = ord("[")
+        piece[1:end - start + 1] = view[start:end]
+        if not closed:
+            piece[-1] = ord("]")
+        copied: list[RawEvent] = _ARRAY.decode(piece)
+        return copied
+    before = view[start - 1]
+    after = view[end] if not closed else 0
+    view[start - 1] = ord("[")
+    if not closed:
+        view[end] = ord("]")
+    try:
+        events: list[RawEvent] = _ARRAY.decode(view[start - 1:end + tail])
+    finally:
+        view[start - 1] = before
+        if not closed:
+            view[end] = after
+    return events
 
 
 _CONTENT = re.compile(rb"[^ \t\r\n]")

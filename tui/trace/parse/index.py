@@ -23,8 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import compress
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -41,14 +39,13 @@ from mlptui.trace.model import (
     Thread,
     Trace,
 )
-from mlptui.trace.parse.classify import CATEGORIES, Buckets, Codes, Kind, by_first_use, classify
-from mlptui.trace.parse.decode import Decoded, LinkArgs, RawEvent
-from mlptui.trace.parse.launch import launch_columns
+from mlptui.trace.parse.classify import CATEGORIES, Buckets, Classifier, Codes, Kind, by_first_use
+from mlptui.trace.parse.decode import Decoded, RawEvent
+from mlptui.trace.parse.launch import LaunchColumns
 from mlptui.trace.parse.limits import clean_device
 from mlptui.trace.parse.tree import build_forest
 from mlptui.trace.store import TraceColumns
 
-_FLOW_CATS = frozenset({"ac2g", "async_gpu", "async_cpu_to_gpu"})
 STEP_PREFIX = "ProfilerStep#"
 _MAX_DUR_US = 1e13
 
@@ -56,21 +53,28 @@ FlowKey = tuple[int, int, float | None]   # (pid, tid, ts) where a launch flow s
 
 
 def build_trace(decoded: Decoded, source: str) -> Trace:
-    """Index `decoded`. Consumes `decoded.events` (the list is emptied once every field is read)."""
-    events: list[Any] = decoded.events
+    """Index `decoded`: its events as classified while they were decoded (`decoded.classified`), or its
+    `events` (the list is emptied once classified)."""
     warnings = list(decoded.warnings)
-    b = classify(events, warnings)
+    c = decoded.classified
+    if c is None:
+        c = Classifier()
+        c.add(decoded.events)
+    decoded.events = []
+    decoded.classified = None
+    b = c.finish(warnings)
+    del c
     string_ids: dict[str, int] = {}
-    names = _names(events, b.meta_ev, string_ids)
-    links = _links(events, b, warnings)
+    names = _names(b.meta, string_ids)
+    links = _links(b, warnings)
     starts: dict[FlowKey, int] = {}
     ends: dict[FlowKey, int] = {}
-    if b.flow_ev and not links.gpu.corr_present.all():
-        starts, ends = _flow_index(events, b.flow_ev, string_ids)
+    if len(b.flows.id) and not links.gpu.corr_present.all():
+        starts, ends = _flow_index(_flow_rows(b), string_ids)
     origin_us = float(min(b.cpu_ts.min(initial=np.inf), b.gpu_ts.min(initial=np.inf)))
     if origin_us == np.inf:
         origin_us = 0.0
-    pre = _Pre(decoded, source, b, warnings, string_ids, names, starts, ends, origin_us, len(events))
+    pre = _Pre(decoded, source, b, warnings, string_ids, names, starts, ends, origin_us, b.n_events)
     return _build_columns(pre, links)
 
 
@@ -136,72 +140,22 @@ class _Links:
     gpu: _Fields
     strings: dict[str, int]
     kinds: list[Kind]
-    gpu_args: list[LinkArgs]          # each GPU event's args as read (launch keys included), in event order
+    launch: LaunchColumns             # each GPU event's launch keys, in event order
 
 
-_NO_LINK = LinkArgs()
-
-
-def _links(events: list[Any], b: Buckets, warnings: list[str]) -> _Links:
+def _links(b: Buckets, warnings: list[str]) -> _Links:
     """Names, threads and link ids of the CPU and GPU events, and the GPU events' args."""
     strings = Codes()
     name_of = np.zeros(len(b.kinds), dtype=np.int64)
     for part in (b.cpu_kind, b.gpu_kind):        # names numbered as first seen, CPU events first
         for k in by_first_use(part, len(b.kinds)):
             name_of[k] = strings[b.kinds[k][2]]
-    chosen = np.zeros(len(events), dtype=bool)
-    chosen[b.cpu_ev] = True
-    chosen[b.gpu_ev] = True
-    args = list(map(attrgetter("args"), compress(events, chosen.tolist())))
-    if None in args:           # events without args (rare): read as empty ones
-        args = [_NO_LINK if a is None else a for a in args]
-    wide = [0]
-    ext, ext_present = _optional_ints(args, "external_id", wide)
-    corr, corr_present = _optional_ints(args, "correlation", wide)
-    missing = np.flatnonzero(~ext_present)
-    if len(missing):           # old traces spell it "external id"
-        lc, lc_present = _optional_ints(list(map(args.__getitem__, missing.tolist())), "external_id_lc", wide)
-        ext[missing] = lc
-        ext_present[missing] = lc_present
-    if wide[0]:
-        warnings.append(f"{wide[0]} link id(s) wider than 64 bits ignored (the events are not linked by them)")
-    position = np.cumsum(chosen) - 1          # event index -> index into args
-    out = []
-    for ev, kind in ((b.cpu_ev, b.cpu_kind), (b.gpu_ev, b.gpu_kind)):
-        at = position[ev]
-        out.append(_Fields(name_of[kind], kind, ext[at], ext_present[at], corr[at], corr_present[at]))
-    gpu_args = list(map(args.__getitem__, position[b.gpu_ev].tolist()))
-    return _Links(out[0], out[1], strings, b.kinds, gpu_args)
-
-
-def _optional_ints(items: list[Any], field: str, wide: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """The optional int `field` of `items` as (int64 values with 0 where missing, present mask). With
-    values missing, read in one pass as floats (a missing value is NaN), then the few values too large for
-    a float to hold exactly are read again. A value beyond int64 reads as missing (as the tolerant
-    decoder reads it) and is counted in `wide[0]`."""
-    get = attrgetter(field)
-    try:
-        return np.fromiter(map(get, items), dtype=np.int64, count=len(items)), np.ones(len(items), dtype=bool)
-    except (TypeError, OverflowError):     # a missing value (None), or one beyond int64
-        pass
-    try:
-        as_float = np.fromiter(map(get, items), dtype=np.float64, count=len(items))
-    except OverflowError:                  # beyond any float: NaN-free but for the missing ones
-        as_float = np.fromiter((np.nan if v is None else float(v) for v in map(get, items)), dtype=np.float64,
-                               count=len(items))
-    present = ~np.isnan(as_float)
-    inexact = np.flatnonzero(present & (np.abs(as_float) >= _EXACT_FLOAT))
-    as_float[~present] = 0.0
-    as_float[inexact] = 0.0
-    values = as_float.astype(np.int64)
-    for j in inexact.tolist():
-        v = get(items[j])
-        if _INT64_MIN <= v <= _INT64_MAX:
-            values[j] = v
-        else:
-            present[j] = False
-            wide[0] += 1
-    return values, present
+    wide = int(b.cpu_links.wide.sum() + b.gpu_links.wide.sum())
+    if wide:
+        warnings.append(f"{wide} link id(s) wider than 64 bits ignored (the events are not linked by them)")
+    out = [_Fields(name_of[kind], kind, k.ext, k.ext_present, k.corr, k.corr_present)
+           for kind, k in ((b.cpu_kind, b.cpu_links), (b.gpu_kind, b.gpu_links))]
+    return _Links(out[0], out[1], strings, b.kinds, b.gpu_launch)
 
 
 def _first_seen(kind: np.ndarray, kinds: list[Kind]) -> tuple[np.ndarray, list[tuple[Any, Any]]]:
@@ -216,7 +170,6 @@ def _first_seen(kind: np.ndarray, kinds: list[Kind]) -> tuple[np.ndarray, list[t
 
 def _build_columns(pre: _Pre, links: _Links) -> Trace:
     b, warnings, string_ids, origin_us = pre.b, pre.warnings, pre.string_ids, pre.origin_us
-    events = pre.decoded.events
     cpu, gpu, strings = links.cpu, links.gpu, links.strings
 
     # CPU slices: trees, then every op field in tree order (index k = Op id).
@@ -228,7 +181,7 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
         warnings.append(f"{forest.partial_overlaps} CPU slice(s) end after the slice they start in "
                         "(partial overlap); each nested under the innermost slice that contains it")
     thread_keys = [(_id_of(p, string_ids), _id_of(t, string_ids)) for p, t in thread_raw]
-    memory = _memory_events(events, b.mem_ev, origin_us, string_ids)
+    memory = _memory_events(b.mem, b.mem_ev, origin_us, string_ids)
     order = forest.order
     n_ops = len(order)
     parent = forest.parent
@@ -258,8 +211,6 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
     gstart = _ns(b.gpu_ts, origin_us)
     gdur_ns = _durations(b.gpu_dur, warnings)
     gorder = np.argsort(gstart, kind="stable")
-    events.clear()
-    pre.decoded.events = []
     stream_of, stream_raw = _first_seen(gpu.kind[gorder], links.kinds)
     stream_keys = [(_id_of(p, string_ids), _id_of(t, string_ids)) for p, t in stream_raw]
     sids = np.asarray(stream_keys, dtype=np.int64).reshape(-1, 2)
@@ -337,9 +288,7 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
     np.cumsum(np.bincount(op_thread[roots_of], minlength=len(thread_keys)), out=roots_ptr[1:])
     roots = roots_of.tolist()
     kernel_rows = b.gpu_cat[gorder] == CATEGORIES.index(KERNEL)
-    launch_of = [links.gpu_args[j] if k else _NO_LINK for j, k in zip(gorder.tolist(), kernel_rows.tolist(),
-                                                                       strict=True)]
-    launch_cols = launch_columns(launch_of)
+    launch_cols = _kernels_only(links.launch, gorder, kernel_rows)
     columns = TraceColumns.of(names, {
         "op_name": op_name, "op_cat": cat_ids[code], "op_pid": op_pid, "op_tid": op_tid,
         "op_event": b.cpu_ev[order], "op_parent": parent, "op_depth": forest.depth.astype(np.int64),
@@ -365,6 +314,12 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
     return Trace(columns=columns, steps=steps, memory=memory, **fields)
 
 
+def _kernels_only(launch: LaunchColumns, order: np.ndarray, kernel: np.ndarray) -> LaunchColumns:
+    """The launch columns in `order`, unknown (NaN, -1) where not a kernel."""
+    return LaunchColumns(*(np.where(kernel, col[order], np.nan if col.dtype.kind == "f" else -1).astype(col.dtype)
+                           for col in vars(launch).values()))
+
+
 def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray, present: np.ndarray) -> np.ndarray:
     """values[i] where keys[i] == query (keys sorted, distinct), else -1; -1 where not present."""
     if not len(keys):
@@ -387,11 +342,12 @@ def _roll_up(direct: np.ndarray, parent: np.ndarray, depth: np.ndarray) -> np.nd
 
 # ---------------------------------------------------------------- phases
 
-def _memory_events(events: list[Any], mem_ev: list[int], origin_us: float,
+def _memory_events(events: list[tuple[Any, Any, float]], mem_ev: list[int], origin_us: float,
                    string_ids: dict[str, int]) -> list[MemEvent]:
+    """`events`: the `[memory]` instants' (pid, tid, ts), `mem_ev`: their event numbers."""
     """The `[memory]` instants in time order; their args stay in the file until asked for."""
-    out = [MemEvent(float(events[i].ts) - origin_us, _id_of(events[i].pid, string_ids),
-                    _id_of(events[i].tid, string_ids), i) for i in mem_ev]
+    out = [MemEvent(float(ts) - origin_us, _id_of(pid, string_ids), _id_of(tid, string_ids), i)
+           for (pid, tid, ts), i in zip(events, mem_ev, strict=True)]
     out.sort(key=lambda m: (m.ts, m.event))
     return out
 
@@ -399,7 +355,6 @@ def _memory_events(events: list[Any], mem_ev: list[int], origin_us: float,
 # ---------------------------------------------------------------- helpers
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-_EXACT_FLOAT = float(1 << 53)     # every int below this in size is exact as a float64
 
 
 def _id_of(value: int | str, names: dict[str, int]) -> int:
@@ -433,35 +388,29 @@ def _durations(values: np.ndarray, warnings: list[str]) -> np.ndarray:
     return np.rint(arr * 1000.0).astype(np.int64)
 
 
-def _flow_index(events: list[RawEvent], flow_ev: list[int], string_ids: dict[str, int],
+def _flow_index(flows: Iterable[tuple[str, Any, Any, float, int]], string_ids: dict[str, int],
                 ) -> tuple[dict[FlowKey, int], dict[FlowKey, int]]:
-    """Launch flows by where they start and end: ({(pid, tid, ts): id}, {(pid, tid, ts): id})."""
+    """Launch flows (ph, pid, tid, ts, id) by where they start and end: ({(pid, tid, ts): id}, {...: id})."""
     starts: dict[FlowKey, int] = {}
     ends: dict[FlowKey, int] = {}
-    for i in flow_ev:
-        e = events[i]
-        if e.cat not in _FLOW_CATS and e.cat != "":
-            continue
-        fid = e.id
-        if isinstance(fid, str):
-            try:
-                fid = int(fid, 0)
-            except ValueError:
-                continue
-        if fid is None or not _INT64_MIN <= fid <= _INT64_MAX:     # as wide link ids: not linked by
-            continue
-        key = (_id_of(e.pid, string_ids), _id_of(e.tid, string_ids), e.ts)
-        (starts if e.ph == "s" else ends)[key] = fid
+    for ph, pid, tid, ts, fid in flows:
+        key = (_id_of(pid, string_ids), _id_of(tid, string_ids), ts)
+        (starts if ph == "s" else ends)[key] = fid
     return starts, ends
 
 
-def _names(events: list[RawEvent], meta_ev: list[int], string_ids: dict[str, int],
+def _flow_rows(b: Buckets) -> list[tuple[str, Any, Any, float, int]]:
+    kinds = b.kinds
+    return [(kinds[k][0], kinds[k][3], kinds[k][4], ts, fid)
+            for k, ts, fid in zip(b.flows.kind.tolist(), b.flows.ts.tolist(), b.flows.id.tolist(), strict=True)]
+
+
+def _names(meta: list[RawEvent], string_ids: dict[str, int],
            ) -> tuple[dict[tuple[int, int], str], dict[int, str]]:
     """({(pid, tid): thread name}, {pid: process name}) from the 'M' events."""
     threads: dict[tuple[int, int], str] = {}
     processes: dict[int, str] = {}
-    for i in meta_ev:
-        e = events[i]
+    for e in meta:
         if e.name not in ("thread_name", "process_name"):
             continue
         a = e.args

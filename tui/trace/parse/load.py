@@ -22,7 +22,8 @@ from mlptui.contract.manifest import manifest_for
 from mlptui.trace.model import Trace
 from mlptui.trace.parse import index_cache
 from mlptui.trace.parse.args_store import ArgsStore
-from mlptui.trace.parse.decode import Decoded, decode_document
+from mlptui.trace.parse.classify import Classifier
+from mlptui.trace.parse.decode import Decoded, decode_document, decode_in_pieces
 from mlptui.trace.parse.gzip_input import GzipTruncated, gunzip_bytes, is_gzip, read_gzip
 from mlptui.trace.parse.index import build_trace
 from mlptui.trace.parse.limits import check_density
@@ -66,7 +67,7 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
     holder: list[bytes | bytearray | memoryview] = [data]
     del data
     trace = _build(holder, name, total, progress, lambda d: ArgsStore(
-        len(d.events), path=p, stamp=(st.st_size, st.st_mtime_ns), repair_utf8=d.repaired_utf8, cut=d.cut,
+        d.n_events, path=p, stamp=(st.st_size, st.st_mtime_ns), repair_utf8=d.repaired_utf8, cut=d.cut,
         suffix=d.suffix))
     index_cache.remember(p, trace)
     return _opened(trace, p, total, None, notes)
@@ -95,7 +96,7 @@ def load_trace_bytes(data: bytes, *, source: str, progress: Progress | None = No
     holder: list[bytes | bytearray | memoryview] = [data]
     del data
     return _build(holder, source, total, progress,
-                  lambda d: ArgsStore(len(d.events), data=bytes(original), repair_utf8=d.repaired_utf8,
+                  lambda d: ArgsStore(d.n_events, data=bytes(original), repair_utf8=d.repaired_utf8,
                                       cut=d.cut, suffix=d.suffix))
 
 
@@ -106,14 +107,21 @@ def _build(holder: list[bytes | bytearray | memoryview], source: str, total: int
     data = holder.pop()
     gzip_cut = isinstance(data, GzipTruncated)
     check_density(data, source)
-    try:
-        decoded = decode_document(data, source)
-    except TraceError:
-        if gzip_cut:
-            raise TraceError(f"{source}: truncated gzip file (the stream ends early and the JSON in it "
-                             "is incomplete)") from None
-        raise
-    del data     # only the decoded events are needed from here on; full args are re-read on demand
+    classified = Classifier()
+    decoded = None if gzip_cut else decode_in_pieces(data, classified.add)
+    if decoded is not None:
+        decoded.classified = classified
+    else:
+        del classified
+        try:
+            decoded = decode_document(data, source)
+        except TraceError:
+            if gzip_cut:
+                raise TraceError(f"{source}: truncated gzip file (the stream ends early and the JSON in it "
+                                 "is incomplete)") from None
+            raise
+        decoded.n_events = len(decoded.events)
+    del data     # only what was read of the events is needed from here on; full args are re-read on demand
     if gzip_cut:
         decoded.warnings.insert(0, "the gzip stream ends early (truncated file); loaded what it holds")
     if "not_a_trace" in decoded.meta:
@@ -125,7 +133,7 @@ def _build(holder: list[bytes | bytearray | memoryview], source: str, total: int
     if reason is not None:
         raise TraceError(f"{source}: {reason}")
     if decoded.eager_args is not None:
-        store = ArgsStore(len(decoded.events), eager=decoded.eager_args)
+        store = ArgsStore(decoded.n_events, eager=decoded.eager_args)
     else:
         store = args_store(decoded)
     trace = build_trace(decoded, source)

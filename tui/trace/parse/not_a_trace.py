@@ -27,8 +27,8 @@ _PROFILER_KEYS = ("schemaVersion", "deviceProperties", "distributedInfo", "recor
 
 
 def refusal(decoded: Decoded) -> str | None:
-    events = decoded.events
-    if not events:
+    n = decoded.n_events or len(decoded.events)
+    if not n:
         skipped = decoded.meta.get("malformed_events", 0)
         if skipped and decoded.meta.get("bare_array"):
             return (f"a JSON list of {skipped} items that are not trace events (like torch's memory-timeline "
@@ -36,10 +36,13 @@ def refusal(decoded: Decoded) -> str | None:
         return None
     if any(decoded.meta.get(k) is not None for k in _PROFILER_KEYS):
         return None
+    # (phase, category) of every event: read from the kinds when the events were classified as decoded
+    pairs = ({k[:2] for k in decoded.classified.kinds} if decoded.classified is not None
+             else {(e.ph, e.cat) for e in decoded.events})
     cats = _PROFILER_CATS
-    if any(e.cat in cats for e in events):
+    if any(cat in cats for _, cat in pairs):
         return None
-    if not any(e.cat for e in events) and any(e.ph == "X" for e in events):
+    if not any(cat for _, cat in pairs) and any(ph == "X" for ph, _ in pairs):
         return None       # the legacy autograd profiler: complete events without categories
-    return (f"a Chrome trace, but not from the PyTorch profiler (none of its {len(events)} events has a "
+    return (f"a Chrome trace, but not from the PyTorch profiler (none of its {n} events has a "
             "profiler category; record one with torch.profiler)")
