@@ -3,10 +3,12 @@ damaged entry or an unwritable folder never gives a wrong or failed load."""
 
 from __future__ import annotations
 
+import mmap
 import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import orjson
 import pytest
 from conftest import find_sample
@@ -46,6 +48,26 @@ def test_second_open_reads_the_cache_and_gives_the_same_trace(cache_home: Path, 
     second = load_trace(trace_file)
     assert not second.objects_made          # read from the cache: ops are made on first use
     _same(first, second)
+
+
+def test_a_big_entry_is_mapped_from_disk_not_read(cache_home: Path, trace_file: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry larger than the memory allows (here: any) is opened as a map of the file: the columns are
+    views of it, read-only, and the trace is the one the first open gave."""
+    first = load_trace(trace_file)
+    monkeypatch.setattr(index_cache, "map_above", lambda: 0)
+    mapped = load_trace(trace_file)
+    for col in (mapped.columns.op_ts, mapped.columns.gpu_dur, mapped.columns.op_parent):
+        assert not col.flags.owndata and not col.flags.writeable
+        assert isinstance(getattr(col.base, "obj", col.base), mmap.mmap)
+    _same(first, mapped)
+    entry = index_cache.entry_path(trace_file)
+    with np.load(entry, allow_pickle=False) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    arrays["op_parent"] = arrays["op_parent"] + len(arrays["op_parent"])      # points outside the ops
+    with open(entry, "wb") as f:
+        np.savez(f, allow_pickle=False, **arrays)
+    _same(first, load_trace(trace_file))                                      # damaged: indexed anew
 
 
 def test_a_changed_file_is_indexed_again(cache_home: Path, trace_file: Path) -> None:

@@ -225,17 +225,18 @@ def decode_in_pieces(data: bytes | bytearray | memoryview, sink: Callable[[list[
             return None
         start = found.end()
     count = 0
+    scratch = bytearray()
     try:
         pos = start
         while True:
-            piece = _next_piece(data, pos, min(pos + PIECE_BYTES, n))
+            piece = _next_piece(data, pos, min(pos + PIECE_BYTES, n), scratch)
             if piece is None:
                 break
             events, pos = piece
             count += len(events)
             sink(events)
             del events
-        events, end = _last_piece(data, pos)
+        events, end = _last_piece(data, pos, scratch)
         count += len(events)
         sink(events)
         del events
@@ -251,7 +252,7 @@ def decode_in_pieces(data: bytes | bytearray | memoryview, sink: Callable[[list[
     return Decoded(events=[], meta=_meta_of(doc), n_events=count)
 
 
-def _next_piece(data: Any, pos: int, target: int) -> tuple[list[RawEvent], int] | None:
+def _next_piece(data: Any, pos: int, target: int, scratch: bytearray) -> tuple[list[RawEvent], int] | None:
     """(the events from `pos` to the first event end after `target`, where the next piece starts); None when
     no event end that decodes follows (the array's last piece is next)."""
     for _ in range(_TRIES):
@@ -259,13 +260,13 @@ def _next_piece(data: Any, pos: int, target: int) -> tuple[list[RawEvent], int] 
         if cut is None:
             return None
         try:
-            return _decode_piece(data, pos, cut.start() + 1), cut.end()
+            return _decode_piece(data, pos, cut.start() + 1, scratch), cut.end()
         except msgspec.DecodeError:
             target = cut.end()
     return None
 
 
-def _last_piece(data: Any, pos: int) -> tuple[list[RawEvent], int]:
+def _last_piece(data: Any, pos: int, scratch: bytearray) -> tuple[list[RawEvent], int]:
     """(the events from `pos` to the end of the array, the offset just after its closing bracket). The
     decoder, given the rest of the document as an array, says where the array ends ("trailing
     characters (byte N)": the byte after the first one past the array); the piece up to there is then
@@ -273,7 +274,7 @@ def _last_piece(data: Any, pos: int) -> tuple[list[RawEvent], int]:
     if _ARRAY_END.match(data, pos):        # an empty array, or one that ends here
         raise _NoPieces
     try:
-        return _decode_piece(data, pos, len(data), closed=True), len(data)
+        return _decode_piece(data, pos, len(data), scratch, closed=True), len(data)
     except msgspec.DecodeError as exc:
         found = _TRAILING.search(str(exc))
         if found is None:
@@ -284,24 +285,27 @@ def _last_piece(data: Any, pos: int) -> tuple[list[RawEvent], int]:
         if data[end - 1] != ord("]"):
             raise _NoPieces from None
     try:
-        return _decode_piece(data, pos, end, closed=True), end
+        return _decode_piece(data, pos, end, scratch, closed=True), end
     except msgspec.DecodeError:
         raise _NoPieces from None
 
 
-def _decode_piece(data: Any, start: int, end: int, closed: bool = False) -> list[RawEvent]:
+def _decode_piece(data: Any, start: int, end: int, scratch: bytearray, closed: bool = False) -> list[RawEvent]:
     """The events of data[start:end] (whole events, comma separated; with `closed`, up to and with the
     array's closing bracket): decoded in place, with the byte before (and after) turned into brackets
-    for the call, where the buffer is writable (a file read into memory); else from a copy."""
+    for the call, where the buffer is writable (a file read into memory); else from a copy in `scratch`."""
     view = memoryview(data)
     tail = 0 if closed else 1
     if view.readonly or start < 1 or end + tail > len(view):
-        piece = bytearray(end - start + 1 + tail)
-        piece[0] = ord("[")
-        piece[1:end - start + 1] = view[start:end]
+        size = end - start + 1 + tail
+        if len(scratch) < size:        # one buffer for every piece: a new one each time costs page faults
+            scratch.extend(bytes(size - len(scratch)))
+        scratch[0] = ord("[")
+        scratch[1:end - start + 1] = view[start:end]
         if not closed:
-            piece[-1] = ord("]")
-        copied: list[RawEvent] = _ARRAY.decode(piece)
+            scratch[size - 1] = ord("]")
+        with memoryview(scratch) as piece:
+            copied: list[RawEvent] = _ARRAY.decode(piece[:size])
         return copied
     before = view[start - 1]
     after = view[end] if not closed else 0

@@ -16,7 +16,9 @@ never sees half an entry. `MLPTUI_NO_CACHE=1` turns the cache off. Traces under 
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
+import struct
 import zipfile
 from dataclasses import replace
 from pathlib import Path
@@ -84,16 +86,61 @@ def lookup(path: Path, source: str) -> tuple[Trace, dict[str, Any]] | None:
         key = file_key(path)
         if key["size"] < MIN_BYTES:
             return None
-        with np.load(entry_path(path), allow_pickle=False) as npz:
+        entry = entry_path(path)
+        with np.load(entry, allow_pickle=False) as npz:
             stored = orjson.loads(npz["key"].tobytes())
             if stored != key:
                 return None
-            cols = {name: npz[name] for name in npz.files if name not in ("key", "args")}
             facts = orjson.loads(npz["args"].tobytes())
+            if entry.stat().st_size > map_above():
+                cols = mapped_members(entry)
+            else:
+                cols = {name: npz[name] for name in npz.files}
+            cols.pop("key", None)
+            cols.pop("args", None)
         facts["key"] = key
         return trace_from_columns(cols, source), facts
     except UNREADABLE:
         return None      # missing, unreadable or damaged: load the trace and write the entry anew
+
+
+def map_above() -> int:
+    """Entries larger than this are mapped from disk instead of read: a quarter of the memory free now
+    (a trace too big to index here may still open from the entry written on a bigger machine)."""
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 4
+    except (ValueError, OSError):
+        return 1 << 62
+
+
+def mapped_members(entry: Path) -> dict[str, np.ndarray]:
+    """Every array of an .npz entry (written uncompressed by np.savez) as a read-only view of one memory
+    map of the file: pages are read when touched, and the kernel may drop them again. Raises ValueError
+    for a member that is compressed, of an object dtype, or outside the file."""
+    out: dict[str, np.ndarray] = {}
+    with open(entry, "rb") as f, zipfile.ZipFile(f) as zf:
+        whole = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        for info in zf.infolist():
+            if info.compress_type != zipfile.ZIP_STORED or not info.filename.endswith(".npy"):
+                raise ValueError(f"entry member {info.filename} is not a stored array")
+            f.seek(info.header_offset)
+            local = f.read(30)
+            if local[:4] != b"PK\x03\x04":
+                raise ValueError("entry member header is damaged")
+            name_len, extra_len = struct.unpack("<HH", local[26:30])
+            f.seek(info.header_offset + 30 + name_len + extra_len)
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            else:
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            if dtype.hasobject or fortran or len(shape) != 1:
+                raise ValueError(f"entry member {info.filename} is not a plain column")
+            at = f.tell()
+            if at + dtype.itemsize * shape[0] > len(whole):
+                raise ValueError(f"entry member {info.filename} runs past the file")
+            out[info.filename[:-4]] = np.frombuffer(whole, dtype=dtype, count=shape[0], offset=at)
+    return out
 
 
 def has_entry(path: Path) -> bool:
