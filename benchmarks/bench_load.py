@@ -1,8 +1,20 @@
-"""Load + index speed and peak memory of `load_trace`, side by side with `orjson.loads` of the same bytes.
+"""Load + index speed and peak memory of `load_trace`, side by side with its anchors.
 
     python benchmarks/bench_load.py                 # builds a 100 MB synthetic Kineto trace, 3 runs each
     python benchmarks/bench_load.py --mb 100 500    # several sizes
     python benchmarks/bench_load.py --trace FILE    # an existing trace instead
+    python benchmarks/bench_load.py --diff A B      # and `mlptui diff A B` against decoding both files
+    python benchmarks/bench_load.py --start         # and the explorer's cold start against a bare Textual app
+
+Printed side by side, each pair in one run (goals of the scale work in brackets):
+- load + index against the typed-decode floor: reading the file and msgspec's decode of the whole document
+  into the loader's own event structs, nothing else (<= 1.5x); peak RSS against the file size (<= 1.3x
+  at 1 GB);
+- `mlptui summary --json`, uncached, as a whole process, against a process that only reads the file and
+  `orjson.loads` it (<= 0.45x);
+- `mlptui diff A B --json` against a process that reads, gunzips and `orjson.loads` both files (<= 1.0x);
+- cold start to the first painted picker against a bare Textual app (benchmarks/bench_app.py, <= 1.5x).
+Whole-process pairs run in turn (A B A B ...) and their ratio is the median of the pairs' ratios.
 
 Every measurement runs in a fresh subprocess, so peak RSS (ru_maxrss) is that one load's and nothing
 else's. Both sides read the file inside the timed region. The reference is plain `orjson.loads` with the
@@ -42,6 +54,27 @@ wall = time.perf_counter() - t0; cpu = time.process_time() - c0
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps({"wall": wall, "cpu": cpu, "rss": rss,
                   "what": f"{len(trace.ops)} ops, {len(trace.gpu)} GPU ops, {len(trace.steps)} steps"}))
+"""
+# The typed-decode floor: the file read as the loader reads it, and the whole document decoded by msgspec into
+# the loader's own event structs (mlptui.trace.parse.decode) - no classification, no index.
+FLOOR = r"""
+import json, resource, sys, time
+from mlptui.gc_policy import bulk_allocation
+from mlptui.trace.parse.decode import _DOC
+t0 = time.perf_counter(); c0 = time.process_time()
+with bulk_allocation():
+    with open(sys.argv[1], "rb") as f:
+        doc = _DOC.decode(f.read())
+wall = time.perf_counter() - t0; cpu = time.process_time() - c0
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"wall": wall, "cpu": cpu, "rss": rss, "what": f"{len(doc.traceEvents)} typed events"}))
+"""
+# A process that only decodes: the anchor of the whole-process timings (`summary`, `diff`).
+ORJSON_ONLY = r"""
+import gzip, sys, orjson
+for name in sys.argv[1:]:
+    data = open(name, "rb").read()
+    orjson.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
 """
 ORJSON = r"""
 import json, resource, sys, time
@@ -102,6 +135,35 @@ def summary_once(path: Path, env: dict) -> tuple[float, float]:
     return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
+def process_once(argv: list[str], env: dict) -> tuple[float, float]:
+    """(wall, CPU) seconds of one whole process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, env=env)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+def paired(ours: list[str], anchor: list[str], runs: int, env: dict | None = None) -> dict:
+    """Both processes in turn, `runs` times: medians of each, and the median of the pairs' wall ratios."""
+    rows = []
+    for _ in range(runs):
+        a = process_once(ours, env if env is not None else UNCACHED)
+        b = process_once(anchor, env if env is not None else UNCACHED)
+        rows.append((a, b))
+    return {"ours": statistics.median(a[0] for a, _ in rows), "ours_cpu": statistics.median(a[1] for a, _ in rows),
+            "anchor": statistics.median(b[0] for _, b in rows), "anchor_cpu": statistics.median(b[1] for _, b in rows),
+            "ratio": statistics.median(a[0] / b[0] for a, b in rows),
+            "ratio_cpu": statistics.median(a[1] / b[1] for a, b in rows)}
+
+
+def print_pair(label: str, anchor: str, r: dict, goal: float) -> None:
+    print(f"  {label:34} {r['ours']:7.3f}s wall {r['ours_cpu']:7.3f}s CPU | {anchor:34} {r['anchor']:7.3f}s wall "
+          f"{r['anchor_cpu']:7.3f}s CPU -> {r['ratio']:.2f}x wall, {r['ratio_cpu']:.2f}x CPU "
+          f"(goal <= {goal:.2f}x: {'met' if r['ratio'] <= goal else 'NOT met'})")
+
+
 def _medians(rows: list[tuple[float, float]]) -> dict:
     return {"wall_median": statistics.median(r[0] for r in rows), "cpu_median": statistics.median(r[1] for r in rows)}
 
@@ -149,10 +211,27 @@ def make_trace(mb: int, folder: Path) -> Path:
 
 def report(path: Path, runs: int) -> None:
     size = path.stat().st_size
-    ours = measure(OURS, path, runs)
-    ref = measure(ORJSON, path, runs)
+    ours, floor = [], []
+    for _ in range(runs):          # in turn, so that both meet the same load on the machine
+        ours.append(measure(OURS, path, 1))
+        floor.append(measure(FLOOR, path, 1))
     mb = size / 1e6
     print(f"\n{path.name}: {mb:.1f} MB, {runs} run(s) each, fresh process per run")
+    ratio = statistics.median(o["cpu_median"] / f["cpu_median"] for o, f in zip(ours, floor, strict=True))
+    ratio_wall = statistics.median(o["wall_median"] / f["wall_median"] for o, f in zip(ours, floor, strict=True))
+    o_cpu = statistics.median(o["cpu_median"] for o in ours)
+    f_cpu = statistics.median(f["cpu_median"] for f in floor)
+    o_rss, f_rss = max(o["rss"] for o in ours), max(f["rss"] for f in floor)
+    print(f"  {'load + index':34} {o_cpu:7.3f}s CPU, peak RSS {o_rss / 1e6:6.0f} MB ({o_rss / size:.2f}x the file) | "
+          f"typed-decode floor {f_cpu:7.3f}s CPU, peak RSS {f_rss / 1e6:6.0f} MB ({f_rss / size:.2f}x)")
+    print(f"  {'':34} -> {ratio:.2f}x the floor (CPU), {ratio_wall:.2f}x (wall) (goal <= 1.5x: "
+          f"{'met' if ratio <= 1.5 else 'NOT met'}); RSS {o_rss / size:.2f}x the file (goal <= 1.3x at 1 GB: "
+          f"{'met' if o_rss <= 1.3 * size else 'NOT met'})")
+    print_pair("mlptui summary --json, uncached", "orjson-only process",
+               paired([sys.executable, "-m", "mlptui.cli", "summary", str(path), "--json"],
+                      [sys.executable, "-c", ORJSON_ONLY, str(path)], runs), 0.45)
+    ours = measure(OURS, path, runs)
+    ref = measure(ORJSON, path, runs)
     print(f"  {'':26} {'wall min':>9} {'wall med':>9} {'CPU med':>9} {'peak RSS':>10} {'RSS/file':>9}  built")
     for label, r in (("mlptui load_trace+index", ours), ("orjson.loads (GC on)", ref)):
         print(f"  {label:26} {r['wall_min']:8.3f}s {r['wall_median']:8.3f}s {r['cpu_median']:8.3f}s "
@@ -196,9 +275,26 @@ def main() -> int:
     parser.add_argument("--trace", type=Path, action="append", default=[], help="measure this trace file too")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="folder to build (and reuse) synthetic traces in")
+    parser.add_argument("--diff", type=Path, nargs=2, metavar=("A", "B"),
+                        help="time `mlptui diff A B --json` against decoding both files")
+    parser.add_argument("--start", action="store_true", help="time the cold start against a bare Textual app")
+    parser.add_argument("--only-pairs", action="store_true", help="with --diff/--start: no load measurements")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPU(s), load average "
           f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.diff:
+        a, b = args.diff
+        print(f"\ndiff {a.name} {b.name} ({(a.stat().st_size + b.stat().st_size) / 1e6:.1f} MB as stored)")
+        print_pair("mlptui diff --json, uncached", "read + gunzip + orjson of both",
+                   paired([sys.executable, "-m", "mlptui.cli", "diff", str(a), str(b), "--json"],
+                          [sys.executable, "-c", ORJSON_ONLY, str(a), str(b)], args.runs), 1.0)
+    if args.start:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_app import cold_start
+        print()
+        cold_start(args.runs)
+    if args.only_pairs:
+        return 0
     for path in args.trace:
         report(path, args.runs)
     if args.mb:

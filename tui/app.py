@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App
@@ -13,14 +13,14 @@ from textual.worker import Worker, WorkerState
 
 from mlptui.contract.errors import MlptuiError
 from mlptui.keys import APP_KEYS, user_keymap
-from mlptui.screens.diff_screen import DiffScreen
-from mlptui.screens.help_screen import HelpScreen
 from mlptui.screens.loading import LoadingScreen
-from mlptui.screens.partner import PartnerScreen
 from mlptui.screens.picker import PickerScreen
-from mlptui.screens.trace_screen import TraceScreen
-from mlptui.viewmodels.facts import TraceFacts
 from mlptui.widgets.worker_errors import WorkerFailed
+
+if TYPE_CHECKING:      # the trace and diff screens (and numpy under them) are imported after the first paint
+    from mlptui.screens.diff_screen import DiffScreen
+    from mlptui.screens.trace_screen import TraceScreen
+    from mlptui.viewmodels.facts import TraceFacts
 
 
 class MlptuiApp(App[int]):
@@ -95,6 +95,9 @@ class MlptuiApp(App[int]):
         self._show(facts, replace=self.screen is loading)
 
     def _show(self, facts: list[TraceFacts], *, replace: bool) -> None:
+        from mlptui.screens.diff_screen import DiffScreen
+        from mlptui.screens.trace_screen import TraceScreen
+
         screen: TraceScreen | DiffScreen
         if len(facts) == 1:
             screen = TraceScreen(facts[0])
@@ -118,9 +121,13 @@ class MlptuiApp(App[int]):
             else:
                 self.push_screen(LoadingScreen([spec], with_facts=facts))
 
+        from mlptui.screens.partner import PartnerScreen
+
         self.push_screen(PartnerScreen(folder, source), chosen)
 
     def action_help(self) -> None:
+        from mlptui.screens.help_screen import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 

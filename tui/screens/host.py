@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from textual.app import App
 from textual.screen import Screen
 
-from mlptui.viewmodels.facts import TraceFacts
+if TYPE_CHECKING:      # numpy and the analyses come with it: not before the first paint
+    from mlptui.viewmodels.facts import TraceFacts
 
 
 class ExplorerHost(Protocol):

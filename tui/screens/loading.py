@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.binding import Binding
@@ -14,7 +15,9 @@ from mlptui.contract.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
 from mlptui.screens.host import host
 from mlptui.screens.progress import ProgressScreen
-from mlptui.viewmodels.facts import TraceFacts, build_facts
+
+if TYPE_CHECKING:      # numpy and the analyses come with it: not before the first paint
+    from mlptui.viewmodels.facts import TraceFacts
 
 
 class LoadingScreen(ProgressScreen):
@@ -55,6 +58,8 @@ class LoadingScreen(ProgressScreen):
         try:
             with bulk_allocation():     # the traces and their facts live as long as the app
                 for spec in self.specs:
+                    from mlptui.viewmodels.facts import build_facts  # numpy: after the first paint
+
                     facts.append(build_facts(open_trace(spec, progress)))
         except MlptuiError as exc:
             self.post_message(self.Failed(str(exc)))

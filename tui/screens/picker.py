@@ -7,6 +7,7 @@ kernels, launches and findings, and `enter` opens an already-loaded trace at onc
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import ComposeResult
@@ -21,11 +22,12 @@ from mlptui.contract.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
 from mlptui.keys import PICKER_KEYS
 from mlptui.screens.host import host
-from mlptui.screens.trace_screen import device_line
-from mlptui.viewmodels.facts import TraceFacts, build_facts
 from mlptui.widgets.lines import LineList
 from mlptui.widgets.trace_list import TraceList, ladder_key
 from mlptui.widgets.worker_errors import ReportsWorkerErrors
+
+if TYPE_CHECKING:      # numpy and the analyses come with it: not before the first paint
+    from mlptui.viewmodels.facts import TraceFacts
 
 PRELOAD_BYTES = 20_000_000     # local traces up to this size are summarised while the list shows
 
@@ -83,6 +85,8 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
                     self.post_message(self.Summarised(spec, None, "large: enter opens"))
                     continue
                 with bulk_allocation():
+                    from mlptui.viewmodels.facts import build_facts  # numpy: after the first paint
+
                     facts = build_facts(open_trace(spec))
                 self.post_message(self.Summarised(spec, facts, None))
             except (MlptuiError, OSError, ValueError) as exc:
@@ -123,6 +127,8 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
             error = table.errors.get(spec)
             target.update(escape(error) if error else f"{escape(spec)}\nreading…")
             return
+        from mlptui.screens.trace_screen import device_line
+
         lines = [f"[b]{escape(device_line(facts))}[/b]  [dim]{escape(spec.rsplit('/', 1)[-1])}[/dim]"]
         lines += [escape(line) for line in facts.findings]
         lines.append("[dim]enter: open it (steps, CPU dispatch tree, kernels, launches, timeline, details)   "

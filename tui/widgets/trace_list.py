@@ -3,10 +3,14 @@ CPU ops, GPU busy, occupancy queries, device), in the article's ladder order."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mlptui.contract.vocabulary import MODES, WORKLOAD_NAMES
 from mlptui.viewmodels import fmt
-from mlptui.viewmodels.facts import TraceFacts, call_stats, kernel_count
 from mlptui.widgets.lines import Cell, Column, LineList
+
+if TYPE_CHECKING:      # numpy and the analyses come with it: not before the first paint
+    from mlptui.viewmodels.facts import TraceFacts
 
 
 def ladder_key(spec: str) -> tuple[int, bool, int, str]:
@@ -44,6 +48,8 @@ class TraceList(LineList):
         if facts is None:
             state = self.errors.get(spec, "…")
             return [str(index + 1), (mark + name, "base"), "", (state, "dim"), "", "", "", "", "", "", name]
+        from mlptui.viewmodels.facts import call_stats, kernel_count  # loaded with the first facts anyway
+
         s = facts.per_step()
         device = (facts.trace.device_name or "-").replace("NVIDIA ", "")
         occupancy = sum(c.count for c in call_stats(facts, s.index if s.index >= 0 else None)
