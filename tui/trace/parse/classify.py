@@ -112,7 +112,7 @@ class Buckets:
     gpu_links: Links
     gpu_launch: LaunchColumns   # each GPU event's launch keys, in the order of gpu_ev
     meta: list[Any]          # the events of meta_ev themselves
-    flows: Flows             # the launch flows among flow_ev
+    flows: Flows             # the events of flow_ev
     mem: list[tuple[Any, Any, float]]               # the events of mem_ev as (pid, tid, ts)
     n_events: int
 
@@ -191,7 +191,7 @@ class Classifier:
         self._meta.extend(map(events.__getitem__, at))
         at = np.flatnonzero(phase == _FLOW)
         self._flow_ev.append(at + base)
-        self._flows.append(_launch_flows(list(map(events.__getitem__, at.tolist())), kind[at]))
+        self._flows.append(_flows(list(map(events.__getitem__, at.tolist())), kind[at]))
         for i in np.flatnonzero(phase == _INSTANT).tolist():
             e = events[i]
             if e.name == MEMORY_EVENT and e.ts is not None:
@@ -258,9 +258,7 @@ class Classifier:
                        x[keep_gpu], cat[keep_gpu], ts[keep_gpu], dur[keep_gpu],
                        self._meta_ev, _cat(self._flow_ev, np.int64).tolist(), device_side, self._mem_ev, table,
                        xkind[keep_cpu], xkind[keep_gpu], _rows(links, keep_cpu), _rows(links, keep_gpu), launch,
-                       self._meta, Flows(*(_cat([getattr(f, n) for f in self._flows], t)
-                                         for n, t in (("kind", np.int64), ("ts", np.float64), ("id", np.int64)))),
-                       self._mem, self.n_events)
+                       self._meta, _join_flows(self._flows), self._mem, self.n_events)
 
 
 _FLOW_CATS = frozenset({"ac2g", "async_gpu", "async_cpu_to_gpu", ""})
@@ -268,28 +266,45 @@ _FLOW_CATS = frozenset({"ac2g", "async_gpu", "async_cpu_to_gpu", ""})
 
 @dataclass
 class Flows:
-    """Launch flow events (`ac2g` with a 64-bit id and a start), in event order: each one's kind (whose
-    phase, pid and tid say where it starts or ends), start as written, and id."""
+    """Flow events ('s', 'f'), in event order: each one's kind (whose phase, category, pid and tid say which
+    flow it is and where it starts or ends), start as written (NaN when missing) and id as written (int64
+    when every id is a 64-bit int, else a list of the values). Read into launch links only when some GPU
+    work lacks a correlation id (mlptui.trace.parse.index), so most loads never look at them."""
 
     kind: np.ndarray
     ts: np.ndarray
-    id: np.ndarray
+    ts_none: np.ndarray
+    ids: Any
 
 
-def _launch_flows(flows: list[Any], kind: np.ndarray) -> Flows:
-    keep = [flow_id(e) is not None and e.ts is not None for e in flows]
-    kept = list(compress(flows, keep))
-    ids = np.fromiter((flow_id(e) for e in kept), dtype=np.int64, count=len(kept))
-    ts = np.fromiter(map(attrgetter("ts"), kept), dtype=np.float64, count=len(kept))
-    return Flows(kind[np.asarray(keep, dtype=bool)] if len(kind) else kind, ts, ids)
+def _flows(flows: list[Any], kind: np.ndarray) -> Flows:
+    ts, ts_none = _floats(flows, "ts")
+    try:
+        ids: Any = np.fromiter(map(_ID, flows), dtype=np.int64, count=len(flows))
+    except (TypeError, ValueError, OverflowError):      # a string, a missing or a wide id: kept as written
+        ids = list(map(_ID, flows))
+    return Flows(kind, ts, ts_none, ids)
 
 
-def flow_id(e: Any) -> int | None:
-    """The id of a launch flow event (`ac2g`, written as an int or a numeric string); None for other flows
-    and ids that are not numbers or are wider than 64 bits (as wide link ids: not linked by)."""
-    if e.cat not in _FLOW_CATS:
+def _join_flows(parts: list[Flows]) -> Flows:
+    if not parts:
+        return Flows(*(np.zeros(0, dtype=t) for t in (np.int64, np.float64, np.bool_, np.int64)))
+    if all(isinstance(p.ids, np.ndarray) for p in parts):
+        ids: Any = np.concatenate([p.ids for p in parts])
+    else:
+        ids = [v for p in parts for v in (p.ids.tolist() if isinstance(p.ids, np.ndarray) else p.ids)]
+    return Flows(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("kind", "ts", "ts_none")), ids)
+
+
+_ID = attrgetter("id")
+_FLOW_CATS = frozenset({"ac2g", "async_gpu", "async_cpu_to_gpu", ""})
+
+
+def flow_number(cat: Any, fid: Any) -> int | None:
+    """The id of a launch flow (`ac2g`, written as an int or a numeric string); None for other flows and
+    ids that are not numbers or are wider than 64 bits (as wide link ids: not linked by)."""
+    if cat not in _FLOW_CATS:
         return None
-    fid = e.id
     if isinstance(fid, str):
         try:
             fid = int(fid, 0)
@@ -298,6 +313,11 @@ def flow_id(e: Any) -> int | None:
     if fid is None or not _INT64_MIN <= fid <= _INT64_MAX:
         return None
     return int(fid)
+
+
+def flow_id(e: Any) -> int | None:
+    """flow_number of a decoded flow event."""
+    return flow_number(e.cat, e.id)
 
 
 def _launch_rows(parts: list[LaunchColumns], keep: np.ndarray) -> LaunchColumns:

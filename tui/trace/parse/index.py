@@ -39,7 +39,15 @@ from mlptui.trace.model import (
     Thread,
     Trace,
 )
-from mlptui.trace.parse.classify import CATEGORIES, Buckets, Classifier, Codes, Kind, by_first_use
+from mlptui.trace.parse.classify import (
+    CATEGORIES,
+    Buckets,
+    Classifier,
+    Codes,
+    Kind,
+    by_first_use,
+    flow_number,
+)
 from mlptui.trace.parse.decode import Decoded, RawEvent
 from mlptui.trace.parse.launch import LaunchColumns
 from mlptui.trace.parse.limits import clean_device
@@ -69,7 +77,7 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
     links = _links(b, warnings)
     starts: dict[FlowKey, int] = {}
     ends: dict[FlowKey, int] = {}
-    if len(b.flows.id) and not links.gpu.corr_present.all():
+    if len(b.flows.kind) and not links.gpu.corr_present.all():
         starts, ends = _flow_index(_flow_rows(b), string_ids)
     origin_us = float(min(b.cpu_ts.min(initial=np.inf), b.gpu_ts.min(initial=np.inf)))
     if origin_us == np.inf:
@@ -400,9 +408,15 @@ def _flow_index(flows: Iterable[tuple[str, Any, Any, float, int]], string_ids: d
 
 
 def _flow_rows(b: Buckets) -> list[tuple[str, Any, Any, float, int]]:
-    kinds = b.kinds
-    return [(kinds[k][0], kinds[k][3], kinds[k][4], ts, fid)
-            for k, ts, fid in zip(b.flows.kind.tolist(), b.flows.ts.tolist(), b.flows.id.tolist(), strict=True)]
+    """The launch flows among the flow events, as (ph, pid, tid, ts, id), in event order."""
+    kinds, f = b.kinds, b.flows
+    ids = f.ids.tolist() if isinstance(f.ids, np.ndarray) else f.ids
+    out = []
+    for k, ts, missing, raw in zip(f.kind.tolist(), f.ts.tolist(), f.ts_none.tolist(), ids, strict=True):
+        fid = flow_number(kinds[k][1], raw)
+        if fid is not None and not missing:
+            out.append((kinds[k][0], kinds[k][3], kinds[k][4], ts, fid))
+    return out
 
 
 def _names(meta: list[RawEvent], string_ids: dict[str, int],
