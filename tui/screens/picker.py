@@ -69,7 +69,7 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
         table.reset_rows(0)
         table.focus()
         self._show_findings()
-        self.summarise()
+        self.call_after_refresh(self.summarise)     # the first paint does not wait on numpy and the loads
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def summarise(self) -> None:
