@@ -7,8 +7,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlptui.trace.analysis.steps import is_cpu_op
-from mlptui.trace.model import Trace
+from mlptui.trace.model import ANNOTATION, CPU_OP, Trace
+from mlptui.trace.parse.index import STEP_PREFIX
 
 # Names that carry a per-compilation hash: compared without it so two compiled runs line up.
 _HASHED = re.compile(r"(## Call CompiledFxGraph )\w+( ##)")
@@ -25,10 +25,11 @@ def launch_chain(trace: Trace, gpu_id: int, cache: dict[int, tuple[str, ...]] | 
     The ProfilerStep annotation at the root is left out: every chain of a step starts with it.
     `cache` (op id -> its chain) saves the walk for the many kernels that one op launches.
     """
-    g = trace.gpu[gpu_id]
-    names = list(op_chain(trace, g.op, cache)) if g.op >= 0 else []
-    if g.launch >= 0:
-        names.append(trace.ops[g.launch].name)
+    c = trace.columns
+    op, launch = int(c.gpu_op[gpu_id]), int(c.gpu_launch[gpu_id])
+    names = list(op_chain(trace, op, cache)) if op >= 0 else []
+    if launch >= 0:
+        names.append(c.strings[c.op_name[launch]])
     return names
 
 
@@ -37,12 +38,13 @@ def op_chain(trace: Trace, op: int, cache: dict[int, tuple[str, ...]] | None = N
     if cache is not None and op in cache:
         return cache[op]
     names: list[str] = []
+    c = trace.columns
     cur = op
     while cur >= 0:
-        o = trace.ops[cur]
-        if not o.name.startswith("ProfilerStep#"):      # an annotation, or an op in torch <= 1.9
-            names.append(o.name)
-        cur = o.parent
+        name = c.strings[c.op_name[cur]]
+        if not name.startswith("ProfilerStep#"):      # an annotation, or an op in torch <= 1.9
+            names.append(name)
+        cur = int(c.op_parent[cur])
     names.reverse()
     chain = tuple(names)
     if cache is not None:
@@ -53,10 +55,14 @@ def op_chain(trace: Trace, op: int, cache: dict[int, tuple[str, ...]] | None = N
 def step_op_counts(trace: Trace, step: int | None) -> Counter[str]:
     """How many times each CPU op / annotation name occurs in `step` (None: the whole trace),
     keyed by op_key, in order of first appearance."""
+    c = trace.columns
+    rows = c.op_is((CPU_OP, ANNOTATION))
+    if step is not None:
+        rows = rows & (c.op_step == step)
     counts: Counter[str] = Counter()
-    for o in trace.ops:
-        if is_cpu_op(o) and (step is None or o.step == step):
-            counts[op_key(o.name)] += 1
+    for name in map(c.strings.__getitem__, c.op_name[rows].tolist()):
+        if not name.startswith(STEP_PREFIX):          # as is_cpu_op: the ProfilerStep#N marks left out
+            counts[op_key(name)] += 1
     return counts
 
 

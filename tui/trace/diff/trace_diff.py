@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from mlptui.contract.errors import MlptuiError
 from mlptui.trace.analysis.launches import launch_calls
 from mlptui.trace.analysis.steps import StepStats, all_step_stats, step_stats
@@ -226,26 +228,30 @@ def _pick_step(trace: Trace, step: int | None, side: str) -> int | None:
 
 
 def _items(trace: Trace, step: int | None) -> tuple[list[AlignItem], list[DiffKernel]]:
-    ops = trace.ops
-    work = [g for g in trace.gpu if step is None or g.step == step]
+    c = trace.columns          # read as columns: a diff makes no Op or GpuOp object
+    strings = c.strings
+    rows = range(c.n_gpu) if step is None else np.flatnonzero(c.gpu_step == step).tolist()
+    gts, gdur, launch, op = c.gpu_ts.tolist(), c.gpu_dur.tolist(), c.gpu_launch.tolist(), c.gpu_op.tolist()
+    op_ts = c.op_ts.tolist()
     # Program order: when the CPU launched it; a graph replay's kernels share one launch, so then GPU order.
-    work.sort(key=lambda g: (ops[g.launch].ts if g.launch >= 0 else g.ts, g.ts))
+    work = sorted(rows, key=lambda g: (op_ts[launch[g]] if launch[g] >= 0 else gts[g], gts[g]))
     items: list[AlignItem] = []
     kernels: list[DiffKernel] = []
     chains: dict[int, tuple[str, ...]] = {}
     for g in work:
-        kind = MEMSET if g.cat == CAT_MEMSET else MEMCPY if g.cat == CAT_MEMCPY else KERNEL
-        name = decode_kernel(g.name)
-        launcher = ops[g.op].name if g.op >= 0 else ""
+        raw, cat = strings[c.gpu_name[g]], strings[c.gpu_cat[g]]
+        kind = MEMSET if cat == CAT_MEMSET else MEMCPY if cat == CAT_MEMCPY else KERNEL
+        name = decode_kernel(raw)
+        launcher = strings[c.op_name[op[g]]] if op[g] >= 0 else ""
         words = op_words(name.ops, launcher)
-        if name.family != "gemm" and _is_identifier(g.name):
-            words |= name_words(g.name)
+        if name.family != "gemm" and _is_identifier(raw):
+            words |= name_words(raw)
         fusable = (kind == KERNEL and name.family not in _NOT_FUSABLE
                    and not name.library.startswith(_VENDOR_LIBRARIES)
                    and (name.family != "gemm" or bool(words - {"mm"})))
-        items.append(AlignItem(g.name, kind, name.family, words, launcher, fusable, g.dur, g.id))
-        kernels.append(DiffKernel(g.id, g.name, name.short, name.family, name.library, kind, g.dur,
-                                  launcher, tuple(launch_chain(trace, g.id, chains))))
+        items.append(AlignItem(raw, kind, name.family, words, launcher, fusable, gdur[g], g))
+        kernels.append(DiffKernel(g, raw, name.short, name.family, name.library, kind, gdur[g],
+                                  launcher, tuple(launch_chain(trace, g, chains))))
     return items, kernels
 
 
@@ -287,9 +293,10 @@ def _all_stats(trace: Trace) -> list[StepStats]:
 
 
 def _gpu_span(trace: Trace) -> float:
-    if not trace.gpu:
+    c = trace.columns
+    if not c.n_gpu:
         return 0.0
-    return max(g.end for g in trace.gpu) - min(g.ts for g in trace.gpu)
+    return float((c.gpu_ts + c.gpu_dur).max() - c.gpu_ts.min())
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
