@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.text import Text
 
+from mlptui.contract import units
 from mlptui.trace.analysis.breakdown import CATEGORIES, Spans, category_intervals
 from mlptui.trace.analysis.kernel_stats import KernelGroup, kernel_stats
 from mlptui.trace.analysis.memory import MemoryReport, memory_report
@@ -129,7 +130,7 @@ def overview_text(data: ProfileData, width: int) -> Text:
         if "gpu_util" not in dev:
             continue
         out.append(f"device {dev['id']}: ", "bold")
-        out.append(f"{dev['name'] or '?'} {dev['arch'] or ''}, {dev['sms'] or '?'} SMs, "
+        out.append(f"{dev['name'] or units.MISSING} {dev['arch'] or ''}, {dev['sms'] or units.MISSING} SMs, "
                    f"{fmt.size_bytes(dev['memory_bytes'])}; {dev['kernels']} kernels\n")
     steps = ov["steps"]
     if len(steps) > MAX_STEPS:      # the first and the last steps; `summary --json` has them all

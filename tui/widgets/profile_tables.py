@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mlptui.contract import units
 from mlptui.keys import TABLE_KEYS
 from mlptui.trace.analysis.kernel_stats import KernelGroup
 from mlptui.trace.analysis.memory import OpMemory
@@ -18,7 +19,7 @@ from mlptui.widgets.lines import Cell, Column, LineList, SideScrolling
 
 
 def _opt(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+    return units.MISSING if value is None else f"{value:.{digits}f}"
 
 
 class SortedTable(SideScrolling, LineList):
@@ -147,7 +148,7 @@ class MemoryOpTable(SortedTable):
 
 
 def _signed(n: int) -> str:
-    return ("-" if n < 0 else "+" if n > 0 else "") + fmt.size_bytes(abs(n))
+    return ("+" if n > 0 else "") + fmt.size_bytes(n)
 
 
 class ModuleTable(SortedTable):
@@ -179,8 +180,8 @@ class OperatorDiffTable(SortedTable):
 
     CELLS = [
         lambda r: _DIFF_MARK[r["status"]], lambda r: r["name"],
-        lambda r: "-" if r["a"] is None else fmt.count(r["a"]["calls"]),
-        lambda r: "-" if r["b"] is None else fmt.count(r["b"]["calls"]),
+        lambda r: units.MISSING if r["a"] is None else fmt.count(r["a"]["calls"]),
+        lambda r: units.MISSING if r["b"] is None else fmt.count(r["b"]["calls"]),
         lambda r: fmt.us(_side_us(r, "a", "host_total_us")), lambda r: fmt.us(_side_us(r, "b", "host_total_us")),
         lambda r: fmt.us(_side_us(r, "a", "device_total_us")), lambda r: fmt.us(_side_us(r, "b", "device_total_us")),
     ]
