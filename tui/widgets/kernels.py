@@ -121,7 +121,7 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
         occ = self.occupancy(gid)
         reported = args.get("est. achieved occupancy %")
         perf, pct = self._facts().perf(gid)
-        peak: Cell = "" if pct is None else (f"{pct:.0f}%", "good" if pct >= 50 else "warn")
+        peak: Cell = "" if pct is None else (fmt.pct(pct / 100), "good" if pct >= 50 else "warn")
         tone = {"gemm": "hot", "memset": "dim", "copy": "dim"}.get(name.family, "base")
         if self.grouped:
             _, count, total = self._groups[op.name]

@@ -72,7 +72,7 @@ def overview_lines(doc: dict[str, Any]) -> list[str]:
         lines.append(f"{tag.upper()}: {o['scope']} {duration(o['duration_us'])}, GPU util {share(o['gpu_util'])}, "
                      f"SM eff {share(o['sm_efficiency'])}, occ {share(o['achieved_occupancy'])}/"
                      f"{share(o['theoretical_occupancy'])}, TC {share(o['tensor_core_share'])}; "
-                     + ", ".join(f"{k} {v / dur:.0%}" for k, v in top if v > 0))
+                     + ", ".join(f"{k} {share(v / dur)}" for k, v in top if v > 0))
     return lines
 
 
