@@ -17,6 +17,7 @@ from textual.widgets import Static
 
 from mlptui.app import make_app
 from mlptui.cli import main
+from mlptui.contract.units import duration, size
 from mlptui.screens.profile_screen import ProfileScreen
 from mlptui.screens.ranks_screen import RanksScreen
 from mlptui.screens.trace_screen import TraceScreen
@@ -108,3 +109,20 @@ async def test_a_pane_a_view_and_the_ranks_view(expected: dict[str, str]) -> Non
         rank0 = rows_text(ranks.query_one("#collectives", TextTable))[0].split(" | ")
         assert rank0[0] == "0" and rank0[3] == expected["size"] and rank0[8] == expected["rate"]
 
+
+
+@pytest.mark.parametrize(("us", "text"), [
+    (None, "—"), (0.0, "0.00 µs"), (2.864, "2.86 µs"), (999.994, "999.99 µs"),
+    (999.996, "1.00 ms"),                           # the unit is chosen on the rounded figure
+    (10_850.0, "10.85 ms"), (2_500_000.0, "2.50 s"), (-3_400.0, "-3.40 ms"), (86_400e6, "86400.00 s"),
+])
+def test_durations_at_the_unit_edges(us: float | None, text: str) -> None:
+    assert duration(us) == text
+
+
+@pytest.mark.parametrize(("nbytes", "text"), [
+    (None, "—"), (0, "0 B"), (1023, "1023 B"), (1023.6, "1.0 KiB"), (1536, "1.5 KiB"),
+    (12 * 2**20, "12.0 MiB"), (2**30 - 1, "1.0 GiB"), (-3 * 2**30, "-3.0 GiB"),
+])
+def test_sizes_in_binary_units(nbytes: float | None, text: str) -> None:
+    assert size(nbytes) == text
