@@ -16,8 +16,8 @@ from conftest import SAMPLES
 from textual.widgets import Static
 
 from mlptui.app import make_app
+from mlptui.base.units import duration, size
 from mlptui.cli import main
-from mlptui.contract.units import duration, size
 from mlptui.screens.profile_screen import ProfileScreen
 from mlptui.screens.ranks_screen import RanksScreen
 from mlptui.screens.trace_screen import TraceScreen

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import quote, unquote, urlsplit
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.contract.text import printable
-from mlptui.contract.units import size as size_text
+from mlptui.base.errors import MlptuiError
+from mlptui.base.text import printable
+from mlptui.base.units import size as size_text
 
 ORIGIN = "https://ui.perfetto.dev"
 DEFAULT_PORT = 9001

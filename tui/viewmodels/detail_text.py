@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlptui.contract import units
-from mlptui.contract.text import markup_escape as escape
+from mlptui.base import units
+from mlptui.base.text import markup_escape as escape
 from mlptui.trace.analysis.occupancy import kernel_occupancy
 from mlptui.trace.analysis.roofline import kernel_roofline
 from mlptui.trace.model import LAUNCH_CATS, Trace

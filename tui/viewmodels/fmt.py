@@ -1,10 +1,10 @@
-"""The panes' number formats: `mlptui.contract.units` (the one convention every surface writes in) for
+"""The panes' number formats: `mlptui.base.units` (the one convention every surface writes in) for
 numbers. Values often come straight from a trace's args, which may hold anything: what is not a number
 is shown as it is (cut short), never raised on."""
 
 from __future__ import annotations
 
-from mlptui.contract import units
+from mlptui.base import units
 
 
 def _number(value: object) -> bool:

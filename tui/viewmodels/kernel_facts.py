@@ -4,7 +4,7 @@ for its one column), so a million-kernel trace costs what is looked at."""
 
 from __future__ import annotations
 
-from mlptui.contract.units import bandwidth, throughput
+from mlptui.base.units import bandwidth, throughput
 from mlptui.trace.analysis.occupancy import Occupancy, kernel_occupancy
 from mlptui.trace.analysis.roofline import Roofline, kernel_roofline
 from mlptui.trace.model import Trace

@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.text import Text
 
-from mlptui.contract import units
+from mlptui.base import units
 from mlptui.trace.analysis.breakdown import CATEGORIES, Spans, category_intervals
 from mlptui.trace.analysis.kernel_stats import KernelGroup, kernel_stats
 from mlptui.trace.analysis.memory import MemoryReport, memory_report

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mlptui.contract import units
+from mlptui.base import units
 from mlptui.trace.analysis.links import Link, link_for
 from mlptui.trace.analysis.ranks import ranks_report
 from mlptui.trace.analysis.ranks_render import (

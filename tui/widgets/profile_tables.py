@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mlptui.contract import units
+from mlptui.base import units
 from mlptui.keys import TABLE_KEYS
 from mlptui.trace.analysis.kernel_stats import KernelGroup
 from mlptui.trace.analysis.memory import OpMemory

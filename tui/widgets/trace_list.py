@@ -3,7 +3,7 @@ CPU ops, GPU busy, occupancy queries, device), in the article's ladder order."""
 
 from __future__ import annotations
 
-from mlptui.contract import units
+from mlptui.base import units
 from mlptui.contract.vocabulary import MODES, WORKLOAD_NAMES
 from mlptui.viewmodels import fmt
 from mlptui.viewmodels.facts import TraceFacts, call_stats, kernel_count

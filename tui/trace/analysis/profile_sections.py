@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlptui.contract.units import MISSING, duration, share, size
+from mlptui.base.units import MISSING, duration, share, size
 from mlptui.trace.analysis.breakdown import CATEGORIES
 from mlptui.trace.analysis.kernel_stats import kernel_stats
 from mlptui.trace.analysis.memory import memory_report

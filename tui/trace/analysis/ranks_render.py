@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlptui.contract.units import MISSING, bandwidth, duration, share, size
+from mlptui.base.units import MISSING, bandwidth, duration, share, size
 from mlptui.trace.analysis.links import Link
 
 

@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from mlptui.contract.units import duration
+from mlptui.base.units import duration
 from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.analysis.dispatch import dispatch_paths
 from mlptui.trace.analysis.findings import trace_findings

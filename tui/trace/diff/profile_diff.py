@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlptui.contract.units import MISSING, duration, share
+from mlptui.base.units import MISSING, duration, share
 from mlptui.trace.analysis.operators import OpGroup, operators
 from mlptui.trace.analysis.overview import overview
 from mlptui.trace.model import Trace

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlptui.contract.units import MISSING, duration
+from mlptui.base.units import MISSING, duration
 from mlptui.trace.diff.cpu import op_key
 
 MARKERS = {"same": "=", "changed": "~", "added": "+", "removed": "-", "fused": "⊕"}

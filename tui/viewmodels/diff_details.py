@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlptui.contract.units import bandwidth, duration, share, throughput
+from mlptui.base.units import bandwidth, duration, share, throughput
 from mlptui.trace.diff.render import MARKERS, fmt_delta
 from mlptui.trace.diff.trace_diff import DiffKernel, DiffRow, TraceDiff
 from mlptui.trace.model import Trace
@@ -18,10 +18,8 @@ _ARG_FIELDS = ("grid", "block", "registers per thread", "shared memory", "blocks
 
 
 def _occupancy(trace: Trace, gpu_id: int) -> str | None:
-    try:
-        from mlptui.trace.analysis.occupancy import kernel_occupancy
-    except ImportError:
-        return None
+    from mlptui.trace.analysis.occupancy import kernel_occupancy
+
     occ = kernel_occupancy(trace, gpu_id)
     if occ is None:
         return None
@@ -30,10 +28,8 @@ def _occupancy(trace: Trace, gpu_id: int) -> str | None:
 
 
 def _roofline(trace: Trace, gpu_id: int) -> str | None:
-    try:
-        from mlptui.trace.analysis.roofline import kernel_roofline
-    except ImportError:
-        return None
+    from mlptui.trace.analysis.roofline import kernel_roofline
+
     roof = kernel_roofline(trace, gpu_id)
     if roof is None:
         return None
