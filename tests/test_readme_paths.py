@@ -26,7 +26,7 @@ def test_readme_examples_name_files_that_exist() -> None:
         assert (ROOT / p).is_file(), p
 
 
-FENCED = re.compile(r"^```\n(.*?)^```", re.S | re.M)
+FENCED = re.compile(r"^```[\w-]*\n(.*?)^```", re.S | re.M)
 LINKED = re.compile(r"\]\(((?:docs/)?[\w./-]+\.md)\)")
 
 
@@ -35,6 +35,8 @@ def _commands(name: str) -> list[list[str]]:
     out = []
     for block in FENCED.findall((ROOT / "README.md").read_text(encoding="utf-8")):
         for line in block.splitlines():
+            if not line.startswith(f"mlptui {name}"):
+                continue
             words = shlex.split(line.split("#", 1)[0].split("|", 1)[0])
             if words[:2] != ["mlptui", name]:
                 continue
