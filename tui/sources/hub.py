@@ -108,7 +108,6 @@ def is_folder(spec: str) -> bool:
 
 
 def open_trace(spec: str, progress: Progress | None = None) -> Trace:
-    from mlptui.sources.local import attach_manifest
     from mlptui.trace.parse.load import load_trace
 
     s = parse_hf_spec(spec)
@@ -119,7 +118,7 @@ def open_trace(spec: str, progress: Progress | None = None) -> Trace:
         fetch_file(s.with_path(_sibling(s.path, MANIFEST)))
     except MlptuiError:
         pass  # a trace without a manifest beside it is still a trace
-    return attach_manifest(load_trace(local, source=spec, progress=progress), local)
+    return load_trace(local, source=spec, progress=progress)    # reads the manifest fetched beside it
 
 
 def list_traces(spec: str) -> list[str]:

@@ -498,11 +498,10 @@ def _receive(session: _Session, s: SshSpec, size: int, mtime: int, manifest: byt
 
 
 def open_trace(spec: str, progress: Progress | None = None) -> Trace:
-    from mlptui.sources.local import attach_manifest
     from mlptui.trace.parse.load import load_trace
 
     path, note = _fetch(spec, progress)
-    trace = attach_manifest(load_trace(path, source=spec, progress=progress), path)
+    trace = load_trace(path, source=spec, progress=progress)    # with the manifest entry beside it, if any
     if note:
         trace.warnings.append(note)
     return trace
