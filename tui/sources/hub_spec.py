@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 
 HF_PREFIX = "hf://"
 DEFAULT_ENDPOINT = "https://huggingface.co"
