@@ -19,6 +19,7 @@ work by graph replay, with weights that do not change).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import OrderedDict
 from collections.abc import Callable
@@ -366,7 +367,7 @@ class GateUpLauncher:
             programs = cfg.programs(m, self.n, self.sms)
             try:
                 self._jit_launch(plan, x, h, h, m, programs)
-                ms = _median_ms(lambda p=plan, g=programs: self._jit_launch(p, x, h, h, m, g), self._cuda)
+                ms = _median_ms(functools.partial(self._jit_launch, plan, x, h, h, m, programs), self._cuda)
             except Exception:  # a configuration this GPU / compiler cannot build is skipped
                 continue
             if best is None or ms < best[0]:
