@@ -115,3 +115,10 @@ def test_a_relative_xdg_cache_home_is_ignored(monkeypatch: pytest.MonkeyPatch, t
     assert tuning_cache.cache_folder() == tmp_path / ".cache" / "mlptui" / "fused"
     name = tuning_cache.cache_file("NVIDIA H100 80GB HBM3 sm90", "3.6.0").name
     assert name == "nvidia-h100-80gb-hbm3-sm90-triton-3.6.0.json"
+
+
+def test_row_counts_are_keyed_by_how_triton_specializes_them() -> None:
+    from mlptui.runners.fused.launcher import int_spec
+
+    assert [int_spec(m) for m in (1, 2, 15, 16, 8000, 8192)] == [1, 0, 0, 16, 16, 16]
+    assert int_spec(8001) == 0

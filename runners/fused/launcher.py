@@ -115,8 +115,10 @@ class Plan:
     config: GateUpConfig
     use_tma: bool
     store_gu: bool
-    # programs -> (run, function, packed metadata) of the compiled kernel, or None: JIT launch
-    direct: dict[int, tuple[Any, Any, Any] | None] = field(default_factory=dict)
+    # (programs, int_spec(rows)) -> (run, function, packed metadata) of the compiled kernel, or None: JIT
+    # launch. The row count's spec is in the key because Triton compiles a variant per integer
+    # specialization (1, a multiple of 16, other): a kernel compiled for 8192 rows may assume M % 16 == 0.
+    direct: dict[tuple[int, int], tuple[Any, Any, Any] | None] = field(default_factory=dict)
 
     def label(self) -> str:
         return f"{self.config.label()}-{'tma' if self.use_tma else 'ptr'}"
@@ -226,9 +228,10 @@ class GateUpLauncher:
         plan = self.plan_for(x, m, store_gu)
         cfg = plan.config
         programs = cfg.programs(m, self.n, self.sms)
-        if programs not in plan.direct:
+        key = (programs, int_spec(m))
+        if key not in plan.direct:
             try:
-                plan.direct[programs] = self._direct_launcher(plan, x, m, programs)
+                plan.direct[key] = self._direct_launcher(plan, x, m, programs)
             except OutOfResources:
                 if plan.config.num_stages <= 2:
                     raise
@@ -237,7 +240,7 @@ class GateUpLauncher:
                                plan.store_gu)
                 self._plans[(m_bucket(m), store_gu)] = smaller
                 return self._prepare(x, m, store_gu)
-        launch = self._bind(plan, programs)
+        launch = self._bind(plan, programs, key[1])
         if len(self._rows) >= ROWS_CACHE_MAX:
             self._rows.popitem(last=False)
         self._rows[(m, store_gu)] = launch
@@ -333,10 +336,11 @@ class GateUpLauncher:
             return None
         if not ok:
             self.direct_error = "the direct launch's output differs from the JIT launch's"
-        return direct if ok else None
+            return None
+        return direct
 
-    def _bind(self, plan: Plan, programs: int) -> Callable[..., None]:
-        direct = plan.direct.get(programs)
+    def _bind(self, plan: Plan, programs: int, spec: int) -> Callable[..., None]:
+        direct = plan.direct.get((programs, spec))
         cfg = plan.config
         if direct is None:
             def jit(x: torch.Tensor, h: torch.Tensor, gu: torch.Tensor, m: int) -> None:
@@ -375,6 +379,11 @@ class GateUpLauncher:
         if best is None:
             raise RuntimeError("no configuration of fused_geglu_gateup_gemm_kernel could run")
         return best[1]
+
+
+def int_spec(m: int) -> int:
+    """How Triton specializes an integer argument: 1, a multiple of 16 (as 16), or neither (0)."""
+    return 1 if m == 1 else 16 if m % 16 == 0 else 0
 
 
 def _median_ms(fn: Callable[[], Any], cuda: bool) -> float:

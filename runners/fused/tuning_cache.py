@@ -90,7 +90,10 @@ def lookup(path: Path, key: str) -> Choice | None:
 def store(path: Path, key: str, config: GateUpConfig, use_tma: bool) -> None:
     """Add one entry, keeping what other processes wrote meanwhile. A cache that cannot be written
     (read-only home, full disk) only costs the next process a tuning: the error is not raised."""
-    value = {"config": config.as_dict(), "use_tma": use_tma}
+    _write(path, key, {"config": config.as_dict(), "use_tma": use_tma})
+
+
+def _write(path: Path, key: str, value: Any) -> None:
     _entries(path)[key] = value
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
