@@ -18,7 +18,7 @@ from conftest import ROOT
 from fuzz import hostile
 from index_reference import reference_index
 
-from mlptui.contract.errors import TraceError
+from mlptui.base.errors import TraceError
 from mlptui.trace.model import (
     ANNOTATION,
     CPU_OP,

@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 from fuzz import hostile
 
-from mlptui.contract.errors import TraceError
+from mlptui.base.errors import TraceError
 from mlptui.trace.model import Trace
 from mlptui.trace.parse import decode
 from mlptui.trace.parse import load as load_module

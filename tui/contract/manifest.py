@@ -20,16 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.contract.files import write_atomic
-from mlptui.contract.values import bounded
+from mlptui.base.errors import MlptuiError
+from mlptui.base.files import write_atomic
+from mlptui.base.values import bounded
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
 LOCK_TIMEOUT_S = 60.0
 
 _KNOWN_KEYS = frozenset({"mlptui_manifest", "runs", "published"})
-Run = dict[str, Any]   # a run entry: "trace" (its file name) plus the runner's fields, see README
+Run = dict[str, Any]   # a run entry: "trace" (its file name) plus the runner's fields, see docs/recording.md
 
 
 class ManifestError(MlptuiError):

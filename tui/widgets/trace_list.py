@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mlptui.base import units
 from mlptui.contract.vocabulary import MODES, WORKLOAD_NAMES
 from mlptui.viewmodels import fmt
 from mlptui.widgets.lines import Cell, Column, LineList
@@ -51,7 +52,7 @@ class TraceList(LineList):
         from mlptui.viewmodels.facts import call_stats, kernel_count  # loaded with the first facts anyway
 
         s = facts.per_step()
-        device = (facts.trace.device_name or "-").replace("NVIDIA ", "")
+        device = (facts.trace.device_name or units.MISSING).replace("NVIDIA ", "")
         occupancy = sum(c.count for c in call_stats(facts, s.index if s.index >= 0 else None)
                         if c.kind == "occupancy")
         return [str(index + 1), mark + facts.label, str(kernel_count(facts)), facts.focus_mix,

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 from mlptui.trace.analysis.launches import launch_calls
 from mlptui.trace.analysis.steps import StepStats, all_step_stats, step_stats
 from mlptui.trace.diff.align import (

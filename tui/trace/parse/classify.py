@@ -288,12 +288,13 @@ def _flows(flows: list[Any], kind: np.ndarray) -> Flows:
 
 def _join_flows(parts: list[Flows]) -> Flows:
     if not parts:
-        return Flows(*(np.zeros(0, dtype=t) for t in (np.int64, np.float64, np.bool_, np.int64)))
+        return Flows(np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64))
     if all(isinstance(p.ids, np.ndarray) for p in parts):
         ids: Any = np.concatenate([p.ids for p in parts])
     else:
         ids = [v for p in parts for v in (p.ids.tolist() if isinstance(p.ids, np.ndarray) else p.ids)]
-    return Flows(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("kind", "ts", "ts_none")), ids)
+    kind, ts, ts_none = (np.concatenate([getattr(p, f) for p in parts]) for f in ("kind", "ts", "ts_none"))
+    return Flows(kind, ts, ts_none, ids)
 
 
 _ID = attrgetter("id")

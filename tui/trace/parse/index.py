@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from mlptui.trace.analysis.launches import classify_call
 from mlptui.trace.model import (
     ANNOTATION,
     CPU_OP,
@@ -39,6 +38,7 @@ from mlptui.trace.model import (
     Thread,
     Trace,
 )
+from mlptui.trace.names.runtime_calls import classify_call
 from mlptui.trace.parse.classify import (
     CATEGORIES,
     Buckets,
