@@ -52,8 +52,8 @@ with bulk_allocation():
     trace = load_trace(sys.argv[1])
 wall = time.perf_counter() - t0; cpu = time.process_time() - c0
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print(json.dumps({"wall": wall, "cpu": cpu, "rss": rss,
-                  "what": f"{len(trace.ops)} ops, {len(trace.gpu)} GPU ops, {len(trace.steps)} steps"}))
+print(json.dumps({"wall": wall, "cpu": cpu, "rss": rss,   # the stored form: no Op objects made
+                  "what": f"{trace.columns.n_ops} ops, {trace.columns.n_gpu} GPU ops, {len(trace.steps)} steps"}))
 """
 # The typed-decode floor: the file read as the loader reads it, and the whole document decoded by msgspec into
 # the loader's own event structs (mlptui.trace.parse.decode) - no classification, no index.

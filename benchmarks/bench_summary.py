@@ -6,7 +6,7 @@
 
 The sections are timed by wrapping the functions that `summarize` calls (in mlptui.trace.analysis.summary
 and .profile_sections) for the one call, so the figures are what the command pays, shared work included:
-per-trace results kept in `Trace.derived` are paid by the first section that asks. Nested lines (the
+per-trace results kept with the trace (`Trace.derive`) are paid by the first section that asks. Nested lines (the
 profile sections, the kernels' args re-read) are part of the line above them. A name the code under test
 does not have is left out, so the same script times an older tree (run it with that tree's package first
 on PYTHONPATH). CPU time is `time.process_time`; the load average is printed because the box is shared.
