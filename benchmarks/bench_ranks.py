@@ -25,7 +25,8 @@ GENERATOR = ROOT.parent / "shared" / "tools" / "gen_kineto_trace.py"
 CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
-from mlptui.trace.analysis.rank_reduce import rank_digest, reduce_ranks
+from mlptui.trace.analysis.rank_digest import rank_digest
+from mlptui.trace.analysis.ranks import reduce_digests
 from mlptui.trace.parse.load import load_trace
 from mlptui.trace.parse.load_many import load_many
 mode, folder = sys.argv[1], Path(sys.argv[2])
@@ -35,21 +36,21 @@ first = None
 digests = []
 if mode == "sequential":
     for p in paths:
-        digests.append(rank_digest(load_trace(p)))
+        digests.append(rank_digest(len(digests), load_trace(p)))
         first = first or time.perf_counter() - t0
 else:
     for name, trace in load_many(paths):
-        digests.append(rank_digest(trace))
+        digests.append(rank_digest(int(name.rsplit('rank-', 1)[1].split('.')[0]), trace))
         first = first or time.perf_counter() - t0
 loaded = time.perf_counter() - t0
 t1 = time.perf_counter()
-run = reduce_ranks(digests)
+run = reduce_digests(digests)
 reduce_s = time.perf_counter() - t1
 self_ = resource.getrusage(resource.RUSAGE_SELF); kids = resource.getrusage(resource.RUSAGE_CHILDREN)
 cpu = self_.ru_utime + self_.ru_stime + kids.ru_utime + kids.ru_stime
 print(json.dumps({"wall": loaded, "first": first, "reduce": reduce_s, "cpu": cpu, "ranks": len(digests),
                   "rss": self_.ru_maxrss * 1024,
-                  "straggler": [s.straggler for s in run.steps][:3]}))
+                  "straggler": [s["rank"] for s in run["stragglers"]][:3]}))
 """
 
 

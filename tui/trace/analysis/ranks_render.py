@@ -1,6 +1,7 @@
-"""Text of the `ranks` section (`mlptui summary RUN_DIR`): step time per rank per step, stragglers,
-compute / communication / overlap per rank, and the collectives with their bus bandwidth beside the
-link's peak."""
+"""Text of the `ranks` section (`mlptui summary RUN_DIR`): step time per rank per step with each step's
+straggler (the rank that arrived last at its collectives) and the wait it caused, compute /
+communication / overlap / wait per rank, and the collectives with their bus bandwidth over the transfer
+(from the last rank's arrival) beside the link's peak and the wait."""
 
 from __future__ import annotations
 
@@ -53,18 +54,26 @@ def step_matrix(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         for r in ranks:
             us = next((s["step_us"] for s in r["steps"] if s["name"] == name), None)
             cells.append(_us(us))
-        st = slow.get(name)
-        cells.append(f"rank {st['rank']} +{_us(st['slower_by_us'])}" if st else "")
+        cells.append(straggler_cell(slow.get(name)))
         rows.append(cells)
-    return ["step", *(f"rank {r['rank']}" for r in ranks), "straggler"], rows
+    return ["step", *(f"rank {r['rank']}" for r in ranks), "straggler (arrived last)"], rows
+
+
+def straggler_cell(st: dict[str, Any] | None) -> str:
+    if st is None:
+        return "n/a (no collective on 2+ ranks)"
+    if st["rank"] is None:
+        return "none (all arrived together)"
+    return f"rank {st['rank']}, others waited {_us(st['late_us'])} ({st['last_at']}/{st['calls']} calls)"
 
 
 def rank_rows(report: dict[str, Any]) -> list[list[str]]:
     return [[str(r["rank"]), _us(r["compute_us"]), _us(r["comm_us"]), _share(r["overlap_share"]),
-             _us(r["comm_wait_us"])] for r in report["ranks"]]
+             _us(r["comm_wait_us"]), "–" if r["arrived_last"] is None else str(r["arrived_last"])]
+            for r in report["ranks"]]
 
 
-RANK_HEADERS = ["rank", "compute", "comm", "overlap", "comm wait"]
+RANK_HEADERS = ["rank", "compute", "comm", "overlap", "comm wait", "last at"]
 
 
 def collective_rows(report: dict[str, Any], link: Link | None) -> list[list[str]]:
@@ -73,14 +82,14 @@ def collective_rows(report: dict[str, Any], link: Link | None) -> list[list[str]
         bus = "–" if c["busbw_gbps"] is None else f"{c['busbw_gbps']:.1f}"
         pct = "" if link is None or c["busbw_gbps"] is None else f"{100 * c['busbw_gbps'] / link.peak_gbps:.0f}%"
         rows.append([str(c["rank"]), c["collective"], c["dtype"] or "?", _size(c["bytes"]),
-                     str(c["group_size"] or "?"), str(c["count"]), _us(c["total_us"]),
-                     "–" if c["algbw_gbps"] is None else f"{c['algbw_gbps']:.1f}", bus, pct])
+                     str(c["group_size"] or "?"), str(c["count"]), _us(c["total_us"]), _us(c["wait_us"]),
+                     _us(c["transfer_us"]), "–" if c["algbw_gbps"] is None else f"{c['algbw_gbps']:.1f}", bus, pct])
     return rows
 
 
 def collective_headers(link: Link | None) -> list[str]:
-    return ["rank", "collective", "dtype", "size", "group", "count", "total", "algbw GB/s", "busbw GB/s",
-            "% peak"]
+    return ["rank", "collective", "dtype", "size", "group", "count", "total", "wait", "transfer", "algbw GB/s",
+            "busbw GB/s", "% peak"]
 
 
 def render_ranks_text(report: dict[str, Any], link: Link | None) -> str:
@@ -88,11 +97,15 @@ def render_ranks_text(report: dict[str, Any], link: Link | None) -> str:
              f"backend {report['backend'] or '?'}", ""]
     headers, rows = step_matrix(report)
     lines += _table(headers, rows, set(range(1, len(headers) - 1)))
-    lines += ["", *_table(RANK_HEADERS, rank_rows(report), {1, 2, 3, 4})]
-    lines.append("overlap: share of communication time during which compute kernels run; comm wait: time "
-                 "in collectives spent waiting for the last rank")
+    lines += ["step times are profiled; straggler: the rank whose collective kernels started last, and how long",
+              "the others waited for it"]
+    lines += ["", *_table(RANK_HEADERS, rank_rows(report), {1, 2, 3, 4, 5})]
+    lines += ["overlap: share of communication time during which compute kernels run; comm wait: time in",
+              "collectives spent waiting for the last rank; last at: collectives at which this rank arrived last"]
     if report["collectives"]:
-        lines += ["", *_table(collective_headers(link), collective_rows(report, link), {3, 4, 5, 6, 7, 8, 9})]
+        lines += ["", *_table(collective_headers(link), collective_rows(report, link), set(range(3, 12)))]
+        lines += ["transfer: kernel time from the last rank's arrival (total − wait); bandwidths are over the",
+                  "transfer, busbw with nccl-tests' factor for the collective"]
         if link is not None:
             lines.append(f"% peak: bus bandwidth over {link.name}'s {link.peak_gbps:.0f} GB/s per GPU one way "
                          "(mlptui.trace.analysis.links)")
