@@ -30,7 +30,8 @@ class RanksScreen(Screen[None]):
         self.position = 0
 
     def compose(self) -> ComposeResult:
-        yield Static(f"[b]{escape(self.run.title)}[/b]", id="ranks-header")
+        failures = f"\n[red]{escape(self.run.failures)}[/red]" if self.run.failed else ""
+        yield Static(f"[b]{escape(self.run.title)}[/b]{failures}", id="ranks-header")
         with RanksPane(id="rank-steps-pane", classes="pane"):
             yield TextTable(id="rank-steps")
         with RanksPane(id="rank-list-pane", classes="pane"):

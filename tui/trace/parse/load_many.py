@@ -14,8 +14,8 @@
 How the indexed trace comes back: a worker loads and indexes the file, which writes its index cache
 entry (mlptui.trace.parse.index_cache); this process then opens the file again, a cache hit that reads
 numpy columns. With the cache off (MLPTUI_NO_CACHE=1) or for a trace too small to cache, the worker
-sends the same columns through the pipe instead. Workers start by forkserver (never by fork: the
-caller may run threads, as the app does), so nothing of this process's state leaks into them.
+sends the same columns through the pipe instead. Workers start by forkserver, and start inside the app
+too (mlptui.trace.parse.process_pool); none is left running once the iteration ends.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import multiprocessing
 import os
 import queue
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from mlptui.trace.parse import index_cache
 from mlptui.trace.parse.args_store import ArgsStore
 from mlptui.trace.parse.columns import trace_columns, trace_from_columns
 from mlptui.trace.parse.load import load_trace
+from mlptui.trace.parse.process_pool import start_helpers, start_method, worker_pool
 
 OnProgress = Callable[[str, int, int], None]
 _POLL_S = 0.05
@@ -71,11 +72,10 @@ def load_many(paths: Sequence[str | os.PathLike[str]], *, workers: int | None = 
     if workers == 1:
         yield from _in_process(names, on_progress)
         return
-    ctx = multiprocessing.get_context("forkserver" if "forkserver" in multiprocessing.get_all_start_methods()
-                                      else "spawn")
-    progress_q = ctx.Queue() if on_progress is not None else None
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
-                             initargs=(progress_q,)) as pool:
+    method = start_method()
+    start_helpers(method)      # before the queue: its lock registers with the resource tracker
+    progress_q = multiprocessing.get_context(method).Queue() if on_progress is not None else None
+    with worker_pool(workers, _init_worker, (progress_q,)) as pool:
         pending: dict[Future[tuple[str, Any]], str] = {pool.submit(_index_one, name): name for name in names}
         while pending:
             done, _ = wait(pending, timeout=_POLL_S, return_when=FIRST_COMPLETED)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mlptui.trace.analysis.ranks import RankInfo, in_rank_order, rank_from_name
+from mlptui.trace.analysis.ranks import RankInfo, in_rank_order, rank_from_name, run_problem
 from mlptui.trace.parse.gzip_input import inflate_head, is_gzip
 
 _HEAD_BYTES = 1 << 16
@@ -45,3 +45,16 @@ def rank_hint(path: str | Path) -> RankInfo:
 def rank_files(paths: list[Path]) -> list[tuple[int, Path]] | None:
     """The files in rank order when they look like the ranks of one run, else None."""
     return in_rank_order([rank_hint(p) for p in paths], paths)
+
+
+def rank_files_or_why(paths: list[Path]) -> tuple[list[tuple[int, Path]] | None, str | None]:
+    """(the files in rank order, None) when they are one run; (None, why not) when some name a rank but
+    together they are not one run (a rank twice, different world sizes, files without a rank); (None,
+    None) when none names a rank."""
+    infos = [rank_hint(p) for p in paths]
+    problem = run_problem(infos, [str(p) for p in paths])
+    if problem is None:
+        return in_rank_order(infos, paths), None
+    if len(paths) < 2 or not any(i.rank is not None for i in infos):
+        return None, None
+    return None, problem
