@@ -19,6 +19,11 @@ from mlptui.trace.analysis.ranks import rank_run, ranks_report
 from mlptui.trace.parse.load import load_trace
 
 RUNS = sorted(SAMPLES.glob("*-x2-*"))
+IDS = [p.name.split("-64x")[0] + p.name.rsplit("-", 1)[1][:9] for p in RUNS]
+
+
+def manifest(folder: Path) -> dict[str, Any]:
+    return json.loads((folder / "manifest.json").read_bytes())
 
 
 def raw_calls(folder: Path) -> tuple[list[dict[int, dict[str, Any]]], dict[int, int]]:
@@ -52,7 +57,7 @@ def raw_calls(folder: Path) -> tuple[list[dict[int, dict[str, Any]]], dict[int, 
     return list(calls.values()), {r: len(rows) for r, rows in per_rank.items()}
 
 
-@pytest.mark.parametrize("folder", RUNS, ids=[p.name.split("-64x")[0] for p in RUNS])
+@pytest.mark.parametrize("folder", RUNS, ids=IDS)
 def test_committed_runs_name_the_rank_whose_collectives_start_last(folder: Path) -> None:
     calls, _ = raw_calls(folder)
     assert calls and all(len(c) == 2 for c in calls)
@@ -66,9 +71,10 @@ def test_committed_runs_name_the_rank_whose_collectives_start_last(folder: Path)
     for step, by_rank in expected.items():
         rank = max(by_rank, key=lambda r: by_rank[r])
         assert got[step]["rank"] == rank
-        # the kernels of one call end within a few µs of each other: start spread and wait agree to that
+        # the kernels of one call end within 25 µs of each other (0.3–23.6 µs on these runs): start spread
+        # and wait agree to that
         n = got[step]["calls"]
-        assert got[step]["late_us"] == pytest.approx(by_rank[rank], abs=15.0 * n)
+        assert got[step]["late_us"] == pytest.approx(by_rank[rank], abs=25.0 * n)
     # the straggler never waits; the comm-wait column is the other side of the same measurement
     waits = {r["rank"]: r["comm_wait_us"] for r in report["ranks"]}
     stragglers = {s["rank"] for s in report["stragglers"]}
@@ -78,7 +84,7 @@ def test_committed_runs_name_the_rank_whose_collectives_start_last(folder: Path)
     assert sum(lasts.values()) == len(calls)
 
 
-@pytest.mark.parametrize("folder", RUNS, ids=[p.name.split("-64x")[0] for p in RUNS])
+@pytest.mark.parametrize("folder", RUNS, ids=IDS)
 def test_bus_bandwidth_is_measured_from_the_last_arrival(folder: Path) -> None:
     calls, _ = raw_calls(folder)
     transfer: dict[tuple[int, Any], float] = defaultdict(float)
@@ -95,8 +101,8 @@ def test_bus_bandwidth_is_measured_from_the_last_arrival(folder: Path) -> None:
     for row in report["collectives"]:
         key = (row["rank"], ("allreduce", row["bytes"] // 2))     # bf16: 2 bytes an element
         assert row["count"] == count[key]
-        assert row["wait_us"] == pytest.approx(wait[key], abs=15.0 * row["count"])
-        assert row["transfer_us"] == pytest.approx(transfer[key], abs=15.0 * row["count"])
+        assert row["wait_us"] == pytest.approx(wait[key], abs=25.0 * row["count"])
+        assert row["transfer_us"] == pytest.approx(transfer[key], abs=25.0 * row["count"])
         assert row["total_us"] == pytest.approx(row["wait_us"] + row["transfer_us"], abs=1e-2)
         # 2 ranks: all-reduce's bus factor 2(n−1)/n is 1; bandwidth over the transfer checked just above
         assert row["busbw_gbps"] == pytest.approx(row["bytes"] * row["count"] / row["transfer_us"] / 1e3, rel=1e-3)
@@ -147,3 +153,27 @@ def test_four_ranks_where_step_time_cannot_tell(tmp_path: Path) -> None:
     transfer = sum(end[k] - max(a[k] for a in arrivals.values()) for k in range(2))
     for row in report["collectives"]:
         assert row["busbw_gbps"] == pytest.approx(2 * (4 << 20) / transfer / 1e3 * 2 * 3 / 4, rel=1e-3)
+
+
+DELAYED = [p for p in RUNS if "delay" in manifest(p)["distributed"]]
+
+
+@pytest.mark.parametrize("folder", DELAYED, ids=[p.name.split("-64x")[0] for p in DELAYED])
+def test_the_rank_delayed_on_purpose_is_named_the_straggler_of_every_step(folder: Path) -> None:
+    """Recorded with `mlptui run … --nproc 2 --delay-rank R --delay-ms MS`: rank R sleeps before each step,
+    so it reaches every collective at least MS late and the other rank waits for it."""
+    delay = manifest(folder)["distributed"]["delay"]
+    report = ranks_report(rank_run([load_trace(p) for p in sorted(folder.glob("*.pt.trace.json.gz"))]))
+    assert [s["rank"] for s in report["stragglers"]] == [delay["rank"]] * 3
+    for s in report["stragglers"]:
+        assert s["last_at"] == s["calls"] and s["late_us"] >= 0.9 * delay["ms"] * 1000
+    waits = {r["rank"]: r["comm_wait_us"] for r in report["ranks"]}
+    assert waits[delay["rank"]] == 0 and waits[1 - delay["rank"]] >= 3 * 0.9 * delay["ms"] * 1000
+    # the profiled steps of the two ranks differ by far less than the delay: step time cannot tell
+    steps = {r["rank"]: [s["step_us"] for s in r["steps"]] for r in report["ranks"]}
+    assert all(abs(a - b) < 0.2 * delay["ms"] * 1000 for a, b in zip(steps[0], steps[1], strict=True))
+
+
+def test_both_delayed_runs_are_committed() -> None:
+    assert sorted((manifest(p)["distributed"]["delay"]["rank"], p.name.split("-eager")[0]) for p in DELAYED) == \
+        [(0, "mlp-train"), (1, "tp-mlp")]

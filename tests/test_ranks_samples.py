@@ -23,8 +23,13 @@ from mlptui.trace.parse.load import load_trace
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
 
 
+def delayed(folder: Path) -> bool:
+    """Whether one rank of this run was made to arrive late on purpose (`run --delay-rank`)."""
+    return "delay" in orjson.loads((folder / "manifest.json").read_bytes())["distributed"]
+
+
 def run_dir(prefix: str) -> Path:
-    found = sorted(SAMPLES.glob(f"{prefix}-*-x2-*"))
+    found = sorted(p for p in SAMPLES.glob(f"{prefix}-*-x2-*") if not delayed(p))
     assert found, f"no {prefix} run in {SAMPLES}"
     return found[-1]
 
