@@ -13,6 +13,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fmt.add_argument("--md", action="store_true", help="Markdown, for a pull-request comment")
     parser.add_argument("--top", type=int, default=15, metavar="N",
                         help="rows per table in text and Markdown (default 15; --json has everything)")
+    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                        help="a folder of ranks: read them on this Dask scheduler's workers instead of local "
+                             "processes (needs the `cluster` extra: pip install 'mlptui[cluster]')")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,14 +31,20 @@ def run(args: argparse.Namespace) -> int:
             raise MlptuiError(f"no traces (*.json, *.json.gz) in {args.path}")
         from mlptui.commands.summary_ranks import rank_run_summary
 
-        if rank_run_summary(args, found):
+        outcome = rank_run_summary(args, found)
+        if outcome is True:
             return 0
+        why = outcome or None
         if args.json:
-            sys.stdout.write(dumps_json({"folder": args.path, "traces": found, "ranks": None}))
+            sys.stdout.write(dumps_json({"folder": args.path, "traces": found, "ranks": None, "not_a_run": why}))
         else:
+            if why:
+                print(safe_lines([f"not one run: {why}"]))
             print(safe_lines([f"{len(found)} trace(s) in {args.path}; `mlptui summary <one of them>` reports one:"]))
             print(safe_lines(found))
         return 0
+    if getattr(args, "scheduler", None):
+        raise MlptuiError("--scheduler reads the ranks of a run folder; give a folder, not one trace")
     with bulk_allocation():
         trace = open_trace(args.path)
         report = summarize(trace)
