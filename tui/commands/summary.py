@@ -23,7 +23,6 @@ def run(args: argparse.Namespace) -> int:
     from mlptui.contract.errors import MlptuiError
     from mlptui.gc_policy import bulk_allocation
     from mlptui.sources.dispatch import is_folder, list_traces, open_trace
-    from mlptui.trace.analysis.summary import summarize
 
     if is_folder(args.path):
         found = list_traces(args.path)
@@ -45,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if getattr(args, "scheduler", None):
         raise MlptuiError("--scheduler reads the ranks of a run folder; give a folder, not one trace")
+    from mlptui.trace.analysis.summary import summarize
+
     with bulk_allocation():
         trace = open_trace(args.path)
         report = summarize(trace)

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from mlptui.trace.analysis import intervals
-from mlptui.trace.analysis.collectives import collectives, is_comm_kernel
-from mlptui.trace.analysis.steps import all_step_stats
 from mlptui.trace.model import KERNEL, Trace
+
+# The analyses that make a digest are imported where a digest is made: a process that only reduces
+# digests (or reads them from the cache) never loads them.
 
 # Bump when a field's meaning or the way it is computed changes: cached digests of another version are
 # not used.
@@ -59,6 +59,8 @@ class RankDigest:
 
 def step_times(trace: Trace) -> list[tuple[str, float]]:
     """Each step's window: its start to the later of its end and the end of the GPU work it launched."""
+    from mlptui.trace.analysis.steps import all_step_stats
+
     out = []
     for s in all_step_stats(trace):
         window = s.gpu_busy_us + s.gpu_idle_us if s.kernels or s.gpu_busy_us > 0 else s.cpu_us
@@ -68,6 +70,9 @@ def step_times(trace: Trace) -> list[tuple[str, float]]:
 
 def comm_compute_us(trace: Trace) -> tuple[float, float, float]:
     """(compute, communication, overlap) busy time: unions over all streams; copies and sets are neither."""
+    from mlptui.trace.analysis import intervals
+    from mlptui.trace.analysis.collectives import is_comm_kernel
+
     comm: list[tuple[float, float]] = []
     compute: list[tuple[float, float]] = []
     for g in trace.gpu:
@@ -78,6 +83,8 @@ def comm_compute_us(trace: Trace) -> tuple[float, float, float]:
 
 
 def rank_digest(rank: int, trace: Trace, *, world_size: int | None = None, backend: str | None = None) -> RankDigest:
+    from mlptui.trace.analysis.collectives import collectives
+
     step_names = {s.index: s.name for s in trace.steps}
     calls = []
     for c in collectives(trace):

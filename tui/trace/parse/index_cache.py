@@ -122,7 +122,7 @@ def has_entry(path: Path) -> bool:
 
 def store(path: Path, trace: Trace, args_facts: dict[str, Any]) -> bool:
     """Write the entry for `path`; False (and nothing left behind) when it cannot be written."""
-    if not enabled():
+    if not enabled() or _READ_ONLY.get():
         return False
     try:
         key = file_key(path)
@@ -195,6 +195,18 @@ def companion_store(path: Path, key: dict[str, Any], rows: dict[str, np.ndarray]
 # Keys already computed in this block of work, by the file's identity (device, inode, size, mtime, ctime):
 # see `keys_remembered`.
 _KNOWN_KEYS: ContextVar[dict[tuple[int, ...], dict[str, Any]] | None] = ContextVar("known_keys", default=None)
+_READ_ONLY: ContextVar[bool] = ContextVar("read_only", default=False)
+
+
+@contextmanager
+def read_only() -> Iterator[None]:
+    """Within the block, entries are read but none is written: for work that needs a trace once and keeps
+    a smaller result of its own (a rank's digest), where writing the entry would cost more than it saves."""
+    token = _READ_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _READ_ONLY.reset(token)
 
 
 @contextmanager

@@ -13,14 +13,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from mlptui.trace.parse.load_many import PARALLEL_MIN_BYTES
-from mlptui.trace.parse.process_pool import worker_pool
 from mlptui.trace.runs.rank_map import DigestResult, digest_file
 
-POOL_MIN_BYTES = 64 << 20
+PARALLEL_MIN_BYTES = 8 << 20     # one file this big goes to a worker process (as in load_many)
+POOL_MIN_BYTES = 64 << 20        # so do files this big together
 Job = tuple[str, dict[str, Any] | None]
 
 
@@ -48,6 +46,10 @@ def map_local(jobs: Sequence[Job], workers: int | None = None) -> Iterator[Diges
     order = sorted(range(len(jobs)), key=lambda i: -sizes[i])
     per = max(1, len(jobs) // (4 * n))
     batches = [[jobs[i] for i in order[k:k + per]] for k in range(0, len(order), per)]
+    from concurrent.futures.process import BrokenProcessPool
+
+    from mlptui.trace.parse.process_pool import worker_pool
+
     with worker_pool(n) as pool:
         pending: dict[Future[list[DigestResult]], list[Job]] = {pool.submit(digest_batch, b): b for b in batches}
         while pending:

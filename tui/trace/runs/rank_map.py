@@ -5,8 +5,8 @@
 Runs in this process, in a local worker process or in a Dask task: it imports nothing of the app, returns
 only plain data (a small dict or a one-line error), and never raises for a bad file. The file is hashed
 once (`key`, when the caller has hashed it already, is reused as long as the file is unchanged): the
-digest cache, the index cache lookup and its write all use that key. A digest in the cache is returned
-without parsing; otherwise the trace is loaded (from its index cache entry when there is one) with the
+digest cache and the index cache lookup both use that key. A digest in the cache is returned without
+parsing; otherwise the trace is loaded (from its index cache entry when there is one, none is written) with the
 garbage collector paused — building millions of small objects with it running costs more than the
 parse — and dropped as soon as its digest is made.
 """
@@ -20,10 +20,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from mlptui.contract.errors import MlptuiError
-from mlptui.trace.analysis.rank_digest import digest_to_dict, rank_digest
-from mlptui.trace.analysis.ranks import rank_info
 from mlptui.trace.parse import index_cache
-from mlptui.trace.parse.load import load_trace
 from mlptui.trace.runs import digest_cache
 
 
@@ -44,7 +41,8 @@ def digest_file(path: str, key: dict[str, Any] | None = None) -> DigestResult:
     start = time.perf_counter()
     p = Path(path)
     known = {p: key} if key is not None else None
-    with index_cache.keys_remembered(known):
+    # the digest is all a run needs again; an index entry per rank would cost more to write than it saves
+    with index_cache.keys_remembered(known), index_cache.read_only():
         try:
             key = index_cache.file_key(p) if index_cache.enabled() else None
         except OSError:
@@ -53,6 +51,10 @@ def digest_file(path: str, key: dict[str, Any] | None = None) -> DigestResult:
             hit = digest_cache.lookup(p, key)
             if hit is not None:
                 return DigestResult(path, hit, None, True, time.perf_counter() - start, _host())
+        from mlptui.trace.analysis.rank_digest import digest_to_dict, rank_digest
+        from mlptui.trace.analysis.ranks import rank_info
+        from mlptui.trace.parse.load import load_trace
+
         was_enabled = gc.isenabled()
         gc.disable()
         try:

@@ -13,9 +13,11 @@ key. With a Dask scheduler the files may sit on other machines, so the workers d
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -41,21 +43,27 @@ class RunSummary:
     hosts: dict[str, int] = field(default_factory=dict)   # ranks digested per host
 
 
+def _probe(path: Path) -> tuple[DigestResult | None, tuple[str, dict[str, Any] | None]]:
+    """The file's key (its one hash) and its cached digest, if any."""
+    start = time.perf_counter()
+    try:
+        key = index_cache.file_key(path) if index_cache.enabled() else None
+    except OSError:
+        key = None
+    hit = digest_cache.lookup(path, key) if key is not None else None
+    if hit is not None:
+        return DigestResult(str(path), hit, None, True, time.perf_counter() - start, "here"), (str(path), key)
+    return None, (str(path), key)
+
+
 def _cached(files: Sequence[tuple[int, Path]]) -> tuple[list[DigestResult], list[tuple[str, dict[str, Any] | None]]]:
-    """Ranks answered by the digest cache, and the rest as map jobs (path, key)."""
-    hits: list[DigestResult] = []
-    jobs: list[tuple[str, dict[str, Any] | None]] = []
-    for _, path in files:
-        start = time.perf_counter()
-        try:
-            key = index_cache.file_key(path) if index_cache.enabled() else None
-        except OSError:
-            key = None
-        hit = digest_cache.lookup(path, key) if key is not None else None
-        if hit is not None:
-            hits.append(DigestResult(str(path), hit, None, True, time.perf_counter() - start, "here"))
-        else:
-            jobs.append((str(path), key))
+    """Ranks answered by the digest cache, and the rest as map jobs (path, key). Hashing releases the GIL,
+    so a few threads read and hash files side by side."""
+    threads = max(1, min(4, os.cpu_count() or 1, len(files)))
+    with ThreadPoolExecutor(threads) as pool:
+        probed = list(pool.map(_probe, [p for _, p in files]))
+    hits = [hit for hit, _ in probed if hit is not None]
+    jobs = [job for hit, job in probed if hit is None]
     return hits, jobs
 
 
