@@ -24,6 +24,10 @@ def run(args: argparse.Namespace) -> int:
     from mlptui.gc_policy import bulk_allocation
     from mlptui.sources.dispatch import is_folder, list_traces, open_trace
 
+    if getattr(args, "scheduler", None):
+        from mlptui.commands.summary_ranks import scheduler_summary
+
+        return scheduler_summary(args)
     if is_folder(args.path):
         found = list_traces(args.path)
         if not found:      # the same one line and exit status as `mlptui view` of an empty folder
@@ -42,8 +46,6 @@ def run(args: argparse.Namespace) -> int:
             print(safe_lines([f"{len(found)} trace(s) in {args.path}; `mlptui summary <one of them>` reports one:"]))
             print(safe_lines(found))
         return 0
-    if getattr(args, "scheduler", None):
-        raise MlptuiError("--scheduler reads the ranks of a run folder; give a folder, not one trace")
     from mlptui.trace.analysis.summary import summarize
 
     with bulk_allocation():

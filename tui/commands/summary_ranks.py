@@ -12,8 +12,12 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mlptui.contract.errors import MlptuiError
+
+if TYPE_CHECKING:
+    from mlptui.trace.runs.run_summary import RunSummary
 
 
 def _progress() -> Callable[[int, int, str], None] | None:
@@ -32,10 +36,7 @@ def _progress() -> Callable[[int, int, str], None] | None:
 def rank_run_summary(args: argparse.Namespace, found: list[str]) -> bool | str:
     """Print the run's report and return True when `found` (a local folder's traces) are its ranks;
     otherwise False, or why traces that name ranks are not one run."""
-    from mlptui.commands.output import dumps_json, safe_doc, safe_lines
     from mlptui.sources.dispatch import source_kind
-    from mlptui.trace.analysis.links import link_for
-    from mlptui.trace.analysis.ranks_render import render_ranks_text
     from mlptui.trace.parse.rank_hint import rank_files_or_why
     from mlptui.trace.runs.run_summary import summarize_run
 
@@ -44,7 +45,48 @@ def rank_run_summary(args: argparse.Namespace, found: list[str]) -> bool | str:
     files, why = rank_files_or_why([Path(f) for f in found])
     if files is None:
         return why or False
-    run = summarize_run(files, scheduler=getattr(args, "scheduler", None), on_progress=_progress())
+    run = summarize_run(files, on_progress=_progress())
+    _print_run(args, run)
+    return True
+
+
+def scheduler_summary(args: argparse.Namespace) -> int:
+    """`summary RUN_DIR --scheduler tcp://host:port`: the ranks read on the Dask cluster's workers. A
+    `host:path` folder is on that host's disk: its listing and every rank are read by workers there."""
+    from mlptui.sources.dispatch import is_folder, list_traces, source_kind
+    from mlptui.sources.ssh_spec import parse_ssh_spec
+    from mlptui.trace.parse.rank_hint import rank_files_or_why
+    from mlptui.trace.runs.dask_map import list_run
+    from mlptui.trace.runs.run_summary import summarize_run
+
+    host = None
+    kind = source_kind(args.path)
+    if kind == "ssh":
+        spec = parse_ssh_spec(args.path)
+        host = spec.host
+        files, why = list_run(args.scheduler, host, spec.path)
+    elif kind == "local":
+        if not is_folder(args.path):
+            raise MlptuiError("--scheduler reads the ranks of a run folder; give a folder, not one trace")
+        found = list_traces(args.path)
+        if not found:
+            raise MlptuiError(f"no traces (*.json, *.json.gz) in {args.path}")
+        files, why = rank_files_or_why([Path(f) for f in found])
+    else:
+        raise MlptuiError(f"--scheduler reads a run folder on this machine or on a worker's host (host:path), "
+                          f"not {args.path}")
+    if files is None:
+        raise MlptuiError(f"{args.path}: not one run: {why or 'the traces name no ranks'}")
+    run = summarize_run(files, scheduler=args.scheduler, host=host, on_progress=_progress())
+    _print_run(args, run)
+    return 0
+
+
+def _print_run(args: argparse.Namespace, run: RunSummary) -> None:
+    from mlptui.commands.output import dumps_json, safe_doc, safe_lines
+    from mlptui.trace.analysis.links import link_for
+    from mlptui.trace.analysis.ranks_render import render_ranks_text
+
     if run.report is None:
         more = f" (and {len(run.failed) - 1} more)" if len(run.failed) > 1 else ""
         raise MlptuiError(f"no rank of the run could be read: {run.failed[0]}{more}")
@@ -53,9 +95,8 @@ def rank_run_summary(args: argparse.Namespace, found: list[str]) -> bool | str:
     if args.json:
         doc = {"folder": args.path, "traces": run.sources, "failed": run.failed, "ranks": run.report}
         sys.stdout.write(dumps_json(doc))
-        return True
+        return
     text = render_ranks_text(safe_doc(run.report), link_for(run.device))
     if run.failed:
         text += "\n" + "\n".join(safe_lines([f"left out (could not be read): {line}" for line in run.failed])) + "\n"
     sys.stdout.write(f"# {args.path}\n\n```\n{text}```\n" if args.md else text)
-    return True

@@ -9,6 +9,7 @@ collective), so its memory does not grow with the size of the ranks. Locally eve
 here: ranks whose digest is cached are read from the cache; only the others go to the map, with their
 key. With a Dask scheduler the files may sit on other machines, so the workers do all of it.
 `on_progress(done, total, path)` is called in this process as each rank finishes.
+`summarize_run(files, scheduler=..., host=H)` says the files are on host H's disk (a `H:path` folder).
 """
 
 from __future__ import annotations
@@ -75,14 +76,15 @@ def _local(files: Sequence[tuple[int, Path]], workers: int | None) -> Iterator[D
 
 
 def summarize_run(files: Sequence[tuple[int, Path]], *, scheduler: str | None = None, workers: int | None = None,
-                  on_progress: OnProgress | None = None) -> RunSummary:
+                  on_progress: OnProgress | None = None, host: str | None = None) -> RunSummary:
+    """`host`: with a scheduler, the machine whose disk holds the files (its workers read them)."""
     start = time.perf_counter()
     if scheduler is None:
         results: Iterator[DigestResult] = _local(files, workers)
     else:
         from mlptui.trace.runs.dask_map import map_dask
 
-        results = map_dask([str(p) for _, p in files], scheduler)
+        results = map_dask([str(p) for _, p in files], scheduler, host)
     order = {str(p): i for i, (_, p) in enumerate(files)}
     digests = []
     failed: list[tuple[int, str]] = []

@@ -1,0 +1,125 @@
+"""The map step on a Dask cluster (`mlptui summary RUN_DIR --scheduler tcp://host:8786`): the same
+per-rank digest as on this machine (mlptui.trace.runs.rank_map), one task per rank, results as they finish.
+
+    map_dask(paths, scheduler, host=None) -> Iterator[DigestResult]
+    list_run(scheduler, host, folder) -> (ranked paths | None, why not | None)
+
+Where tasks run: the files must be readable where the task runs. With `host` (a `host:path` folder) every
+task, and the listing of the folder, is restricted to the scheduler's workers on that host — the files are
+on its disk. Without it the folder is read from this machine's file system, which workers elsewhere reach
+only through a shared one: tasks prefer workers on this machine and may run on any other. Each task
+returns a digest of a few kB, so the client's memory does not grow with the size of the ranks.
+
+Dask's `distributed` is an optional dependency (`pip install 'mlptui[cluster]'`); without it, or when the
+scheduler cannot be reached, the command says so in one line.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from mlptui.contract.errors import MlptuiError
+from mlptui.trace.runs.rank_map import DigestResult, digest_file
+
+CONNECT_TIMEOUT_S = 10
+
+
+def _client(scheduler: str) -> Any:
+    try:
+        from distributed import Client
+    except ImportError:
+        raise MlptuiError("--scheduler needs Dask's distributed scheduler: pip install 'mlptui[cluster]'") from None
+    try:
+        return Client(scheduler, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise MlptuiError(f"cannot reach the Dask scheduler at {scheduler} ({type(exc).__name__}: "
+                          f"{str(exc).splitlines()[0] if str(exc) else 'no answer'})") from None
+
+
+def _addresses(host: str) -> set[str]:
+    names = {host}
+    try:
+        names.add(socket.gethostbyname(host))
+    except OSError:
+        pass
+    return names
+
+
+def workers_on(client: Any, host: str) -> list[str]:
+    """The scheduler's workers on `host` (by name or address); a one-line error when there are none."""
+    workers: dict[str, Any] = client.scheduler_info(n_workers=-1)["workers"]
+    names = _addresses(host)
+    found = [addr for addr, info in workers.items() if info.get("host") in names]
+    if not found:
+        seen = sorted({str(info.get("host")) for info in workers.values()}) or ["none"]
+        raise MlptuiError(f"no Dask worker on {host}, where the files are (workers are on: {', '.join(seen)})")
+    return found
+
+
+def _here(client: Any) -> list[str]:
+    """Workers on this machine, if any: the preferred place to read its files."""
+    try:
+        return workers_on(client, socket.gethostname()) + workers_on(client, "127.0.0.1")
+    except MlptuiError:
+        return []
+
+
+def _task(path: str) -> DigestResult:
+    """One rank on a worker; the result says which worker ran it."""
+    result = digest_file(path)
+    try:
+        from distributed import get_worker
+
+        where = str(get_worker().address)
+    except (ImportError, ValueError):
+        where = result.host
+    return result._replace(host=where)
+
+
+def _list_task(folder: str) -> tuple[list[tuple[int, str]] | None, str | None]:
+    from mlptui.trace.parse.discover import find_traces
+    from mlptui.trace.parse.rank_hint import rank_files_or_why
+
+    found = find_traces(folder)
+    if not found:
+        return None, f"no traces (*.json, *.json.gz) in {folder}"
+    files, why = rank_files_or_why(found)
+    return (None, why or "the traces name no ranks") if files is None else ([(r, str(p)) for r, p in files], None)
+
+
+def list_run(scheduler: str, host: str, folder: str) -> tuple[list[tuple[int, Path]] | None, str | None]:
+    """The ranks of `folder` on `host`, listed by a worker there."""
+    client = _client(scheduler)
+    try:
+        where = workers_on(client, host)
+        files, why = client.submit(_list_task, folder, workers=where, allow_other_workers=False,
+                                   pure=False).result()
+    finally:
+        client.close()
+    return (None, why) if files is None else ([(r, Path(p)) for r, p in files], None)
+
+
+def map_dask(paths: Sequence[str], scheduler: str, host: str | None = None) -> Iterator[DigestResult]:
+    client = _client(scheduler)
+    from distributed import as_completed
+
+    try:
+        if host is not None:
+            place: dict[str, Any] = {"workers": workers_on(client, host), "allow_other_workers": False}
+        else:
+            here = _here(client)
+            place = {"workers": here, "allow_other_workers": True} if here else {}
+        futures = {client.submit(_task, p, pure=False, **place): p for p in paths}
+        for fut in as_completed(futures, loop=client.loop):
+            path = futures[fut]
+            try:
+                res: DigestResult = fut.result()
+            except Exception as exc:      # a worker died or the task failed: that rank fails, not the run
+                res = DigestResult(path, None, f"{path}: the Dask task reading it failed ({type(exc).__name__}: "
+                                   f"{str(exc).splitlines()[0] if str(exc) else ''})", False, 0.0, "")
+            yield res._replace(path=path)
+    finally:
+        client.close()
