@@ -29,11 +29,12 @@ CONNECT_TIMEOUT_S = 10
 
 def _client(scheduler: str) -> Any:
     try:
-        from distributed import Client
+        import distributed
     except ImportError:
         raise MlptuiError("--scheduler needs Dask's distributed scheduler: pip install 'mlptui[cluster]'") from None
     try:
-        return Client(scheduler, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+        dask: Any = distributed     # its API is untyped
+        return dask.Client(scheduler, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:
         raise MlptuiError(f"cannot reach the Dask scheduler at {scheduler} ({type(exc).__name__}: "
                           f"{str(exc).splitlines()[0] if str(exc) else 'no answer'})") from None
@@ -104,8 +105,9 @@ def list_run(scheduler: str, host: str, folder: str) -> tuple[list[tuple[int, Pa
 
 def map_dask(paths: Sequence[str], scheduler: str, host: str | None = None) -> Iterator[DigestResult]:
     client = _client(scheduler)
-    from distributed import as_completed
+    import distributed
 
+    dask: Any = distributed
     try:
         if host is not None:
             place: dict[str, Any] = {"workers": workers_on(client, host), "allow_other_workers": False}
@@ -113,7 +115,7 @@ def map_dask(paths: Sequence[str], scheduler: str, host: str | None = None) -> I
             here = _here(client)
             place = {"workers": here, "allow_other_workers": True} if here else {}
         futures = {client.submit(_task, p, pure=False, **place): p for p in paths}
-        for fut in as_completed(futures, loop=client.loop):
+        for fut in dask.as_completed(futures, loop=client.loop):
             path = futures[fut]
             try:
                 res: DigestResult = fut.result()
