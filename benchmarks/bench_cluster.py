@@ -101,6 +101,7 @@ def main() -> int:
         return 2
     from distributed import LocalCluster
 
+    os.environ["MLPTUI_NO_CACHE"] = "1"      # the cluster's workers inherit it: every rank is parsed
     cpus = os.cpu_count() or 1
     print(f"python {sys.version.split()[0]}, {cpus} CPU(s), load average "
           f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
