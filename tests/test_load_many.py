@@ -12,7 +12,7 @@ import orjson
 import pytest
 from conftest import ROOT, find_sample, trace_bytes, x
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 from mlptui.trace.analysis.rank_digest import rank_digest
 from mlptui.trace.analysis.ranks import reduce_digests
 from mlptui.trace.analysis.summary import summarize

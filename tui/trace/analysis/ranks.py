@@ -3,7 +3,8 @@
 A trace's rank comes from its `distributedInfo` (rank, world_size, backend), or else from its file
 name (`rank-3`, `rank_3`, `rank3`, `worker3`). A set of traces is one run when every one has a rank,
 no rank appears twice and the world sizes they state agree (a single trace counts when its
-`distributedInfo` says it is one rank of several). `run_problem` says in words why a set is not one.
+`distributedInfo` says it is one rank of several): mlptui.trace.parse.rank_hint, whose `run_problem` says
+in words why a set is not one.
 
 `ranks_report(ranked)` is the `ranks` section of `mlptui summary RUN_DIR --json`; it reduces one small
 digest per rank (mlptui.trace.analysis.rank_digest), which `reduce_digests` takes directly:
@@ -36,33 +37,15 @@ synchronous training every rank's step ends together.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from mlptui.trace.analysis.collectives import bus_factor
 from mlptui.trace.analysis.rank_calls import Call, match_calls, step_stragglers
 from mlptui.trace.analysis.rank_digest import RankDigest, comm_compute_us, rank_digest
 from mlptui.trace.model import Trace
-
-_NAME_RANK = re.compile(r"(?:^|[^a-z0-9])(?:rank[-_]?|worker)(\d+)(?![0-9])", re.IGNORECASE)
-
-
-T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class RankInfo:
-    rank: int | None
-    world_size: int | None
-    backend: str | None
-
-
-def rank_from_name(name: str) -> int | None:
-    """`…rank-3…`, `rank_3`, `rank3`, `worker3` in the file name (not the folders above it)."""
-    m = _NAME_RANK.search(name.replace("\\", "/").rsplit("/", 1)[-1])
-    return int(m.group(1)) if m else None
+from mlptui.trace.parse.rank_hint import RankInfo, in_rank_order, rank_from_name
 
 
 def rank_info(trace: Trace) -> RankInfo:
@@ -73,47 +56,6 @@ def rank_info(trace: Trace) -> RankInfo:
         return RankInfo(info["rank"], world if isinstance(world, int) else None,
                         backend if isinstance(backend, str) else None)
     return RankInfo(rank_from_name(trace.source), None, None)
-
-
-def run_problem(infos: Sequence[RankInfo], names: Sequence[str] | None = None) -> str | None:
-    """Why these are not distinct ranks of one job (one line), or None when they are."""
-    def name(i: int) -> str:
-        return names[i].replace("\\", "/").rsplit("/", 1)[-1] if names else f"trace {i + 1}"
-
-    if not infos:
-        return "no traces"
-    missing = [name(i) for i, info in enumerate(infos) if info.rank is None]
-    if missing:
-        return (f"{len(missing)} of {len(infos)} traces name no rank (no distributedInfo, no rank-N in the "
-                f"file name): {', '.join(missing[:3])}{', …' if len(missing) > 3 else ''}")
-    seen: dict[int, int] = {}
-    for i, info in enumerate(infos):
-        assert info.rank is not None
-        if info.rank in seen:
-            return f"rank {info.rank} appears twice ({name(seen[info.rank])} and {name(i)})"
-        seen[info.rank] = i
-    worlds = sorted({i.world_size for i in infos if i.world_size is not None})
-    if len(worlds) > 1:
-        return f"the traces state different world sizes ({', '.join(map(str, worlds))})"
-    if worlds and any(i.rank is not None and i.rank >= worlds[0] for i in infos):
-        bad = next(i.rank for i in infos if i.rank is not None and i.rank >= worlds[0])
-        return f"rank {bad} is outside the world size {worlds[0]} the traces state"
-    if len(infos) < 2 and (infos[0].world_size or 0) <= 1:
-        return "one trace of a one-rank job"
-    return None
-
-
-def is_rank_run(infos: Sequence[RankInfo]) -> bool:
-    """True when these are distinct ranks of one job."""
-    return run_problem(infos) is None
-
-
-def in_rank_order(infos: Sequence[RankInfo], items: Sequence[T]) -> list[tuple[int, T]] | None:
-    """`items` (one per info) as (rank, item) in rank order when the infos are one run, else None."""
-    if not is_rank_run(infos):
-        return None
-    return sorted(((i.rank, x) for i, x in zip(infos, items, strict=True) if i.rank is not None),
-                  key=lambda p: p[0])
 
 
 def rank_run(traces: Sequence[Trace]) -> list[tuple[int, Trace]] | None:

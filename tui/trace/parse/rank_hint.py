@@ -1,14 +1,77 @@
-"""A trace file's rank before it is loaded: from `distributedInfo` near the top of the file (Kineto
-writes it in the header, before the events), or else from the file name (`rank-3`, `worker3`).
-Cheap enough to run on every file of a folder to tell whether the folder is one multi-rank run."""
+"""Which traces are the ranks of one job (`RankInfo`, `in_rank_order`; analysis.ranks reads the same
+from a loaded trace), and a trace file's rank before it is loaded: from `distributedInfo` near the top
+of the file (Kineto writes it in the header, before the events), or else from the file name (`rank-3`,
+`worker3`). Cheap enough to run on every file of a folder to tell whether the folder is one run."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
-from mlptui.trace.analysis.ranks import RankInfo, in_rank_order, rank_from_name, run_problem
 from mlptui.trace.parse.gzip_input import inflate_head, is_gzip
+
+_NAME_RANK = re.compile(r"(?:^|[^a-z0-9])(?:rank[-_]?|worker)(\d+)(?![0-9])", re.IGNORECASE)
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class RankInfo:
+    rank: int | None
+    world_size: int | None
+    backend: str | None
+
+
+def rank_from_name(name: str) -> int | None:
+    """`…rank-3…`, `rank_3`, `rank3`, `worker3` in the file name (not the folders above it)."""
+    m = _NAME_RANK.search(name.replace("\\", "/").rsplit("/", 1)[-1])
+    return int(m.group(1)) if m else None
+
+
+def run_problem(infos: Sequence[RankInfo], names: Sequence[str] | None = None) -> str | None:
+    """Why these are not distinct ranks of one job (one line), or None when they are."""
+    def name(i: int) -> str:
+        return names[i].replace("\\", "/").rsplit("/", 1)[-1] if names else f"trace {i + 1}"
+
+    if not infos:
+        return "no traces"
+    missing = [name(i) for i, info in enumerate(infos) if info.rank is None]
+    if missing:
+        return (f"{len(missing)} of {len(infos)} traces name no rank (no distributedInfo, no rank-N in the "
+                f"file name): {', '.join(missing[:3])}{', …' if len(missing) > 3 else ''}")
+    seen: dict[int, int] = {}
+    for i, info in enumerate(infos):
+        assert info.rank is not None
+        if info.rank in seen:
+            return f"rank {info.rank} appears twice ({name(seen[info.rank])} and {name(i)})"
+        seen[info.rank] = i
+    worlds = sorted({i.world_size for i in infos if i.world_size is not None})
+    if len(worlds) > 1:
+        return f"the traces state different world sizes ({', '.join(map(str, worlds))})"
+    if worlds and any(i.rank is not None and i.rank >= worlds[0] for i in infos):
+        bad = next(i.rank for i in infos if i.rank is not None and i.rank >= worlds[0])
+        return f"rank {bad} is outside the world size {worlds[0]} the traces state"
+    if len(infos) < 2 and (infos[0].world_size or 0) <= 1:
+        return "one trace of a one-rank job"
+    return None
+
+
+def is_rank_run(infos: Sequence[RankInfo]) -> bool:
+    """True when these are distinct ranks of one job."""
+    return run_problem(infos) is None
+
+
+def in_rank_order(infos: Sequence[RankInfo], items: Sequence[T]) -> list[tuple[int, T]] | None:
+    """`items` (one per info) as (rank, item) in rank order when the infos are one run, else None."""
+    if not is_rank_run(infos):
+        return None
+    return sorted(((i.rank, x) for i, x in zip(infos, items, strict=True) if i.rank is not None),
+                  key=lambda p: p[0])
+
 
 _HEAD_BYTES = 1 << 16
 _INFO = re.compile(rb'"distributedInfo"\s*:\s*\{(?P<body>[^{}]*)')

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from mlptui.contract.files import atomic_writer
+from mlptui.base.files import atomic_writer
 from mlptui.trace.analysis.rank_digest import DIGEST_VERSION
 from mlptui.trace.parse import index_cache
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 from mlptui.trace.parse import index_cache
 from mlptui.trace.runs import digest_cache
 
