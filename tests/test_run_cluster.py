@@ -82,3 +82,10 @@ def test_errors_are_one_line(tmp_path: Path, cluster, capsys: pytest.CaptureFixt
     assert main(["summary", str(folder), "--scheduler", cluster.scheduler_address]) == 2
     assert capsys.readouterr().err == ("mlptui: --scheduler needs Dask's distributed scheduler: "
                                        "pip install 'mlptui[cluster]'\n")
+
+
+def test_ranks_per_task() -> None:
+    from mlptui.trace.runs.dask_map import batch_size
+
+    assert [batch_size(n, w) for n, w in ((6, 2), (1000, 2), (1000, 16), (1000, 64), (100_000, 8))] == \
+        [1, 32, 7, 1, 32]

@@ -4,7 +4,9 @@ per-rank digest as on this machine (mlptui.trace.runs.rank_map), one task per ra
     map_dask(paths, scheduler, host=None) -> Iterator[DigestResult]
     list_run(scheduler, host, folder) -> (ranked paths | None, why not | None)
 
-Where tasks run: the files must be readable where the task runs. With `host` (a `host:path` folder) every
+Tasks: one per rank on a big cluster; on a small one a few ranks per task (`batch_size`), so that the
+scheduler's cost per task stays small beside the ranks' own. Where tasks run: the files must be readable
+where the task runs. With `host` (a `host:path` folder) every
 task, and the listing of the folder, is restricted to the scheduler's workers on that host — the files are
 on its disk. Without it the folder is read from this machine's file system, which workers elsewhere reach
 only through a shared one: tasks prefer workers on this machine and may run on any other. Each task
@@ -68,16 +70,22 @@ def _here(client: Any) -> list[str]:
         return []
 
 
-def _task(path: str) -> DigestResult:
-    """One rank on a worker; the result says which worker ran it."""
-    result = digest_file(path)
+def _task(paths: list[str]) -> list[DigestResult]:
+    """A few ranks on a worker; each result says which worker ran it."""
     try:
         from distributed import get_worker
 
-        where = str(get_worker().address)
+        where: str | None = str(get_worker().address)
     except (ImportError, ValueError):
-        where = result.host
-    return result._replace(host=where)
+        where = None
+    return [r if where is None else r._replace(host=where) for r in map(digest_file, paths)]
+
+
+def batch_size(ranks: int, workers: int) -> int:
+    """Ranks per task: one each when there are few per worker; on a small cluster enough to keep the
+    scheduler's cost per task (about 1 ms on a quiet machine, tens of ms on a busy one) small beside the
+    ranks' own, while each worker still gets about eight tasks to balance with."""
+    return max(1, min(32, ranks // max(1, 8 * workers)))
 
 
 def _list_task(folder: str) -> tuple[list[tuple[int, str]] | None, str | None]:
@@ -114,14 +122,19 @@ def map_dask(paths: Sequence[str], scheduler: str, host: str | None = None) -> I
         else:
             here = _here(client)
             place = {"workers": here, "allow_other_workers": True} if here else {}
-        futures = {client.submit(_task, p, pure=False, **place): p for p in paths}
+        n_workers = len(place.get("workers") or client.scheduler_info(n_workers=-1)["workers"]) or 1
+        size = batch_size(len(paths), n_workers)
+        batches = [list(paths[k:k + size]) for k in range(0, len(paths), size)]
+        futures = {client.submit(_task, b, pure=False, **place): b for b in batches}
         for fut in dask.as_completed(futures, loop=client.loop):
-            path = futures[fut]
+            batch = futures[fut]
             try:
-                res: DigestResult = fut.result()
-            except Exception as exc:      # a worker died or the task failed: that rank fails, not the run
-                res = DigestResult(path, None, f"{path}: the Dask task reading it failed ({type(exc).__name__}: "
-                                   f"{str(exc).splitlines()[0] if str(exc) else ''})", False, 0.0, "")
-            yield res._replace(path=path)
+                results: list[DigestResult] = fut.result()
+            except Exception as exc:      # a worker died or the task failed: those ranks fail, not the run
+                why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                results = [DigestResult(p, None, f"{p}: the Dask task reading it failed ({why})", False, 0.0, "")
+                           for p in batch]
+            for path, res in zip(batch, results, strict=True):
+                yield res._replace(path=path)
     finally:
         client.close()
