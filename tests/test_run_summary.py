@@ -136,3 +136,25 @@ def test_worker_processes_give_the_same_report_and_none_is_left_running(tmp_path
             except OSError:
                 continue
     assert left == []
+
+
+def test_load_many_hashes_each_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The viewer's loader too: the cache check, the lookup and the write share one hash of each file."""
+    from mlptui.trace.parse.load_many import load_many
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("MLPTUI_NO_CACHE", raising=False)
+    paths = _big_ranks(tmp_path / "run", 2)
+    hashed: list[str] = []
+    real = index_cache._hash_key
+
+    def counting(path):
+        hashed.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(index_cache, "_hash_key", counting)
+    for rounds in (1, 2):      # cold (entries written), then warm (entries read)
+        hashed.clear()
+        assert not any(isinstance(t, Exception) for _, t in load_many(paths, workers=1))
+        assert sorted(hashed) == sorted(map(str, paths)), rounds
+        assert all(index_cache.has_entry(p) for p in paths)

@@ -55,7 +55,20 @@ _progress_queue: Any = None       # in a worker: where progress messages go
 def load_many(paths: Sequence[str | os.PathLike[str]], *, workers: int | None = None,
               on_progress: OnProgress | None = None) -> Iterator[tuple[str, Trace | MlptuiError]]:
     """Load and index `paths` in parallel; yield (path, Trace or MlptuiError) as each one finishes."""
-    names = [str(p) for p in paths]
+    # Each file is hashed once: here, for the cache check; the key goes with the file to its worker.
+    with index_cache.keys_remembered():
+        yield from _load_many([str(p) for p in paths], workers, on_progress)
+
+
+def _key(name: str) -> dict[str, Any] | None:
+    try:
+        return index_cache.file_key(Path(name)) if index_cache.enabled() else None
+    except OSError:
+        return None
+
+
+def _load_many(names: list[str], workers: int | None,
+               on_progress: OnProgress | None) -> Iterator[tuple[str, Trace | MlptuiError]]:
     # Ranks with a usable index cache entry are read here: cheaper than starting a worker for them.
     cached = [n for n in names if index_cache.has_entry(Path(n))]
     yield from _in_process(cached, on_progress)
@@ -76,7 +89,8 @@ def load_many(paths: Sequence[str | os.PathLike[str]], *, workers: int | None = 
     start_helpers(method)      # before the queue: its lock registers with the resource tracker
     progress_q = multiprocessing.get_context(method).Queue() if on_progress is not None else None
     with worker_pool(workers, _init_worker, (progress_q,)) as pool:
-        pending: dict[Future[tuple[str, Any]], str] = {pool.submit(_index_one, name): name for name in names}
+        pending: dict[Future[tuple[str, Any]], str] = {pool.submit(_index_one, name, _key(name)): name
+                                                        for name in names}
         while pending:
             done, _ = wait(pending, timeout=_POLL_S, return_when=FIRST_COMPLETED)
             _drain(progress_q, on_progress)
@@ -137,7 +151,12 @@ def _init_worker(progress_q: Any) -> None:
     _progress_queue = progress_q
 
 
-def _index_one(name: str) -> tuple[str, Any]:
+def _index_one(name: str, key: dict[str, Any] | None = None) -> tuple[str, Any]:
+    with index_cache.keys_remembered(None if key is None else {Path(name): key}):
+        return _index(name)
+
+
+def _index(name: str) -> tuple[str, Any]:
     q = _progress_queue
     report = None if q is None else (lambda d, t: q.put((name, d, t)))
     try:
