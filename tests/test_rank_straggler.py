@@ -174,6 +174,24 @@ def test_the_rank_delayed_on_purpose_is_named_the_straggler_of_every_step(folder
     assert all(abs(a - b) < 0.2 * delay["ms"] * 1000 for a, b in zip(steps[0], steps[1], strict=True))
 
 
+@pytest.mark.parametrize("folder", DELAYED, ids=[p.name.split("-64x")[0] for p in DELAYED])
+def test_the_text_report_lists_the_latest_arrivals(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mlptui.cli import main
+
+    calls, _ = raw_calls(folder)
+    spread = sorted((max(k["ts"] for k in c.values()) - min(k["ts"] for k in c.values()),
+                     max(c, key=lambda r: c[r]["ts"])) for c in calls)
+    assert main(["summary", str(folder)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = next(i for i, ln in enumerate(lines) if "arrived last" in ln and "late by" in ln)
+    rows = lines[head + 2:head + 2 + len(calls)]
+    # latest arrival first, each naming the rank whose kernel started last
+    assert all(f"rank {rank}" in row for row, (_, rank) in zip(rows, reversed(spread), strict=True))
+    late_ms = [float(row.split("rank ")[1].split()[1]) for row in rows]
+    assert late_ms == sorted(late_ms, reverse=True)
+    assert late_ms[0] == pytest.approx(spread[-1][0] / 1000, abs=0.03)
+
+
 def test_both_delayed_runs_are_committed() -> None:
     assert sorted((manifest(p)["distributed"]["delay"]["rank"], p.name.split("-eager")[0]) for p in DELAYED) == \
         [(0, "mlp-train"), (1, "tp-mlp")]

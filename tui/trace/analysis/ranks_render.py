@@ -92,6 +92,9 @@ def collective_headers(link: Link | None) -> list[str]:
             "busbw GB/s", "% peak"]
 
 
+CALL_ROWS = 10
+
+
 def render_ranks_text(report: dict[str, Any], link: Link | None) -> str:
     lines = [f"run of {len(report['ranks'])} rank(s), world size {report['world_size']}, "
              f"backend {report['backend'] or '?'}", ""]
@@ -102,6 +105,15 @@ def render_ranks_text(report: dict[str, Any], link: Link | None) -> str:
     lines += ["", *_table(RANK_HEADERS, rank_rows(report), {1, 2, 3, 4, 5})]
     lines += ["overlap: share of communication time during which compute kernels run; comm wait: time in",
               "collectives spent waiting for the last rank; last at: collectives at which this rank arrived last"]
+    late = sorted((c for c in report.get("calls", []) if c["last_rank"] is not None), key=lambda c: -c["late_us"])
+    if late:
+        rows = [[c["step"] or "–", c["collective"], _size(c["bytes"]), str(c["index"] + 1), f"rank {c['last_rank']}",
+                 _us(c["late_us"]), _us(c["transfer_us"])] for c in late[:CALL_ROWS]]
+        lines += ["", *_table(["step", "collective", "size", "call", "arrived last", "late by", "transfer"], rows,
+                              {2, 3, 5, 6})]
+        more = f" ({len(late) - CALL_ROWS} more in --json)" if len(late) > CALL_ROWS else ""
+        lines += [f"collective calls, latest arrivals first{more}: late by = how long after the first rank",
+                  "the last one arrived (the longest wait it caused); call = the n-th of that kind"]
     if report["collectives"]:
         lines += ["", *_table(collective_headers(link), collective_rows(report, link), set(range(3, 12)))]
         lines += ["transfer: kernel time from the last rank's arrival (total − wait); bandwidths are over the",
