@@ -20,6 +20,7 @@ from textual.widgets import Footer, LoadingIndicator, Static
 
 from mlptui.base.errors import MlptuiError
 from mlptui.base.text import markup_escape
+from mlptui.base.units import MISSING
 from mlptui.screens.help_screen import HelpScreen, help_text, key_text
 from mlptui.screens.host import host
 from mlptui.trace.diff.cpu import op_key
@@ -74,7 +75,7 @@ def header_text(d: TraceDiff) -> str:
 
 def _side_line(tag: str, side: Side) -> str:
     """The aligned step's own figures (the whole trace's when it has no steps)."""
-    device = (side.device or "?").removeprefix("NVIDIA ")
+    device = (side.device or MISSING).removeprefix("NVIDIA ")
     s = side.aligned
     if s is None:
         return (f"{tag} {side.label} · {device} · {side.step} │ profiled step {us(side.step_us)} · GPU busy "

@@ -11,6 +11,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from mlptui.base.text import markup_escape as escape
+from mlptui.base.units import bandwidth
 from mlptui.keys import RANKS_KEYS
 from mlptui.viewmodels.run_view import RunView
 from mlptui.widgets.lines import LineList
@@ -52,7 +53,7 @@ class RanksScreen(Screen[None]):
             "profiled step time per rank · straggler: arrived last at the step's collectives")
         self.query_one("#rank-list-pane").border_title = (
             "ranks · overlap: share of comm time with compute running · enter: open the rank")
-        peak = f"{self.run.link.name} {self.run.link.peak_gbps:.0f} GB/s" if self.run.link else "link unknown"
+        peak = f"{self.run.link.name} {bandwidth(self.run.link.peak_gbps)}" if self.run.link else "link unknown"
         self.query_one("#collectives-pane").border_title = (
             f"collectives · bus bandwidth over the transfer (from the last arrival) vs {peak}")
         self.query_one("#rank-list", TextTable).focus()

@@ -7,26 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mlptui.base.units import MISSING, bandwidth, duration, share, size
 from mlptui.trace.analysis.links import Link
-
-
-def _us(x: float | None) -> str:
-    if x is None:
-        return "–"
-    return f"{x / 1000:.2f} ms" if x >= 1000 else f"{x:.1f} µs"
-
-
-def _size(n: int | None) -> str:
-    if n is None:
-        return "?"
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
-
-
-def _share(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.0f}%"
 
 
 def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
@@ -53,7 +35,7 @@ def step_matrix(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         cells = [name]
         for r in ranks:
             us = next((s["step_us"] for s in r["steps"] if s["name"] == name), None)
-            cells.append(_us(us))
+            cells.append(duration(us))
         cells.append(straggler_cell(slow.get(name)))
         rows.append(cells)
     return ["step", *(f"rank {r['rank']}" for r in ranks), "straggler (arrived last)"], rows
@@ -64,12 +46,12 @@ def straggler_cell(st: dict[str, Any] | None) -> str:
         return "n/a (no collective on 2+ ranks)"
     if st["rank"] is None:
         return "none (all arrived together)"
-    return f"rank {st['rank']}, others waited {_us(st['late_us'])} ({st['last_at']}/{st['calls']} calls)"
+    return f"rank {st['rank']}, others waited {duration(st['late_us'])} ({st['last_at']}/{st['calls']} calls)"
 
 
 def rank_rows(report: dict[str, Any]) -> list[list[str]]:
-    return [[str(r["rank"]), _us(r["compute_us"]), _us(r["comm_us"]), _share(r["overlap_share"]),
-             _us(r["comm_wait_us"]), "–" if r["arrived_last"] is None else str(r["arrived_last"])]
+    return [[str(r["rank"]), duration(r["compute_us"]), duration(r["comm_us"]), share(r["overlap_share"]),
+             duration(r["comm_wait_us"]), MISSING if r["arrived_last"] is None else str(r["arrived_last"])]
             for r in report["ranks"]]
 
 
@@ -79,17 +61,17 @@ RANK_HEADERS = ["rank", "compute", "comm", "overlap", "comm wait", "last at"]
 def collective_rows(report: dict[str, Any], link: Link | None) -> list[list[str]]:
     rows = []
     for c in report["collectives"]:
-        bus = "–" if c["busbw_gbps"] is None else f"{c['busbw_gbps']:.1f}"
-        pct = "" if link is None or c["busbw_gbps"] is None else f"{100 * c['busbw_gbps'] / link.peak_gbps:.0f}%"
-        rows.append([str(c["rank"]), c["collective"], c["dtype"] or "?", _size(c["bytes"]),
-                     str(c["group_size"] or "?"), str(c["count"]), _us(c["total_us"]), _us(c["wait_us"]),
-                     _us(c["transfer_us"]), "–" if c["algbw_gbps"] is None else f"{c['algbw_gbps']:.1f}", bus, pct])
+        pct = "" if link is None or c["busbw_gbps"] is None else share(c["busbw_gbps"] / link.peak_gbps)
+        rows.append([str(c["rank"]), c["collective"], c["dtype"] or MISSING, size(c["bytes"]),
+                     str(c["group_size"] or MISSING), str(c["count"]), duration(c["total_us"]),
+                     duration(c["wait_us"]), duration(c["transfer_us"]), bandwidth(c["algbw_gbps"]),
+                     bandwidth(c["busbw_gbps"]), pct])
     return rows
 
 
 def collective_headers(link: Link | None) -> list[str]:
-    return ["rank", "collective", "dtype", "size", "group", "count", "total", "wait", "transfer", "algbw GB/s",
-            "busbw GB/s", "% peak"]
+    return ["rank", "collective", "dtype", "size", "group", "count", "total", "wait", "transfer", "algbw",
+            "busbw", "% peak"]
 
 
 CALL_ROWS = 10
@@ -97,7 +79,7 @@ CALL_ROWS = 10
 
 def render_ranks_text(report: dict[str, Any], link: Link | None) -> str:
     lines = [f"run of {len(report['ranks'])} rank(s), world size {report['world_size']}, "
-             f"backend {report['backend'] or '?'}", ""]
+             f"backend {report['backend'] or MISSING}", ""]
     headers, rows = step_matrix(report)
     lines += _table(headers, rows, set(range(1, len(headers) - 1)))
     lines += ["step times are profiled; straggler: the rank whose collective kernels started last, and how long",
@@ -107,8 +89,8 @@ def render_ranks_text(report: dict[str, Any], link: Link | None) -> str:
               "collectives spent waiting for the last rank; last at: collectives at which this rank arrived last"]
     late = sorted((c for c in report.get("calls", []) if c["last_rank"] is not None), key=lambda c: -c["late_us"])
     if late:
-        rows = [[c["step"] or "–", c["collective"], _size(c["bytes"]), str(c["index"] + 1), f"rank {c['last_rank']}",
-                 _us(c["late_us"]), _us(c["transfer_us"])] for c in late[:CALL_ROWS]]
+        rows = [[c["step"] or MISSING, c["collective"], size(c["bytes"]), str(c["index"] + 1),
+                 f"rank {c['last_rank']}", duration(c["late_us"]), duration(c["transfer_us"])] for c in late[:CALL_ROWS]]
         lines += ["", *_table(["step", "collective", "size", "call", "arrived last", "late by", "transfer"], rows,
                               {2, 3, 5, 6})]
         more = f" ({len(late) - CALL_ROWS} more in --json)" if len(late) > CALL_ROWS else ""
@@ -119,6 +101,6 @@ def render_ranks_text(report: dict[str, Any], link: Link | None) -> str:
         lines += ["transfer: kernel time from the last rank's arrival (total − wait); bandwidths are over the",
                   "transfer, busbw with nccl-tests' factor for the collective"]
         if link is not None:
-            lines.append(f"% peak: bus bandwidth over {link.name}'s {link.peak_gbps:.0f} GB/s per GPU one way "
+            lines.append(f"% peak: bus bandwidth over {link.name}'s {bandwidth(link.peak_gbps)} per GPU one way "
                          "(mlptui.trace.analysis.links)")
     return "\n".join(lines) + "\n"
