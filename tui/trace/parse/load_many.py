@@ -20,6 +20,7 @@ too (mlptui.trace.parse.process_pool); none is left running once the iteration e
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import queue
@@ -149,6 +150,9 @@ def _drain(progress_q: Any, on_progress: OnProgress | None) -> None:
 def _init_worker(progress_q: Any) -> None:
     global _progress_queue
     _progress_queue = progress_q
+    # A worker lives to build traces of millions of small objects and hand them back: the cyclic
+    # collector would cost more than the parse and free nothing (the pool ends with the load).
+    gc.disable()
 
 
 def _index_one(name: str, key: dict[str, Any] | None = None) -> tuple[str, Any]:
