@@ -31,6 +31,10 @@ TREE_KEYS = [
     Binding("right,l", "expand", "Expand", show=False, id="expand"),
     Binding("left,h", "collapse", "Collapse / parent", show=False, id="collapse"),
     Binding("e", "expand_all", "Expand all", id="expand-all", tooltip="expand everything below the cursor"),
+    Binding("f", "toggle_python", "Py frames", id="python-frames",
+            tooltip="hide or show Python frames (with_stack): ops then hang under their nearest op"),
+    Binding("L,shift+right", "slide_right", "Slide names left", show=False, id="names-right"),
+    Binding("H,shift+left", "slide_left", "Slide names back", show=False, id="names-left"),
 ]
 
 TABLE_KEYS = [
