@@ -67,7 +67,7 @@ TRACE_KEYS = [
     Binding("slash", "search", "Search", id="search", key_display="/"),
     Binding("n", "search_next(1)", "Next match", show=False, id="search-next"),
     Binding("N", "search_next(-1)", "Previous match", show=False, id="search-previous"),
-    Binding("g", "jump", "Jump", id="jump", tooltip="jump op → its launch call → its kernel → back to the op"),
+    Binding("g", "jump", "Jump", id="jump", tooltip="jump op → its launch call → its kernel → the next call … → back to the op"),
     Binding("r", "toggle_raw", "Raw names", show=False, id="raw-names"),
     Binding("z", "zoom_pane", "Zoom", id="zoom-pane", tooltip="zoom the focused pane to the whole screen and back"),
     Binding("d", "diff", "Diff with…", show=False, id="diff"),

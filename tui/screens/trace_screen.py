@@ -7,6 +7,8 @@ proportional to the screen, not to the trace (the lists were computed by `facts.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -61,6 +63,24 @@ def device_line(facts: TraceFacts) -> str:
     return "  ·  ".join(parts)
 
 
+@dataclass
+class JumpWalk:
+    """`g`'s walk from an op: its (launch call, GPU op) pairs, where the walk stands, and whether it stands
+    on the call (next: its kernel) or on the kernel (next: the next call)."""
+
+    origin: int
+    steps: list[tuple[int, int]]
+    position: int = -1
+    on_call: bool = False
+
+    def at(self, kind: str, ident: int) -> bool:
+        """Whether the selection is still where the walk left it (any other move ends the walk)."""
+        if self.position < 0:
+            return kind == "op" and ident == self.origin
+        call, gid = self.steps[self.position]
+        return (kind, ident) == (("op", call) if self.on_call else ("gpu", gid))
+
+
 class TraceScreen(ReportsWorkerErrors, Screen[None]):
     BINDINGS = [*TRACE_KEYS]
 
@@ -75,6 +95,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         self.selected: tuple[str, int] = ("none", -1)
         self.matches: list[tuple[str, int]] = []
         self.match_index = -1
+        self._walk: JumpWalk | None = None      # where `g` is in its walk from an op through its kernels
 
     def compose(self) -> ComposeResult:
         header = [f"[b]{escape(device_line(self.facts))}[/b]"]
@@ -267,14 +288,20 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
             stack.extend(ops[node].children)
         return sorted(set(found))
 
-    # -- jump: op → launch call → kernel → op -------------------------------------------------
+    # -- jump: op → launch call → kernel → next launch call → … → op ------------------------------
     def action_jump(self) -> None:
+        """From an op, walk every GPU op it launched, each after its launch call, then back to the op (on
+        Hopper a GEMM's op launches a memset before the GEMM); from a kernel reached otherwise, its op."""
         trace = self.facts.trace
-        kernels = self.query_one(KernelTable)
         kind, ident = self.selected
         if ident < 0:
             self.notify("nothing selected", timeout=1.5)
             return
+        walk = self._walk
+        if walk is not None and walk.at(kind, ident):
+            self._walk_next(walk)
+            return
+        self._walk = None
         if kind == "gpu":
             target = trace.gpu[ident].op if trace.gpu[ident].op >= 0 else trace.gpu[ident].launch
             if target >= 0 and self._reveal_op(target):
@@ -282,36 +309,66 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
             self.notify("this kernel has no CPU op in the trace", timeout=2)
             return
         op = trace.ops[ident]
-        if op.cat in LAUNCH_CATS:
-            if not op.gpu:
-                self.notify(f"{op.name} launched no GPU work", timeout=2)
-                return
-            gid = op.gpu[0]
-            if not kernels.select_gpu(gid):
-                self.set_scope(trace.gpu[gid].step if trace.gpu[gid].step >= 0 else None)
-                if not kernels.select_gpu(gid):
-                    self.set_scope(None)
-                    kernels.select_gpu(gid)
-            kernels.focus()
-            self._select("gpu", gid)
+        if op.cat in LAUNCH_CATS and not op.gpu:
+            self.notify(f"{op.name} launched no GPU work", timeout=2)
             return
-        call = self._first_launch_below(ident)
-        if call < 0:
+        steps = self._launched_below(ident)
+        if not steps:
             self.notify(f"{op.name} launches nothing on the GPU", timeout=2)
             return
+        self._walk = walk = JumpWalk(ident, steps)
+        if op.cat in LAUNCH_CATS:       # a launch call: straight to its (first) kernel
+            walk.position, walk.on_call = 0, True
+        self._walk_next(walk)
+
+    def _walk_next(self, walk: JumpWalk) -> None:
+        trace = self.facts.trace
+        if walk.on_call:                    # launch call → its kernel
+            walk.on_call = False
+            gid = walk.steps[walk.position][1]
+            self._show_gpu(gid)
+            count = len(walk.steps)
+            if count > 1:
+                self.notify(f"GPU op {walk.position + 1} of {count} launched by {trace.ops[walk.origin].name}",
+                            timeout=1.5)
+            return
+        walk.position += 1
+        if walk.position >= len(walk.steps):     # the last kernel → back to the op
+            self._walk = None
+            self._reveal_op(walk.origin)
+            return
+        call, gid = walk.steps[walk.position]
+        if walk.position > 0 and walk.steps[walk.position - 1][0] == call:
+            walk.on_call = True             # the same call launched this one too: no stop on the call
+            self._walk_next(walk)
+            return
+        walk.on_call = True
         self._reveal_op(call)
 
-    def _first_launch_below(self, op_id: int) -> int:
+    def _show_gpu(self, gid: int) -> None:
+        trace = self.facts.trace
+        kernels = self.query_one(KernelTable)
+        if not kernels.select_gpu(gid):
+            self.set_scope(trace.gpu[gid].step if trace.gpu[gid].step >= 0 else None)
+            if not kernels.select_gpu(gid):
+                self.set_scope(None)
+                kernels.select_gpu(gid)
+        kernels.focus()
+        self._select("gpu", gid)
+
+    def _launched_below(self, op_id: int) -> list[tuple[int, int]]:
+        """(launch call, GPU op) for every GPU op launched by `op_id` or beneath it, in launch order."""
         ops = self.facts.trace.ops
+        found: list[tuple[int, int]] = []
         stack = [op_id]
         visited = 0
-        while stack and visited < 100_000:
+        while stack and visited < 100_000 and len(found) < MARKED_KERNELS_CAP:
             node = stack.pop()
             visited += 1
-            if ops[node].cat in LAUNCH_CATS and ops[node].gpu:
-                return node
+            if ops[node].cat in LAUNCH_CATS:
+                found.extend((node, g) for g in ops[node].gpu)
             stack.extend(reversed(ops[node].children))
-        return -1
+        return found
 
     def _reveal_op(self, op_id: int) -> bool:
         tree = self.query_one(OpTree)
