@@ -138,7 +138,7 @@ async def test_kernels_table_raw_names_sort_and_details() -> None:
         await pilot.press("a")                           # one row per kernel name
         grouped = rows_text(kernels)
         assert len(grouped) == 5                         # memset, 2 nvjet GEMMs, gelu, mul
-        assert grouped[0].startswith("×2 | cuBLAS nvjet GEMM 256x128")     # the largest total first
+        assert grouped[0].startswith("2 | cuBLAS nvjet GEMM 256x128")      # calls, then the largest total first
         await pilot.press("a")
         assert kernels.row_count() == 7
         assert "Memset" in details_text(screen)          # the details follow the cursor: first row

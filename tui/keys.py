@@ -69,6 +69,8 @@ TRACE_KEYS = [
     Binding("N", "search_next(-1)", "Previous match", show=False, id="search-previous"),
     Binding("g", "jump", "Jump", id="jump", tooltip="jump op → its launch call → its kernel → the next call … → back to the op"),
     Binding("r", "toggle_raw", "Raw names", show=False, id="raw-names"),
+    Binding("x", "export_csv", "CSV", show=False, id="export-csv",
+            tooltip="write the focused table as CSV (to MLPTUI_EXPORT_DIR, else ./mlptui-exports/)"),
     Binding("z", "zoom_pane", "Zoom", id="zoom-pane", tooltip="zoom the focused pane to the whole screen and back"),
     Binding("d", "diff", "Diff with…", show=False, id="diff"),
     Binding("escape", "back", "Back", show=False, id="back"),
@@ -102,6 +104,12 @@ PROFILE_KEYS = [
             tooltip="scope the views to the next step (all steps come after the last)"),
     Binding("v", "next_device", "Device", id="profile-device",
             tooltip="memory: the curve of the next device with memory events"),
+    Binding("slash", "filter", "Filter", id="profile-filter", key_display="/",
+            tooltip="operators, kernels: only the rows whose name holds a text (empty: every row)"),
+    Binding("r", "toggle_raw", "Raw names", show=False, id="profile-raw-names",
+            tooltip="kernels: raw ⇄ decoded kernel names"),
+    Binding("x", "export_csv", "CSV", id="profile-export",
+            tooltip="write the table on screen as CSV (to MLPTUI_EXPORT_DIR, else ./mlptui-exports/)"),
 ]
 
 # A run of several ranks: the ranks view, and `<` `>` between ranks on a rank's trace screen.

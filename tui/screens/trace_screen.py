@@ -26,12 +26,14 @@ from mlptui.trace.names.kernel import decode_kernel
 from mlptui.viewmodels import fmt
 from mlptui.viewmodels.detail_text import gpu_details, op_details
 from mlptui.viewmodels.facts import TraceFacts, add_launches, call_stats
+from mlptui.viewmodels.table_export import trace_stem
 from mlptui.widgets.details import Details
 from mlptui.widgets.kernels import KernelTable
 from mlptui.widgets.launches import LaunchTable, summary_line
 from mlptui.widgets.lines import LineList
 from mlptui.widgets.op_tree import OpTree
 from mlptui.widgets.steps import StepList
+from mlptui.widgets.table_csv import export_table
 from mlptui.widgets.timeline import Timeline
 from mlptui.widgets.worker_errors import ReportsWorkerErrors
 
@@ -434,6 +436,17 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
     def action_toggle_raw(self) -> None:
         self.query_one(KernelTable).toggle_raw()
         self.query_one(LaunchTable).toggle_raw()
+
+    def action_export_csv(self) -> None:
+        focused = self.focused
+        if not isinstance(focused, LineList):
+            self.notify("focus a table (steps, CPU dispatch, kernels, launches) to export it", timeout=2)
+            return
+        pane = {StepList: "steps", OpTree: "dispatch", KernelTable: "kernels", LaunchTable: "launches"}.get(
+            type(focused), "table")
+        trace = self.facts.trace
+        scope = "all-steps" if self.scope is None else trace.steps[self.scope].name
+        export_table(self, focused, f"{trace_stem(trace.source)}-{pane}-{scope}")
 
     def action_zoom_pane(self) -> None:
         if self.maximized is not None:
