@@ -55,8 +55,14 @@ TIMELINE_KEYS = [
     Binding("right,l", "pan_right", "Pan right", show=False, id="pan-right"),
     Binding("left,h", "pan_left", "Pan left", show=False, id="pan-left"),
     Binding("0", "zoom_reset", "Fit step", show=False, id="zoom-reset"),
-    Binding("down,j", "scroll_down", "Scroll lanes down", show=False, id="lanes-down"),
-    Binding("up,k", "scroll_up", "Scroll lanes up", show=False, id="lanes-up"),
+    Binding("full_stop", "event_next(1)", "Next event", id="event-next", key_display=".",
+            tooltip="the event cursor: next event on its lane (the details follow)"),
+    Binding("comma", "event_next(-1)", "Prev event", id="event-previous", key_display=",",
+            tooltip="the event cursor: previous event on its lane"),
+    Binding("down,j", "event_lane(1)", "Lane below", show=False, id="lanes-down",
+            tooltip="the event cursor: the lane below, at the same time"),
+    Binding("up,k", "event_lane(-1)", "Lane above", show=False, id="lanes-up",
+            tooltip="the event cursor: the lane above, at the same time"),
 ]
 
 TRACE_KEYS = [

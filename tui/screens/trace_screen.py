@@ -26,6 +26,7 @@ from mlptui.trace.names.kernel import decode_kernel
 from mlptui.viewmodels import fmt
 from mlptui.viewmodels.detail_text import gpu_details, op_details
 from mlptui.viewmodels.facts import TraceFacts, add_launches, call_stats
+from mlptui.viewmodels.lanes import Lane
 from mlptui.viewmodels.table_export import trace_stem
 from mlptui.widgets.details import Details
 from mlptui.widgets.kernels import KernelTable
@@ -133,7 +134,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         self.query_one(OpTree).set_trace(trace)
         self.query_one(KernelTable).set_trace(trace)
         self.query_one(LaunchTable).set_trace(trace)
-        self.query_one(Timeline).set_lanes(self.facts.lanes)
+        self.query_one(Timeline).set_lanes(self.facts.lanes, self._lane_name)
         steps = self.query_one(StepList)
         start = trace.steps[-1].index if trace.steps else None
         steps.show(self.facts.stats, 0 if start is None else start + 1)
@@ -218,6 +219,16 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         row = (row + delta) % (count + 1)
         self.set_scope(None if row == 0 else row - 1)
 
+    def _lane_name(self, lane: Lane, i: int) -> str:
+        """What a timeline slice is called: its op's name, or its kernel's decoded short name."""
+        ident = int(lane.ids[i])
+        if lane.kind == "gpu":
+            return decode_kernel(self.facts.trace.gpu[ident].name).short
+        return self.facts.trace.ops[ident].name
+
+    def on_timeline_event_chosen(self, message: Timeline.EventChosen) -> None:
+        self._select(message.kind, message.ident)
+
     # -- selection ---------------------------------------------------------------------------
     def on_line_list_cursor_moved(self, message: LineList.CursorMoved) -> None:
         if isinstance(message.pane, StepList):
@@ -264,6 +275,10 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
             caption = f"{op.name} {fmt.us(op.dur)} on CPU" + (
                 f" → {len(linked)} GPU op{'s' if len(linked) != 1 else ''}, {fmt.us(gpu_us)}" if linked else
                 ", nothing on the GPU")
+            if op.cat in LAUNCH_CATS and len(linked) == 1:     # the launch → kernel link, with its delay
+                k = trace.gpu[linked[0]]
+                caption = (f"{op.name} at {fmt.us(op.ts)} → {decode_kernel(k.name).short} on stream {k.stream}, "
+                           f"starts {fmt.us(k.ts - op.ts)} after the call, runs {fmt.us(k.dur)}")
             timeline.set_marks([((op.pid, op.tid), op.ts, op.end)],
                                [((trace.gpu[g].device, trace.gpu[g].stream), trace.gpu[g].ts, trace.gpu[g].end)
                                 for g in linked[:64]], caption)
@@ -275,7 +290,10 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
                 call = trace.ops[g.launch]
                 cpu.append(((call.pid, call.tid), call.ts, call.end))
             kernels.set_marked([])
-            launched = f" ← {trace.ops[g.launch].name}" if g.launch >= 0 else ""
+            launched = ""
+            if g.launch >= 0:       # the launch → kernel link, with its delay
+                call = trace.ops[g.launch]
+                launched = f" ← {call.name} at {fmt.us(call.ts)}, {fmt.us(g.ts - call.ts)} before it started"
             timeline.set_marks(cpu, [((g.device, g.stream), g.ts, g.end)],
                                f"{decode_kernel(g.name).short} {fmt.us(g.dur)} on stream {g.stream}{launched}")
 

@@ -187,7 +187,8 @@ class OpTree(LineList):
             ops = self.trace.ops
             above = [ops[n].name for n in shown_chain(ops, node, self.hide_python)[:-1]]
             if above:
-                width = self._layout_widths()[0] if self._widths else 40
+                laid_out = self._layout[1]      # the widths of the last layout (none before the first)
+                width = laid_out[0] if laid_out else 40
                 heads[0] = breadcrumb(above, max(width, 8) - 2) + " ›"
         return heads
 
