@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from textual.dom import DOMNode
+from textual.widget import Widget
 
 from mlptui.viewmodels.table_export import dict_rows_csv, export_csv
 from mlptui.widgets.lines import LineList
@@ -21,7 +21,7 @@ def table_rows(table: LineList) -> list[dict[str, Any]]:
             for i in range(table.row_count())]
 
 
-def export_table(node: DOMNode, table: LineList, stem: str) -> None:
+def export_table(node: Widget, table: LineList, stem: str) -> None:
     rows = table_rows(table)
     try:
         path = export_csv(stem, dict_rows_csv(rows))
