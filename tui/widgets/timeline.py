@@ -222,7 +222,8 @@ class Timeline(ScrollView, can_focus=True):
         named = base + self._style("name")
         for i in wide[:cols]:
             a = max(0, int((lane.starts[i] - self.start) // slice_us))
-            b = min(cols, int(np.ceil((lane.starts[i] + lane.durs[i] - self.start) / slice_us)))
+            # the end rounded down: a name never runs into the next slice's first column
+            b = min(cols, int((lane.starts[i] + lane.durs[i] - self.start) // slice_us))
             b = max(b, a + 1)
             if a >= cols:
                 continue
