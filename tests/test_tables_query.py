@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 from app_support import wait_for_screen
-from conftest import SAMPLES
+from conftest import ROOT, SAMPLES
 
 from mlptui.app import make_app
 from mlptui.cli import main
@@ -172,3 +172,22 @@ def test_summary_csv_writes_a_report_table(capsys: pytest.CaptureFixture[str]) -
     assert {r["name"] for r in rows} == set(totals)
     for r in rows:
         assert float(r["total_us"]) == pytest.approx(totals[r["name"]], abs=1e-3)
+
+
+async def test_grouping_an_empty_kernels_pane_keeps_it_empty() -> None:
+    """A trace with launch calls but no GPU activity recorded: `a` on its empty kernels pane."""
+    path = ROOT.parent / "shared" / "corpus" / "real" / "HazyResearch__zoology__trace.json"
+    if not path.exists():
+        pytest.skip("real-trace corpus not available")
+    events = orjson.loads(path.read_bytes())
+    assert not any(e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") for e in events["traceEvents"])
+    app = make_app([str(path)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await wait_for_screen(app, pilot, TraceScreen)
+        table = screen.query_one(KernelTable)
+        await pilot.press("3", "a")
+        await pilot.pause()
+        assert table.grouped and table.row_count() == 0 and table.header_cells()[0] == "calls"
+        await pilot.press("a")
+        await pilot.pause()
+        assert not table.grouped and table.row_count() == 0

@@ -155,6 +155,8 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
         return i if i < len(self.order) and self.order[i] == gid else -1
 
     def row_of(self, gid: int) -> int | None:
+        if gid < 0:             # no kernel (an empty scope's current())
+            return None
         if self.grouped:
             group = self._groups.get(self._loaded().gpu[gid].name)
             return None if group is None or self._position is None else self._position.get(group[0])
