@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from mlptui.contract.files import temp_path
+from mlptui.base.files import temp_path
 
 EXPORT_DIR_ENV = "MLPTUI_EXPORT_DIR"
 
