@@ -122,7 +122,7 @@ async def test_python_frames_key_keeps_every_op_and_its_gpu_time(path: Path) -> 
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await wait_for_screen(app, pilot, TraceScreen, timeout=60)
         await pilot.press("left_square_bracket")      # the whole trace: every step and what lies outside
-        while screen.scope is not None:
+        while screen.scope.step is not None:
             await pilot.press("left_square_bracket")
         tree = screen.query_one(OpTree)
         await pilot.press("f")

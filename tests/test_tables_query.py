@@ -70,7 +70,7 @@ async def test_slash_filters_the_operator_view_and_x_exports_it(tmp_path: Path, 
     app = make_app([str(TRAIN)])
     async with app.run_test(size=SIZE) as pilot:
         trace_screen = await wait_for_screen(app, pilot, TraceScreen)
-        step_name = trace_screen.facts.trace.steps[trace_screen.scope].name
+        step_name = trace_screen.facts.trace.steps[trace_screen.scope.step].name
         screen = await open_view(pilot, app, "p")
         table = screen.query_one(OperatorTable)
         everything = len(table.rows)
@@ -104,7 +104,7 @@ async def test_kernel_view_filter_raw_names_distinct_labels_and_launch() -> None
     app = make_app([str(TRAIN)])
     async with app.run_test(size=SIZE) as pilot:
         trace_screen = await wait_for_screen(app, pilot, TraceScreen)
-        step_name = trace_screen.facts.trace.steps[trace_screen.scope].name
+        step_name = trace_screen.facts.trace.steps[trace_screen.scope.step].name
         screen = await open_view(pilot, app, "K")
         table = screen.query_one(KernelStatsTable)
         kernels = launched_in(events, step_window(events, step_name))
@@ -141,7 +141,7 @@ async def test_grouped_kernels_pane_has_a_calls_column() -> None:
     app = make_app([str(TRAIN)])
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await wait_for_screen(app, pilot, TraceScreen)
-        step_name = screen.facts.trace.steps[screen.scope].name
+        step_name = screen.facts.trace.steps[screen.scope.step].name
         await pilot.press("3", "a")
         await pilot.pause()
         table = screen.query_one(KernelTable)

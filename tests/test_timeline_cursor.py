@@ -32,7 +32,7 @@ def raw_events(path: Path) -> list[dict]:
 
 def ruler(timeline: Timeline) -> list[float]:
     """The ruler's tick labels, in µs."""
-    return [float(n) * UNITS[u] for n, u in re.findall(r"\|(-?[\d.]+)(µs|ms|s)\b", timeline.render_line(0).text)]
+    return [float(n) * UNITS[u] for n, u in re.findall(r"\|(-?[\d.]+) ?(µs|ms|s)\b", timeline.render_line(0).text)]
 
 
 @pytest.mark.parametrize("path", [BERT, None], ids=["bert-h100", "mlp-eager-h200"])
@@ -46,7 +46,7 @@ async def test_ruler_reads_time_since_the_first_event_and_moves_when_panning(pat
     app = make_app([str(path)])
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await wait_for_screen(app, pilot, TraceScreen)
-        step = screen.facts.trace.steps[screen.scope]
+        step = screen.facts.trace.steps[screen.scope.step]
         raw_step = next(e for e in events if e.get("name") == step.name and e.get("ph") == "X")
         step_start = raw_step["ts"] - first
         await pilot.press("5")

@@ -12,7 +12,7 @@ CSV_TABLES = ("steps", "operators", "kernel_stats", "kernels", "memory_ops", "la
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="trace file (.json, .json.gz, *.pt.trace.json[.gz]), folder, host:path or hf://")
     fmt = parser.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="machine-readable JSON (shape documented in README)")
+    fmt.add_argument("--json", action="store_true", help="machine-readable JSON (shape documented in docs/json.md)")
     fmt.add_argument("--md", action="store_true", help="Markdown, for a pull-request comment")
     fmt.add_argument("--csv", metavar="TABLE", choices=CSV_TABLES,
                      help=f"one table of the report as CSV, unformatted figures: {', '.join(CSV_TABLES)}")
