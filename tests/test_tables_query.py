@@ -191,3 +191,9 @@ async def test_grouping_an_empty_kernels_pane_keeps_it_empty() -> None:
         await pilot.press("a")
         await pilot.pause()
         assert not table.grouped and table.row_count() == 0
+
+
+def test_summary_csv_of_a_folder_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["summary", str(SAMPLES), "--csv", "operators"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.strip().count("\n") == 0 and "--csv" in captured.err
