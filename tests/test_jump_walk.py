@@ -8,8 +8,9 @@ from __future__ import annotations
 import gzip
 
 import orjson
+import pytest
 from app_support import wait_for_screen
-from conftest import find_sample
+from conftest import ROOT, find_sample
 
 from mlptui.app import make_app
 from mlptui.screens.trace_screen import TraceScreen
@@ -65,3 +66,34 @@ async def test_g_from_a_hopper_mm_reaches_its_gemm_and_comes_back() -> None:
                     assert trace.ops[ident].cat in LAUNCH_CATS
         assert reached == want
         assert screen.selected == ("op", op.id), "the walk ends back on the op"
+
+
+async def test_g_from_a_kernel_launched_under_python_frames_with_frames_hidden() -> None:
+    """B200 kernels launched straight from Python code (their innermost open slice is a frame): with the
+    frames hidden, `g` lands on the nearest shown op, whose span holds the kernel's launch call."""
+    path = ROOT.parent / "shared" / "corpus" / "real" / "AMD-AGI__TraceLens__b200_eager_trace.json.gz"
+    if not path.exists():
+        pytest.skip("real-trace corpus not available")
+    events = orjson.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    launches = {e["args"]["correlation"]: e for e in events if e.get("ph") == "X"
+                and e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    app = make_app([str(path)])
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await wait_for_screen(app, pilot, TraceScreen, timeout=60)
+        trace = screen.facts.trace
+        tree = screen.query_one(OpTree)
+        await pilot.press("f")
+        kernels = screen.query_one(KernelTable)
+        gid = next(g for g in kernels.rows if trace.gpu[g].op >= 0 and trace.ops[trace.gpu[g].op].cat == "python_function")
+        kernels.focus()
+        kernels.select_gpu(gid)
+        await pilot.pause()
+        assert screen.selected == ("gpu", gid)
+        await pilot.press("g")
+        await pilot.pause()
+        kind, op_id = screen.selected
+        op = trace.ops[op_id]
+        assert kind == "op" and app.focused is tree and tree.current_op() == op_id and op.cat != "python_function"
+        call = launches[trace.gpu_args(gid)["correlation"]]
+        start, end = op.ts + trace.origin_us, op.ts + op.dur + trace.origin_us
+        assert start - 1e-3 <= call["ts"] and call["ts"] + call["dur"] <= end + 1e-3

@@ -400,7 +400,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
                 if not tree.reveal(op_id):
                     return False
         tree.focus()
-        self._select("op", op_id)
+        self._select("op", tree.current_op())     # the op itself, or with frames hidden a frame's nearest op
         return True
 
     # -- search ------------------------------------------------------------------------------

@@ -303,7 +303,10 @@ class OpTree(LineList):
 
     # -- find an op: expand its ancestors and put the cursor on it ---------------------------
     def reveal(self, op_id: int) -> bool:
-        if self.hide_python and self._loaded().ops[op_id].cat == PYTHON:
+        ops = self._loaded().ops
+        while self.hide_python and op_id >= 0 and ops[op_id].cat == PYTHON:
+            op_id = ops[op_id].parent        # a hidden frame: its nearest shown ancestor stands for it
+        if op_id < 0:
             return False
         chain = shown_chain(self._loaded().ops, op_id, self.hide_python)
         try:
