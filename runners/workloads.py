@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlptui.contract.vocabulary import DTYPES, MODES
+from mlptui.runners.attention.registry import ATTENTION_ENTRIES
 from mlptui.runners.shapes import SHAPE_KINDS, Shape, ShapeKind
 
 __all__ = ["DTYPES", "MODES", "SHAPE_KINDS", "WORKLOADS", "Shape", "ShapeKind", "Workload", "ladder", "workload"]
@@ -62,6 +63,7 @@ WORKLOADS: dict[str, Workload] = {
             "the same MLP, gate+up+GeGLU in one Triton kernel (fused_geglu_gateup_gemm_kernel), cuBLAS down",
             ladder_modes=("eager",), needs_cuda=True,
         ),
+        *(Workload(**entry) for entry in ATTENTION_ENTRIES),
     )
 }
 
