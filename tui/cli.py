@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "view": ("mlptui.commands.view", "open traces (files, folders, host:path, hf://) in the explorer"),
     "summary": ("mlptui.commands.summary", "headless report of one trace (text, --json, --md)"),
     "diff": ("mlptui.commands.diff", "headless diff of two traces (text, --json, --md)"),
+    "check": ("mlptui.commands.check", "guess first, then look: check expectations against a trace (exit 1 on a mismatch)"),
     "run": ("mlptui.runners.cli_run", "profile a workload on the GPU and write a trace + manifest"),
     "bench": ("mlptui.runners.cli_bench", "unprofiled timings of every mode of a workload"),
     "push": ("mlptui.commands.push", "upload traces to the Hugging Face Hub and print Perfetto links"),

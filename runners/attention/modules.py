@@ -37,6 +37,8 @@ class NaiveCausalAttention(nn.Module):
     `inplace` uses masked_fill_ on the scores (the article's one-line change) instead of masked_fill,
     which copies the scores first."""
 
+    mask: torch.Tensor
+
     def __init__(self, seq: int, head_dim: int, *, inplace: bool) -> None:
         super().__init__()
         self.scale = 1.0 / math.sqrt(head_dim)
@@ -153,8 +155,8 @@ def check_backend(module: nn.Module, inputs: tuple[torch.Tensor, ...], backend: 
         except RuntimeError as exc:
             from mlptui.runners.liger_source import one_line
 
-            reasons = [one_line(w.message) for w in caught if "because" in str(w.message) or
-                       "requires" in str(w.message) or "not" in str(w.message)]
+            reasons = [one_line(RuntimeError(str(w.message))) for w in caught if "because" in str(w.message)
+                       or "requires" in str(w.message) or "not" in str(w.message)]
             why = reasons[0] if reasons else one_line(exc)
             raise Skipped(f"SDPA backend {backend} is not available on this GPU or torch build "
                           f"(torch {torch.__version__}): {why}") from None
