@@ -5,7 +5,8 @@ Three passes, each only over what the previous one left unmatched:
    always outweighs a memset/memcpy match (memsets are all called `Memset (Device)`: they must
    follow the kernels, never pull the kernel alignment out of place);
 2. fused: a kernel on one side whose op words cover a run of unmatched kernels near it on the
-   other side (`triton_poi_fused__unsafe_view_gelu_mul_0` <= the eager gelu and mul kernels);
+   other side (`triton_poi_fused__unsafe_view_gelu_mul_0` <= the eager gelu and mul kernels), and a
+   fused attention kernel for the kernels of the attention it replaces (attention_fuse);
 3. loose: between consecutive exact matches, the same alignment on role (family, launching op,
    op words) pairs the rest as `changed` (another tile, another library, another GPU's GEMM).
 Whatever is left is `removed` (A only) or `added` (B only).
@@ -52,6 +53,7 @@ class AlignItem:
     fusable: bool = False               # may stand for several kernels of the other side
     dur: float = 0.0
     ref: int = -1                       # GpuOp id in its trace
+    under_attention: bool = False       # launched beneath an attention op (attention_fuse)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,10 @@ def align(a: Sequence[AlignItem], b: Sequence[AlignItem]) -> list[Row]:
     anchors_b = [j for _, j in pairs]
     rows += _fused_rows(b, a, anchors_b, anchors_a, used_b, used_a, b_side=True)
     rows += _fused_rows(a, b, anchors_a, anchors_b, used_a, used_b, b_side=False)
+    from mlptui.trace.diff.attention_fuse import attention_rows  # builds on this module's types
+
+    rows += attention_rows(b, a, anchors_b, anchors_a, used_b, used_a, b_side=True)
+    rows += attention_rows(a, b, anchors_a, anchors_b, used_a, used_b, b_side=False)
 
     rows += _loose_rows(a, b, pairs, used_a, used_b)
     rows += [Row(REMOVED, (i,), ()) for i in range(len(a)) if i not in used_a]

@@ -32,6 +32,7 @@ from mlptui.trace.diff.align import (
     AlignItem,
     align,
 )
+from mlptui.trace.diff.attention_fuse import ATTENTION_CALL_OPS
 from mlptui.trace.diff.cpu import CpuDiff, cpu_diff, launch_chain, step_op_counts
 from mlptui.trace.diff.tokens import name_words, op_words
 from mlptui.trace.diff.totals import Pair, biggest_rows, family_totals, launch_totals
@@ -243,9 +244,11 @@ def _items(trace: Trace, step: int | None) -> tuple[list[AlignItem], list[DiffKe
         fusable = (kind == KERNEL and name.family not in _NOT_FUSABLE
                    and not name.library.startswith(_VENDOR_LIBRARIES)
                    and (name.family != "gemm" or bool(words - {"mm"})))
-        items.append(AlignItem(g.name, kind, name.family, words, launcher, fusable, g.dur, g.id))
+        chain = tuple(launch_chain(trace, g.id, chains))
+        items.append(AlignItem(g.name, kind, name.family, words, launcher, fusable, g.dur, g.id,
+                               under_attention=not ATTENTION_CALL_OPS.isdisjoint(chain)))
         kernels.append(DiffKernel(g.id, g.name, name.short, name.family, name.library, kind, g.dur,
-                                  launcher, tuple(launch_chain(trace, g.id, chains))))
+                                  launcher, chain))
     return items, kernels
 
 
