@@ -118,4 +118,6 @@ def load_flash_attn_func() -> FoundFlash:
             tried.append(f"{name}: {one_line(exc, 160)}")
             continue
         return FoundFlash(func, source, tuple(tried))
-    raise Skipped(f"FlashAttention from {REPO_ID} could not be loaded here; tried " + "; ".join(tried))
+    lead = ("the Hugging Face Hub is unreachable and no other source of " if "unreachable" in tried[0]
+            else "no source of ")
+    raise Skipped(f"{lead}FlashAttention ({REPO_ID}) is here; tried " + "; ".join(tried))
