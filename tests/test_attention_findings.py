@@ -158,3 +158,20 @@ def test_cpu_cost_per_call_beside_gpu_time(workload: str) -> None:
 
 def test_mlp_traces_get_no_attention_findings(sample_trace) -> None:
     assert attention_facts(load_trace(sample_trace("mlp", "eager"))) is None
+
+
+def test_summary_json_carries_the_attention_figures(capsys) -> None:
+    import orjson
+
+    from mlptui.cli import main
+
+    path = attention_sample("attention-sdpa-flash")
+    raw = Raw(path)
+    assert main(["summary", str(path), "--json"]) == 0
+    doc = orjson.loads(capsys.readouterr().out)
+    att = doc["attention"]
+    assert att["kernels_per_step"] == [len(raw.gpu_in_step(i)) for i in range(len(raw.steps))]
+    assert att["fused"][0]["word"] == "flash" and att["fused"][0]["occupancy"]["limiter"] == "registers"
+    assert any(line.startswith("fused attention: 1 kernel per call, FlashAttention-2") for line in doc["findings"])
+    assert main(["summary", str(attention_sample("attention-naive")), "--json"]) == 0
+    assert orjson.loads(capsys.readouterr().out)["attention"]["memcpys"][0]["op"] == "aten::copy_"

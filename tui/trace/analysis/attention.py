@@ -43,6 +43,7 @@ from mlptui.trace.analysis.occupancy import (
     kernel_launch,
     kineto_estimate_pct,
 )
+from mlptui.trace.analysis.tables import tables
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, MEMCPY, Trace
 from mlptui.trace.names.kernel import decode_kernel
@@ -172,7 +173,9 @@ def is_attention_trace(trace: Trace, step: int | None = None, gpu_ids: list[int]
     gpu_ids = step_gpu(trace, step) if gpu_ids is None else gpu_ids
     if any(trace.gpu[g].cat == KERNEL and implementation(trace.gpu[g].name) for g in gpu_ids):
         return True
-    return any(op.name in ATTENTION_OPS for op in _step_ops(trace, step))
+    t = tables(trace)     # the name test once per distinct name, the step test in numpy
+    named = t.names_where(lambda name: name in ATTENTION_OPS)[t.op_name]
+    return bool((named & ((t.op_step == step) if step is not None else True)).any())
 
 
 def _step_ops(trace: Trace, step: int | None) -> list[Any]:
