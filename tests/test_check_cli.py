@@ -124,3 +124,22 @@ def test_nothing_to_check_is_exit_2(tmp_path, capsys) -> None:
     trace = shutil.copy(attention_sample("attention-sdpa-flash"), tmp_path)
     code, _, err = _check(capsys, str(trace))
     assert code == 2 and "nothing to check" in err
+
+
+async def test_the_explorer_shows_the_mismatch_first() -> None:
+    from app_support import wait_for_screen
+    from textual.widgets import Static
+
+    from mlptui.app import make_app
+    from mlptui.screens.trace_screen import TraceScreen
+
+    app = make_app([str(attention_sample("attention-sdpa-auto"))])
+    async with app.run_test(size=(160, 40)) as pilot:
+        screen = await wait_for_screen(app, pilot, TraceScreen)
+        header = str(screen.query_one("#trace-header", Static).render()).splitlines()
+        assert header[1].strip().startswith("✗ MISMATCH expected 'attention kernel: flash'; the trace shows "
+                                            "attention kernel: cudnn")
+    app = make_app([str(attention_sample("attention-sdpa-flash"))])
+    async with app.run_test(size=(160, 40)) as pilot:
+        screen = await wait_for_screen(app, pilot, TraceScreen)
+        assert "MISMATCH" not in str(screen.query_one("#trace-header", Static).render())
