@@ -237,7 +237,9 @@ def _occupancy(trace: Trace, gpu_id: int) -> OccupancyFact | None:
     note = None
     if kl.reported_occupancy_pct == 0:
         device = device_for(trace, trace.gpu[gpu_id].device) or {}
-        default = int(device.get("sharedMemPerBlock") or DEFAULT_SMEM_PER_BLOCK)
+        value = device.get("sharedMemPerBlock")      # whatever the file says: a number only if it is one
+        default = (int(value) if isinstance(value, (int, float)) and not isinstance(value, bool)
+                   and 0 < value < 1 << 40 else DEFAULT_SMEM_PER_BLOCK)
         grid_blocks = kl.grid[0] * kl.grid[1] * kl.grid[2]
         again = kineto_estimate_pct(device, grid_blocks, kl.threads_per_block, kl.regs_per_thread,
                                     kl.smem_per_block) if device else None
