@@ -30,6 +30,9 @@ def test_naive_attention_has_a_hidden_copy_launched_inside_masked_fill() -> None
     around = raw.enclosing(launch)           # by time containment on the launching thread
     assert around[-1] == facts.memcpys[0].op == "aten::copy_"
     assert "aten::masked_fill" in around and "aten::masked_fill" in facts.memcpys[0].chain
+    lines = trace_findings(load_trace(attention_sample("attention-naive")))
+    copy_line = next(line for line in lines if line.startswith("hidden copy: "))
+    assert f"launched by {around[-1]} inside {around[0]} (" in copy_line      # the op the code called
     assert facts.memcpys[0].us == pytest.approx(copies[0]["dur"])
     assert facts.memcpy_steps == len(raw.steps) == sum(bool(raw.gpu_in_step(i, "gpu_memcpy"))
                                                        for i in range(len(raw.steps)))

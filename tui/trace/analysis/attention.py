@@ -6,8 +6,9 @@ profiled step. A trace counts as an attention trace when that step ran a fused a
 op of attention (`aten::scaled_dot_product_attention` and its backends, `aten::softmax`,
 `aten::_safe_softmax`); other traces get none of these findings.
 
-- **Hidden copy**: every Memcpy of the step, with the CPU op that launched it and the ops around it
-  (`attn_fwd → aten::masked_fill → aten::clone → aten::copy_`); "none" when the step has no Memcpy.
+- **Hidden copy**: every Memcpy of the step, with the CPU op that launched it, the outermost aten op
+  around that (the one the user called) and the whole chain (`attn_fwd → aten::masked_fill → aten::clone
+  → aten::copy_`); "none" when the step has no Memcpy.
 - **GEMMs**: each GEMM kernel of the step and whether its name shows a Tensor-Core path
   (`tensor_cores.uses_tensor_cores`); a GEMM without one is named an FP32/CUDA-core GEMM when its
   name says f32 (`sgemm`, `gemm_f32f32`, `ffma`).
@@ -391,7 +392,10 @@ def attention_lines(facts: AttentionFacts) -> list[str]:
     lines: list[str] = []
     if facts.memcpys:
         for c in facts.memcpys[:3]:
-            where = f", launched by {c.op}" if c.op else ", launched outside any CPU op"
+            # the outermost op of the call (below its record_function) is what the user wrote
+            outer = next((n for n in c.chain if n.startswith("aten::")), c.op)
+            inside = f" inside {outer}" if outer != c.op else ""
+            where = f", launched by {c.op}{inside}" if c.op else ", launched outside any CPU op"
             chain = f" ({' → '.join(c.chain)})" if len(c.chain) > 1 else ""
             lines.append(f"hidden copy: {c.name} {_us(c.us)}{where}{chain}")
     else:
