@@ -64,3 +64,35 @@ async def test_the_row_holds_when_its_keys_are_pressed(finding, keys, snippets) 
         text = _screen_text(screen)
         for snippet in snippets:
             assert " ".join(snippet.split()) in text, f"{finding}: {snippet!r} not on screen:\n{text}"
+
+
+def _runs() -> dict[str, dict]:
+    import json
+
+    runs = json.loads((ATTENTION_SAMPLES / "manifest.json").read_text())["runs"]
+    return {r["command"].split(" --mode")[0].removeprefix("mlptui run ") + (" --compile" if r["mode"] == "compile"
+                                                                             else ""): r for r in runs}
+
+
+def test_the_samples_timing_table_is_the_manifest_s() -> None:
+    text = (ROOT / "sample_traces" / "README.md").read_text(encoding="utf-8")
+    table = text.split("## The attention rung", 1)[1]
+    rows = [line.strip("|").split(" | ") for line in table.splitlines() if line.startswith("| attention")]
+    runs = _runs()
+    assert len(rows) == len(runs) == 8
+    for command, mode, median, p10_p90, tflops, err in (map(str.strip, r) for r in rows):
+        run = runs[command]
+        t = run["timing"]
+        assert mode == run["mode"] and median == f"{t['median_us']:.1f}"
+        assert p10_p90 == f"{t['p10_us']:.1f}–{t['p90_us']:.1f}"
+        assert tflops == f"{run['tflops']:.0f}" and err == f"{run['max_rel_err_vs_fp32']:.1e}"
+
+
+def test_the_math_to_in_place_ratio_in_the_readme_is_the_manifest_s() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"The math backend is ([\d.]+)× slower than the in-place twin", text)
+    assert m is not None
+    runs = _runs()
+    ratio = (runs["attention --variant sdpa --backend math"]["timing"]["median_us"]
+             / runs["attention --variant inplace"]["timing"]["median_us"])
+    assert m.group(1) == f"{ratio:.1f}"
