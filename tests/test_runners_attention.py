@@ -20,11 +20,11 @@ from pathlib import Path
 import orjson
 import pytest
 
+from mlptui.base.errors import MlptuiError
 from mlptui.cli import main
-from mlptui.contract.errors import MlptuiError
-from mlptui.runners.attention.cli_args import attention_command
-from mlptui.runners.attention.registry import workload_for
-from mlptui.runners.workloads import WORKLOADS, ladder
+from mlptui.runners.workloads.attention.cli_args import attention_command
+from mlptui.runners.workloads.attention.registry import workload_for
+from mlptui.runners.workloads.registry import WORKLOADS, ladder
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--batch", "1", "--heads", "2", "--seq", "32", "--head-dim", "16"]
@@ -94,8 +94,8 @@ def test_a_backend_the_build_lacks_is_a_one_line_skip(tmp_path, capsys) -> None:
 def test_an_unreachable_hub_is_one_clear_line(monkeypatch, tmp_path) -> None:
     kernels = pytest.importorskip("kernels")
     httpx = pytest.importorskip("httpx2")   # huggingface_hub's HTTP client
-    from mlptui.runners.attention import flash_source
-    from mlptui.runners.skipped import Skipped
+    from mlptui.runners.record.skipped import Skipped
+    from mlptui.runners.workloads.attention import flash_source
 
     def unreachable(*_args, **_kwargs):
         raise httpx.ConnectError("[Errno -3] Temporary failure in name resolution")
@@ -130,8 +130,8 @@ def flash_attn_func(q, k, v, causal=False):
 
 PROBE = """
 import json
-from mlptui.runners.attention.modules import build_kernels_flash
-from mlptui.runners.shapes import Shape
+from mlptui.runners.workloads.attention.modules import build_kernels_flash
+from mlptui.runners.workloads.shapes import Shape
 import torch
 built = build_kernels_flash(Shape("attention", (1, 2, 16, 8)), torch.bfloat16, "cpu")
 out = built.module(*built.inputs)

@@ -38,11 +38,11 @@ def _imports() -> None:
     global decode_kernel, classify_call, Text
     from rich.text import Text
 
+    from mlptui.base.errors import MlptuiError
     from mlptui.commands.summary import format_report
-    from mlptui.contract.errors import MlptuiError
-    from mlptui.trace.analysis.launches import classify_call
     from mlptui.trace.analysis.summary import summarize
     from mlptui.trace.names.kernel import decode_kernel
+    from mlptui.trace.names.runtime_calls import classify_call
     from mlptui.trace.parse.load import load_trace_bytes
     from mlptui.viewmodels.detail_text import gpu_details, op_details
     from mlptui.viewmodels.facts import build_facts

@@ -9,8 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.contract.text import printable
+from mlptui.base.errors import MlptuiError
+from mlptui.base.text import printable
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

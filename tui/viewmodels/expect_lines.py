@@ -3,7 +3,7 @@ the trace shows), then how many held. Rich markup, names escaped; the marks read
 
 from __future__ import annotations
 
-from mlptui.contract.text import markup_escape as escape
+from mlptui.base.text import markup_escape as escape
 from mlptui.viewmodels.facts import TraceFacts
 
 

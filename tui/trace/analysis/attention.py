@@ -36,8 +36,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlptui.trace.analysis.findings import focus_step, step_gpu
-from mlptui.trace.analysis.launches import classify_call
+import numpy as np
+
 from mlptui.trace.analysis.occupancy import (
     DEFAULT_SMEM_PER_BLOCK,
     device_for,
@@ -48,6 +48,7 @@ from mlptui.trace.analysis.tables import tables
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, MEMCPY, Trace
 from mlptui.trace.names.kernel import decode_kernel
+from mlptui.trace.names.runtime_calls import classify_call
 from mlptui.trace.parse.index import STEP_PREFIX
 
 # The op SDPA dispatches to, per backend (forward; CPU's flash kernel included).
@@ -167,6 +168,17 @@ class AttentionFacts:
     cpu_us: float | None = None
     gpu_us: float | None = None
     call_label: str | None = None
+
+
+def focus_step(trace: Trace) -> int | None:
+    """The last profiled step, as every finding (findings.focus_step; that module builds on this one)."""
+    return trace.steps[-1].index if trace.steps else None
+
+
+def step_gpu(trace: Trace, step: int | None) -> list[int]:
+    t = tables(trace)
+    ids: list[int] = list(range(t.n_gpu)) if step is None else np.flatnonzero(t.gpu_step == step).tolist()
+    return ids
 
 
 def is_attention_trace(trace: Trace, step: int | None = None, gpu_ids: list[int] | None = None) -> bool:

@@ -25,13 +25,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 from mlptui.trace.analysis.attention import IMPLEMENTATION_WORDS, attention_facts, implementation
 from mlptui.trace.analysis.findings import focus_step, step_gpu
-from mlptui.trace.analysis.launches import classify_call
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.model import KERNEL, LAUNCH_CATS, MEMCPY, Trace
 from mlptui.trace.names.kernel import decode_kernel
+from mlptui.trace.names.runtime_calls import classify_call
 
 OPS: dict[str, Callable[[int, int], bool]] = {
     "==": operator.eq, "!=": operator.ne, "<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt,

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 from mlptui.trace.analysis.launches import launch_calls
 from mlptui.trace.analysis.steps import StepStats, all_step_stats, step_stats
 from mlptui.trace.diff.align import (
     ADDED,
+    ATTENTION_CALL_OPS,
     CHANGED,
     FUSED,
     KERNEL,
@@ -32,7 +33,6 @@ from mlptui.trace.diff.align import (
     AlignItem,
     align,
 )
-from mlptui.trace.diff.attention_fuse import ATTENTION_CALL_OPS
 from mlptui.trace.diff.cpu import CpuDiff, cpu_diff, launch_chain, step_op_counts
 from mlptui.trace.diff.tokens import name_words, op_words
 from mlptui.trace.diff.totals import Pair, biggest_rows, family_totals, launch_totals

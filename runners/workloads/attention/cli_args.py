@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.runners.attention.registry import BACKENDS, VARIANTS, workload_for
+from mlptui.base.errors import MlptuiError
+from mlptui.runners.workloads.attention.registry import BACKENDS, VARIANTS, workload_for
 
 
 def add_attention_arguments(parser: argparse.ArgumentParser) -> None:

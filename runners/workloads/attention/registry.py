@@ -3,33 +3,75 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 
+Builder = Callable[..., Any]     # build(shape, dtype, device) -> Built, as runners.workloads.registry
 VARIANTS = ("naive", "inplace", "sdpa")
 BACKENDS = ("math", "flash", "efficient", "cudnn", "auto")
-_BUILD = "mlptui.runners.attention.modules:"
+
+# each returns its build function, importing torch only when a run starts
+def _naive() -> Builder:
+    from mlptui.runners.workloads.attention.modules import build_naive
+    return build_naive
+
+
+def _inplace() -> Builder:
+    from mlptui.runners.workloads.attention.modules import build_inplace
+    return build_inplace
+
+
+def _sdpa_math() -> Builder:
+    from mlptui.runners.workloads.attention.modules import build_sdpa_math
+    return build_sdpa_math
+
+
+def _sdpa_efficient() -> Builder:
+    from mlptui.runners.workloads.attention.modules import build_sdpa_efficient
+    return build_sdpa_efficient
+
+
+def _sdpa_flash() -> Builder:
+    from mlptui.runners.workloads.attention.modules import build_sdpa_flash
+    return build_sdpa_flash
+
+
+def _sdpa_cudnn() -> Builder:
+    from mlptui.runners.workloads.attention.modules import build_sdpa_cudnn
+    return build_sdpa_cudnn
+
+
+def _sdpa_auto() -> Builder:
+    from mlptui.runners.workloads.attention.modules import build_sdpa_auto
+    return build_sdpa_auto
+
+
+def _kernels_flash() -> Builder:
+    from mlptui.runners.workloads.attention.modules import build_kernels_flash
+    return build_kernels_flash
+
 
 ATTENTION_ENTRIES: tuple[dict[str, Any], ...] = (
-    {"name": "attention-naive", "label": "attn_fwd", "shape_kind": "attention", "builder": _BUILD + "build_naive",
+    {"name": "attention-naive", "label": "attn_fwd", "shape_kind": "attention", "builder": _naive,
      "description": "causal attention from aten ops, out-of-place masked_fill (a hidden copy)"},
     {"name": "attention-inplace", "label": "attn_fwd", "shape_kind": "attention",
-     "builder": _BUILD + "build_inplace", "description": "the same with masked_fill_ (no copy)"},
+     "builder": _inplace, "description": "the same with masked_fill_ (no copy)"},
     {"name": "attention-sdpa-math", "label": "sdpa_fwd", "shape_kind": "attention",
-     "builder": _BUILD + "build_sdpa_math", "description": "F.scaled_dot_product_attention, math backend"},
+     "builder": _sdpa_math, "description": "F.scaled_dot_product_attention, math backend"},
     {"name": "attention-sdpa-efficient", "label": "sdpa_fwd", "shape_kind": "attention",
-     "builder": _BUILD + "build_sdpa_efficient",
+     "builder": _sdpa_efficient,
      "description": "F.scaled_dot_product_attention, memory-efficient (CUTLASS) backend"},
     {"name": "attention-sdpa-flash", "label": "sdpa_fwd", "shape_kind": "attention",
-     "builder": _BUILD + "build_sdpa_flash", "description": "F.scaled_dot_product_attention, FlashAttention-2 backend",
+     "builder": _sdpa_flash, "description": "F.scaled_dot_product_attention, FlashAttention-2 backend",
      "ladder_modes": ("eager", "compile")},
     {"name": "attention-sdpa-cudnn", "label": "sdpa_fwd", "shape_kind": "attention",
-     "builder": _BUILD + "build_sdpa_cudnn", "description": "F.scaled_dot_product_attention, cuDNN backend"},
+     "builder": _sdpa_cudnn, "description": "F.scaled_dot_product_attention, cuDNN backend"},
     {"name": "attention-sdpa-auto", "label": "sdpa_fwd", "shape_kind": "attention",
-     "builder": _BUILD + "build_sdpa_auto", "description": "F.scaled_dot_product_attention, backend chosen by torch"},
+     "builder": _sdpa_auto, "description": "F.scaled_dot_product_attention, backend chosen by torch"},
     {"name": "attention-kernels", "label": "flash_kernel_fwd", "shape_kind": "attention",
-     "builder": _BUILD + "build_kernels_flash", "needs_cuda": True,
+     "builder": _kernels_flash, "needs_cuda": True,
      "description": "FlashAttention from the Hub through `kernels` (flash_attn_func, [batch, seq, heads, head_dim])"},
 )
 

@@ -3,7 +3,7 @@ cannot reach): one line, and the run is skipped rather than failed."""
 
 from __future__ import annotations
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 
 
 class Skipped(MlptuiError):

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mlptui.runners.liger_source import Unavailable, _env_offline, _hub_env, one_line
-from mlptui.runners.skipped import Skipped
+from mlptui.runners.record.skipped import Skipped
+from mlptui.runners.workloads.liger_source import Unavailable, _env_offline, _hub_env, one_line
 
 REPO_ID = "kernels-community/flash-attn2"
 REPO_VERSION = 3

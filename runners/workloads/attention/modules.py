@@ -16,9 +16,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from mlptui.runners.modules import Built
-from mlptui.runners.shapes import Shape
-from mlptui.runners.skipped import Skipped
+from mlptui.runners.record.skipped import Skipped
+from mlptui.runners.workloads.modules import Built
+from mlptui.runners.workloads.shapes import Shape
 
 INPUT_SEEDS = (1, 2, 3)  # q, k, v
 
@@ -153,7 +153,7 @@ def check_backend(module: nn.Module, inputs: tuple[torch.Tensor, ...], backend: 
         try:
             module(*inputs)
         except RuntimeError as exc:
-            from mlptui.runners.liger_source import one_line
+            from mlptui.runners.workloads.liger_source import one_line
 
             reasons = [one_line(RuntimeError(str(w.message))) for w in caught if "because" in str(w.message)
                        or "requires" in str(w.message) or "not" in str(w.message)]
@@ -194,7 +194,7 @@ def build_sdpa_auto(shape: Shape, dtype: torch.dtype, device: str) -> Built:
 
 
 def build_kernels_flash(shape: Shape, dtype: torch.dtype, device: str) -> Built:
-    from mlptui.runners.attention.flash_source import load_flash_attn_func
+    from mlptui.runners.workloads.attention.flash_source import load_flash_attn_func
 
     found = load_flash_attn_func()
     return Built(FlashKernelAttention(found.func), attention_inputs(shape, dtype, device, seq_major=True),
