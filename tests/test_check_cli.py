@@ -143,3 +143,24 @@ async def test_the_explorer_shows_the_mismatch_first() -> None:
     async with app.run_test(size=(160, 40)) as pilot:
         screen = await wait_for_screen(app, pilot, TraceScreen)
         assert "MISMATCH" not in str(screen.query_one("#trace-header", Static).render())
+
+
+def test_a_bad_trace_is_one_line_and_exit_2(tmp_path, capsys) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    code, out, err = _check(capsys, str(bad), "--expect", "no memcpy")
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("mlptui: ")
+
+
+def test_the_picker_says_why_a_broken_expectations_file_is_not_used(tmp_path) -> None:
+    from mlptui.trace.parse.load import load_trace
+    from mlptui.viewmodels.expect_lines import expectation_lines
+    from mlptui.viewmodels.facts import build_facts
+
+    trace = _beside(tmp_path, "attention-sdpa-flash", 'expect = ["kernels per step ~ 1"]')
+    lines = expectation_lines(build_facts(load_trace(trace)))
+    assert len(lines) == 1 and lines[0].startswith("[b]expect.toml:[/b]") and "malformed expectation" in lines[0]
+    (tmp_path / "expect.toml").write_text('expect = ["kernels per step == 2", "no memcpy"]')
+    lines = expectation_lines(build_facts(load_trace(trace)))
+    assert "MISMATCH" in lines[0] and "kernels 1 in each of 3 steps" in lines[0]
+    assert lines[-1].endswith("1 of 2 expectations of expect.toml hold")
