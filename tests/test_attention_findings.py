@@ -140,8 +140,8 @@ def test_flash_reads_13_percent_because_registers_allow_two_blocks() -> None:
     lines = trace_findings(load_trace(attention_sample("attention-sdpa-flash")))
     occ = facts.fused[0].occupancy
     assert occ is not None and occ.limiter == "registers" and occ.blocks_per_sm == 2
-    assert any(line.startswith("attention occupancy: theoretical 12.5 %") and "Kineto's estimate 13 %" in line
-               for line in lines)
+    assert any(line.startswith("attention occupancy: theoretical 12% (2 blocks × 4 warps = 8 of 64 warps per SM)")
+               and "Kineto's estimate 13%" in line for line in lines)
 
 
 def test_cudnn_zero_occupancy_is_reported_as_not_measured() -> None:

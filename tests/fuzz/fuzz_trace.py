@@ -1,7 +1,7 @@
 """Fuzz target: any bytes through load -> summary -> text / Markdown / JSON -> the details pane.
 
 The only failure a user may see is a one-line `MlptuiError`; anything else raised by `check` is a
-crash. Run it with atheris (libFuzzer, coverage-guided); the long run documented in README is
+crash. Run it with atheris (libFuzzer, coverage-guided); the long run documented in docs/inputs.md is
 
     .venv/bin/python tests/fuzz/fuzz_trace.py -max_total_time=3600 -rss_limit_mb=1024 -timeout=5 \
         .fuzz-corpus tests/fuzz/seeds

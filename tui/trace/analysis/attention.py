@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from mlptui.base.units import duration, share, size
 from mlptui.trace.analysis.occupancy import (
     DEFAULT_SMEM_PER_BLOCK,
     device_for,
@@ -257,8 +258,8 @@ def _occupancy(trace: Trace, gpu_id: int) -> OccupancyFact | None:
         again = kineto_estimate_pct(device, grid_blocks, kl.threads_per_block, kl.regs_per_thread,
                                     kl.smem_per_block) if device else None
         if kl.smem_per_block > default and again == 0:
-            note = (f"Kineto's estimate leaves out the shared-memory opt-in: {kl.smem_per_block / 1024:.0f} KB "
-                    f"per block > the {default / 1024:.0f} KB default, so it reads 0")
+            note = (f"Kineto's estimate leaves out the shared-memory opt-in: {size(kl.smem_per_block)} "
+                    f"per block > the {size(default)} default, so it reads 0")
         else:
             note = "Kineto recorded 0 for this launch (it could not estimate it)"
     return OccupancyFact(
@@ -367,17 +368,14 @@ def _mask(trace: Trace, step: int | None, facts: AttentionFacts) -> None:
     facts.mask_steps = len({op.step for op in trace.ops if op.name in _MASK_BUILDERS and op.step >= 0})
 
 
-def _us(value: float) -> str:
-    return f"{value / 1000:.2f} ms" if value >= 1000 else f"{value:.1f} µs"
-
-
 def occupancy_text(occ: OccupancyFact) -> str:
-    """`theoretical 12.5 % (2 blocks × 4 warps = 8 of 64 warps per SM), limited by registers: … · Kineto 13 %`."""
+    """`theoretical 12% (2 blocks × 4 warps = 8 of 64 warps per SM), limited by registers (…) · Kineto's
+    estimate 13%`: shares and durations as every surface writes them (mlptui.base.units)."""
     if occ.theoretical is None:
         ours = "theoretical n/a (no device properties or launch data)"
     else:
         warps_per_block = (occ.warps_per_sm or 0) // max(occ.blocks_per_sm or 1, 1)
-        ours = (f"theoretical {occ.theoretical * 100:.1f} % ({occ.blocks_per_sm} block"
+        ours = (f"theoretical {share(occ.theoretical)} ({occ.blocks_per_sm} block"
                 f"{'s' if occ.blocks_per_sm != 1 else ''} × {warps_per_block} warps = {occ.warps_per_sm} of "
                 f"{occ.max_warps_per_sm} warps per SM), limited by {occ.limiter}")
         why = []
@@ -385,7 +383,7 @@ def occupancy_text(occ: OccupancyFact) -> str:
             why.append(f"{occ.regs_per_thread} registers × {occ.threads_per_block} threads "
                        f"= {occ.regs_per_block:,} allocated per block")
         if occ.limiter and "shared memory" in occ.limiter:
-            why.append(f"{(occ.smem_per_block or 0) / 1024:.0f} KB shared memory per block")
+            why.append(f"{size(occ.smem_per_block)} shared memory per block")
         if occ.limiter and "warps" in occ.limiter:
             why.append(f"{occ.threads_per_block} threads per block")
         if why:
@@ -395,7 +393,7 @@ def occupancy_text(occ: OccupancyFact) -> str:
     elif occ.kineto_pct == 0:
         kineto = f"Kineto's estimate: not measured ({occ.kineto_note})"
     else:
-        kineto = f"Kineto's estimate {occ.kineto_pct:g} %"
+        kineto = f"Kineto's estimate {occ.kineto_pct:g}%"
     return f"{ours} · {kineto}"
 
 
@@ -409,7 +407,7 @@ def attention_lines(facts: AttentionFacts) -> list[str]:
             inside = f" inside {outer}" if outer != c.op else ""
             where = f", launched by {c.op}{inside}" if c.op else ", launched outside any CPU op"
             chain = f" ({' → '.join(c.chain)})" if len(c.chain) > 1 else ""
-            lines.append(f"hidden copy: {c.name} {_us(c.us)}{where}{chain}")
+            lines.append(f"hidden copy: {c.name} {duration(c.us)}{where}{chain}")
     else:
         lines.append(f"hidden copy: none (no Memcpy in {facts.step})")
     if facts.gemms:
@@ -425,7 +423,7 @@ def attention_lines(facts: AttentionFacts) -> list[str]:
         lines.append("GEMMs: " + "; ".join(parts))
     if facts.mask_chain:
         lines.append(f"causal mask rebuilt each call ({facts.mask_steps} of {facts.steps} steps): "
-                     + " → ".join(facts.mask_chain) + f", {_us(facts.mask_us)} of GPU work in {facts.step}")
+                     + " → ".join(facts.mask_chain) + f", {duration(facts.mask_us)} of GPU work in {facts.step}")
     if facts.safe_softmax:
         lines.append("softmax: aten::_safe_softmax (guards fully-masked rows against NaN)")
     for f in facts.fused:
@@ -438,7 +436,7 @@ def attention_lines(facts: AttentionFacts) -> list[str]:
             lines.append("attention occupancy: " + occupancy_text(f.occupancy))
     if facts.cpu_us is not None and facts.gpu_us is not None:
         label = f" ({facts.call_label})" if facts.call_label else ""
-        lines.append(f"per call{label}: CPU {_us(facts.cpu_us)}, GPU {_us(facts.gpu_us)} "
+        lines.append(f"per call{label}: CPU {duration(facts.cpu_us)}, GPU {duration(facts.gpu_us)} "
                      f"(median of {facts.steps} steps)")
     return lines
 
