@@ -175,6 +175,17 @@ def test_summary_json_carries_the_attention_figures(capsys) -> None:
     att = doc["attention"]
     assert att["kernels_per_step"] == [len(raw.gpu_in_step(i)) for i in range(len(raw.steps))]
     assert att["fused"][0]["word"] == "flash" and att["fused"][0]["occupancy"]["limiter"] == "registers"
-    assert any(line.startswith("fused attention: 1 kernel per call, FlashAttention-2") for line in doc["findings"])
+    assert any(line.startswith("fused attention: 1 kernel per step, FlashAttention-2") for line in doc["findings"])
     assert main(["summary", str(attention_sample("attention-naive")), "--json"]) == 0
     assert orjson.loads(capsys.readouterr().out)["attention"]["memcpys"][0]["op"] == "aten::copy_"
+
+
+def test_a_copy_the_code_asked_for_is_a_memcpy_not_a_hidden_one(corpus_dir) -> None:
+    """The MI300X serving trace moves inputs with aten::to: each Memcpy's outer op is a transfer."""
+    path = corpus_dir.parent / "real" / "AMD-AGI__TraceLens__inference_sglang_prefilldecode_sglang_Qwen3-8B_prefilldecode.json.gz"
+    if not path.exists():
+        pytest.skip("corpus trace not found")
+    lines = trace_findings(load_trace(path))
+    copies = [line for line in lines if line.startswith(("memcpy: ", "hidden copy: "))]
+    assert copies and all(line.startswith("memcpy: ") for line in copies)
+    assert any("inside aten::to (" in line for line in copies)

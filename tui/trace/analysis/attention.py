@@ -6,12 +6,15 @@ profiled step. A trace counts as an attention trace when that step ran a fused a
 op of attention (`aten::scaled_dot_product_attention` and its backends, `aten::softmax`,
 `aten::_safe_softmax`); other traces get none of these findings.
 
-- **Hidden copy**: every Memcpy of the step, with the CPU op that launched it, the outermost aten op
-  around that (the one the user called) and the whole chain (`attn_fwd → aten::masked_fill → aten::clone
-  → aten::copy_`); "none" when the step has no Memcpy.
+- **Hidden copy**: every Memcpy of the step (up to three lines), with the CPU op that launched it, the
+  outermost aten op around that (the one the code called) and the whole chain (`attn_fwd →
+  aten::masked_fill → aten::clone → aten::copy_`); called a *hidden copy* when that outer op is not a
+  copy or transfer itself (`COPY_OPS`: copy_, to, clone, contiguous, item, …), a *memcpy* otherwise;
+  "none" when the step has no Memcpy.
 - **GEMMs**: each GEMM kernel of the step and whether its name shows a Tensor-Core path
-  (`tensor_cores.uses_tensor_cores`); a GEMM without one is named an FP32/CUDA-core GEMM when its
-  name says f32 (`sgemm`, `gemm_f32f32`, `ffma`).
+  (`tensor_cores.uses_tensor_cores`); those without one are called FP32 GEMMs without Tensor Cores
+  when every one's name says f32 (`sgemm`, `gemm_f32f32`, `ffma`), else GEMMs whose name shows no
+  Tensor-Core path (the name does not tell).
 - **Mask rebuilt each call**: when the step builds a triangle (`aten::tril`/`triu`), the causal mask's
   ops (`aten::ones`, `aten::tril`/`triu`, the fill value's `aten::scalar_tensor`/`aten::fill_`, and
   `aten::where`; none inside `aten::_safe_softmax` or inside another of them) in their order in the step,
@@ -69,6 +72,9 @@ MASK_OPS = ("aten::ones", "aten::tril", "aten::triu", "aten::scalar_tensor", "at
 _MASK_BUILDERS = frozenset({"aten::tril", "aten::triu"})
 _LAUNCH_PATH_KINDS = frozenset({"occupancy", "attribute", "memset", "launch", "graph"})
 _CHAIN_MAX = 6
+# Ops whose purpose is a copy or a transfer: a Memcpy they launch is the one the code asked for.
+COPY_OPS = frozenset({"aten::copy_", "aten::to", "aten::_to_copy", "aten::clone", "aten::contiguous", "aten::item",
+                      "aten::_local_scalar_dense", "aten::cpu", "aten::cuda", "aten::index_put_", "aten::_copy_from"})
 
 
 @dataclass(frozen=True)
@@ -402,12 +408,16 @@ def attention_lines(facts: AttentionFacts) -> list[str]:
     lines: list[str] = []
     if facts.memcpys:
         for c in facts.memcpys[:3]:
+            # hidden: made inside an op the code called for something else (masked_fill's clone, a
+            # tensor's truth value read back); a copy the code asked for is just a memcpy
+            outer = next((n for n in c.chain if n.startswith("aten::")), c.op)
+            label = "memcpy" if outer in COPY_OPS else "hidden copy"
             # the outermost op of the call (below its record_function) is what the user wrote
             outer = next((n for n in c.chain if n.startswith("aten::")), c.op)
             inside = f" inside {outer}" if outer != c.op else ""
             where = f", launched by {c.op}{inside}" if c.op else ", launched outside any CPU op"
             chain = f" ({' → '.join(c.chain)})" if len(c.chain) > 1 else ""
-            lines.append(f"hidden copy: {c.name} {duration(c.us)}{where}{chain}")
+            lines.append(f"{label}: {c.name} {duration(c.us)}{where}{chain}")
     else:
         lines.append(f"hidden copy: none (no Memcpy in {facts.step})")
     if facts.gemms:
@@ -415,9 +425,11 @@ def attention_lines(facts: AttentionFacts) -> list[str]:
         off = [g for g in facts.gemms if not g.tensor_cores]
         parts = []
         if off:
-            what = "FP32 GEMM" if all(g.fp32 for g in off) else "GEMM"
-            parts.append(f"{len(off)} {what}{'s' if len(off) > 1 else ''} without Tensor Cores "
-                         f"({', '.join(dict.fromkeys(g.short for g in off))})")
+            plural = "s" if len(off) > 1 else ""
+            # an FP32 name (sgemm, f32f32, ffma) says CUDA cores; any other name only fails to say
+            what = (f"FP32 GEMM{plural} without Tensor Cores" if all(g.fp32 for g in off)
+                    else f"GEMM{plural} whose name shows no Tensor-Core path")
+            parts.append(f"{len(off)} {what} ({', '.join(dict.fromkeys(g.short for g in off))})")
         if on:
             parts.append(f"{len(on)} on Tensor Cores ({', '.join(dict.fromkeys(g.short for g in on))})")
         lines.append("GEMMs: " + "; ".join(parts))
@@ -428,7 +440,8 @@ def attention_lines(facts: AttentionFacts) -> list[str]:
         lines.append("softmax: aten::_safe_softmax (guards fully-masked rows against NaN)")
     for f in facts.fused:
         via = f" via the {f.backend} backend ({f.backend_op})" if f.backend else ""
-        lines.append(f"fused attention: {f.count} kernel{'s' if f.count > 1 else ''} per call, {f.implementation}"
+        where = "per step" if facts.steps else "in the whole trace"
+        lines.append(f"fused attention: {f.count} kernel{'s' if f.count > 1 else ''} {where}, {f.implementation}"
                      f"{via}: {f.short}")
         if f.launch_path:
             lines.append(f"attention launch: {' → '.join(f.launch_path)}")
