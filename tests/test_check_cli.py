@@ -164,3 +164,12 @@ def test_the_picker_says_why_a_broken_expectations_file_is_not_used(tmp_path) ->
     lines = expectation_lines(build_facts(load_trace(trace)))
     assert "MISMATCH" in lines[0] and "kernels 1 in each of 3 steps" in lines[0]
     assert lines[-1].endswith("1 of 2 expectations of expect.toml hold")
+
+
+def test_a_folder_checks_each_trace_against_its_expect_toml(capsys) -> None:
+    code, out, err = _check(capsys, str(ATTENTION_SAMPLES))
+    traces = sorted(ATTENTION_SAMPLES.glob("*.pt.trace.json.gz"))
+    assert out.count("expectations hold") == len(traces)
+    # one guess of the committed file does not hold (SDPA's own choice on the H100): exit 1, one line
+    assert code == 1 and err.count("\n") == 1
+    assert err.startswith("mlptui: attention-sdpa-auto-") and "attention kernel: cudnn" in err
