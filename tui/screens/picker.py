@@ -128,8 +128,10 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
             target.update(escape(error) if error else f"{escape(spec)}\nreading…")
             return
         from mlptui.screens.trace_screen import device_line
+        from mlptui.viewmodels.expect_lines import expectation_lines
 
         lines = [f"[b]{escape(device_line(facts))}[/b]  [dim]{escape(spec.rsplit('/', 1)[-1])}[/dim]"]
+        lines += expectation_lines(facts)
         lines += [escape(line) for line in facts.findings]
         lines.append("[dim]enter: open it (steps, CPU dispatch tree, kernels, launches, timeline, details)   "
                      "m, then d on another: diff the two[/dim]")

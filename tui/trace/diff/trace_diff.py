@@ -23,6 +23,7 @@ from mlptui.trace.analysis.launches import launch_calls
 from mlptui.trace.analysis.steps import StepStats, all_step_stats, step_stats
 from mlptui.trace.diff.align import (
     ADDED,
+    ATTENTION_CALL_OPS,
     CHANGED,
     FUSED,
     KERNEL,
@@ -249,9 +250,11 @@ def _items(trace: Trace, step: int | None) -> tuple[list[AlignItem], list[DiffKe
         fusable = (kind == KERNEL and name.family not in _NOT_FUSABLE
                    and not name.library.startswith(_VENDOR_LIBRARIES)
                    and (name.family != "gemm" or bool(words - {"mm"})))
-        items.append(AlignItem(raw, kind, name.family, words, launcher, fusable, gdur[g], g))
+        chain = tuple(launch_chain(trace, g, chains))
+        items.append(AlignItem(raw, kind, name.family, words, launcher, fusable, gdur[g], g,
+                               under_attention=not ATTENTION_CALL_OPS.isdisjoint(chain)))
         kernels.append(DiffKernel(g, raw, name.short, name.family, name.library, kind, gdur[g],
-                                  launcher, tuple(launch_chain(trace, g, chains))))
+                                  launcher, chain))
     return items, kernels
 
 
