@@ -144,11 +144,12 @@ T = TypeVar("T")
 class _Derived:
     """Figures computed from one trace, once each, keyed by the function that computes them."""
 
-    __slots__ = ("_values", "_lock")
+    __slots__ = ("_values", "_locks", "_lock")
 
     def __init__(self) -> None:
         self._values: dict[Callable[..., Any], Any] = {}
-        self._lock = threading.RLock()      # re-entrant: a figure may ask for another while computed
+        self._locks: dict[Callable[..., Any], threading.RLock] = {}
+        self._lock = threading.Lock()
 
     def has(self, compute: Callable[..., Any]) -> bool:
         return compute in self._values
@@ -158,7 +159,11 @@ class _Derived:
             return cast(T, self._values[compute])
         except KeyError:
             pass
-        with self._lock:       # the app computes figures in worker threads: each one once
+        # The app computes figures in worker threads: each figure once, and one figure being computed
+        # never holds up a thread that asks for another (re-entrant: a figure may ask for others).
+        with self._lock:
+            lock = self._locks.setdefault(compute, threading.RLock())
+        with lock:
             if compute not in self._values:
                 self._values[compute] = compute(trace)
             return cast(T, self._values[compute])
