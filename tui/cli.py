@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "push": ("mlptui.commands.push", "upload traces to the Hugging Face Hub and print Perfetto links"),
     "perfetto": ("mlptui.commands.perfetto", "serve a trace to ui.perfetto.dev from 127.0.0.1"),
     "serve": ("mlptui.commands.serve", "run the explorer in a browser (textual-serve, 127.0.0.1)"),
+    "cache": ("mlptui.commands.cache", "show or clear the index cache (cached indexes of opened traces)"),
 }
 
 

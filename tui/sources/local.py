@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mlptui.contract.errors import MlptuiError
+from mlptui.contract.regular_file import path_problem, shown
 
 if TYPE_CHECKING:
     from mlptui.trace.model import Trace
 
 
-def _path(spec: str) -> Path:
-    return Path(spec).expanduser()
+def local_path(spec: str) -> Path:
+    """The path `spec` names, checked to exist (a symlink loop, an empty or over-long name: one line each)."""
+    if not spec:
+        raise MlptuiError("an empty path names no file or folder")
+    path = Path(spec).expanduser()
+    try:
+        os.stat(path)
+    except OSError as exc:
+        raise path_problem(exc, spec) from None
+    return path
+
+
+_path = local_path
 
 
 def attach_manifest(trace: Trace, path: Path) -> Trace:
@@ -32,16 +45,14 @@ def open_trace(spec: str, progress: Callable[[int, int], None] | None = None) ->
 
     path = _path(spec)
     if path.is_dir():
-        raise MlptuiError(f"{spec}: is a folder, not a trace file")
-    if not path.exists():
-        raise MlptuiError(f"{spec}: no such file")
+        raise MlptuiError(f"{shown(spec)}: is a folder, not a trace file")
     return attach_manifest(load_trace(path, source=spec, progress=progress), path)
 
 
 def list_traces(spec: str) -> list[str]:
     path = _path(spec)
     if not path.is_dir():
-        raise MlptuiError(f"{spec}: not a folder")
+        raise MlptuiError(f"{shown(spec)}: not a folder")
     from mlptui.trace.parse.discover import find_traces
 
     return sorted(_respell(spec, path, p) for p in find_traces(path))

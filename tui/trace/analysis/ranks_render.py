@@ -59,6 +59,29 @@ def step_matrix(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return ["step", *(f"rank {r['rank']}" for r in ranks), "straggler"], rows
 
 
+def step_spread(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows of step time per step across ranks (fastest, median, slowest and which rank), for
+    runs with too many ranks to give each a column."""
+    rows = []
+    slow = {s["step"]: s for s in report["stragglers"]}
+    by_step: dict[str, list[tuple[float, int]]] = {}
+    for r in report["ranks"]:
+        for s in r["steps"]:
+            if s["step_us"] is not None:
+                by_step.setdefault(s["name"], []).append((s["step_us"], r["rank"]))
+    for name, times in by_step.items():
+        times.sort()
+        st = slow.get(name)
+        rows.append([name, str(len(times)), _us(times[0][0]), _us(times[len(times) // 2][0]),
+                     f"{_us(times[-1][0])} (rank {times[-1][1]})",
+                     f"rank {st['rank']} +{_us(st['slower_by_us'])}" if st else ""])
+    return ["step", "ranks", "fastest", "median", "slowest", "straggler"], rows
+
+
+# A step-by-rank matrix wider than this is shown as each step's spread across ranks instead.
+MAX_WIDTH = 120
+
+
 def rank_rows(report: dict[str, Any]) -> list[list[str]]:
     return [[str(r["rank"]), _us(r["compute_us"]), _us(r["comm_us"]), _share(r["overlap_share"]),
              _us(r["comm_wait_us"])] for r in report["ranks"]]
@@ -87,7 +110,12 @@ def render_ranks_text(report: dict[str, Any], link: Link | None) -> str:
     lines = [f"run of {len(report['ranks'])} rank(s), world size {report['world_size']}, "
              f"backend {report['backend'] or '?'}", ""]
     headers, rows = step_matrix(report)
-    lines += _table(headers, rows, set(range(1, len(headers) - 1)))
+    matrix = _table(headers, rows, set(range(1, len(headers) - 1)))
+    if max(map(len, matrix)) > MAX_WIDTH:
+        headers, rows = step_spread(report)
+        matrix = _table(headers, rows, {1, 2, 3, 4})
+        matrix.append("step time across ranks: the fastest, the median and the slowest rank of each step")
+    lines += matrix
     lines += ["", *_table(RANK_HEADERS, rank_rows(report), {1, 2, 3, 4})]
     lines.append("overlap: share of communication time during which compute kernels run; comm wait: time "
                  "in collectives spent waiting for the last rank")

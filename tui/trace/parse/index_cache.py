@@ -8,11 +8,16 @@
 Where: `$XDG_CACHE_HOME/mlptui/index` (default `~/.cache/mlptui/index`), never beside the trace; one
 `<sha of the real path>.npz` per trace file (numpy's own format, columns from mlptui.trace.parse.columns,
 read with allow_pickle=False). An entry is used only if its key matches the file now: the cache format,
-the indexing code (a hash of the modules that build the index, so any change to them rebuilds), the
-file's size and mtime, and a hash of its first and last MiB. A damaged entry is treated as missing and
-rewritten; entries are written to a temp file in the same folder and renamed into place, so a reader
-never sees half an entry. `MLPTUI_NO_CACHE=1` turns the cache off. Traces under MIN_BYTES are not cached
-(they load faster than an entry is written).
+the indexing code (a hash of the modules that build the index, so any change to them rebuilds), and the
+file's identity as the kernel keeps it: device, inode, size, mtime_ns and ctime_ns. The ctime covers the
+whole file for the price of a stat: any write to the file (an edit in place that keeps its size and
+restores its mtime included) moves it, and no program can set it back. An entry whose key matches is
+still checked before use (cache_check: dtypes, shapes, every index in range); a damaged entry is deleted
+and the trace indexed and written anew. Entries are written to a temp file in the same folder and
+renamed into place, so a reader never sees half an entry; the folder is kept under a size cap, least
+recently used entries first (cache_folder). `MLPTUI_NO_CACHE=1` turns the cache off. Traces under
+MIN_BYTES are not cached (they load faster than an entry is written). A relative XDG_CACHE_HOME is
+ignored, as the XDG spec asks (the cache never lands in the current folder).
 
 A companion entry, `<sha>.<name>.npz` beside the index entry, keeps columns that are computed after the
 load by re-reading the file's args (the kernels' launch columns: mlptui.trace.parse.launch), so that a
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -35,20 +41,24 @@ import orjson
 
 from mlptui.contract.files import atomic_writer
 from mlptui.trace.model import Trace
+from mlptui.trace.parse import cache_folder
 from mlptui.trace.parse.args_store import ArgsStore
+from mlptui.trace.parse.cache_check import check_entry
 from mlptui.trace.parse.columns import trace_columns, trace_from_columns
 
 FORMAT = 2                 # bump when the entry layout changes (2: memory events)
 MIN_BYTES = 1 << 20        # smaller traces load in a few ms: not worth an entry
-_EDGE = 1 << 20            # bytes hashed at each end of the file
 _CODE_MODULES = ("model", "parse/columns", "parse/classify", "parse/decode", "parse/index", "parse/tree")
 # the modules whose code a companion's columns depend on, besides the indexer's
 _COMPANION_MODULES = {"launch": ("parse/launch", "parse/args_store")}
 
 
 def cache_dir() -> Path:
-    """`$XDG_CACHE_HOME/mlptui/index` (default `~/.cache/mlptui/index`)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    """`$XDG_CACHE_HOME/mlptui/index` (default `~/.cache/mlptui/index`; a relative XDG_CACHE_HOME is
+    invalid by the XDG spec and ignored)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "mlptui" / "index"
 
 
@@ -61,9 +71,10 @@ def entry_path(path: Path) -> Path:
     return cache_dir() / (hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".npz")
 
 
-def load_cached(path: Path, source: str) -> Trace | None:
-    """The trace at `path` from its cache entry, with an args reader for the file, or None."""
-    hit = lookup(path, source)
+def load_cached(path: Path, source: str, st: os.stat_result | None = None) -> Trace | None:
+    """The trace at `path` from its cache entry, with an args reader for the file, or None. `st`: the
+    file's stat when the caller holds it open (the key is then of the very file it reads)."""
+    hit = lookup(path, source, st)
     if hit is None:
         return None
     trace, facts = hit
@@ -86,24 +97,35 @@ def remember(path: Path, trace: Trace) -> bool:
     return facts is not None and store(path, trace, facts)
 
 
-def lookup(path: Path, source: str) -> tuple[Trace, dict[str, Any]] | None:
-    """(trace, args_facts) from the cache when an entry matches the file as it is now, else None."""
+def lookup(path: Path, source: str, st: os.stat_result | None = None) -> tuple[Trace, dict[str, Any]] | None:
+    """(trace, args_facts) from the cache when an entry matches the file as it is now and passes its
+    checks, else None (a damaged entry is deleted on the way)."""
     if not enabled():
         return None
     try:
-        key = file_key(path)
-        if key["size"] < MIN_BYTES:
-            return None
-        with np.load(entry_path(path), allow_pickle=False) as npz:
+        key = file_key(path, st)
+    except OSError:
+        return None
+    if key["size"] < MIN_BYTES:
+        return None
+    entry = entry_path(path)
+    try:
+        with np.load(entry, allow_pickle=False) as npz:
             stored = orjson.loads(npz["key"].tobytes())
             if stored != key:
                 return None
             cols = {name: npz[name] for name in npz.files if name not in ("key", "args")}
             facts = orjson.loads(npz["args"].tobytes())
-        facts["key"] = key
-        return trace_from_columns(cols, source), facts
-    except UNREADABLE:
-        return None      # missing, unreadable or damaged: load the trace and write the entry anew
+        check_entry(cols, facts)
+        trace = trace_from_columns(cols, source)
+    except FileNotFoundError:
+        return None
+    except (*UNREADABLE, MemoryError, OverflowError):
+        cache_folder.discard(entry)      # damaged: never trusted, never read again
+        return None
+    facts["key"] = key
+    cache_folder.touch(entry)
+    return trace, facts
 
 
 def has_entry(path: Path) -> bool:
@@ -128,7 +150,10 @@ def store(path: Path, trace: Trace, args_facts: dict[str, Any]) -> bool:
         cols = trace_columns(trace)
         cols["key"] = np.frombuffer(orjson.dumps(key), dtype=np.uint8)
         cols["args"] = np.frombuffer(orjson.dumps(args_facts), dtype=np.uint8)
-        return _write(entry_path(path), cols)
+        target = entry_path(path)
+        written = _write(target, cols)
+        cache_folder.keep_under_cap(cache_dir(), keep=target)
+        return written
     except (OSError, ValueError, TypeError):
         return False
 
@@ -164,17 +189,23 @@ def companion_key(path: Path, name: str, loaded: tuple[int, int]) -> dict[str, A
 def companion_lookup(path: Path, key: dict[str, Any], rows: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
     """The columns of companion entry `key` when it matches and was computed for exactly `rows` (name ->
     array, compared by dtype, shape and value); None when missing, damaged or for anything else."""
+    entry = companion_path(path, key["companion"])
     try:
-        with np.load(companion_path(path, key["companion"]), allow_pickle=False) as npz:
+        with np.load(entry, allow_pickle=False) as npz:
             if orjson.loads(npz["key"].tobytes()) != key:
                 return None
             for name, want in rows.items():
                 have = npz[f"rows_{name}"]
                 if have.dtype != want.dtype or have.shape != want.shape or not np.array_equal(have, want):
                     return None
-            return {name: npz[name] for name in npz.files if name != "key" and not name.startswith("rows_")}
-    except UNREADABLE:
+            found = {name: npz[name] for name in npz.files if name != "key" and not name.startswith("rows_")}
+    except FileNotFoundError:
         return None
+    except UNREADABLE:
+        cache_folder.discard(entry)      # damaged: computed again and rewritten
+        return None
+    cache_folder.touch(entry)
+    return found
 
 
 def companion_store(path: Path, key: dict[str, Any], rows: dict[str, np.ndarray], cols: dict[str, np.ndarray]) -> bool:
@@ -189,17 +220,15 @@ def companion_store(path: Path, key: dict[str, Any], rows: dict[str, np.ndarray]
         return False
 
 
-def file_key(path: Path) -> dict[str, Any]:
-    """What identifies the file's content for the cache (see the module docstring)."""
-    with open(path, "rb") as f:
-        st = os.fstat(f.fileno())
-        h = hashlib.blake2b(digest_size=16)
-        h.update(f.read(_EDGE))
-        if st.st_size > _EDGE:
-            f.seek(max(st.st_size - _EDGE, _EDGE))
-            h.update(f.read(_EDGE))
+def file_key(path: Path, st: os.stat_result | None = None) -> dict[str, Any]:
+    """What identifies the file's content for the cache (see the module docstring): a stat, never a read.
+    Raises OSError for a missing file or one that is not a regular file."""
+    if st is None:
+        st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(f"{path}: not a regular file")
     return {"format": FORMAT, "code": _code_stamp(), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-            "edges": h.hexdigest()}
+            "ctime_ns": st.st_ctime_ns, "inode": st.st_ino, "device": st.st_dev}
 
 
 _CODE: str | None = None

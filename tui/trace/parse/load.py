@@ -18,18 +18,20 @@ import numpy as np
 
 from mlptui.contract.errors import TraceError
 from mlptui.contract.manifest import manifest_for
+from mlptui.contract.regular_file import open_regular, path_problem
 from mlptui.trace.model import Trace
 from mlptui.trace.parse import index_cache
 from mlptui.trace.parse.args_store import ArgsStore
 from mlptui.trace.parse.decode import Decoded, decode_document
 from mlptui.trace.parse.gzip_input import GzipTruncated, gunzip_bytes, is_gzip, read_gzip
 from mlptui.trace.parse.index import build_trace
-from mlptui.trace.parse.limits import check_density
+from mlptui.trace.parse.limits import check_density, check_input
 from mlptui.trace.parse.not_a_trace import refusal
 
 Progress = Callable[[int, int], None]
 
 _CHUNK = 8 << 20
+_SNIFF = 1 << 16          # bytes read before the whole file: enough to tell JSON from anything else
 
 
 def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
@@ -37,30 +39,23 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
     """Read, decode and index the trace at `path`. `source` is what to call it in messages and in Trace.source."""
     p = Path(path)
     name = source if source is not None else str(path)
-    if p.is_dir():
-        raise TraceError(f"{name}: is a folder, not a trace file")
     data: bytes | bytearray | memoryview
-    cached = index_cache.load_cached(p, name)
-    if cached is not None:
-        return _opened(cached, p, cached.meta.get("file_bytes", 0), progress)
-    try:
-        with open(p, "rb") as f:
-            st = os.fstat(f.fileno())
-            total = st.st_size
-            head = f.read(2)
+    f, st = open_regular(p, name)          # a FIFO, a device or a folder is refused here, before any read
+    with f:
+        cached = index_cache.load_cached(p, name, st)
+        if cached is not None:
+            return _opened(cached, p, cached.meta.get("file_bytes", 0), progress)
+        total = st.st_size
+        try:
+            head = f.read(_SNIFF)
+            check_input(head, total, name)
             f.seek(0)
             if is_gzip(head):
                 data = read_gzip(f, total, name, progress)
             else:
                 data = _read_plain(f, total, progress)
-    except FileNotFoundError:
-        raise TraceError(f"{name}: no such file") from None
-    except PermissionError:
-        raise TraceError(f"{name}: permission denied") from None
-    except IsADirectoryError:
-        raise TraceError(f"{name}: is a folder, not a trace file") from None
-    except OSError as exc:
-        raise TraceError(f"{name}: cannot read ({exc.strerror or exc})") from None
+        except OSError as exc:
+            raise path_problem(exc, name) from None
     holder: list[bytes | bytearray | memoryview] = [data]
     del data
     trace = _build(holder, name, total, progress, lambda d: ArgsStore(
@@ -145,7 +140,6 @@ def _read_plain(f: io.BufferedIOBase, total: int, progress: Progress | None) -> 
         done += n
         if progress is not None:
             progress(done, total)
-    if done < total:
-        return view[:done]
-    rest = f.read()  # the file grew while we read it
-    return memoryview(view.tobytes() + rest) if rest else view
+    # Never more than the size the file had when opened: a file that grows (or claims no size, like a
+    # device) is not followed.
+    return view[:done] if done < total else view

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from mlptui.contract.errors import TraceError
+from mlptui.contract.regular_file import open_regular
 from mlptui.trace.analysis.ranks import RankInfo, in_rank_order, rank_from_name
 from mlptui.trace.parse.gzip_input import inflate_head, is_gzip
 
@@ -17,7 +19,8 @@ _BACKEND = re.compile(rb'"backend"\s*:\s*"([^"]*)"')
 
 
 def _head(path: Path) -> bytes:
-    with open(path, "rb") as f:
+    f, _ = open_regular(path)
+    with f:
         head = f.read(_HEAD_BYTES)
     if is_gzip(head):
         return inflate_head(head, 4 * _HEAD_BYTES) or b""
@@ -28,7 +31,7 @@ def rank_hint(path: str | Path) -> RankInfo:
     p = Path(path)
     try:
         head = _head(p)
-    except OSError:
+    except (OSError, TraceError):
         head = b""
     m = _INFO.search(head)
     if m:
