@@ -50,8 +50,14 @@ def open_trace(spec: str, progress: Callable[[int, int], None] | None = None) ->
 
 
 def list_traces(spec: str) -> list[str]:
-    path = _path(spec)
-    if not path.is_dir():
+    if not spec:
+        raise MlptuiError("an empty path names no file or folder")
+    path = Path(spec).expanduser()
+    try:
+        folder = path.is_dir()          # False when missing; raises for a symlink loop or a long name
+    except OSError as exc:
+        raise path_problem(exc, spec) from None
+    if not folder:
         raise MlptuiError(f"{shown(spec)}: not a folder")
     from mlptui.trace.parse.discover import find_traces
 
