@@ -14,6 +14,7 @@ from mlptui.trace.analysis.operators import operators_in_steps
 from mlptui.trace.analysis.overview import overview
 from mlptui.trace.analysis.recommendations import recommendations
 from mlptui.trace.model import Trace
+from mlptui.trace.names.kernel import decode_kernel
 
 
 def profile_sections(trace: Trace, step: int | None = None) -> dict[str, Any]:
@@ -70,6 +71,18 @@ def _op_row(o: dict[str, Any]) -> list[str]:
 _OP_HEAD = ["op", "calls", "host self", "host total", "dev self", "dev total", "TC elig/share"]
 
 
+def _kernel_labels(kernels: list[dict[str, Any]]) -> list[str]:
+    """Decoded names, as every other section shows them (the raw names are in --json); two kernels whose
+    names decode alike are told apart as variants."""
+    shorts = [decode_kernel(k["name"]).short for k in kernels]
+    seen: dict[str, int] = {}
+    out = []
+    for short in shorts:
+        seen[short] = seen.get(short, 0) + 1
+        out.append(short if shorts.count(short) == 1 else f"{short} (variant {seen[short]})")
+    return out
+
+
 def _tables(d: dict[str, Any], top: int) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, headers, rows) of each section, shared by the text and Markdown renderings."""
     ov = d["overview"]
@@ -77,10 +90,10 @@ def _tables(d: dict[str, Any], top: int) -> list[tuple[str, list[str], list[list
     out = [("overview", _OV_HEAD, [_ov_row(s) for s in steps])]
     out.append(("operators (most device time first)", _OP_HEAD, [_op_row(o) for o in d["operators"][:top]]))
     out.append(("kernels, completed", ["kernel", "TC", "calls", "total", "mean", "min", "max", "blk/SM", "occ"],
-                [[k["name"][:60], "yes" if k["tensor_cores"] else "", str(k["calls"]), _us(k["total_us"]),
+                [[name, "yes" if k["tensor_cores"] else "", str(k["calls"]), _us(k["total_us"]),
                   _us(k["mean_us"]), _us(k["min_us"]), _us(k["max_us"]),
                   "–" if k["blocks_per_sm"] is None else f"{k['blocks_per_sm']:.2f}", _pct(k["achieved_occupancy"])]
-                 for k in d["kernel_stats"][:top]]))
+                 for name, k in zip(_kernel_labels(d["kernel_stats"][:top]), d["kernel_stats"][:top], strict=True)]))
     mem = d["memory"]
     if mem is not None:
         out.append(("memory peaks", ["device", "peak allocated", "peak reserved", "at", "op"],
