@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mlptui.trace.analysis.findings import focus_step, kernel_mix, trace_findings
 from mlptui.trace.analysis.launches import (
@@ -44,13 +45,18 @@ class TraceFacts:
 
 def trace_label(trace: Trace) -> str:
     """`mlp · eager · bf16` from the manifest, else the file name."""
-    run = trace.manifest or {}
+    return run_label(trace.manifest, trace.source)
+
+
+def run_label(run: dict[str, Any] | None, source: str) -> str:
+    """`mlp · eager · bf16` from a manifest entry, else the file name of `source` without its suffixes."""
+    run = run or {}
     parts = [str(run[k]) for k in ("workload", "mode", "dtype") if run.get(k)]
     if parts and run.get("train"):
         parts.insert(1, "train")
     if parts:
         return " · ".join(parts)
-    name = Path(trace.source.rstrip("/")).name
+    name = Path(source.rstrip("/")).name
     return name.removesuffix(".gz").removesuffix(".json").removesuffix(".pt.trace")
 
 

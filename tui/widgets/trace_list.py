@@ -31,6 +31,7 @@ class TraceList(LineList):
         self.specs = specs
         self.facts: dict[str, TraceFacts] = {}
         self.errors: dict[str, str] = {}
+        self.labels: dict[str, str] = {}        # the manifest's label of a row not summarised
         self.marked_spec: str | None = None
 
     def row_count(self) -> int:
@@ -43,7 +44,8 @@ class TraceList(LineList):
         facts = self.facts.get(spec)
         if facts is None:
             state = self.errors.get(spec, "…")
-            return [str(index + 1), (mark + name, "base"), "", (state, "dim"), "", "", "", "", "", "", name]
+            label = self.labels.get(spec, name)
+            return [str(index + 1), (mark + label, "base"), "", (state, "dim"), "", "", "", "", "", "", name]
         s = facts.per_step()
         device = (facts.trace.device_name or "-").replace("NVIDIA ", "")
         occupancy = sum(c.count for c in call_stats(facts, s.index if s.index >= 0 else None)
