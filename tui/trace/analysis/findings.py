@@ -12,6 +12,7 @@ from collections import Counter
 import numpy as np
 
 from mlptui.trace.analysis.device_arch import device_arch
+from mlptui.trace.analysis.graph_capture import graph_capture
 from mlptui.trace.analysis.launches import classify_call
 from mlptui.trace.analysis.tables import Tables, tables
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Trace
@@ -240,6 +241,9 @@ def trace_findings(trace: Trace) -> list[str]:
     missing = not_recorded_line(trace)
     kernels = missing if missing is not None else kernel_line(trace, gpu_ids)
     lines = [f"{where}: {kernels}", launch_line(trace, step)]
+    capture = graph_capture(trace)
+    if capture is not None:
+        lines.insert(0, capture.line())
     gemm_launch = gemm_launch_line(trace, gpu_ids)
     if gemm_launch:
         lines.append(gemm_launch)

@@ -3,6 +3,8 @@ returned, each with the figures that fired it (thresholds are the constants belo
 
 - dataloader: DataLoader time ≥ DATALOADER_SHARE of the scope's step time → more `num_workers`,
   `pin_memory=True`, prefetching.
+- graph_capture: the trace records a CUDA/HIP graph capture (mlptui.trace.analysis.graph_capture): most
+  launch calls were captured into a graph, not run; it replaces low_gpu_util, which would be wrong here.
 - low_gpu_util: GPU utilisation < LOW_GPU_UTIL over the scope (traces with kernels only).
 - launch_bound: ≥ LAUNCH_BOUND_SHARE of the kernels (at least MIN_KERNELS) run for less time than the
   host call that launched them → CUDA graphs, torch.compile, bigger batches.
@@ -21,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from mlptui.trace.analysis.graph_capture import graph_capture
 from mlptui.trace.analysis.operators import OpGroup
 from mlptui.trace.analysis.tables import Tables, tables
 from mlptui.trace.model import KERNEL, MEMCPY, Trace
@@ -62,7 +65,12 @@ def recommendations(trace: Trace, overview: dict[str, Any], ops: list[OpGroup],
             "prefetch"), "figures": {"dataloader_us": round(parts["dataloader"], 3), "step_us": round(duration, 3),
                                      "share": round(share, 4)}})
     util = total["gpu_util"]
-    if len(kernels) and util is not None and util < LOW_GPU_UTIL:
+    capture = graph_capture(trace)
+    if capture is not None:
+        out.append({"rule": "graph_capture", "message": capture.line(),
+                    "figures": {"launch_calls": capture.launches, "captured": capture.captured,
+                                "kernels": capture.kernels, "capture_calls": capture.markers}})
+    elif len(kernels) and util is not None and util < LOW_GPU_UTIL:
         out.append({"rule": "low_gpu_util", "message": (
             f"the GPU runs kernels {util:.0%} of the step time: the host, data loading or synchronisation "
             "sets the pace"), "figures": {"gpu_util": util, "threshold": LOW_GPU_UTIL}})

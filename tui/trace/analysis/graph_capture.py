@@ -1,0 +1,62 @@
+"""Whether a trace records a CUDA (or HIP) graph capture rather than work that ran.
+
+While a stream is being captured into a graph (`torch.cuda.graph`, vLLM's and SGLang's start-up
+capture, torch.compile mode="reduce-overhead" warming up), every kernel launch call is recorded on the
+host but its kernel does not run: it is added to the graph. The trace then holds hundreds of launch calls
+with no kernel and a few kernels that did run (before or between captures), so its GPU looks nearly idle;
+the low-utilisation advice would be wrong.
+
+    graph_capture(trace) -> GraphCapture | None
+
+A trace records a capture when it holds a capture or instantiation call (`cudaStreamBeginCapture`,
+`cudaStreamEndCapture`, `cudaGraphInstantiate…`, and the `hip…` equivalents) and at least MIN_CAPTURED
+kernel launch calls (launch kind, mlptui.trace.analysis.launches) that launched no GPU work.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from mlptui.trace.analysis.launches import classify_call
+from mlptui.trace.model import KERNEL, LAUNCH_CATS, Trace
+
+MIN_CAPTURED = 10
+_MARKERS = ("StreamBeginCapture", "StreamEndCapture", "GraphInstantiate")
+
+
+@dataclass(frozen=True)
+class GraphCapture:
+    launches: int           # kernel launch calls
+    captured: int           # of them, those that launched no GPU work (added to a graph)
+    kernels: int            # kernels that ran
+    markers: dict[str, int]     # capture and instantiation calls by name
+
+    def line(self) -> str:
+        marks = ", ".join(f"{name} ×{n}" for name, n in self.markers.items())
+        return (f"this trace records a graph capture: {self.captured} of {self.launches} kernel launch calls "
+                f"were captured into a graph ({marks}), so their kernels did not run while it was recorded; "
+                f"{self.kernels} kernel{'s' if self.kernels != 1 else ''} ran. Profile the graph's replay "
+                "(after capture) to see the GPU's work")
+
+
+def graph_capture(trace: Trace) -> GraphCapture | None:
+    if "graph_capture" in trace.derived:
+        cached: GraphCapture | None = trace.derived["graph_capture"]
+        return cached
+    markers: Counter[str] = Counter()
+    launches = captured = 0
+    for op in trace.ops:
+        if op.cat not in LAUNCH_CATS:
+            continue
+        if any(m in op.name for m in _MARKERS):
+            markers[op.name] += 1
+        elif classify_call(op.name) == "launch":
+            launches += 1
+            captured += not op.gpu
+    found = None
+    if markers and captured >= MIN_CAPTURED:
+        kernels = sum(1 for g in trace.gpu if g.cat == KERNEL)
+        found = GraphCapture(launches, captured, kernels, dict(markers))
+    trace.derived["graph_capture"] = found
+    return found
