@@ -97,7 +97,7 @@ def kernel_mix(trace: Trace, gpu_ids: list[int]) -> str:
     """`3 GEMM + mul + gelu`, `3 GEMM + triton_poi_fused__unsafe_view_gelu_mul_0`: the step's kernels,
     repeats folded, most GPU time first (a row cut short keeps the kernels that matter)."""
     counts: Counter[str] = Counter()
-    time: Counter[str] = Counter()
+    time: dict[str, float] = {}
     for raw, dur in _kernels(trace, gpu_ids):
         name = decode_kernel(raw)
         if name.family == "gemm":
@@ -107,7 +107,7 @@ def kernel_mix(trace: Trace, gpu_ids: list[int]) -> str:
         else:
             label = raw if len(raw) <= 48 else name.short
         counts[label] += 1
-        time[label] += dur
+        time[label] = time.get(label, 0.0) + dur
     order = sorted(counts, key=lambda label: -time[label])      # stable: ties keep first appearance
     parts = [f"{counts[label]} {label}" if counts[label] > 1 else label for label in order]
     return " + ".join(parts) if parts else "no kernels"
