@@ -277,11 +277,11 @@ async def test_zoom_pane_help_and_quit() -> None:
 
 
 async def test_remapped_key_from_environment(monkeypatch) -> None:
-    monkeypatch.setenv("MLPTUI_KEYS", "raw-names=x")
+    monkeypatch.setenv("MLPTUI_KEYS", "raw-names=y")
     app = make_app([str(find_sample("linear", "eager", "bf16"))])
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_trace(pilot, None)
-        await pilot.press("x")
+        await pilot.press("y")
         assert screen.query_one(KernelTable).raw
 
 

@@ -163,8 +163,7 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
             return
         lines = [f"[b]{escape(device_line(facts))}[/b]  [dim]{escape(spec.rsplit('/', 1)[-1])}[/dim]"]
         lines += [escape(line) for line in facts.findings]
-        lines.append("[dim]enter: open it (steps, CPU dispatch tree, kernels, launches, timeline, details)   "
-                     "m, then d on another: diff the two[/dim]")
+        lines.append("[dim]enter: open it · m, then d on another: diff the two[/dim]")
         target.update("\n".join(lines))
 
     def action_open(self) -> None:
