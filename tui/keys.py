@@ -113,7 +113,9 @@ RANK_SWITCH_KEYS = [
 ]
 RANKS_KEYS = [
     *RANK_SWITCH_KEYS,
-    Binding("o", "open_rank", "Open rank", id="open-rank", tooltip="every pane of the selected rank (also enter)"),
+    # `l`/→ go into the rank as they go into a node of the CPU tree; `o` means the overview everywhere
+    Binding("right,l", "open_rank", "Open rank", id="open-rank", key_display="→/l",
+            tooltip="every pane of the selected rank (also enter)"),
     Binding("tab", "app.focus_next", "Next pane", show=False, id="ranks-next-pane"),
     Binding("shift+tab", "app.focus_previous", "Previous pane", show=False, id="ranks-previous-pane"),
     Binding("z", "zoom_pane", "Zoom", show=False, id="ranks-zoom-pane"),

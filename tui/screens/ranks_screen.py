@@ -1,6 +1,6 @@
 """The ranks view of a multi-rank run: step time per rank per step with each step's straggler,
 compute / communication / overlap / waiting per rank, and the collectives with their bus bandwidth
-beside the link's peak. `enter` (or `o`) opens the selected rank with every pane; `<` `>` choose it."""
+beside the link's peak. `enter` (or `l` / →) opens the selected rank with every pane; `<` `>` choose it."""
 
 from __future__ import annotations
 

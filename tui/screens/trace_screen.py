@@ -75,9 +75,10 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         self.selected: tuple[str, int] = ("none", -1)
         self.matches: list[tuple[str, int]] = []
         self.match_index = -1
+        self.header_label = ""          # what comes before the device line (a rank's screen: which rank)
 
     def compose(self) -> ComposeResult:
-        header = [f"[b]{escape(device_line(self.facts))}[/b]"]
+        header = [f"[b]{escape(self.header_label + device_line(self.facts))}[/b]"]
         header += [f"  {escape(line)}" for line in self.facts.findings]
         # the file's name, not its folder: the header reads the same wherever the trace lives
         header.append(f"[dim]{escape(self.facts.trace.source.rstrip('/').rsplit('/', 1)[-1])}[/dim]")
