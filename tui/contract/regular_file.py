@@ -13,10 +13,10 @@ go through here, so `/dev/zero`, a named pipe or a 10 GB sparse file cost a stat
 from __future__ import annotations
 
 import errno
+import io
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO
 
 from mlptui.contract.errors import TraceError
 
@@ -67,7 +67,7 @@ def refuse_kind(mode: int, source: str) -> None:
         raise TraceError(f"{shown(source)}: is {what}, not a regular file; only regular files are read")
 
 
-def open_regular(path: str | os.PathLike[str] | Path, source: str | None = None) -> tuple[BinaryIO, os.stat_result]:
+def open_regular(path: str | os.PathLike[str] | Path, source: str | None = None) -> tuple[io.BufferedReader, os.stat_result]:
     """`path` opened for reading, with its stat; raises a one-line TraceError for anything but a regular
     file, before reading a byte. O_NONBLOCK keeps the open of a FIFO from waiting for a writer; the
     file's type is checked again on the descriptor, so a path swapped after the stat is caught too."""
@@ -84,10 +84,10 @@ def open_regular(path: str | os.PathLike[str] | Path, source: str | None = None)
     except BaseException:
         os.close(fd)
         raise
-    return os.fdopen(fd, "rb"), st
+    return open(fd, "rb"), st
 
 
-def read_exactly(f: BinaryIO, size: int) -> bytes:
+def read_exactly(f: io.BufferedReader, size: int) -> bytes:
     """The file's first `size` bytes (fewer when it shrank): a read bounded by the size it had when opened."""
     chunks: list[bytes] = []
     left = size

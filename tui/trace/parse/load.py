@@ -9,10 +9,10 @@ compressed or not) and once more when indexing is done. Every failure is a one-l
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 
@@ -128,7 +128,7 @@ def _build(holder: list[bytes | bytearray | memoryview], source: str, total: int
     return trace
 
 
-def _read_plain(f: BinaryIO, total: int, progress: Progress | None) -> memoryview:
+def _read_plain(f: io.BufferedReader, total: int, progress: Progress | None) -> memoryview:
     """The file's bytes, in a numpy buffer: unlike a bytearray it is not zeroed first, and numpy backs
     large arrays with huge pages, which halves the cost of reading 100 MB."""
     view = np.empty(total, dtype=np.uint8).data
