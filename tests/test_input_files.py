@@ -89,6 +89,14 @@ def test_a_10_gb_sparse_file_is_refused_without_reading_it(tmp_path: Path, gz: b
     _refused_fast(path, "gzip data" if gz else "not JSON")
 
 
+def test_a_sparse_file_that_starts_like_a_trace_is_refused_without_reading_it(tmp_path: Path) -> None:
+    path = tmp_path / "holes.pt.trace.json"
+    with open(path, "wb") as f:
+        f.write(b'{"traceEvents": [')
+        f.truncate(10 << 30)
+    _refused_fast(path, "a sparse file")
+
+
 def test_a_file_larger_than_memory_is_refused_before_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MLPTUI_MAX_INPUT_MB", "1")
     path = tmp_path / "t.json"

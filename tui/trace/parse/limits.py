@@ -91,15 +91,22 @@ def max_input_bytes() -> int:
 
 
 _CONTENT = re.compile(rb"[^ \t\r\n]")
+SPARSE_MIN_BYTES = 64 << 20
+SPARSE_RATIO = 100
 
 
-def check_input(head: bytes, size: int, source: str) -> None:
-    """Refuse, from the file's first bytes and its size, what could never be a trace (before reading it
-    whole): bytes that cannot start JSON or gzip, or more than max_input_bytes."""
+def check_input(head: bytes, size: int, source: str, allocated: int | None = None) -> None:
+    """Refuse, from the file's first bytes, its size and the bytes the disk holds for it (`allocated`, from
+    st_blocks), what could never be a trace before reading it whole: bytes that cannot start JSON or gzip,
+    more than max_input_bytes, or a big file that is mostly holes (a sparse file reads as zero bytes, which
+    JSON never holds; even a compressing file system stores JSON in more than 1/SPARSE_RATIO of its size)."""
     limit = max_input_bytes()
     if size > limit:
         raise TraceError(f"{source}: {_human(size)}, more than this machine's {_human(limit)} of memory could "
                          "index; refused before reading it")
+    if allocated is not None and size >= SPARSE_MIN_BYTES and allocated * SPARSE_RATIO < size:
+        raise TraceError(f"{source}: a sparse file ({_human(size)} with {_human(allocated)} on disk, the rest "
+                         "holes that read as zero bytes): not a trace; refused before reading it")
     if head[:2] == b"\x1f\x8b":
         return
     m = _CONTENT.search(head, 3 if head[:3] == b"\xef\xbb\xbf" else 0)

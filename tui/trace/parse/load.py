@@ -48,7 +48,7 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
         total = st.st_size
         try:
             head = f.read(_SNIFF)
-            check_input(head, total, name)
+            check_input(head, total, name, getattr(st, "st_blocks", None) and st.st_blocks * 512)
             f.seek(0)
             if is_gzip(head):
                 data = read_gzip(f, total, name, progress)
