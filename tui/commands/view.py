@@ -31,7 +31,7 @@ def check_spec(spec: str, *, allow_folder: bool) -> None:
 
     if source_kind(spec) != "local":
         return
-    path = local_path(spec)
+    path = local_path(spec, missing="no such file or folder")
     if path.is_dir():
         if not allow_folder:
             raise MlptuiError(f"{spec} is a folder: give two trace files to diff, or one folder")

@@ -40,12 +40,13 @@ def kind_of(mode: int) -> str | None:
     return next((what for test, what in _KINDS if test(mode)), "not a regular file")
 
 
-def path_problem(exc: OSError, source: str) -> TraceError:
-    """The one line for an OSError met while looking at or opening `source`."""
+def path_problem(exc: OSError, source: str, missing: str = "no such file") -> TraceError:
+    """The one line for an OSError met while looking at or opening `source` (`missing`: what to say when
+    it does not exist)."""
     name = shown(source)
     code = exc.errno
     if code == errno.ENOENT:
-        return TraceError(f"{name}: no such file")
+        return TraceError(f"{name}: {missing}")
     if code == errno.ELOOP:
         return TraceError(f"{name}: too many levels of symbolic links (a symlink loop)")
     if code == errno.ENAMETOOLONG:

@@ -14,15 +14,16 @@ if TYPE_CHECKING:
     from mlptui.trace.model import Trace
 
 
-def local_path(spec: str) -> Path:
-    """The path `spec` names, checked to exist (a symlink loop, an empty or over-long name: one line each)."""
+def local_path(spec: str, missing: str = "no such file") -> Path:
+    """The path `spec` names, checked to exist (a symlink loop, an empty or over-long name: one line each;
+    `missing`: the words for one that does not exist)."""
     if not spec:
         raise MlptuiError("an empty path names no file or folder")
     path = Path(spec).expanduser()
     try:
         os.stat(path)
     except OSError as exc:
-        raise path_problem(exc, spec) from None
+        raise path_problem(exc, spec, missing) from None
     return path
 
 
