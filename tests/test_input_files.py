@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import find_sample
 
-from mlptui.contract.errors import MlptuiError, TraceError
+from mlptui.base.errors import MlptuiError, TraceError
 from mlptui.contract.manifest import read_manifest
 from mlptui.sources.local import list_traces
 from mlptui.sources.local import open_trace as open_local

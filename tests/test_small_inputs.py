@@ -7,12 +7,12 @@ import statistics
 
 import pytest
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 from mlptui.trace.analysis.ranks_render import render_ranks_text
 
 
 def test_the_unknown_workload_line_names_tp_mlp() -> None:
-    from mlptui.runners.workloads import workload
+    from mlptui.runners.workloads.registry import workload
 
     with pytest.raises(MlptuiError) as info:
         workload("resnet")

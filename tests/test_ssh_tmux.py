@@ -15,8 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from tests.sshd_fixture import HOST_ALIAS, Sshd, sshd_fixture  # noqa: F401
+from sshd_fixture import HOST_ALIAS, Sshd, sshd_fixture  # noqa: F401
 
 pytestmark = [pytest.mark.ssh, pytest.mark.tmux]
 
@@ -38,7 +37,7 @@ class Tmux:
         self.conf.write_text(
             f"set -g default-terminal {term}\n"
             "set -g remain-on-exit on\n"     # keep the pane to read how the program ended
-            "set -g escape-time 10\n"         # what the README recommends for Escape over ssh
+            "set -g escape-time 10\n"         # what docs/remote.md recommends for Escape over ssh
             "set -g status off\n"
         )
 

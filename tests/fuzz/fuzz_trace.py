@@ -1,7 +1,7 @@
 """Fuzz target: any bytes through load -> summary -> text / Markdown / JSON -> the details pane.
 
 The only failure a user may see is a one-line `MlptuiError`; anything else raised by `check` is a
-crash. Run it with atheris (libFuzzer, coverage-guided); the long run documented in README is
+crash. Run it with atheris (libFuzzer, coverage-guided); the long run documented in docs/inputs.md is
 
     .venv/bin/python tests/fuzz/fuzz_trace.py -max_total_time=3600 -rss_limit_mb=1024 -timeout=5 \
         .fuzz-corpus tests/fuzz/seeds
@@ -38,11 +38,11 @@ def _imports() -> None:
     global decode_kernel, classify_call, Text
     from rich.text import Text
 
+    from mlptui.base.errors import MlptuiError
     from mlptui.commands.summary import format_report
-    from mlptui.contract.errors import MlptuiError
-    from mlptui.trace.analysis.launches import classify_call
     from mlptui.trace.analysis.summary import summarize
     from mlptui.trace.names.kernel import decode_kernel
+    from mlptui.trace.names.runtime_calls import classify_call
     from mlptui.trace.parse.load import load_trace_bytes
     from mlptui.viewmodels.detail_text import gpu_details, op_details
     from mlptui.viewmodels.facts import build_facts

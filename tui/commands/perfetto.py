@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import quote, unquote, urlsplit
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.contract.text import printable
+from mlptui.base.errors import MlptuiError
+from mlptui.base.text import printable
+from mlptui.base.units import size as size_text
 
 ORIGIN = "https://ui.perfetto.dev"
 DEFAULT_PORT = 9001
@@ -240,7 +241,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(chunk)
                 sent += len(chunk)
         if sent == size:
-            print(f"served {served.name} ({_human(size)})", flush=True)
+            print(f"served {served.name} ({size_text(size)})", flush=True)
             self.server.mark_served(route)
         else:
             self.close_connection = True     # the file shrank: the promised length cannot be kept
@@ -253,10 +254,6 @@ def port_note(port: int) -> str | None:
     return (f"note: ui.perfetto.dev fetches ?url= traces only from 127.0.0.1:{DEFAULT_PORT} (its Content-Security-"
             f"Policy), so these links will not load from port {port}: use the default --port {DEFAULT_PORT}, or "
             f"forward it: ssh -L {DEFAULT_PORT}:127.0.0.1:{port} HOST, and open the link with {DEFAULT_PORT}")
-
-
-def _human(size: int) -> str:
-    return f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.1f} kB"
 
 
 def _bind(port: int, routes: dict[str, Served]) -> _Server:

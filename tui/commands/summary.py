@@ -9,15 +9,15 @@ import sys
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="trace file (.json, .json.gz, *.pt.trace.json[.gz]), folder, host:path or hf://")
     fmt = parser.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="machine-readable JSON (shape documented in README)")
+    fmt.add_argument("--json", action="store_true", help="machine-readable JSON (shape documented in docs/json.md)")
     fmt.add_argument("--md", action="store_true", help="Markdown, for a pull-request comment")
     parser.add_argument("--top", type=int, default=15, metavar="N",
                         help="rows per table in text and Markdown (default 15; --json has everything)")
 
 
 def run(args: argparse.Namespace) -> int:
+    from mlptui.base.errors import MlptuiError
     from mlptui.commands.output import dumps_json, safe_lines
-    from mlptui.contract.errors import MlptuiError
     from mlptui.gc_policy import bulk_allocation
     from mlptui.sources.dispatch import is_folder, list_traces, open_trace
     from mlptui.trace.analysis.summary import summarize

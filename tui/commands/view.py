@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def check_spec(spec: str, *, allow_folder: bool) -> None:
     """Refuse a local path that does not exist or is certainly not a trace (remote specs are checked
     when they are opened)."""
-    from mlptui.contract.regular_file import open_regular
+    from mlptui.base.regular_file import open_regular
     from mlptui.sources.dispatch import source_kind
     from mlptui.sources.local import local_path
     from mlptui.trace.parse.discover import find_traces, looks_like_trace

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mlptui.contract.errors import MlptuiError, TraceError
-from mlptui.contract.files import write_atomic
-from mlptui.contract.regular_file import read_regular
-from mlptui.contract.values import bounded
+from mlptui.base.errors import MlptuiError, TraceError
+from mlptui.base.files import write_atomic
+from mlptui.base.regular_file import read_regular
+from mlptui.base.values import bounded
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
@@ -31,7 +31,7 @@ LOCK_TIMEOUT_S = 60.0
 MANIFEST_MAX_BYTES = 64 << 20     # far above any real manifest (a run adds ~1 kB); a bigger file is not one
 
 _KNOWN_KEYS = frozenset({"mlptui_manifest", "runs", "published"})
-Run = dict[str, Any]   # a run entry: "trace" (its file name) plus the runner's fields, see README
+Run = dict[str, Any]   # a run entry: "trace" (its file name) plus the runner's fields, see docs/recording.md
 
 
 class ManifestError(MlptuiError):

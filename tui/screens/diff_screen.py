@@ -18,16 +18,17 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, LoadingIndicator, Static
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.contract.text import markup_escape
+from mlptui.base.errors import MlptuiError
+from mlptui.base.text import markup_escape
+from mlptui.base.units import MISSING
 from mlptui.keys import DIFF_KEYS
 from mlptui.screens.help_screen import HelpScreen, binding_lines, help_text
 from mlptui.screens.host import host
 from mlptui.trace.diff.cpu import op_key
-from mlptui.trace.diff.details import pair_details
 from mlptui.trace.diff.render import MARKERS, fmt_speedup
 from mlptui.trace.diff.trace_diff import Side, TraceDiff, diff_traces
 from mlptui.trace.model import Trace
+from mlptui.viewmodels.diff_details import pair_details
 from mlptui.viewmodels.fmt import us
 from mlptui.widgets.diff_list import DiffList
 from mlptui.widgets.worker_errors import ReportsWorkerErrors, WorkerFailed
@@ -49,7 +50,7 @@ def header_text(d: TraceDiff) -> str:
 
 
 def _side_line(tag: str, side: Side) -> str:
-    device = (side.device or "?").removeprefix("NVIDIA ")
+    device = (side.device or MISSING).removeprefix("NVIDIA ")
     return (f"{tag} {side.label} · {device} · {side.step} │ step {us(side.step_us)} · GPU {us(side.gpu_busy_us)}"
             f" · {side.kernels} kernels · {side.launches} launches")
 

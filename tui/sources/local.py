@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.contract.regular_file import path_problem, shown
+from mlptui.base.errors import MlptuiError
+from mlptui.base.progress import Progress
+from mlptui.base.regular_file import path_problem, shown
 
 if TYPE_CHECKING:
     from mlptui.trace.model import Trace
@@ -30,24 +30,13 @@ def local_path(spec: str, missing: str = "no such file") -> Path:
 _path = local_path
 
 
-def attach_manifest(trace: Trace, path: Path) -> Trace:
-    """Attach the runner's manifest entry for `path` (from manifest.json beside it), if any."""
-    try:
-        from mlptui.contract.manifest import manifest_for
-    except ImportError:
-        return trace
-    if trace.manifest is None:
-        trace.manifest = manifest_for(path)
-    return trace
-
-
-def open_trace(spec: str, progress: Callable[[int, int], None] | None = None) -> Trace:
+def open_trace(spec: str, progress: Progress | None = None) -> Trace:
     from mlptui.trace.parse.load import load_trace
 
     path = _path(spec)
     if path.is_dir():
         raise MlptuiError(f"{shown(spec)}: is a folder, not a trace file")
-    return attach_manifest(load_trace(path, source=spec, progress=progress), path)
+    return load_trace(path, source=spec, progress=progress)    # with the manifest entry beside it, if any
 
 
 def list_traces(spec: str) -> list[str]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.text import Text
 
+from mlptui.base import units
 from mlptui.trace.analysis.breakdown import CATEGORIES, Spans, category_intervals
 from mlptui.trace.analysis.kernel_stats import KernelGroup, kernel_stats
 from mlptui.trace.analysis.memory import MemoryReport, memory_report
@@ -129,7 +130,7 @@ def overview_text(data: ProfileData, width: int) -> Text:
         if "gpu_util" not in dev:
             continue
         out.append(f"device {dev['id']}: ", "bold")
-        out.append(f"{dev['name'] or '?'} {dev['arch'] or ''}, {dev['sms'] or '?'} SMs, "
+        out.append(f"{dev['name'] or units.MISSING} {dev['arch'] or ''}, {dev['sms'] or units.MISSING} SMs, "
                    f"{fmt.size_bytes(dev['memory_bytes'])}; {dev['kernels']} kernels\n")
     steps = ov["steps"]
     if len(steps) > MAX_STEPS:      # the first and the last steps; `summary --json` has them all
@@ -138,14 +139,14 @@ def overview_text(data: ProfileData, width: int) -> Text:
         steps = head + [gap] + steps[len(steps) - (MAX_STEPS - len(head)):]
     steps = steps + ([ov["total"]] if len(ov["steps"]) > 1 else [])
     name_w = max([len(s["name"]) for s in steps] + [4])
-    head = f"{'step':<{name_w}} {'time':>8} {'GPU util':>8} {'SM eff':>6} {'occ ach/th':>10} {'TC':>4}\n"
+    head = f"{'step':<{name_w}} {'time':>9} {'GPU util':>8} {'SM eff':>6} {'occ ach/th':>10} {'TC':>4}\n"
     out.append(head, "bold")
     for s in steps:
         if s.get("gap"):
             out.append(f"{s['name']}\n", "dim")
             continue
         occ = f"{fmt.pct(s['achieved_occupancy'])}/{fmt.pct(s['theoretical_occupancy'])}"
-        out.append(f"{s['name']:<{name_w}} {fmt.us(s['duration_us']):>8} {fmt.pct(s['gpu_util']):>8} "
+        out.append(f"{s['name']:<{name_w}} {fmt.us(s['duration_us']):>9} {fmt.pct(s['gpu_util']):>8} "
                    f"{fmt.pct(s['sm_efficiency']):>6} {occ:>10} {fmt.pct(s['tensor_core_share']):>4}\n")
     out.append("\nstep-time breakdown (each µs once, first of: K M S R D C ·)\n", "bold")
     bar_w = max(10, width - name_w - 2)
@@ -160,7 +161,7 @@ def overview_text(data: ProfileData, width: int) -> Text:
     out.append("\n")
     total = ov["total"]
     dur = total["duration_us"] or 1.0
-    parts = "  ".join(f"{LABELS[c]} {fmt.us(total['breakdown_us'][c])} ({total['breakdown_us'][c] / dur:.0%})"
+    parts = "  ".join(f"{LABELS[c]} {fmt.us(total['breakdown_us'][c])} ({fmt.pct(total['breakdown_us'][c] / dur)})"
                       for c in CATEGORIES if total["breakdown_us"][c] > 0)
     out.append(f"  {total['name']}: {parts}\n")
     out.append("\nrecommendations\n", "bold")

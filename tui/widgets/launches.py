@@ -8,15 +8,16 @@ Hopper; cuLaunchKernel for Triton; cudaGraphLaunch for graphs. The rows come fro
 from __future__ import annotations
 
 from mlptui.keys import TABLE_KEYS
-from mlptui.trace.analysis.launches import LaunchCallStat, OpLaunches, classify_call
+from mlptui.trace.analysis.launches import LaunchCallStat, OpLaunches
 from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import decode_kernel
+from mlptui.trace.names.runtime_calls import classify_call
 from mlptui.viewmodels import fmt
 from mlptui.widgets.lines import Cell, Column, LineList, SideScrolling
 
 
 def call_chain(trace: Trace, calls: list[int]) -> str:
-    """`cudaMemsetAsync 3.1µs → cuLaunchKernelEx 10.7µs`, repeated calls folded as `×N`."""
+    """`cudaMemsetAsync 3.10 µs → cuLaunchKernelEx 10.70 µs`, repeated calls folded as `×N`."""
     parts: list[str] = []
     last, run, run_us = None, 0, 0.0
     for call in calls + [-1]:

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from mlptui.trace.analysis.launches import classify_call
 from mlptui.trace.model import KERNEL, LAUNCH_CATS, Trace
+from mlptui.trace.names.runtime_calls import classify_call
 
 MIN_CAPTURED = 10
 _MARKERS = ("StreamBeginCapture", "StreamEndCapture", "GraphInstantiate")

@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 
 from mlptui.trace.analysis.intervals import merged, merged_arrays
-from mlptui.trace.analysis.launches import classify_call
 from mlptui.trace.analysis.tables import Tables, tables
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Op, Step, Trace
+from mlptui.trace.names.runtime_calls import classify_call
 from mlptui.trace.parse.index import STEP_PREFIX
 
 OVERHEAD_BOUND = "overhead-bound"

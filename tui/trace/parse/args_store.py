@@ -17,8 +17,8 @@ from typing import Any
 import msgspec
 from msgspec import Raw, Struct
 
-from mlptui.contract.errors import TraceError
-from mlptui.contract.regular_file import read_regular
+from mlptui.base.errors import TraceError
+from mlptui.base.regular_file import read_regular
 from mlptui.trace.parse.decode import event_args
 from mlptui.trace.parse.gzip_input import gunzip_bytes, is_gzip
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlptui.contract.errors import TraceError
-from mlptui.contract.regular_file import open_regular
+from mlptui.base.errors import TraceError
+from mlptui.base.regular_file import open_regular
 from mlptui.trace.parse.gzip_input import inflate_head, is_gzip
 
 _TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")

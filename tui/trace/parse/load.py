@@ -16,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mlptui.contract.errors import TraceError
+from mlptui.base.errors import TraceError
+from mlptui.base.progress import Progress
+from mlptui.base.regular_file import open_regular, path_problem
 from mlptui.contract.manifest import manifest_for
-from mlptui.contract.regular_file import open_regular, path_problem
 from mlptui.trace.model import Trace
 from mlptui.trace.parse import index_cache
 from mlptui.trace.parse.args_store import ArgsStore
@@ -27,8 +28,6 @@ from mlptui.trace.parse.gzip_input import GzipTruncated, gunzip_bytes, is_gzip, 
 from mlptui.trace.parse.index import build_trace
 from mlptui.trace.parse.limits import check_density, check_input
 from mlptui.trace.parse.not_a_trace import refusal
-
-Progress = Callable[[int, int], None]
 
 _CHUNK = 8 << 20
 _SNIFF = 1 << 16          # bytes read before the whole file: enough to tell JSON from anything else

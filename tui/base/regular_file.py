@@ -18,7 +18,7 @@ import os
 import stat
 from pathlib import Path
 
-from mlptui.contract.errors import TraceError
+from mlptui.base.errors import TraceError
 
 _SHOWN = 160         # characters of a path kept in a message (a 5,000-character path is still one line)
 _KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
