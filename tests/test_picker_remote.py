@@ -76,7 +76,7 @@ async def test_a_remote_folder_fills_its_rows_with_the_manifest_labels(remote_fo
         for r in rows:
             assert r[3] not in ("…", "") and not r[3].startswith("unreadable"), r
         findings = str(screen.query_one("#picker-findings", Static).render())
-        assert "reading…" not in findings and "kernels" in findings
+        assert "reading…" not in findings and "kernel" in findings and "ProfilerStep#" in findings
 
 
 async def test_a_large_remote_file_is_labelled_and_fills_once_opened(remote_folder: Path,
