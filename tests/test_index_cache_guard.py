@@ -154,7 +154,8 @@ def test_the_cache_command_shows_and_clears(cache_home: Path, trace_file: Path) 
     folder = index_cache.cache_dir()
     size = sum(p.stat().st_size for p in folder.iterdir())
     assert show.returncode == 0 and str(folder) in show.stdout
-    assert f"1 trace(s), 1 file(s), {size / (1 << 20):.1f} MB" in show.stdout
+    shown = f"{size / 1024:.1f} KiB" if size < 1 << 20 else f"{size / (1 << 20):.1f} MiB"
+    assert f"1 trace(s), 1 file(s), {shown} of a 2.0 GiB cap" in show.stdout
     clear = subprocess.run([sys.executable, "-m", "mlptui.cli", "cache", "clear"], capture_output=True, text=True,
                            env=env, timeout=30)
     assert clear.returncode == 0 and "removed 1 file(s)" in clear.stdout
