@@ -49,9 +49,10 @@ def remote_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 
 def _expected_labels(folder: Path) -> dict[str, str]:
-    """The label of each file from the manifest, by hand: workload · mode · dtype."""
+    """The label of each file from the manifest, by hand: workload · [train ·] mode · dtype."""
     runs = json.loads((folder / "manifest.json").read_text())["runs"]
-    return {r["trace"]: " · ".join(str(r[k]) for k in ("workload", "mode", "dtype")) for r in runs}
+    return {r["trace"]: " · ".join([r["workload"], *(["train"] if r.get("train") else []), r["mode"], r["dtype"]])
+            for r in runs}
 
 
 def _kernels(path: Path) -> int:
@@ -102,3 +103,19 @@ async def test_a_large_remote_file_is_labelled_and_fills_once_opened(remote_fold
         name = first.rsplit("/", 1)[-1]
         assert row[1] == labels[name] and row[2] == str(_kernels(remote_folder / name))
         assert "reading…" not in str(screen.query_one("#picker-findings", Static).render())
+
+
+async def test_a_large_local_file_is_labelled_from_its_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(picker, "PRELOAD_BYTES", 1000)
+    labels = _expected_labels(SAMPLES)
+    app = make_app([str(SAMPLES)])
+    async with app.run_test(size=(160, 40)) as pilot:
+        screen = await wait_for_screen(app, pilot, PickerScreen, timeout=60)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        table = screen.query_one(TraceList)
+        for spec, row in zip(table.specs, rows_text(table), strict=True):
+            cells = row.split(" | ")
+            assert cells[3] == "large: enter opens"
+            assert cells[1] == labels.get(spec.rsplit("/", 1)[-1], cells[1])
+        assert sum(1 for r in rows_text(table) if r.split(" | ")[1] in labels.values()) >= 7

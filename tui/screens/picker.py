@@ -33,6 +33,15 @@ from mlptui.widgets.worker_errors import ReportsWorkerErrors
 PRELOAD_BYTES = 20_000_000     # traces up to this size are summarised while the list shows
 
 
+def _local_label(spec: str) -> str | None:
+    """The row's label from the manifest beside a local trace, or None without one."""
+    from mlptui.contract.manifest import manifest_for
+    from mlptui.viewmodels.facts import run_label
+
+    run = manifest_for(spec)
+    return run_label(run, spec) if run is not None else None
+
+
 def _manifest_label(data: bytes, spec: str) -> str | None:
     """The row's label from its folder's manifest (as it came over ssh), or None without one."""
     from mlptui.contract.manifest import ManifestError, parse_manifest
@@ -104,7 +113,7 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
                     self.post_message(self.Summarised(spec, None, "remote: enter opens"))
                     continue
                 elif Path(spec).stat().st_size > PRELOAD_BYTES:
-                    self.post_message(self.Summarised(spec, None, "large: enter opens"))
+                    self.post_message(self.Summarised(spec, None, "large: enter opens", _local_label(spec)))
                     continue
                 else:
                     with bulk_allocation():
