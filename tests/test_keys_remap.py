@@ -83,3 +83,13 @@ async def test_the_picker_findings_are_read_whole_at_80x24() -> None:
         key_finding = facts.findings[0]
         assert " ".join(key_finding.split()) in " ".join(visible.split())
         assert "…" not in visible
+
+
+def test_every_binding_group_is_in_a_focus_chain() -> None:
+    """A new group of keys must say where it is active, or its clashes go unchecked."""
+    from mlptui.keys import binding_groups
+
+    chained = {id(group) for _, chain in FOCUS_CHAINS for group in chain}
+    derived = {"_VIEW_KEYS", "_PROFILE_TABLE_KEYS"}       # parts of TRACE_KEYS and TABLE_KEYS
+    missing = [name for name, group in binding_groups().items() if id(group) not in chained and name not in derived]
+    assert missing == []

@@ -173,8 +173,14 @@ FOCUS_CHAINS: list[tuple[str, list[list[Binding]]]] = [
 _KEY_NAME = re.compile(r"^(?:(?:ctrl|shift|alt)\+)*(?:[a-z0-9]+(?:_[a-z0-9]+)*|[A-Z]|f\d{1,2})$")
 
 
+def binding_groups() -> dict[str, list[Binding]]:
+    """Every list of bindings this module defines, by name (a new group is known, and remappable, at once)."""
+    return {name: value for name, value in globals().items()
+            if isinstance(value, list) and value and all(isinstance(b, Binding) for b in value)}
+
+
 def all_bindings() -> list[Binding]:
-    return [b for _, chain in FOCUS_CHAINS for group in chain for b in group]
+    return [b for group in binding_groups().values() for b in group]
 
 
 def _key_name(text: str) -> str | None:
