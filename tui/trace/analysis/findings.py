@@ -266,4 +266,9 @@ def trace_findings(trace: Trace) -> list[str]:
     if graphs:
         cpu += f"; {graphs} CUDA graph launch{'es' if graphs > 1 else ''}"
     lines.append(cpu)
+    from mlptui.trace.analysis.attention import attention_facts, attention_lines  # it builds on this module
+
+    attention = attention_facts(trace)
+    if attention is not None:
+        lines += attention_lines(attention)
     return lines

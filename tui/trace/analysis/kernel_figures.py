@@ -30,6 +30,7 @@ class KernelFigures:
     blocks_per_sm: np.ndarray    # the trace's `blocks per SM`, else grid blocks ÷ the device's SMs
     occupancy_pct: np.ndarray    # the trace's `est. achieved occupancy %`, when a number ≥ 0
     theoretical: np.ndarray      # theoretical occupancy, 0..1 (mlptui.trace.analysis.occupancy)
+    launch: LaunchColumns        # the launch columns they were computed from (grid blocks, threads, ...)
 
 
 def kernel_figures(trace: Trace) -> KernelFigures:
@@ -52,7 +53,7 @@ def kernel_figures(trace: Trace) -> KernelFigures:
             derive = here & np.isnan(bps)
             bps[derive] = launch.grid_blocks[derive] / sms
         _theoretical(theory, here, launch, props)
-    figures = KernelFigures(bps, np.where(kernel, launch.occupancy_pct, np.nan), theory)
+    figures = KernelFigures(bps, np.where(kernel, launch.occupancy_pct, np.nan), theory, launch)
     trace.derived[_KEY] = figures
     return figures
 
