@@ -21,7 +21,7 @@ def test_the_unknown_workload_line_names_tp_mlp() -> None:
 
 def _rank(r: int, us: float) -> dict:
     return {"rank": r, "steps": [{"name": "ProfilerStep#1", "step_us": us}], "compute_us": us, "comm_us": 0.0,
-            "overlap_share": None, "comm_wait_us": 0.0}
+            "overlap_share": None, "comm_wait_us": 0.0, "arrived_last": None}
 
 
 def test_a_320_rank_report_is_not_3300_characters_wide() -> None:

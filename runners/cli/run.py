@@ -72,6 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ranks.add_argument("--train", action="store_true",
                        help="profile training steps: forward, backward and an AdamW step (runners/workloads/training.py); "
                             "with mlp --nproc N a DDP step (bucketed gradient all-reduce)")
+    ranks.add_argument("--delay-rank", type=int, metavar="R",
+                       help="rank R sleeps before each of its steps: a straggler on purpose, the others wait "
+                            "for it at every collective")
+    ranks.add_argument("--delay-ms", type=float, default=2.0, metavar="MS", help="that sleep (default 2 ms)")
 
 
 def plan(args: argparse.Namespace) -> list[tuple[Workload, str, Shape]]:
@@ -124,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
 
     if is_distributed(args):
         return run_distributed(args)
+    if getattr(args, "delay_rank", None) is not None:
+        raise MlptuiError("--delay-rank delays one rank of several: it needs --nproc (tp-mlp, mlp --train)")
     runs = plan(args)
     try:
         import torch  # only now: `mlptui run --help` and the plan's errors never pay for it

@@ -7,7 +7,8 @@
 
 Recency is an entry's mtime, set on every hit (atime is unreliable: noatime and relatime mounts). The cap
 is MLPTUI_CACHE_MAX_MB (default DEFAULT_CAP_MB); an entry just written is never the one evicted.
-Only files this cache writes are touched: `<32 hex>.npz` and `<32 hex>.<name>.npz`, and temp files
+Only files this cache writes are touched: `<32 hex>.npz`, `<32 hex>.<name>.npz` (companions) and
+`<32 hex>.digest.json` (a rank's digest, mlptui.trace.runs.digest_cache), and temp files
 (`.tmp-*`) left by a process killed while writing, once they are an hour old.
 """
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_CAP_MB = 2048
-_ENTRY = re.compile(r"^([0-9a-f]{32})(?:\.[a-z_]+)?\.npz$")
+_ENTRY = re.compile(r"^([0-9a-f]{32})(?:\.[a-z_]+)?\.(?:npz|json)$")     # index, companions, rank digests
 _STALE_TEMP_S = 3600
 
 

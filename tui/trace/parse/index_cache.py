@@ -33,6 +33,9 @@ import hashlib
 import os
 import stat
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +144,7 @@ def has_entry(path: Path) -> bool:
 
 def store(path: Path, trace: Trace, args_facts: dict[str, Any]) -> bool:
     """Write the entry for `path`; False (and nothing left behind) when it cannot be written."""
-    if not enabled():
+    if not enabled() or _READ_ONLY.get():
         return False
     try:
         key = file_key(path)
@@ -220,15 +223,71 @@ def companion_store(path: Path, key: dict[str, Any], rows: dict[str, np.ndarray]
         return False
 
 
+_READ_ONLY: ContextVar[bool] = ContextVar("read_only", default=False)
+
+
+@contextmanager
+def read_only() -> Iterator[None]:
+    """Within the block, entries are read but none is written: for work that needs a trace once and keeps
+    a smaller result of its own (a rank's digest), where writing the entry would cost more than it saves."""
+    token = _READ_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _READ_ONLY.reset(token)
+
+
+_KNOWN_KEYS: ContextVar[dict[tuple[int, ...], dict[str, Any]] | None] = ContextVar("known_keys", default=None)
+
+
+@contextmanager
+def keys_remembered(known: dict[Path, dict[str, Any]] | None = None) -> Iterator[None]:
+    """Within the block, compute each file's key once: a file whose identity has not changed since its key
+    was computed (here, or by the caller: `known`, path -> key) gets that key back."""
+    memo: dict[tuple[int, ...], dict[str, Any]] = {}
+    for path, key in (known or {}).items():
+        try:
+            ident = _identity(os.stat(path))
+        except OSError:
+            continue
+        if (key.get("size"), key.get("mtime_ns"), key.get("ctime_ns")) == (ident[2], ident[3], ident[4]):
+            memo[ident] = key
+    token = _KNOWN_KEYS.set(memo)
+    try:
+        yield
+    finally:
+        _KNOWN_KEYS.reset(token)
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 def file_key(path: Path, st: os.stat_result | None = None) -> dict[str, Any]:
-    """What identifies the file's content for the cache (see the module docstring): a stat, never a read.
-    Raises OSError for a missing file or one that is not a regular file."""
+    """What identifies the file's content for the cache (see the module docstring): a stat, never a read
+    (`st`: the stat of the file as the caller holds it open). Raises OSError for a missing file or one that
+    is not a regular file."""
+    memo = _KNOWN_KEYS.get()
+    if memo is not None:
+        try:
+            hit = memo.get(_identity(st if st is not None else os.stat(path)))
+        except OSError:
+            hit = None
+        if hit is not None:
+            return hit
+    key, ident = _compute_key(path, st)
+    if memo is not None:
+        memo[ident] = key
+    return key
+
+
+def _compute_key(path: Path, st: os.stat_result | None = None) -> tuple[dict[str, Any], tuple[int, ...]]:
     if st is None:
         st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
         raise OSError(f"{path}: not a regular file")
-    return {"format": FORMAT, "code": _code_stamp(), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-            "ctime_ns": st.st_ctime_ns, "inode": st.st_ino, "device": st.st_dev}
+    return ({"format": FORMAT, "code": _code_stamp(), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+             "ctime_ns": st.st_ctime_ns, "inode": st.st_ino, "device": st.st_dev}, _identity(st))
 
 
 _CODE: str | None = None
