@@ -72,7 +72,9 @@ def kernel_stats(trace: Trace, step: int | None = None, by_op: bool = False,
     key = t.gpu_name[at] * (n_strings + 1)
     if by_op:
         launcher = t.gpu_op[at]
-        key = key + np.where(launcher >= 0, t.op_name[np.maximum(launcher, 0)], n_strings)  # n_strings: no op
+        op_name = np.full(len(at), n_strings, dtype=np.int64)       # n_strings: no op (a trace may have none)
+        op_name[launcher >= 0] = t.op_name[launcher[launcher >= 0]]
+        key = key + op_name
     keys, first, group = np.unique(key, return_index=True, return_inverse=True)
     rank = np.empty(len(keys), dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(keys))     # groups by first kernel, as a dict fills
