@@ -1,7 +1,8 @@
 """The overview: devices, and per step (and over all steps) how well the GPU was used.
 
 Definitions (each figure over a step's window, mlptui.trace.analysis.breakdown.step_windows; the
-scope's total puts all windows' numerators and denominators together):
+scope's total is over the union of the windows, so where steps' windows overlap (the CPU runs ahead,
+pipelined steps) each moment counts once, as in the step list's "all steps" row):
 - gpu_util: time the device runs at least one kernel ÷ window length (memcpy/memset not counted).
 - sm_efficiency (estimated): at each moment, min(Σ over running kernels of min(blocks ÷ SMs, 1), 1),
   averaged over the window — an idle device counts 0, so it is never above gpu_util. A kernel's blocks
@@ -134,6 +135,18 @@ def _device_figures(kf: KernelFacts, device: int, windows: list[Window]) -> list
             for k, w in enumerate(windows)]
 
 
+def union_windows(windows: list[Window]) -> list[Window]:
+    """The union of the windows as disjoint pieces in time order: where steps overlap (the CPU runs
+    ahead, pipelined steps) each moment is in one piece only."""
+    pieces: list[list[int]] = []
+    for w in sorted(windows, key=lambda w: (w.start_ns, w.end_ns)):
+        if pieces and w.start_ns <= pieces[-1][1]:
+            pieces[-1][1] = max(pieces[-1][1], w.end_ns)
+        else:
+            pieces.append([w.start_ns, w.end_ns])
+    return [Window("", -1, a, b) for a, b in pieces]
+
+
 def main_device(trace: Trace, kf: KernelFacts) -> int | None:
     if not len(kf.device):
         return None
@@ -158,15 +171,18 @@ def overview(trace: Trace, kf: KernelFacts | None = None, step: int | None = Non
     windows = step_windows(trace)
     if step is not None:
         windows = [w for w in windows if w.index == step]
-    parts = breakdown(trace, windows, spans)
+    union = union_windows(windows)
+    parts = breakdown(trace, windows + union, spans)
     main = main_device(trace, kf)
     used = sorted({int(d) for d in kf.device.tolist()})
-    per_device = {d: _device_figures(kf, d, windows) for d in used}
-    steps: list[Figures] = per_device[main] if main is not None else [Figures(window_ns=w.dur_ns) for w in windows]
-    for fig, part in zip(steps, parts, strict=True):
+    per_device = {d: _device_figures(kf, d, windows + union) for d in used}
+    figures: list[Figures] = per_device[main] if main is not None else [Figures(window_ns=w.dur_ns)
+                                                                        for w in windows + union]
+    for fig, part in zip(figures, parts, strict=True):
         fig.breakdown_ns = part
+    steps = figures[:len(windows)]
     total = Figures()
-    for fig in steps:
+    for fig in figures[len(windows):]:          # the union's pieces: a moment in two windows counts once
         total.add(fig)
     devices = []
     listed: dict[int, dict[str, Any]] = {int(d["id"]): d for d in trace.devices if isinstance(d.get("id"), int)}
@@ -176,7 +192,7 @@ def overview(trace: Trace, kf: KernelFacts | None = None, step: int | None = Non
                                "memory_bytes": props.get("totalGlobalMem"), "sms": props.get("numSms")}
         if d in per_device:
             scope = Figures()
-            for fig in per_device[d]:
+            for fig in per_device[d][len(windows):]:
                 scope.add(fig)
             figs = scope.to_dict("")
             for key in ("gpu_util", "sm_efficiency", "achieved_occupancy", "theoretical_occupancy",
