@@ -44,7 +44,7 @@ def _reference(trace: Trace) -> tuple[list[float], list[float], list[float]]:
         elif isinstance(grid, list) and grid and all(type(v) is int for v in grid) and type(sms) is int and sms:
             bps[g.id] = float(math.prod(grid)) / sms
         occ = args.get("est. achieved occupancy %")
-        if type(occ) in (int, float) and occ >= 0:
+        if type(occ) in (int, float) and occ > 0:       # 0 %: Kineto did not measure
             pct[g.id] = float(occ)
         cfg = launch_config(args)
         if cfg is not None:

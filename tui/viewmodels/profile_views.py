@@ -18,7 +18,7 @@ from mlptui.trace.analysis.kernel_stats import KernelGroup, kernel_stats
 from mlptui.trace.analysis.memory import MemoryReport, memory_report
 from mlptui.trace.analysis.modules import ModuleRow, module_tree
 from mlptui.trace.analysis.operators import OpGroup, operators_in_steps
-from mlptui.trace.analysis.overview import overview
+from mlptui.trace.analysis.overview import na_notes, overview
 from mlptui.trace.analysis.recommendations import recommendations
 from mlptui.trace.model import Trace
 from mlptui.viewmodels import fmt
@@ -122,6 +122,10 @@ def legend() -> Text:
     return text
 
 
+def _na(row: dict[str, Any], key: str) -> str:
+    return "n/a" if row.get(f"{key}_na") else fmt.pct(row[key])
+
+
 def overview_text(data: ProfileData, width: int) -> Text:
     ov = data.overview
     out = Text()
@@ -144,9 +148,11 @@ def overview_text(data: ProfileData, width: int) -> Text:
         if s.get("gap"):
             out.append(f"{s['name']}\n", "dim")
             continue
-        occ = f"{fmt.pct(s['achieved_occupancy'])}/{fmt.pct(s['theoretical_occupancy'])}"
+        occ = f"{_na(s, 'achieved_occupancy')}/{fmt.pct(s['theoretical_occupancy'])}"
         out.append(f"{s['name']:<{name_w}} {fmt.us(s['duration_us']):>8} {fmt.pct(s['gpu_util']):>8} "
-                   f"{fmt.pct(s['sm_efficiency']):>6} {occ:>10} {fmt.pct(s['tensor_core_share']):>4}\n")
+                   f"{_na(s, 'sm_efficiency'):>6} {occ:>10} {fmt.pct(s['tensor_core_share']):>4}\n")
+    for note in na_notes(ov):
+        out.append(f"  {note}\n", "dim")
     out.append("\nstep-time breakdown (each µs once, first of: K M S R D C ·)\n", "bold")
     bar_w = max(10, width - name_w - 2)
     for s in steps:

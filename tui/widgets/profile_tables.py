@@ -18,7 +18,7 @@ from mlptui.widgets.lines import Cell, Column, LineList, SideScrolling
 
 
 def _opt(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 class SortedTable(SideScrolling, LineList):
@@ -115,7 +115,8 @@ class KernelStatsTable(SortedTable):
         lambda k: decode_kernel(k.name).short + (f"  ← {k.op}" if k.op else ""),
         lambda k: ("TC", "good") if k.tensor_cores else "", lambda k: fmt.count(k.calls),
         lambda k: fmt.us(k.total_us), lambda k: fmt.us(k.mean_us), lambda k: fmt.us(k.min_us),
-        lambda k: fmt.us(k.max_us), lambda k: _opt(k.blocks_per_sm), lambda k: fmt.pct(k.achieved_occupancy),
+        lambda k: fmt.us(k.max_us), lambda k: _opt(k.blocks_per_sm),
+        lambda k: "n/a" if k.achieved_occupancy is None else fmt.pct(k.achieved_occupancy),
     ]
     KEYS = [
         lambda k: (k.name, k.op or ""), lambda k: k.tensor_cores, lambda k: k.calls, lambda k: k.total_us,

@@ -28,8 +28,9 @@ class KernelFigures:
     not give."""
 
     blocks_per_sm: np.ndarray    # the trace's `blocks per SM`, else grid blocks ÷ the device's SMs
-    occupancy_pct: np.ndarray    # the trace's `est. achieved occupancy %`, when a number ≥ 0
+    occupancy_pct: np.ndarray    # the trace's `est. achieved occupancy %`, when a number > 0 (0: not measured)
     theoretical: np.ndarray      # theoretical occupancy, 0..1 (mlptui.trace.analysis.occupancy)
+    no_grid: np.ndarray          # bool: a kernel whose launch records no grid (graph replays), so no blocks per SM
 
 
 def kernel_figures(trace: Trace) -> KernelFigures:
@@ -52,7 +53,10 @@ def kernel_figures(trace: Trace) -> KernelFigures:
             derive = here & np.isnan(bps)
             bps[derive] = launch.grid_blocks[derive] / sms
         _theoretical(theory, here, launch, props)
-    figures = KernelFigures(bps, np.where(kernel, launch.occupancy_pct, np.nan), theory)
+    # Kineto writes 0 % where it did not measure (driver-API launches, shared-memory opt-in): a gap, not a value.
+    occupancy = np.where(kernel & (launch.occupancy_pct > 0), launch.occupancy_pct, np.nan)
+    no_grid = kernel & np.isnan(launch.grid_blocks) & np.isnan(launch.blocks_per_sm)
+    figures = KernelFigures(bps, occupancy, theory, no_grid)
     trace.derived[_KEY] = figures
     return figures
 

@@ -40,6 +40,10 @@ from mlptui.trace.analysis.timeline_segments import Segments, to_ns
 from mlptui.trace.model import KERNEL, Trace
 
 
+NOT_MEASURED = ("not measured: no kernel in the window has an achieved occupancy above 0 % (Kineto writes 0 "
+                "where it did not measure)")
+
+
 @dataclass
 class Figures:
     """Numerators and denominators, so steps add up into the scope's total."""
@@ -53,11 +57,13 @@ class Figures:
     occ_weighted: float = 0.0
     th_ns: float = 0.0
     th_weighted: float = 0.0
+    no_grid_ns: float = 0.0         # Σ kernel time inside the window of kernels without a grid
+    no_sms_ns: float = 0.0          # ... of kernels with a grid on a device whose SM count the trace lacks
     breakdown_ns: dict[str, int] = field(default_factory=dict)
 
     def add(self, other: Figures) -> None:
         for name in ("window_ns", "busy_ns", "sm_ns", "kernel_ns", "tc_ns", "occ_ns", "occ_weighted", "th_ns",
-                     "th_weighted"):
+                     "th_weighted", "no_grid_ns", "no_sms_ns"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for k, v in other.breakdown_ns.items():
             self.breakdown_ns[k] = self.breakdown_ns.get(k, 0) + v
@@ -66,16 +72,29 @@ class Figures:
         def share(num: float, den: float) -> float | None:
             return round(num / den, 4) if den > 0 else None
 
+        sm_na = self.sm_efficiency_na()
         return {
             "name": name,
             "duration_us": self.window_ns / 1000,
             "gpu_util": share(self.busy_ns, self.window_ns),
-            "sm_efficiency": share(self.sm_ns, self.window_ns),
+            "sm_efficiency": None if sm_na else share(self.sm_ns, self.window_ns),
+            "sm_efficiency_na": sm_na,
             "achieved_occupancy": share(self.occ_weighted, self.occ_ns * 100),
+            "achieved_occupancy_na": (NOT_MEASURED if self.kernel_ns > 0 and self.occ_ns == 0 else None),
             "theoretical_occupancy": share(self.th_weighted, self.th_ns),
             "tensor_core_share": share(self.tc_ns, self.kernel_ns),
             "breakdown_us": {c: self.breakdown_ns.get(c, 0) / 1000 for c in CATEGORIES},
         }
+
+    def sm_efficiency_na(self) -> str | None:
+        """Why SM efficiency cannot be known over this window (None when it can): some kernel time in it
+        has no block count, and counting it as 0 blocks would understate the figure."""
+        if self.no_grid_ns > 0:
+            return (f"{self.no_grid_ns / self.kernel_ns:.0%} of the kernel time is in kernels that carry no "
+                    "grid (CUDA/HIP graph replays record none)")
+        if self.no_sms_ns > 0:
+            return "the trace gives neither blocks per SM nor the device's SM count (deviceProperties)"
+        return None
 
 
 @dataclass
@@ -87,6 +106,8 @@ class KernelFacts:
     start: np.ndarray
     end: np.ndarray
     sm_value: np.ndarray        # min(blocks per SM, 1); 0 when unknown
+    no_grid: np.ndarray         # bool: no grid recorded (graph replays)
+    no_sms: np.ndarray          # bool: a grid, but no SM count to divide it by
     occ_pct: np.ndarray         # reported est. achieved occupancy %, NaN when absent
     th_frac: np.ndarray         # theoretical occupancy 0..1, NaN when unknown
     tc: np.ndarray              # bool
@@ -103,9 +124,11 @@ def kernel_facts(trace: Trace, window_us: tuple[float, float] | None = None) -> 
     names = t.gpu_name[at]
     distinct, inverse = np.unique(names, return_inverse=True)
     tc = np.fromiter((uses_tensor_cores(t.strings[i]) for i in distinct.tolist()), dtype=bool, count=len(distinct))
+    no_grid = figures.no_grid[at]
     return KernelFacts(at.tolist(), t.gpu_device[at], to_ns(t.gpu_ts[at]), to_ns(ends[at]),
-                       np.where(np.isnan(bps) | (bps == 0), 0.0, np.minimum(bps, 1.0)),
-                       figures.occupancy_pct[at], figures.theoretical[at], tc[inverse.reshape(-1)])
+                       np.where(np.isnan(bps) | (bps == 0), 0.0, np.minimum(bps, 1.0)), no_grid,
+                       np.isnan(bps) & ~no_grid, figures.occupancy_pct[at], figures.theoretical[at],
+                       tc[inverse.reshape(-1)])
 
 
 def _device_figures(kf: KernelFacts, device: int, windows: list[Window]) -> list[Figures]:
@@ -126,12 +149,17 @@ def _device_figures(kf: KernelFacts, device: int, windows: list[Window]) -> list
     p_occ_w = seg.prefix(seg.depth(s[occ_known], e[occ_known], kf.occ_pct[pick][occ_known]) * lengths)
     p_th_n = seg.prefix(seg.depth(s[th_known], e[th_known]) * lengths)
     p_th_w = seg.prefix(seg.depth(s[th_known], e[th_known], kf.th_frac[pick][th_known]) * lengths)
+    no_grid, no_sms = kf.no_grid[pick], kf.no_sms[pick]
+    p_no_grid = seg.prefix(seg.depth(s[no_grid], e[no_grid]) * lengths)
+    p_no_sms = seg.prefix(seg.depth(s[no_sms], e[no_sms]) * lengths)
     w_starts = np.asarray([w.start_ns for w in windows], dtype=np.int64)
     w_ends = np.asarray([w.end_ns for w in windows], dtype=np.int64)
-    busy, sm_ns, kernel, tc, occ_n, occ_w, th_n, th_w = (
-        seg.window_sums(p, w_starts, w_ends) for p in (p_busy, p_sm, p_kernel, p_tc, p_occ_n, p_occ_w, p_th_n, p_th_w))
+    busy, sm_ns, kernel, tc, occ_n, occ_w, th_n, th_w, ng, ns = (
+        seg.window_sums(p, w_starts, w_ends)
+        for p in (p_busy, p_sm, p_kernel, p_tc, p_occ_n, p_occ_w, p_th_n, p_th_w, p_no_grid, p_no_sms))
     return [Figures(window_ns=w.dur_ns, busy_ns=int(busy[k]), sm_ns=sm_ns[k], kernel_ns=kernel[k], tc_ns=tc[k],
-                    occ_ns=occ_n[k], occ_weighted=occ_w[k], th_ns=th_n[k], th_weighted=th_w[k])
+                    occ_ns=occ_n[k], occ_weighted=occ_w[k], th_ns=th_n[k], th_weighted=th_w[k],
+                    no_grid_ns=ng[k], no_sms_ns=ns[k])
             for k, w in enumerate(windows)]
 
 
@@ -195,8 +223,8 @@ def overview(trace: Trace, kf: KernelFacts | None = None, step: int | None = Non
             for fig in per_device[d][len(windows):]:
                 scope.add(fig)
             figs = scope.to_dict("")
-            for key in ("gpu_util", "sm_efficiency", "achieved_occupancy", "theoretical_occupancy",
-                        "tensor_core_share"):
+            for key in ("gpu_util", "sm_efficiency", "sm_efficiency_na", "achieved_occupancy",
+                        "achieved_occupancy_na", "theoretical_occupancy", "tensor_core_share"):
                 row[key] = figs[key]
             row["kernels"] = int((kf.device == d).sum())
         devices.append(row)
@@ -204,3 +232,10 @@ def overview(trace: Trace, kf: KernelFacts | None = None, step: int | None = Non
     return {"devices": devices, "main_device": main,
             "steps": [fig.to_dict(w.name) for fig, w in zip(steps, windows, strict=True)],
             "total": total.to_dict(scope_name)}
+
+
+def na_notes(ov: dict[str, Any]) -> list[str]:
+    """One line per figure of the scope's total that is "n/a", saying why."""
+    total = ov["total"]
+    notes = [("SM eff", total.get("sm_efficiency_na")), ("achieved occupancy", total.get("achieved_occupancy_na"))]
+    return [f"{figure} n/a: {why}" for figure, why in notes if why]

@@ -11,7 +11,7 @@ from mlptui.trace.analysis.kernel_stats import kernel_stats
 from mlptui.trace.analysis.memory import memory_report
 from mlptui.trace.analysis.modules import module_tree
 from mlptui.trace.analysis.operators import operators_in_steps
-from mlptui.trace.analysis.overview import overview
+from mlptui.trace.analysis.overview import na_notes, overview
 from mlptui.trace.analysis.recommendations import recommendations
 from mlptui.trace.model import Trace
 
@@ -43,6 +43,11 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{x:.0%}"
 
 
+def _na(row: dict[str, Any], key: str) -> str:
+    """A share, or "n/a" where the overview says why it cannot be known."""
+    return "n/a" if row.get(f"{key}_na") else _pct(row[key])
+
+
 def _bytes(n: int | None) -> str:
     if n is None:
         return "–"
@@ -57,8 +62,8 @@ _OV_HEAD = ["step", "duration", "GPU util", "SM eff", "occ ach/th", "TC"] + list
 
 def _ov_row(s: dict[str, Any]) -> list[str]:
     b = s["breakdown_us"]
-    return [s["name"], _us(s["duration_us"]), _pct(s["gpu_util"]), _pct(s["sm_efficiency"]),
-            f"{_pct(s['achieved_occupancy'])}/{_pct(s['theoretical_occupancy'])}", _pct(s["tensor_core_share"])] + \
+    return [s["name"], _us(s["duration_us"]), _pct(s["gpu_util"]), _na(s, "sm_efficiency"),
+            f"{_na(s, 'achieved_occupancy')}/{_pct(s['theoretical_occupancy'])}", _pct(s["tensor_core_share"])] + \
         [_us(b[c]) for c in CATEGORIES]
 
 
@@ -79,7 +84,8 @@ def _tables(d: dict[str, Any], top: int) -> list[tuple[str, list[str], list[list
     out.append(("kernels, completed", ["kernel", "TC", "calls", "total", "mean", "min", "max", "blk/SM", "occ"],
                 [[k["name"][:60], "yes" if k["tensor_cores"] else "", str(k["calls"]), _us(k["total_us"]),
                   _us(k["mean_us"]), _us(k["min_us"]), _us(k["max_us"]),
-                  "–" if k["blocks_per_sm"] is None else f"{k['blocks_per_sm']:.2f}", _pct(k["achieved_occupancy"])]
+                  "n/a" if k["blocks_per_sm"] is None else f"{k['blocks_per_sm']:.2f}",
+                  "n/a" if k["achieved_occupancy"] is None else _pct(k["achieved_occupancy"])]
                  for k in d["kernel_stats"][:top]]))
     mem = d["memory"]
     if mem is not None:
@@ -105,7 +111,7 @@ def _device_lines(d: dict[str, Any]) -> list[str]:
             continue
         lines.append(f"device {dev['id']}: {dev['name'] or '?'} {dev['arch'] or ''} {dev['sms'] or '?'} SMs "
                      f"{_bytes(dev['memory_bytes'])}; {dev['kernels']} kernels, GPU util {_pct(dev['gpu_util'])}, "
-                     f"SM eff {_pct(dev['sm_efficiency'])}, TC {_pct(dev['tensor_core_share'])}")
+                     f"SM eff {_na(dev, 'sm_efficiency')}, TC {_pct(dev['tensor_core_share'])}")
     return lines
 
 
@@ -116,6 +122,8 @@ def render_profile_text(d: dict[str, Any], table: Any, top: int = 15) -> list[st
     for title, head, rows in _tables(d, top):
         if rows:
             out += ["", title] + ["  " + r for r in table(head, rows, set(range(1, len(head))))]
+            if title == "overview":
+                out += ["  " + note for note in na_notes(d["overview"])]
     return out
 
 
@@ -126,4 +134,6 @@ def render_profile_markdown(d: dict[str, Any], md_table: Any, top: int = 15) -> 
     for title, head, rows in _tables(d, top):
         if rows:
             out += ["", f"#### {title[0].upper()}{title[1:]}", ""] + md_table(head, rows)
+            if title == "overview":
+                out += [""] + [f"- {note}" for note in na_notes(d["overview"])]
     return out
