@@ -39,7 +39,6 @@ from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.analysis.timeline_segments import Segments, to_ns
 from mlptui.trace.model import KERNEL, Trace
 
-
 NOT_MEASURED = ("not measured: no kernel in the window has an achieved occupancy above 0 % (Kineto writes 0 "
                 "where it did not measure)")
 
