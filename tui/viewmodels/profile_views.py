@@ -133,8 +133,8 @@ def overview_text(data: ProfileData, width: int) -> Text:
         if "gpu_util" not in dev:
             continue
         out.append(f"device {dev['id']}: ", "bold")
-        out.append(f"{dev['name'] or '?'} {dev['arch'] or ''}, {dev['sms'] or '?'} SMs, "
-                   f"{fmt.size_bytes(dev['memory_bytes'])}; {dev['kernels']} kernels\n")
+        memory = f", {fmt.size_bytes(dev['memory_bytes'])}" if dev["memory_bytes"] is not None else ""
+        out.append(f"{dev['label']}{memory}; {dev['kernels']} kernels\n")
     steps = ov["steps"]
     if len(steps) > MAX_STEPS:      # the first and the last steps; `summary --json` has them all
         head = steps[: MAX_STEPS // 2]

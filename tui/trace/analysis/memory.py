@@ -1,7 +1,7 @@
 """Memory, from the `[memory]` instant events of traces recorded with profile_memory=True.
 
 Each event is one allocation (Bytes > 0) or free (Bytes < 0) on a device (`Device Type` 0 = CPU,
-1 = CUDA; `Device Id`), at address `Addr`, with the allocator's totals after it (`Total Allocated`,
+1 = CUDA, 6 = HIP, ...: DEVICE_TYPES; `Device Id`), at address `Addr`, with the allocator's totals after it (`Total Allocated`,
 `Total Reserved`; traces from torch before 1.10 lack them, and then the curve is the running sum of
 Bytes from the first event, i.e. relative to what was allocated when recording began).
 
@@ -34,7 +34,7 @@ NO_OP = "(no op)"
 
 @dataclass
 class DeviceMemory:
-    kind: str                       # "cuda" or "cpu" (or "device type N")
+    kind: str                       # "cuda", "hip", "cpu", ... (DEVICE_TYPES; else "device type N")
     id: int
     ts: list[float] = field(default_factory=list)
     allocated: list[int] = field(default_factory=list)
@@ -217,13 +217,20 @@ def memory_report(trace: Trace, step: int | None = None) -> MemoryReport | None:
     unfreed: dict[str, int] = {}
     for name, nbytes in live.values():
         unfreed[name] = unfreed.get(name, 0) + nbytes
-    order = sorted(devices.values(), key=lambda d: (d.kind != "cuda", d.kind, d.id))
+    # Accelerators first (the view opens on the first): the CPU's curve is rarely the question.
+    order = sorted(devices.values(), key=lambda d: (d.kind == "cpu", d.kind != "cuda", d.kind, d.id))
     op_rows = sorted(per_op.values(), key=lambda o: (-o.bytes_allocated, -abs(o.net_bytes_with_children), o.name))
     return MemoryReport(order, op_rows, sorted(unfreed.items(), key=lambda kv: (-kv[1], kv[0])), events)
 
 
+# c10::DeviceType codes the profiler writes as `Device Type` (c10/core/DeviceType.h): HIP is 6 (ROCm
+# builds that report their own type), MTIA 19.
+DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "hip", 9: "xla", 12: "xpu", 13: "mps", 15: "hpu", 19: "mtia",
+                20: "privateuse1"}
+
+
 def _device_of(args: dict[str, Any]) -> tuple[str, int]:
     dtype = _int(args.get("Device Type"))
-    kind = {0: "cpu", 1: "cuda"}.get(dtype if dtype is not None else -1, f"device type {dtype}")
+    kind = DEVICE_TYPES.get(dtype if dtype is not None else -1, f"device type {dtype}")
     dev_id = _int(args.get("Device Id"))
     return kind, -1 if dev_id is None else dev_id

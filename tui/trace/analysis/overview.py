@@ -33,7 +33,9 @@ from mlptui.trace.analysis.breakdown import (
     scope_window_us,
     step_windows,
 )
+from mlptui.trace.analysis.device_arch import device_arch, device_label
 from mlptui.trace.analysis.kernel_figures import kernel_figures
+from mlptui.trace.analysis.occupancy import device_for
 from mlptui.trace.analysis.tables import tables
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.analysis.timeline_segments import Segments, to_ns
@@ -181,15 +183,6 @@ def main_device(trace: Trace, kf: KernelFacts) -> int | None:
     return int(values[int(np.argmax(counts))])
 
 
-def _arch(dev: dict[str, Any]) -> str | None:
-    if "computeMajor" in dev:
-        return f"sm_{dev.get('computeMajor')}{dev.get('computeMinor', 0)}"
-    for key in ("gcnArchName", "arch"):
-        if isinstance(dev.get(key), str):
-            return str(dev[key])
-    return None
-
-
 def overview(trace: Trace, kf: KernelFacts | None = None, step: int | None = None,
              spans: Spans | None = None) -> dict[str, Any]:
     """The `overview` section of `summary --json` (see the module docstring); `step` narrows the scope
@@ -214,8 +207,10 @@ def overview(trace: Trace, kf: KernelFacts | None = None, step: int | None = Non
     devices = []
     listed: dict[int, dict[str, Any]] = {int(d["id"]): d for d in trace.devices if isinstance(d.get("id"), int)}
     for d in sorted(set(listed) | set(used)):
-        props = listed.get(d, {})
-        row: dict[str, Any] = {"id": d, "name": props.get("name"), "arch": _arch(props),
+        props = listed.get(d) or device_for(trace, d) or {}      # one entry describes a one-GPU trace's device
+        arch = device_arch(props, trace.meta)
+        row: dict[str, Any] = {"id": d, "name": props.get("name"), "vendor": arch.vendor, "arch": arch.arch,
+                               "units": arch.units, "label": device_label(props, trace.meta),
                                "memory_bytes": props.get("totalGlobalMem"), "sms": props.get("numSms")}
         if d in per_device:
             scope = Figures()

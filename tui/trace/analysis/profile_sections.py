@@ -109,8 +109,9 @@ def _device_lines(d: dict[str, Any]) -> list[str]:
     for dev in d["overview"]["devices"]:
         if "gpu_util" not in dev:
             continue
-        lines.append(f"device {dev['id']}: {dev['name'] or '?'} {dev['arch'] or ''} {dev['sms'] or '?'} SMs "
-                     f"{_bytes(dev['memory_bytes'])}; {dev['kernels']} kernels, GPU util {_pct(dev['gpu_util'])}, "
+        memory = f", {_bytes(dev['memory_bytes'])}" if dev["memory_bytes"] is not None else ""
+        lines.append(f"device {dev['id']}: {dev['label']}{memory}; {dev['kernels']} kernels, "
+                     f"GPU util {_pct(dev['gpu_util'])}, "
                      f"SM eff {_na(dev, 'sm_efficiency')}, TC {_pct(dev['tensor_core_share'])}")
     return lines
 
