@@ -135,8 +135,8 @@ class KernelStatsTable(SortedTable):
 class MemoryOpTable(SortedTable):
     CELLS = [
         lambda m: m.name, lambda m: fmt.count(m.allocs), lambda m: fmt.count(m.frees),
-        lambda m: fmt.size_bytes(m.bytes_allocated), lambda m: _signed(m.net_bytes),
-        lambda m: _signed(m.net_bytes_with_children),
+        lambda m: fmt.size_bytes(m.bytes_allocated), lambda m: _signed(m.net_bytes) if m.net_known else "n/a",
+        lambda m: _signed(m.net_bytes_with_children) if m.net_known else "n/a",
     ]
     KEYS = [lambda m: m.name, lambda m: m.allocs, lambda m: m.frees, lambda m: m.bytes_allocated,
             lambda m: m.net_bytes, lambda m: m.net_bytes_with_children]

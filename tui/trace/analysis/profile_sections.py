@@ -48,6 +48,10 @@ def _na(row: dict[str, Any], key: str) -> str:
     return "n/a" if row.get(f"{key}_na") else _pct(row[key])
 
 
+def _net(n: int | None) -> str:
+    return "n/a" if n is None else _bytes(n)
+
+
 def _bytes(n: int | None) -> str:
     if n is None:
         return "–"
@@ -94,8 +98,8 @@ def _tables(d: dict[str, Any], top: int) -> list[tuple[str, list[str], list[list
                       _bytes(m["peak_reserved_bytes"]), "–" if m["peak_ts"] is None else _us(m["peak_ts"]),
                       m["peak_op"] or "–"] for m in mem["devices"]]))
         out.append(("memory by op", ["op", "allocs", "frees", "allocated", "net", "net w/ children"],
-                    [[o["name"], str(o["allocs"]), str(o["frees"]), _bytes(o["bytes_allocated"]), _bytes(o["net_bytes"]),
-                      _bytes(o["net_bytes_with_children"])] for o in mem["ops"][:top]]))
+                    [[o["name"], str(o["allocs"]), str(o["frees"]), _bytes(o["bytes_allocated"]), _net(o["net_bytes"]),
+                      _net(o["net_bytes_with_children"])] for o in mem["ops"][:top]]))
     mods = d["modules"]
     if mods is not None:
         out.append(("modules", ["module", "calls", "host", "device"],
