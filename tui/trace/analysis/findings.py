@@ -14,6 +14,7 @@ import numpy as np
 from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.analysis.launches import classify_call
 from mlptui.trace.analysis.tables import Tables, tables
+from mlptui.trace.analysis.unlinked import unlinked_line
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Trace
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.parse.index import STEP_PREFIX
@@ -246,4 +247,7 @@ def trace_findings(trace: Trace) -> list[str]:
     if graphs:
         cpu += f"; {graphs} CUDA graph launch{'es' if graphs > 1 else ''}"
     lines.append(cpu)
+    unlinked = unlinked_line(trace)
+    if unlinked:
+        lines.append(unlinked)
     return lines
