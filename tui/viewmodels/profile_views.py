@@ -176,5 +176,5 @@ def overview_text(data: ProfileData, width: int) -> Text:
         out.append(f"  [{r['rule']}] ", "bold")
         out.append(f"{r['message']}\n")
         figures = ", ".join(f"{k}={v}" for k, v in r["figures"].items())
-        out.append(f"      {figures}\n", "dim")
+        out.append(f"      {figures}; the rule applies to {r['applies_to']}\n", "dim")
     return out

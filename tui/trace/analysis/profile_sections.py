@@ -123,7 +123,8 @@ def _device_lines(d: dict[str, Any]) -> list[str]:
 def render_profile_text(d: dict[str, Any], table: Any, top: int = 15) -> list[str]:
     out = [""] + _device_lines(d)
     if d["recommendations"]:
-        out += ["", "recommendations"] + [f"  [{r['rule']}] {r['message']}" for r in d["recommendations"]]
+        out += ["", "recommendations"] + [f"  [{r['rule']}] {r['message']} ({r['figures'].get('device')}; the rule "
+                                          f"applies to {r['applies_to']})" for r in d["recommendations"]]
     for title, head, rows in _tables(d, top):
         if rows:
             out += ["", title] + ["  " + r for r in table(head, rows, set(range(1, len(head))))]
@@ -135,7 +136,8 @@ def render_profile_text(d: dict[str, Any], table: Any, top: int = 15) -> list[st
 def render_profile_markdown(d: dict[str, Any], md_table: Any, top: int = 15) -> list[str]:
     out = ["", "#### Devices", ""] + [f"- {line}" for line in _device_lines(d)]
     if d["recommendations"]:
-        out += ["", "#### Recommendations", ""] + [f"- **{r['rule']}**: {r['message']}" for r in d["recommendations"]]
+        out += ["", "#### Recommendations", ""] + [f"- **{r['rule']}**: {r['message']} ({r['figures'].get('device')}; "
+                                                   f"the rule applies to {r['applies_to']})" for r in d["recommendations"]]
     for title, head, rows in _tables(d, top):
         if rows:
             out += ["", f"#### {title[0].upper()}{title[1:]}", ""] + md_table(head, rows)
