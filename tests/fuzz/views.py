@@ -13,6 +13,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mlptui.trace.diff.details import pair_details
+from mlptui.trace.diff.render import render_markdown, render_text
+from mlptui.trace.diff.trace_diff import diff_traces
+from mlptui.viewmodels.diff_cpu_section import cpu_section
+from mlptui.viewmodels.facts import add_launches, build_facts, call_stats
+from mlptui.viewmodels.profile_details import memory_peaks, module_detail, operator_detail
+from mlptui.viewmodels.profile_views import ProfileViews, overview_text, regrouped
+from mlptui.widgets.profile_tables import KernelStatsTable, MemoryOpTable, ModuleTable, OperatorTable
+
 MAX_STEPS = 4          # scopes built per trace besides "all steps": the first, the last and two between
 MAX_ROWS = 12          # table rows whose cells and details panes are built per view
 
@@ -27,11 +36,6 @@ def _encode(value: Any) -> None:
 
 
 def open_every_view(trace: Any, width: int = 100) -> None:
-    from mlptui.viewmodels.facts import add_launches, build_facts, call_stats
-    from mlptui.viewmodels.profile_details import memory_peaks, module_detail, operator_detail
-    from mlptui.viewmodels.profile_views import ProfileViews, overview_text, regrouped
-    from mlptui.widgets.profile_tables import KernelStatsTable, MemoryOpTable, ModuleTable, OperatorTable
-
     facts = build_facts(trace)
     add_launches(facts)
     views = ProfileViews(trace)
@@ -62,11 +66,6 @@ def open_every_view(trace: Any, width: int = 100) -> None:
 
 
 def open_the_diff(a: Any, b: Any) -> None:
-    from mlptui.trace.diff.details import pair_details
-    from mlptui.trace.diff.render import render_markdown, render_text
-    from mlptui.trace.diff.trace_diff import diff_traces
-    from mlptui.viewmodels.diff_cpu_section import cpu_section
-
     pairs: list[tuple[int | None, int | None]] = [(None, None)]
     if a.steps and b.steps:
         pairs.append((len(a.steps) - 1, 0))
