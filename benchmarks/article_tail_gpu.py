@@ -36,7 +36,7 @@ from triton.testing import do_bench
 from mlptui.runners.fused import FusedGeGLUMLP
 from mlptui.runners.fused.configs import GateUpConfig
 from mlptui.runners.fused.launcher import Plan
-from mlptui.runners.modules import SimpleGeGLUMLP, seeded
+from mlptui.runners.workloads.modules import SimpleGeGLUMLP, seeded
 
 
 def log(msg: str) -> None:

@@ -25,9 +25,9 @@ import triton
 import triton.language as tl
 from triton.testing import do_bench
 
-from mlptui.runners.bench import enqueue_us
+from mlptui.runners.bench.modes import enqueue_us
 from mlptui.runners.fused import FusedGeGLUMLP, GateUpLauncher
-from mlptui.runners.modules import SimpleGeGLUMLP
+from mlptui.runners.workloads.modules import SimpleGeGLUMLP
 
 
 @triton.jit

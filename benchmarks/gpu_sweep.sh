@@ -3,7 +3,7 @@
 # carried wheels (.whl/: liger-kernel, orjson) into /tmp/site and puts this tree on the path, then runs
 # `mlptui bench mlp --sweep` over the given families (crossover model measured for them, calibrated,
 # verified), writing $OUT/NAME.json and its log. Merge the parts of one GPU with
-#   python -m mlptui.runners.bench_report part*.json --out sample_traces/bench/GPU.json --table runners/fused/crossover.json
+#   python -m mlptui.runners.bench.report part*.json --out sample_traces/bench/GPU.json --table runners/fused/crossover.json
 # usage: [BENCH_MODES=eager,compile,kernels,fused] [SWEEP_ARGS="--sweep-weights shared …"] \
 #        benchmarks/gpu_sweep.sh NAME FAMILIES SHAPES
 #        (SHAPES: none, or e.g. article,seed,decode; BENCH_MODES: the modes timed at SHAPES; SWEEP_ARGS: more

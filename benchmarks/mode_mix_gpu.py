@@ -4,7 +4,7 @@ The sweep times the fused path forced on against eager in a calibration of three
 twin, fused-forced), then the routed module in a verification of five (plus torch.compile and Liger).
 In run 16 (H200) the fused path read 4-5 % faster than eager in the first and level with it in the
 second at 5120x13824, 1-64 rows. This script times the same forced module against eager in several
-mixes of neighbours, each as the sweep times a cell (runners/sweep.py::cell_times: balanced orders, L2
+mixes of neighbours, each as the sweep times a cell (runners/bench/sweep.py::cell_times: balanced orders, L2
 flushed, synchronized calls):
 
 - base: eager, eager-again, fused-forced (the calibration);
@@ -27,8 +27,8 @@ from typing import Any
 
 import torch
 
+from mlptui.runners.bench.sweep import EAGER_AGAIN, mode_modules, pass_call, timed_cell
 from mlptui.runners.fused import FusedGeGLUMLP
-from mlptui.runners.sweep import EAGER_AGAIN, _modules, _step, _timed_cell
 
 CELLS = ("5120x13824:1", "5120x13824:64", "4096x11008:16", "4096x11008:64")
 MIXES: dict[str, tuple[str, ...]] = {
@@ -64,7 +64,7 @@ def main() -> int:
         dim, hidden = (int(v) for v in shape.split("x"))
         if shape not in built:
             info: dict[str, Any] = {}
-            mods = _modules(dim, hidden, dtype, ("compile", "kernels"), info)
+            mods = mode_modules(dim, hidden, dtype, ("compile", "kernels"), info)
             forced = FusedGeGLUMLP(dim, hidden, policy="fused", device="cuda", dtype=dtype)
             forced.load_state_dict(mods["eager"].state_dict())
             mods["fused-forced"] = forced
@@ -72,7 +72,7 @@ def main() -> int:
         mods = built[shape]
         x = torch.randn(int(rows), dim, device="cuda", dtype=dtype)
         with torch.no_grad():
-            fns_all: dict[str, Callable[[], Any]] = {m: _step(mods[m], x, False)
+            fns_all: dict[str, Callable[[], Any]] = {m: pass_call(mods[m], x, False)
                                                      for m in ("eager", EAGER_AGAIN, "fused-forced", "compile",
                                                                "kernels") if m in mods}
             fns_all["python"] = python_filler()
@@ -80,7 +80,7 @@ def main() -> int:
                 fn()  # compiles / tunes
             for mix, extra in MIXES.items():
                 fns = {m: fns_all[m] for m in ("eager", EAGER_AGAIN, "fused-forced", *extra) if m in fns_all}
-                best, paired = _timed_cell(fns)
+                best, paired = timed_cell(fns)
                 cell = {"shape": shape, "rows": int(rows), "mix": mix,
                         "median_us": {m: round(v, 2) for m, v in best.items()}, "paired_vs_eager": paired}
                 doc["cells"].append(cell)

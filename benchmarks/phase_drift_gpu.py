@@ -3,7 +3,7 @@
 In run 16's committed sweeps the fused path's paired ratio against eager moved between the calibration
 and the verification of the same cell with a standard deviation of 4-5 % where eager's call took under
 300 µs, and 0.3-1.4 % above (110 cells, both GPUs), while each timing's own ~95 % interval was about
-±1 %. This script times a few such cells as the sweep does (runners/sweep.py::_timed_cell: eager, its
+±1 %. This script times a few such cells as the sweep does (runners/bench/sweep.py::timed_cell: eager, its
 twin and the fused path forced on), several times each, the cells taking turns, so each cell is timed
 in several "phases" seconds apart. Every phase runs twice: with the process free to move between CPUs,
 and pinned to the one CPU it is on (is the drift the host thread moving between cores?). Per phase it
@@ -23,9 +23,9 @@ from typing import Any
 
 import torch
 
-from mlptui.runners.bench import enqueue_us
+from mlptui.runners.bench.modes import enqueue_us
+from mlptui.runners.bench.sweep import EAGER_AGAIN, mode_modules, pass_call, timed_cell
 from mlptui.runners.fused import FusedGeGLUMLP
-from mlptui.runners.sweep import EAGER_AGAIN, _modules, _step, _timed_cell
 
 CELLS = ("1536x8960:512", "5120x13824:1", "2048x5632:2048", "4096x11008:16", "1024x2816:128")
 
@@ -65,12 +65,12 @@ def main() -> int:
     built: dict[str, Any] = {}
     for shape, rows in cells:
         dim, hidden = (int(v) for v in shape.split("x"))
-        mods = _modules(dim, hidden, dtype, (), {})
+        mods = mode_modules(dim, hidden, dtype, (), {})
         forced = FusedGeGLUMLP(dim, hidden, policy="fused", device="cuda", dtype=dtype)
         forced.load_state_dict(mods["eager"].state_dict())
         x = torch.randn(int(rows), dim, device="cuda", dtype=dtype)
-        fns = {"eager": _step(mods["eager"], x, False), EAGER_AGAIN: _step(mods[EAGER_AGAIN], x, False),
-               "fused-forced": _step(forced, x, False)}
+        fns = {"eager": pass_call(mods["eager"], x, False), EAGER_AGAIN: pass_call(mods[EAGER_AGAIN], x, False),
+               "fused-forced": pass_call(forced, x, False)}
         built[f"{shape}:{rows}"] = fns
     with torch.no_grad():
         for fns in built.values():
@@ -82,7 +82,7 @@ def main() -> int:
                     cpu = current_cpu()
                     os.sched_setaffinity(0, {cpu} if variant == "pinned" else everyone)
                     try:
-                        best, paired = _timed_cell(fns)
+                        best, paired = timed_cell(fns)
                         host = enqueue_us(fns["eager"])
                     finally:
                         os.sched_setaffinity(0, everyone)

@@ -27,9 +27,9 @@ from typing import Any
 
 import torch
 
+from mlptui.runners.bench.sweep import best_us, interleaved_times, interleaved_us, pass_call
 from mlptui.runners.fused import FusedGeGLUMLP
-from mlptui.runners.modules import SimpleGeGLUMLP
-from mlptui.runners.sweep import _best_us, _interleaved_us, _step, interleaved_times
+from mlptui.runners.workloads.modules import SimpleGeGLUMLP
 
 
 def log(msg: str) -> None:
@@ -79,15 +79,15 @@ def kernels_of(fn: Callable[[], Any], trace_path: Path | None) -> dict[str, Any]
 def anatomy(rows: int, dim: int, hidden: int, out: Path) -> dict[str, Any]:
     mods = modules(dim, hidden)
     x = torch.randn(rows, dim, device="cuda", dtype=torch.bfloat16)
-    steps = {m: _step(mods[m], x, True) for m in ("eager", "fused-forced")}
-    steps["compile"] = _step(torch.compile(mods["eager-again"]), x, True)
+    steps = {m: pass_call(mods[m], x, True) for m in ("eager", "fused-forced")}
+    steps["compile"] = pass_call(torch.compile(mods["eager-again"]), x, True)
     result: dict[str, Any] = {"rows": rows, "dim": dim, "hidden": hidden}
     for m, fn in steps.items():
         for _ in range(10):
             fn()
         torch.cuda.synchronize()
         trace = out / f"train_step_{m}.pt.trace.json" if m != "compile" else None
-        result[m] = {"host_us": round(host_us(fn), 1), "wall_us": round(_interleaved_us({m: fn}, 50)[m], 1),
+        result[m] = {"host_us": round(host_us(fn), 1), "wall_us": round(interleaved_us({m: fn}, 50)[m], 1),
                      **kernels_of(fn, trace)}
         log(f"{m}: host {result[m]['host_us']} us, wall {result[m]['wall_us']} us, "
             f"GPU busy {result[m]['gpu_busy_us']} us")
@@ -111,11 +111,11 @@ def noise(cell: str) -> dict[str, Any]:
     auto = FusedGeGLUMLP(dim, hidden, device="cuda", dtype=torch.bfloat16)
     auto.load_state_dict(mods["eager"].state_dict())
     x = torch.randn(rows, dim, device="cuda", dtype=torch.bfloat16)
-    fns = {"eager": _step(mods["eager"], x, bwd), "eager-again": _step(mods["eager-again"], x, bwd),
-           "fused": _step(auto, x, bwd)}
+    fns = {"eager": pass_call(mods["eager"], x, bwd), "eager-again": pass_call(mods["eager-again"], x, bwd),
+           "fused": pass_call(auto, x, bwd)}
     out: dict[str, Any] = {"cell": cell, "route": auto.path_for(rows, train=bwd), "sweep": [], "paired": []}
     for _ in range(3):
-        best = _best_us(fns)
+        best = best_us(fns)
         out["sweep"].append({m: round(v / best["eager"], 4) for m, v in best.items() if m != "eager"})
         out["paired"].append(paired(fns, 60))
     log(f"noise {cell} ({out['route']}): sweep {out['sweep']}  paired {out['paired']}")

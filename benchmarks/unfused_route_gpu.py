@@ -8,7 +8,7 @@ sit in memory (each mode of a sweep cell has its own copy). This script tells th
 - `routed-shared`: the same module built on eager's very parameter tensors (same placement as eager);
 - `eager-again`: a second eager module with its own weights (what a different allocation costs);
 
-each timed as the sweep times them (runners/sweep.py::cell_times, balanced call orders, L2 flushed),
+each timed as the sweep times them (runners/bench/sweep.py::cell_times, balanced call orders, L2 flushed),
 in several fresh allocations per cell (the modules rebuilt each time, in a rotated order), plus each
 mode's host µs per call (enqueued back to back, timed before the synchronize).
 
@@ -32,12 +32,12 @@ from typing import Any
 
 import torch
 
-from mlptui.runners.bench import enqueue_us
+from mlptui.runners.bench.modes import enqueue_us
+from mlptui.runners.bench.sweep import cell_times, paired_ratio, pass_call
 from mlptui.runners.fused import FusedGeGLUMLP
 from mlptui.runners.fused.configs import GateUpConfig, candidate_configs
 from mlptui.runners.fused.launcher import fused_geglu_gateup
-from mlptui.runners.modules import SimpleGeGLUMLP
-from mlptui.runners.sweep import _step, cell_times, paired_ratio
+from mlptui.runners.workloads.modules import SimpleGeGLUMLP
 
 DEFAULT_CELLS = ("4096x11008:1:fwd", "4096x11008:16:fwd", "5120x13824:256:fwd", "1536x8960:512:fwd",
                  "2048x5632:512:fwd", "768x3072:1:fwd", "1024x2816:1:fwd+bwd", "1024x2816:2048:fwd+bwd")
@@ -81,7 +81,7 @@ def cell(spec: str, allocations: int) -> dict[str, Any]:
         mods = build(dim, hidden, state, turn)
         x = torch.randn(rows, dim, device="cuda", dtype=torch.bfloat16)
         with torch.set_grad_enabled(bwd):
-            fns = {name: _step(m, x, bwd) for name, m in mods.items()}
+            fns = {name: pass_call(m, x, bwd) for name, m in mods.items()}
             for fn in fns.values():
                 fn()
             times = cell_times(fns)

@@ -5,7 +5,7 @@ authorized user key and an sshd_config that touches nothing global (PidFile, key
 AuthorizedKeysFile all in the temp folder, ListenAddress 127.0.0.1 only). Clients use the written
 ssh config via `ssh -F <cfg>` (and `MLPTUI_SSH`), so ~/.ssh is never read or written. Tests skip
 with the reason when sshd cannot start (not installed, no ssh-keygen, ...). Import the fixtures
-into a test module with `from tests.sshd_fixture import ssh_env_fixture, sshd_fixture  # noqa: F401`
+into a test module with `from sshd_fixture import ssh_env_fixture, sshd_fixture  # noqa: F401`
 (they register as `sshd` and `ssh_env`).
 """
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from app_support import rows_text, wait_for_screen
 from conftest import find_sample
+from fuzz import hostile
 from textual.widgets import Static
 
 from mlptui.app import make_app
@@ -18,7 +19,6 @@ from mlptui.screens.loading import LoadingScreen
 from mlptui.screens.picker import PickerScreen, TraceList
 from mlptui.screens.trace_screen import TraceScreen
 from mlptui.widgets.kernels import KernelTable
-from tests.fuzz import hostile
 
 SIZE = (120, 30)
 

@@ -11,7 +11,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mlptui.contract.errors import TraceError
+from mlptui.base.errors import TraceError
 from mlptui.trace.analysis.summary import summarize
 from mlptui.trace.model import Trace
 from mlptui.trace.parse.load import load_trace_bytes

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.runners import cli_bench
+from mlptui.base.errors import MlptuiError
+from mlptui.runners.cli import bench as cli_bench
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = sorted((ROOT / "sample_traces" / "bench").glob("*.json"))
@@ -49,7 +49,7 @@ def test_without_a_gpu_says_so_in_one_line() -> None:
 
 def test_resolve_shapes_and_modes() -> None:
     pytest.importorskip("torch")
-    from mlptui.runners import bench
+    from mlptui.runners.bench import modes as bench
 
     assert [s.name for s in bench.resolve_shapes("article,seed,decode")] == ["article", "seed", "decode16",
                                                                               "decode64"]
@@ -141,7 +141,7 @@ def test_committed_sweep_is_complete_and_its_ratios_hold(path: Path) -> None:
             p = paired[key]
             expected = p[mode] / p["fused"] if mode in p and "fused" in p else us / modes["fused"]
             assert fused_rows[key][f"vs_{mode}"] == pytest.approx(expected, rel=1e-2)
-    from mlptui.runners.bench_report import fused_over_eager
+    from mlptui.runners.bench.report import fused_over_eager
 
     for ps, summary in sw["summary"].items():
         worst = max(fused_over_eager(fused_rows[k]) for k in fused_rows if k[2] == ps)
@@ -153,7 +153,7 @@ def test_render_table_lists_every_row() -> None:
     if not REPORTS:
         pytest.skip("no committed report")
     pytest.importorskip("torch")
-    from mlptui.runners import bench
+    from mlptui.runners.bench import modes as bench
 
     doc = json.loads(REPORTS[0].read_text())
     text = bench.render_table(doc)

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from mlptui.contract.errors import TraceError
-from mlptui.trace.analysis.launches import classify_call, launch_calls
+from mlptui.base.errors import TraceError
+from mlptui.trace.analysis.launches import launch_calls
 from mlptui.trace.model import DRIVER, KERNEL, RUNTIME
+from mlptui.trace.names.runtime_calls import classify_call
 from mlptui.trace.parse.load import load_trace
 
 # file -> (CPU slices, GPU kernels+memcpys+memsets, kernels, ProfilerSteps, GPU events with a launch call)

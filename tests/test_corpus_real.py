@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from conftest import ROOT
 
-from mlptui.contract.errors import TraceError
+from mlptui.base.errors import TraceError
 from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.analysis.findings import trace_findings
 from mlptui.trace.analysis.launches import launch_calls

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 from diff_support import corpus_pair, load, sample
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 from mlptui.trace.diff.trace_diff import FUSED, SAME, diff_traces, median_step, step_by_number
 
 CONTRACT_SIDE = {"source": str, "step": str, "cpu_us": float, "gpu_busy_us": float, "kernels": int,
@@ -150,7 +150,7 @@ def test_a_side_without_gpu_work_makes_every_row_added() -> None:
 
 
 def test_pair_details_show_both_sides_launch_geometry_and_occupancy() -> None:
-    from mlptui.trace.diff.details import pair_details
+    from mlptui.viewmodels.diff_details import pair_details
 
     d = diff_traces(load(sample("mlp", "eager")), load(sample("kernels-mlp", "eager")))
     fused = next(r for r in d.rows if r.status == FUSED)

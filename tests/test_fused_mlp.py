@@ -176,7 +176,7 @@ def test_rejects_bad_inputs(interp: ModuleType) -> None:
 
 @interpreted_only
 def test_module_computes_simple_geglu_mlp(interp: ModuleType) -> None:
-    from mlptui.runners.modules import SimpleGeGLUMLP
+    from mlptui.runners.workloads.modules import SimpleGeGLUMLP
 
     torch.manual_seed(0)
     ref = SimpleGeGLUMLP(24, 40)
@@ -193,7 +193,7 @@ def test_module_computes_simple_geglu_mlp(interp: ModuleType) -> None:
 
 @interpreted_only
 def test_module_rebuilds_interleaved_weights_after_updates(interp: ModuleType) -> None:
-    from mlptui.runners.modules import SimpleGeGLUMLP
+    from mlptui.runners.workloads.modules import SimpleGeGLUMLP
 
     torch.manual_seed(1)
     ref = SimpleGeGLUMLP(24, 40)
@@ -247,7 +247,7 @@ def _grads(module, x, go):
 @interpreted_only
 @pytest.mark.parametrize("shape", [(70, 24, 40), (33, 16, 72), (1, 8, 24)], ids=lambda s: "x".join(map(str, s)))
 def test_training_matches_eager_fp32(interp: ModuleType, shape) -> None:
-    from mlptui.runners.modules import SimpleGeGLUMLP
+    from mlptui.runners.workloads.modules import SimpleGeGLUMLP
 
     rows, dim, hidden = shape
     torch.manual_seed(rows)
@@ -282,7 +282,7 @@ def test_backward_kernel_is_the_geglu_derivative(interp: ModuleType) -> None:
 def test_compile_fullgraph_through_the_registered_ops(interp: ModuleType, backend: str) -> None:
     from torch._dynamo.utils import counters
 
-    from mlptui.runners.modules import SimpleGeGLUMLP
+    from mlptui.runners.workloads.modules import SimpleGeGLUMLP
 
     torch.manual_seed(3)
     ref = SimpleGeGLUMLP(24, 40)
@@ -317,7 +317,7 @@ def test_unfused_route_sees_replaced_weights_and_submodules() -> None:
     """The module reads its submodules and weights from its own dicts (no Module.__getattr__ per call):
     a replaced Parameter, a replaced Linear and frozen weights are seen on the next call."""
     from mlptui.runners.fused import FusedGeGLUMLP
-    from mlptui.runners.modules import SimpleGeGLUMLP
+    from mlptui.runners.workloads.modules import SimpleGeGLUMLP
 
     torch.manual_seed(5)
     ref, fused = SimpleGeGLUMLP(8, 16), FusedGeGLUMLP(8, 16, policy="unfused")
@@ -400,16 +400,17 @@ def test_candidates_fit_and_buckets(interp: ModuleType) -> None:
 
 
 def test_registry_has_fused_mlp_in_the_ladder() -> None:
-    from mlptui.runners.workloads import WORKLOADS, ladder
+    from mlptui.runners.fused.module import build_fused_mlp
+    from mlptui.runners.workloads.registry import WORKLOADS, ladder
 
     w = WORKLOADS["fused-mlp"]
-    assert w.builder == "mlptui.runners.fused.module:build_fused_mlp" and w.needs_cuda
+    assert w.build_function() is build_fused_mlp and w.needs_cuda
     assert ("fused-mlp", "eager") in [(x.name, m) for x, m in ladder()]
 
 
 @interpreted_only
 def test_builder_records_the_path(interp: ModuleType) -> None:
-    from mlptui.runners.workloads import Shape
+    from mlptui.runners.workloads.registry import Shape
 
     shape = Shape("mlp", (2, 70, 16, 40))  # 140 rows: over the default threshold (no table for cpu)
     built = interp.build_fused_mlp(shape, torch.bfloat16, "cpu")
@@ -553,7 +554,7 @@ def test_calibration_routes_by_the_forced_fused_path_measured_against_eager() ->
 def test_bench_reports_of_one_gpu_merge_and_refuse_two_gpus(tmp_path) -> None:
     """Sweeps split by family across runs merge into one report; its summary counts the verified cells
     only, and the crossover entry is folded from every run's calibration."""
-    from mlptui.runners.bench_report import main, merge_reports
+    from mlptui.runners.bench.report import main, merge_reports
 
     fam = {"dim": 768, "hidden": 3072, "rows": [1, 8192], "fused_gpu_us": [10, 180], "eager_gpu_us": [14, 260],
            "fused_host_us": 5, "eager_host_us": 5}
@@ -604,7 +605,7 @@ def test_inference_on_a_row_count_routed_unfused_skips_the_routing(monkeypatch) 
     """Once a row count is routed unfused, an inference call runs eager's five kernels (its projections
     called as modules when a hook is set, so the hook fires) without going through the routing again."""
     from mlptui.runners.fused import FusedGeGLUMLP
-    from mlptui.runners.modules import SimpleGeGLUMLP
+    from mlptui.runners.workloads.modules import SimpleGeGLUMLP
 
     torch.manual_seed(0)
     eager = SimpleGeGLUMLP(8, 16)
@@ -630,7 +631,7 @@ def test_fast_unfused_route_skips_the_projections_module_calls_when_nothing_coul
     """With no hook, profiler or subclass in the way, the routed-unfused inference call computes eager's
     result with F.linear on the weights, not through nn.Linear.forward (three Module.__call__ saved)."""
     from mlptui.runners.fused import FusedGeGLUMLP
-    from mlptui.runners.modules import SimpleGeGLUMLP
+    from mlptui.runners.workloads.modules import SimpleGeGLUMLP
 
     torch.manual_seed(1)
     eager = SimpleGeGLUMLP(8, 16)
@@ -650,7 +651,7 @@ def test_unfused_route_calls_as_a_module_only_the_projection_that_has_a_hook(mon
     """Each projection is checked on its own: a hook on the gate projection makes that one a module call
     (its hook fires once), while up and down still run F.linear on their weights; the result is eager's."""
     from mlptui.runners.fused import FusedGeGLUMLP
-    from mlptui.runners.modules import SimpleGeGLUMLP
+    from mlptui.runners.workloads.modules import SimpleGeGLUMLP
 
     torch.manual_seed(2)
     eager = SimpleGeGLUMLP(8, 16)

@@ -40,7 +40,7 @@ def _rel(out, ref) -> float:
 
 def _pair(dim: int, hidden: int, seed: int = 0):
     from mlptui.runners.fused import FusedGeGLUMLP
-    from mlptui.runners.modules import SimpleGeGLUMLP
+    from mlptui.runners.workloads.modules import SimpleGeGLUMLP
 
     torch.manual_seed(seed)
     ref = SimpleGeGLUMLP(dim, hidden).cuda()

@@ -14,14 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
+from fuzz import hostile
+from fuzz.fuzz_trace import check
 
+from mlptui.base.errors import TraceError
 from mlptui.commands.summary import format_report
-from mlptui.contract.errors import TraceError
 from mlptui.trace.analysis.summary import summarize
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.parse.load import load_trace_bytes
-from tests.fuzz import hostile
-from tests.fuzz.fuzz_trace import check
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = hostile.cases()
@@ -122,7 +122,7 @@ def test_leading_whitespace_of_any_length() -> None:
 
 _BOMB_PROBE = """
 import sys, time
-from mlptui.contract.errors import TraceError
+from mlptui.base.errors import TraceError
 from mlptui.trace.parse.load import load_trace
 start = time.perf_counter()
 try:

@@ -23,7 +23,7 @@ from test_hub_standin import (
 
 OPEN_AND_LIST = """
 import json, sys
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 from mlptui.sources.dispatch import is_folder, list_traces, open_trace
 out = {}
 try:
@@ -191,7 +191,7 @@ def test_a_huggingface_hub_without_buckets_is_one_clear_error(monkeypatch: pytes
     """No Hub needed: the installed client is made to look like an old one without the bucket API."""
     from huggingface_hub import HfApi
 
-    from mlptui.contract.errors import MlptuiError
+    from mlptui.base.errors import MlptuiError
     from mlptui.sources.dispatch import list_traces, open_trace
 
     monkeypatch.delattr(HfApi, "bucket_info")

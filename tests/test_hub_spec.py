@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 from mlptui.sources.hub import is_folder
 from mlptui.sources.hub_spec import HubSpec, parse_hf_spec, perfetto_url, resolve_url
 

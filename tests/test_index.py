@@ -7,10 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import trace_bytes, x
 
 from mlptui.trace.model import Trace
 from mlptui.trace.parse.load import load_trace, load_trace_bytes
-from tests.conftest import trace_bytes, x
 
 
 def _load(events: list[dict]) -> Trace:

@@ -18,7 +18,7 @@ import pytest
 from conftest import ROOT
 from fuzz import hostile
 
-from mlptui.contract.errors import TraceError
+from mlptui.base.errors import TraceError
 from mlptui.trace.model import (
     ANNOTATION,
     CPU_OP,

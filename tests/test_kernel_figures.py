@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT
 from fuzz import hostile
 
-from mlptui.contract.errors import TraceError
+from mlptui.base.errors import TraceError
 from mlptui.trace.analysis.kernel_figures import kernel_figures
 from mlptui.trace.analysis.occupancy import device_for, launch_config, theoretical_occupancy
 from mlptui.trace.model import KERNEL, Trace

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import trace_bytes, x
 
-from mlptui.contract.errors import TraceError
+from mlptui.base.errors import TraceError
 from mlptui.trace.parse.load import load_trace, load_trace_bytes
-from tests.conftest import trace_bytes, x
 
 EVENTS = [
     x("ProfilerStep#1", "user_annotation", 100.0, 50.0),
@@ -228,7 +228,7 @@ def test_chrome_traces_not_from_the_profiler_are_refused_and_legacy_ones_load() 
     import orjson
     import pytest
 
-    from mlptui.contract.errors import TraceError
+    from mlptui.base.errors import TraceError
     from mlptui.trace.parse.load import load_trace_bytes
 
     foreign = {"traceEvents": [{"ph": "B", "cat": "PERF", "name": "a", "pid": 1, "tid": 1, "ts": 0},

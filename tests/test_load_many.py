@@ -13,7 +13,7 @@ import orjson
 import pytest
 from conftest import ROOT, find_sample, trace_bytes, x
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 from mlptui.trace.analysis.rank_reduce import rank_digest, reduce_ranks
 from mlptui.trace.analysis.summary import summarize
 from mlptui.trace.parse import index_cache

@@ -56,6 +56,6 @@ def test_the_viewer_reads_a_broken_or_foreign_manifest_as_none(tmp_path: Path) -
 
 def test_the_runners_registry_and_the_contract_vocabulary_agree() -> None:
     from mlptui.contract.vocabulary import WORKLOAD_NAMES
-    from mlptui.runners.workloads import WORKLOADS
+    from mlptui.runners.workloads.registry import WORKLOADS
 
     assert tuple(WORKLOADS) == WORKLOAD_NAMES     # one list: the picker sorts by it, the runner builds from it

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mlptui.contract.errors import TraceError
+from mlptui.base.errors import TraceError
 from mlptui.trace.analysis.occupancy import (
     kernel_launch,
     kernel_occupancy,

@@ -22,7 +22,7 @@ import orjson
 import pytest
 from conftest import ROOT
 
-from mlptui.contract.errors import TraceError
+from mlptui.base.errors import TraceError
 from mlptui.trace.analysis.operators import operators
 from mlptui.trace.parse.load import load_trace
 

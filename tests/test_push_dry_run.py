@@ -123,7 +123,7 @@ def test_manifest_update_keeps_runs_and_other_keys(tmp_path: Path) -> None:
 
 
 def test_unreadable_manifest_is_never_overwritten(tmp_path: Path) -> None:
-    from mlptui.contract.errors import MlptuiError
+    from mlptui.base.errors import MlptuiError
     from mlptui.publish.hub_push import read_manifest
 
     (tmp_path / "manifest.json").write_text("{not json")

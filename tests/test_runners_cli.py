@@ -155,8 +155,8 @@ def test_help_lists_the_article_spellings_without_importing_torch() -> None:
 def test_ladder_plan_gives_each_shape_family_its_own_flags() -> None:
     import argparse
 
-    from mlptui.runners import cli_run
-    from mlptui.runners.workloads import WORKLOADS
+    from mlptui.runners.cli import run as cli_run
+    from mlptui.runners.workloads.registry import WORKLOADS
 
     parser = argparse.ArgumentParser()
     cli_run.add_arguments(parser)
@@ -170,7 +170,7 @@ def test_ladder_plan_gives_each_shape_family_its_own_flags() -> None:
 
 def test_open_hands_the_trace_to_the_viewer_in_its_own_process(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from mlptui.runners import cli_run
+    from mlptui.runners.cli import run as cli_run
 
     calls: list[list[str]] = []
     monkeypatch.setattr(cli_run.subprocess, "call", lambda argv: calls.append(argv) or 0)

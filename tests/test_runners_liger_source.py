@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mlptui.runners import liger_source
+from mlptui.runners.workloads import liger_source
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -66,8 +66,8 @@ CHAIN_PROBE = """
 import json, sys
 for blocked in sys.argv[1:]:
     sys.modules[blocked] = None  # makes `import <blocked>` fail as if it were not installed
-from mlptui.runners.liger_source import load_liger_geglu_mlp
-from mlptui.contract.errors import MlptuiError
+from mlptui.runners.workloads.liger_source import load_liger_geglu_mlp
+from mlptui.base.errors import MlptuiError
 try:
     found = load_liger_geglu_mlp()
 except MlptuiError as exc:
@@ -184,7 +184,7 @@ def test_kernels_mlp_loads_the_seeded_weights_of_the_reference(tmp_path: Path) -
     write_kernel_build(repo)
     pytest.importorskip("kernels")
     code = (
-        "import torch\nfrom mlptui.runners.modules import build_kernels_mlp\nfrom mlptui.runners.workloads import Shape\n"
+        "import torch\nfrom mlptui.runners.workloads.modules import build_kernels_mlp\nfrom mlptui.runners.workloads.registry import Shape\n"
         "b = build_kernels_mlp(Shape('mlp', (2, 4, 16, 32)), torch.float32, 'cpu')\n"
         "with torch.no_grad():\n"
         "    d = (b.module(*b.inputs) - b.reference(*b.inputs)).abs().max().item()\n"

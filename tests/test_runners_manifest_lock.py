@@ -15,10 +15,11 @@ from pathlib import Path
 import orjson
 import pytest
 
+from mlptui.base import files
+from mlptui.base.errors import MlptuiError
 from mlptui.cli import main
-from mlptui.contract import files, manifest
-from mlptui.contract.errors import MlptuiError
-from mlptui.runners import output
+from mlptui.contract import manifest
+from mlptui.runners.record import output
 
 SMALL = ["mlp", "--device", "cpu", "--batch", "2", "--seq", "4", "--dim", "16", "--hidden", "32"]
 

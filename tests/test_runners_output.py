@@ -10,10 +10,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from mlptui.base import files
+from mlptui.base.errors import MlptuiError
 from mlptui.cli import main
-from mlptui.contract import files
-from mlptui.contract.errors import MlptuiError
-from mlptui.runners import output
+from mlptui.runners.record import output
 
 SMALL = ["mlp", "--device", "cpu", "--batch", "2", "--seq", "4", "--dim", "16", "--hidden", "32"]
 FIXED = datetime(2026, 11, 22, 3, 4, 5)
@@ -92,7 +92,7 @@ def visible(folder: Path) -> list[str]:
 
 @pytest.fixture
 def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    import mlptui.runners.cli_run as cli_run
+    import mlptui.runners.cli.run as cli_run
 
     class Clock(datetime):
         @classmethod
@@ -116,7 +116,7 @@ def test_existing_output_is_kept_and_the_new_run_gets_a_free_name(tmp_path: Path
 
 def test_ctrl_c_while_timing_leaves_no_partial_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    from mlptui.runners import profiling
+    from mlptui.runners.record import profiling
 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
@@ -129,7 +129,7 @@ def test_ctrl_c_while_timing_leaves_no_partial_files(tmp_path: Path, monkeypatch
 
 def test_compile_failure_says_why_and_leaves_no_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    from mlptui.runners import profiling
+    from mlptui.runners.record import profiling
 
     def broken_compile(module: object, mode: str):  # noqa: ANN202
         def call(*inputs: object) -> None:
@@ -145,7 +145,7 @@ def test_compile_failure_says_why_and_leaves_no_files(tmp_path: Path, monkeypatc
 
 def test_a_profiler_failure_is_one_line_and_leaves_no_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    from mlptui.runners import profiling
+    from mlptui.runners.record import profiling
 
     real = profiling.profile_to
 

@@ -91,8 +91,8 @@ def test_more_ranks_than_gpus_or_no_nccl(monkeypatch: pytest.MonkeyPatch) -> Non
     torch = pytest.importorskip("torch")
     import torch.distributed as dist
 
-    from mlptui.contract.errors import MlptuiError
-    from mlptui.runners.launch_ranks import check_devices
+    from mlptui.base.errors import MlptuiError
+    from mlptui.runners.distributed.launch import check_devices
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
@@ -118,7 +118,7 @@ def test_no_cuda_is_a_clear_message(capsys: pytest.CaptureFixture[str], tmp_path
 
 
 def test_workers_keep_nvlink_multicast_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mlptui.runners.launch_ranks import torchrun_command, worker_env
+    from mlptui.runners.distributed.launch import torchrun_command, worker_env
 
     for key in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"):
         monkeypatch.delenv(key, raising=False)
@@ -127,5 +127,5 @@ def test_workers_keep_nvlink_multicast_off(monkeypatch: pytest.MonkeyPatch) -> N
         ("0", "1", "1")
     cmd = torchrun_command(2, Path("spec.json"))
     assert cmd[1:3] == ["-m", "torch.distributed.run"] and "--master-addr=127.0.0.1" in cmd
-    assert "--nproc-per-node=2" in cmd and cmd[-3:] == ["--module", "mlptui.runners.rank_main", "spec.json"]
+    assert "--nproc-per-node=2" in cmd and cmd[-3:] == ["--module", "mlptui.runners.distributed.rank_main", "spec.json"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mlptui.runners.workloads import WORKLOADS, ladder
+from mlptui.runners.workloads.registry import WORKLOADS, ladder
 from mlptui.trace.model import KERNEL
 from mlptui.trace.parse.load import load_trace
 

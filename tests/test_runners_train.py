@@ -9,8 +9,8 @@ import pytest
 import torch
 from test_runners_cli import SMALL_MLP, mlptui, only_run
 
-from mlptui.runners import cli_run
-from mlptui.runners.training import make_optimizer, train_step
+from mlptui.runners.cli import run as cli_run
+from mlptui.runners.workloads.training import make_optimizer, train_step
 from mlptui.trace.analysis.memory import memory_report
 from mlptui.trace.analysis.modules import module_tree
 from mlptui.trace.analysis.operators import operators

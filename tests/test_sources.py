@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 from mlptui.sources import dispatch as sources
 from mlptui.sources import remote_cache
 from mlptui.sources import ssh as remote_ssh

@@ -10,10 +10,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from sshd_fixture import Sshd, ssh_env_fixture, sshd_fixture  # noqa: F401
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 from mlptui.sources import dispatch as sources
-from tests.sshd_fixture import Sshd, ssh_env_fixture, sshd_fixture  # noqa: F401
 
 pytestmark = pytest.mark.ssh
 

@@ -16,11 +16,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from sshd_fixture import Sshd, ssh_env_fixture, sshd_fixture  # noqa: F401
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 from mlptui.sources import dispatch as sources
 from mlptui.sources import ssh as remote_ssh
-from tests.sshd_fixture import Sshd, ssh_env_fixture, sshd_fixture  # noqa: F401
 
 pytestmark = pytest.mark.ssh
 

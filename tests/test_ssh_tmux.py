@@ -15,8 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from tests.sshd_fixture import HOST_ALIAS, Sshd, sshd_fixture  # noqa: F401
+from sshd_fixture import HOST_ALIAS, Sshd, sshd_fixture  # noqa: F401
 
 pytestmark = [pytest.mark.ssh, pytest.mark.tmux]
 

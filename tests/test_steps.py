@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import trace_bytes, x
 
 from mlptui.trace.analysis.steps import (
     COMPUTE_BOUND,
@@ -18,7 +19,6 @@ from mlptui.trace.analysis.steps import (
     verdict,
 )
 from mlptui.trace.parse.load import load_trace, load_trace_bytes
-from tests.conftest import trace_bytes, x
 
 
 def test_busy_is_the_union_of_intervals() -> None:

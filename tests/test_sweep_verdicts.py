@@ -1,5 +1,5 @@
-"""How the sweep turns one cell's interleaved calls into a verdict (runners/sweep.py::paired_ratio) and how
-the report and the crossover fold read it (runners/bench_report.py, runners/fused/crossover.py). CPU only:
+"""How the sweep turns one cell's interleaved calls into a verdict (runners/bench/sweep.py::paired_ratio) and how
+the report and the crossover fold read it (runners/bench/report.py, runners/fused/crossover.py). CPU only:
 the call times are made up, the arithmetic is the sweep's."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from mlptui.runners.bench_report import summarize
+from mlptui.runners.bench.report import summarize
+from mlptui.runners.bench.sweep import noise, paired_ratio
 from mlptui.runners.fused import crossover as cx
-from mlptui.runners.sweep import noise, paired_ratio
 
 
 def _drifting(n: int, factor: float, seed: int = 1) -> dict[str, list[float]]:
@@ -93,9 +93,9 @@ def test_shared_weights_are_eagers_very_tensors() -> None:
     between modes; a module whose parameters eager lacks is refused."""
     import torch
 
+    from mlptui.runners.bench.sweep import share_parameters
     from mlptui.runners.fused import FusedGeGLUMLP
-    from mlptui.runners.modules import SimpleGeGLUMLP
-    from mlptui.runners.sweep import share_parameters
+    from mlptui.runners.workloads.modules import SimpleGeGLUMLP
 
     eager, twin, fused = SimpleGeGLUMLP(8, 16), SimpleGeGLUMLP(8, 16), FusedGeGLUMLP(8, 16)
     for m in (twin, fused):
@@ -108,7 +108,7 @@ def test_shared_weights_are_eagers_very_tensors() -> None:
 
 
 def test_a_cells_rows_carry_each_modes_paired_ratio_but_eagers() -> None:
-    from mlptui.runners.sweep import cell_rows
+    from mlptui.runners.bench.sweep import cell_rows
 
     rows = cell_rows({"eager": 100.004, "fused": 80.0}, {"fused": [0.8, 0.79, 0.81]}, {"rows": 64, "pass": "fwd"})
     assert rows == [{"rows": 64, "pass": "fwd", "mode": "eager", "median_us": 100.0},
@@ -155,7 +155,7 @@ def test_a_calibrated_cell_must_also_save_more_than_the_drift_between_two_timing
 
 
 def test_verification_times_the_fused_module_head_to_head_with_eager() -> None:
-    from mlptui.runners.sweep import verification_groups
+    from mlptui.runners.bench.sweep import verification_groups
 
     assert verification_groups(["eager", "eager-again", "fused", "compile", "kernels"]) == \
         [["eager", "eager-again", "fused"], ["eager", "compile", "kernels"]]
@@ -169,7 +169,7 @@ def test_groups_meet_through_eager(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each group is timed on its own (the timing is faked: it needs a GPU); every mode keeps its own group's
     median and paired ratio, eager its first group's median, and the fused row's ratios to the modes of
     the other group go through eager."""
-    from mlptui.runners import sweep
+    from mlptui.runners.bench import sweep
 
     seen: list[list[str]] = []
     medians = {"eager": 100.0, "eager-again": 101.0, "fused": 90.0, "compile": 150.0}
@@ -180,7 +180,7 @@ def test_groups_meet_through_eager(monkeypatch: pytest.MonkeyPatch) -> None:
         best = {m: medians[m] * drift for m in fns}
         return best, {m: [round(best[m] / best["eager"], 4)] * 3 for m in fns if m != "eager"}
 
-    monkeypatch.setattr(sweep, "_timed_cell", fake)
+    monkeypatch.setattr(sweep, "timed_cell", fake)
     fns = {m: (lambda: None) for m in ("eager", "eager-again", "fused", "compile")}
     best, paired = sweep.timed_groups(fns)
     assert seen == [["eager", "eager-again", "fused"], ["eager", "compile"]]

@@ -24,7 +24,7 @@ def test_the_wheel_holds_only_mlptui(tmp_path: Path) -> None:
     top = {n.split("/", 1)[0] for n in names}
     assert {t for t in top if not t.endswith(".dist-info")} == {"mlptui"}
     for must in ("mlptui/__init__.py", "mlptui/py.typed", "mlptui/app.tcss", "mlptui/trace/parse/load.py",
-                 "mlptui/runners/cli_run.py", "mlptui/sample_traces/manifest.json",
+                 "mlptui/runners/cli/run.py", "mlptui/sample_traces/manifest.json", "mlptui/base/errors.py",
                  "mlptui/contract/manifest.py"):
         assert must in names, must
     assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in names)

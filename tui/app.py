@@ -11,7 +11,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 from mlptui.keys import APP_KEYS, user_keymap
 from mlptui.screens.diff_screen import DiffScreen
 from mlptui.screens.help_screen import HelpScreen

@@ -4,23 +4,59 @@ never pays for (or needs) textual or torch."""
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
+from typing import Protocol
 
 from mlptui import __version__
 
-# name -> (module with add_arguments(parser) and run(args) -> int, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "view": ("mlptui.commands.view", "open traces (files, folders, host:path, hf://) in the explorer"),
-    "summary": ("mlptui.commands.summary", "headless report of one trace (text, --json, --md)"),
-    "diff": ("mlptui.commands.diff", "headless diff of two traces (text, --json, --md)"),
-    "run": ("mlptui.runners.cli_run", "profile a workload on the GPU and write a trace + manifest"),
-    "bench": ("mlptui.runners.cli_bench", "unprofiled timings of every mode of a workload"),
-    "push": ("mlptui.commands.push", "upload traces to the Hugging Face Hub and print Perfetto links"),
-    "perfetto": ("mlptui.commands.perfetto", "serve a trace to ui.perfetto.dev from 127.0.0.1"),
-    "serve": ("mlptui.commands.serve", "run the explorer in a browser (textual-serve, 127.0.0.1)"),
+# name -> one-line help; command_module(name) imports the module that runs it
+COMMANDS: dict[str, str] = {
+    "view": "open traces (files, folders, host:path, hf://) in the explorer",
+    "summary": "headless report of one trace (text, --json, --md)",
+    "diff": "headless diff of two traces (text, --json, --md)",
+    "run": "profile a workload on the GPU and write a trace + manifest",
+    "bench": "unprofiled timings of every mode of a workload",
+    "push": "upload traces to the Hugging Face Hub and print Perfetto links",
+    "perfetto": "serve a trace to ui.perfetto.dev from 127.0.0.1",
+    "serve": "run the explorer in a browser (textual-serve, 127.0.0.1)",
 }
+
+
+class Command(Protocol):
+    """What each command module defines."""
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+def command_module(name: str) -> Command:
+    """The module of command `name` (a key of COMMANDS), imported only now."""
+    if name == "view":
+        from mlptui.commands import view
+        return view
+    if name == "summary":
+        from mlptui.commands import summary
+        return summary
+    if name == "diff":
+        from mlptui.commands import diff
+        return diff
+    if name == "run":
+        from mlptui.runners.cli import run
+        return run
+    if name == "bench":
+        from mlptui.runners.cli import bench
+        return bench
+    if name == "push":
+        from mlptui.commands import push
+        return push
+    if name == "perfetto":
+        from mlptui.commands import perfetto
+        return perfetto
+    if name == "serve":
+        from mlptui.commands import serve
+        return serve
+    raise KeyError(name)
 
 
 def _usage() -> str:
@@ -32,7 +68,7 @@ def _usage() -> str:
         "",
         "commands:",
     ]
-    lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += [f"  {name:<{width}}  {help_}" for name, help_ in COMMANDS.items()]
     lines += ["", "`mlptui COMMAND --help` shows a command's options."]
     return "\n".join(lines)
 
@@ -49,12 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"mlptui: unknown command {name!r} (try `mlptui --help`)", file=sys.stderr)
         return 2
-    module_name, help_ = COMMANDS[name]
-    from mlptui.contract.errors import MlptuiError
+    from mlptui.base.errors import MlptuiError
 
     try:
-        module = importlib.import_module(module_name)
-        parser = argparse.ArgumentParser(prog=f"mlptui {name}", description=help_)
+        module = command_module(name)
+        parser = argparse.ArgumentParser(prog=f"mlptui {name}", description=COMMANDS[name])
         module.add_arguments(parser)
         args = parser.parse_args(argv)
         return int(module.run(args) or 0)
@@ -83,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _error(message: str) -> None:
     """One line on stderr, terminal-safe (a file name or a remote's answer may hold anything)."""
-    from mlptui.contract.text import printable
+    from mlptui.base.text import printable
 
     print(f"mlptui: {printable(message)}", file=sys.stderr)
 

@@ -15,7 +15,7 @@ from torch.nn.modules import module as module_hooks
 from mlptui.runners.fused import crossover
 from mlptui.runners.fused.launcher import GateUpLauncher, interpreting
 from mlptui.runners.fused.ops import GeGLUGateUp
-from mlptui.runners.modules import geglu_mlp
+from mlptui.runners.workloads.modules import geglu_mlp
 
 POLICIES = ("auto", "fused", "unfused")
 
@@ -246,9 +246,9 @@ class FusedGeGLUMLP(nn.Module):
 
 
 def build_fused_mlp(shape: Any, dtype: torch.dtype, device: str) -> Any:
-    """Registry builder of the `fused-mlp` workload (mlptui.runners.workloads): the article's MLP, same seeded
+    """Registry builder of the `fused-mlp` workload (mlptui.runners.workloads.registry): the article's MLP, same seeded
     weights and input, as FusedGeGLUMLP. The manifest's kernel_source says which path runs and why."""
-    from mlptui.runners.modules import Built, mlp_flops, mlp_input, reference_mlp
+    from mlptui.runners.workloads.modules import Built, mlp_flops, mlp_input, reference_mlp
 
     ref = reference_mlp(shape, device)
     module = FusedGeGLUMLP(shape.dim, shape.hidden, device=device, dtype=dtype)

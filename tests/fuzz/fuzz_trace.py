@@ -48,11 +48,11 @@ def _imports() -> None:
         sys.path.insert(0, HERE)
     from views import open_every_view, open_the_diff
 
+    from mlptui.base.errors import MlptuiError
     from mlptui.commands.summary import format_report
-    from mlptui.contract.errors import MlptuiError
-    from mlptui.trace.analysis.launches import classify_call
     from mlptui.trace.analysis.summary import summarize
     from mlptui.trace.names.kernel import decode_kernel
+    from mlptui.trace.names.runtime_calls import classify_call
     from mlptui.trace.parse.load import load_trace_bytes
     from mlptui.viewmodels.detail_text import gpu_details, op_details
     from mlptui.viewmodels.facts import build_facts

@@ -6,7 +6,7 @@ import argparse
 import shutil
 import sys
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from mlptui.contract.text import MAX_DEPTH, printable, printable_tree
+from mlptui.base.text import MAX_DEPTH, printable, printable_tree
 
 
 def dumps_json(doc: Any) -> str:

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import quote, unquote, urlsplit
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.contract.text import printable
+from mlptui.base.errors import MlptuiError
+from mlptui.base.text import printable
 
 ORIGIN = "https://ui.perfetto.dev"
 DEFAULT_PORT = 9001

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -16,8 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mlptui.base.errors import MlptuiError
     from mlptui.commands.output import dumps_json, safe_lines
-    from mlptui.contract.errors import MlptuiError
     from mlptui.gc_policy import bulk_allocation
     from mlptui.sources.dispatch import is_folder, list_traces, open_trace
     from mlptui.trace.analysis.summary import summarize

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 
 
 def rank_run_summary(args: argparse.Namespace, found: list[str]) -> bool:

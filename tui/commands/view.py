@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,1 @@
+"""The runner<->viewer contract: the run folder's manifest and the words both sides use."""

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.contract.files import write_atomic
-from mlptui.contract.values import bounded
+from mlptui.base.errors import MlptuiError
+from mlptui.base.files import write_atomic
+from mlptui.base.values import bounded
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1

@@ -19,10 +19,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
+from mlptui.base.text import printable
 from mlptui.contract.manifest import Manifest, update_manifest
 from mlptui.contract.manifest import read_manifest as read_folder_manifest
-from mlptui.contract.text import printable
 from mlptui.sources.hub import MANIFEST, hub_errors, require_buckets
 from mlptui.sources.hub_spec import HubSpec, hub_endpoint, perfetto_url, resolve_url
 from mlptui.trace.parse.discover import is_trace_name, looks_like_trace

@@ -18,15 +18,15 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, LoadingIndicator, Static
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.contract.text import markup_escape
+from mlptui.base.errors import MlptuiError
+from mlptui.base.text import markup_escape
 from mlptui.screens.help_screen import HelpScreen, help_text, key_text
 from mlptui.screens.host import host
 from mlptui.trace.diff.cpu import op_key
-from mlptui.trace.diff.details import pair_details
 from mlptui.trace.diff.render import MARKERS, fmt_speedup
 from mlptui.trace.diff.trace_diff import Side, TraceDiff, diff_traces
 from mlptui.trace.model import Trace
+from mlptui.viewmodels.diff_details import pair_details
 from mlptui.viewmodels.fmt import us
 from mlptui.widgets.diff_list import DiffList
 from mlptui.widgets.worker_errors import ReportsWorkerErrors, WorkerFailed

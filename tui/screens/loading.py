@@ -9,8 +9,8 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import ProgressBar, Static
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.contract.text import markup_escape as escape
+from mlptui.base.errors import MlptuiError
+from mlptui.base.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
 from mlptui.screens.host import host
 from mlptui.screens.progress import ProgressScreen

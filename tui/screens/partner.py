@@ -10,8 +10,8 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.contract.text import markup_escape as escape
+from mlptui.base.errors import MlptuiError
+from mlptui.base.text import markup_escape as escape
 from mlptui.screens.host import host
 from mlptui.widgets.lines import LineList
 from mlptui.widgets.trace_list import TraceList, ladder_key

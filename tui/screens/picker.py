@@ -16,8 +16,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.contract.text import markup_escape as escape
+from mlptui.base.errors import MlptuiError
+from mlptui.base.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
 from mlptui.keys import PICKER_KEYS
 from mlptui.screens.host import host

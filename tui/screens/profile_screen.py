@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Static
 
-from mlptui.contract.text import markup_escape
+from mlptui.base.text import markup_escape
 from mlptui.gc_policy import bulk_allocation
 from mlptui.keys import PROFILE_KEYS, TRACE_KEYS
 from mlptui.trace.analysis.breakdown import scope_label

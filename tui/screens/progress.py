@@ -9,7 +9,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static
 
-from mlptui.contract.text import markup_escape as escape
+from mlptui.base.text import markup_escape as escape
 from mlptui.widgets.worker_errors import ReportsWorkerErrors, WorkerFailed
 
 

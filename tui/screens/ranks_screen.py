@@ -9,7 +9,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from mlptui.contract.text import markup_escape as escape
+from mlptui.base.text import markup_escape as escape
 from mlptui.keys import RANKS_KEYS
 from mlptui.viewmodels.run_view import RunView
 from mlptui.widgets.lines import LineList

@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from mlptui.contract.text import markup_escape as escape
+from mlptui.base.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
 from mlptui.keys import TRACE_KEYS
 from mlptui.screens.host import host

@@ -1,38 +1,28 @@
 """Where traces come from: one entry point for local paths, `host:path` / `ssh://` over ssh, and `hf://`.
 
 Callers (summary, diff, view, the app) use only `open_trace`, `list_traces` and `is_folder`. Each kind
-of source is a handler module with the same three functions; `HANDLERS` maps a kind to its module,
-imported only when a spec of that kind is opened (so `mlptui.sources.dispatch` imports nothing heavy).
+of source is a handler module with the same three functions, imported only when a spec of that kind is
+opened (so `mlptui.sources.dispatch` imports nothing heavy).
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, Protocol
 
+from mlptui.base.progress import Progress
 from mlptui.sources.ssh_spec import is_ssh_spec
 
 if TYPE_CHECKING:
     from mlptui.trace.model import Trace
 
-Progress = Callable[[int, int], None]
-
 
 class SourceHandler(Protocol):
-    """What each module named in HANDLERS defines."""
+    """What each handler module (local, ssh, hub) defines."""
 
     def open_trace(self, spec: str, progress: Progress | None = None) -> Trace: ...
     def list_traces(self, spec: str) -> list[str]: ...
     def is_folder(self, spec: str) -> bool: ...
 
-
-# kind -> module defining open_trace(spec, progress), list_traces(spec), is_folder(spec)
-HANDLERS: dict[str, str] = {
-    "local": "mlptui.sources.local",
-    "ssh": "mlptui.sources.ssh",
-    "hf": "mlptui.sources.hub",
-}
 
 # URL-like prefixes -> kind; anything else is scp-like `host:path` (ssh) or a local path.
 SCHEMES: dict[str, str] = {
@@ -52,7 +42,15 @@ def source_kind(spec: str) -> str:
 
 
 def _handler(spec: str) -> SourceHandler:
-    return cast(SourceHandler, importlib.import_module(HANDLERS[source_kind(spec)]))
+    kind = source_kind(spec)
+    if kind == "ssh":
+        from mlptui.sources import ssh
+        return ssh
+    if kind == "hf":
+        from mlptui.sources import hub
+        return hub
+    from mlptui.sources import local
+    return local
 
 
 def open_trace(spec: str, progress: Progress | None = None) -> Trace:

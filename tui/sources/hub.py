@@ -12,11 +12,12 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
+from mlptui.base.progress import Progress
 from mlptui.sources.hub_spec import HubSpec, hub_endpoint, parse_hf_spec, resolve_url
 from mlptui.trace.parse.discover import is_trace_name
 
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
 
     from mlptui.trace.model import Trace
 
-Progress = Callable[[int, int], None]
 MANIFEST = "manifest.json"
 
 
@@ -108,7 +108,6 @@ def is_folder(spec: str) -> bool:
 
 
 def open_trace(spec: str, progress: Progress | None = None) -> Trace:
-    from mlptui.sources.local import attach_manifest
     from mlptui.trace.parse.load import load_trace
 
     s = parse_hf_spec(spec)
@@ -119,7 +118,7 @@ def open_trace(spec: str, progress: Progress | None = None) -> Trace:
         fetch_file(s.with_path(_sibling(s.path, MANIFEST)))
     except MlptuiError:
         pass  # a trace without a manifest beside it is still a trace
-    return attach_manifest(load_trace(local, source=spec, progress=progress), local)
+    return load_trace(local, source=spec, progress=progress)    # reads the manifest fetched beside it
 
 
 def list_traces(spec: str) -> list[str]:

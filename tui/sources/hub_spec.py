@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 
 HF_PREFIX = "hf://"
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -125,7 +125,3 @@ def perfetto_url(file_url: str) -> str:
     return PERFETTO_UI + quote(file_url, safe="")
 
 
-def web_url(spec: HubSpec, endpoint: str | None = None) -> str:
-    """The page of the repo or bucket on the Hub's website."""
-    base = (endpoint or hub_endpoint()).rstrip("/")
-    return f"{base}/{_URL_PREFIX[spec.kind]}{spec.repo_id}"

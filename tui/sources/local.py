@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
+from mlptui.base.progress import Progress
 
 if TYPE_CHECKING:
     from mlptui.trace.model import Trace
@@ -16,18 +16,7 @@ def _path(spec: str) -> Path:
     return Path(spec).expanduser()
 
 
-def attach_manifest(trace: Trace, path: Path) -> Trace:
-    """Attach the runner's manifest entry for `path` (from manifest.json beside it), if any."""
-    try:
-        from mlptui.contract.manifest import manifest_for
-    except ImportError:
-        return trace
-    if trace.manifest is None:
-        trace.manifest = manifest_for(path)
-    return trace
-
-
-def open_trace(spec: str, progress: Callable[[int, int], None] | None = None) -> Trace:
+def open_trace(spec: str, progress: Progress | None = None) -> Trace:
     from mlptui.trace.parse.load import load_trace
 
     path = _path(spec)
@@ -35,7 +24,7 @@ def open_trace(spec: str, progress: Callable[[int, int], None] | None = None) ->
         raise MlptuiError(f"{spec}: is a folder, not a trace file")
     if not path.exists():
         raise MlptuiError(f"{spec}: no such file")
-    return attach_manifest(load_trace(path, source=spec, progress=progress), path)
+    return load_trace(path, source=spec, progress=progress)    # with the manifest entry beside it, if any
 
 
 def list_traces(spec: str) -> list[str]:

@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlptui.contract.files import write_atomic
+from mlptui.base.files import write_atomic
 
 
 def cache_root() -> Path:

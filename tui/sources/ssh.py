@@ -23,19 +23,19 @@ import shlex
 import subprocess
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.contract.text import printable
+from mlptui.base.errors import MlptuiError
+from mlptui.base.progress import Progress
+from mlptui.base.text import printable
 from mlptui.sources import remote_cache
 from mlptui.sources.ssh_spec import SshSpec, parse_ssh_spec
 
 if TYPE_CHECKING:
     from mlptui.trace.model import Trace
 
-Progress = Callable[[int, int], None]
 
 MARK = b"MLPTUI1 "
 MANIFEST_MAX = 4 << 20
@@ -498,11 +498,10 @@ def _receive(session: _Session, s: SshSpec, size: int, mtime: int, manifest: byt
 
 
 def open_trace(spec: str, progress: Progress | None = None) -> Trace:
-    from mlptui.sources.local import attach_manifest
     from mlptui.trace.parse.load import load_trace
 
     path, note = _fetch(spec, progress)
-    trace = attach_manifest(load_trace(path, source=spec, progress=progress), path)
+    trace = load_trace(path, source=spec, progress=progress)    # with the manifest entry beside it, if any
     if note:
         trace.warnings.append(note)
     return trace

@@ -11,8 +11,8 @@ import os
 import re
 from dataclasses import dataclass
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.contract.text import printable
+from mlptui.base.errors import MlptuiError
+from mlptui.base.text import printable
 
 _HOST_RE = re.compile(r"^(?:[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?|\[[0-9A-Fa-f:.]+(?:%[A-Za-z0-9_.-]+)?\])$")
 _USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlptui.contract.text import markup_escape as escape
+from mlptui.base.text import markup_escape as escape
 from mlptui.trace.analysis.occupancy import kernel_occupancy
 from mlptui.trace.analysis.roofline import kernel_roofline
 from mlptui.trace.model import LAUNCH_CATS, Trace

@@ -11,12 +11,12 @@ from mlptui.trace.analysis.launches import (
     LaunchCallStat,
     OpLaunches,
     call_kinds,
-    classify_call,
     launch_calls,
     launches_by_op,
 )
 from mlptui.trace.analysis.steps import StepStats, all_step_stats, is_cpu_op, step_stats
 from mlptui.trace.model import KERNEL, Trace
+from mlptui.trace.names.runtime_calls import classify_call
 from mlptui.viewmodels.lanes import Lane, build_lanes
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from mlptui.contract.text import printable
+from mlptui.base.text import printable
 from mlptui.trace.analysis.memory import MemoryReport
 from mlptui.trace.analysis.modules import ModuleRow
 from mlptui.trace.analysis.operators import OpGroup, call_sites, top_entries

@@ -10,7 +10,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from mlptui.contract.text import printable
+from mlptui.base.text import printable
 
 
 class Details(ScrollView, can_focus=True):

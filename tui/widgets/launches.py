@@ -8,9 +8,10 @@ Hopper; cuLaunchKernel for Triton; cudaGraphLaunch for graphs. The rows come fro
 from __future__ import annotations
 
 from mlptui.keys import TABLE_KEYS
-from mlptui.trace.analysis.launches import LaunchCallStat, OpLaunches, classify_call
+from mlptui.trace.analysis.launches import LaunchCallStat, OpLaunches
 from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import decode_kernel
+from mlptui.trace.names.runtime_calls import classify_call
 from mlptui.viewmodels import fmt
 from mlptui.widgets.lines import Cell, Column, LineList, SideScrolling
 

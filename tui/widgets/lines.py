@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from mlptui.contract.text import printable
+from mlptui.base.text import printable
 from mlptui.keys import LIST_KEYS
 
 # A cell is its text, or (text, tone) where tone names a component class suffix: dim, warn, good, hot.

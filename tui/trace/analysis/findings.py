@@ -12,11 +12,11 @@ from collections import Counter
 import numpy as np
 
 from mlptui.trace.analysis.device_arch import device_arch
-from mlptui.trace.analysis.launches import classify_call
 from mlptui.trace.analysis.tables import Tables, tables
 from mlptui.trace.analysis.unlinked import unlinked_line
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Trace
 from mlptui.trace.names.kernel import decode_kernel
+from mlptui.trace.names.runtime_calls import classify_call
 from mlptui.trace.parse.index import STEP_PREFIX
 
 

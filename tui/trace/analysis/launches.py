@@ -1,45 +1,23 @@
 """The host-side calls that put work on the GPU: what they are, how many, how long.
 
-    classify_call(name) -> kind   launch | occupancy | memset | memcpy | attribute | sync | graph | other
-    call_kinds(trace) -> {name: kind}   by name, and a call of no known kind that launched a kernel: launch
+    call_kinds(trace) -> {name: kind}   by name; a call of no known kind that launched a kernel: launch
     launch_calls(trace, step=None) -> [LaunchCallStat]   one row per call name, most time first
     launches_by_op(trace, step=None) -> [OpLaunches]     per innermost launching CPU op, in time order
 
 A "call" is a runtime or driver slice (cudaLaunchKernel, cuLaunchKernelEx, hipLaunchKernel,
-cudaOccupancyMaxActiveBlocksPerMultiprocessor, cudaMemsetAsync, cudaGraphLaunch, ...).
+cudaOccupancyMaxActiveBlocksPerMultiprocessor, cudaMemsetAsync, cudaGraphLaunch, ...), of the kinds
+mlptui.trace.names.runtime_calls.classify_call tells apart.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
 from mlptui.trace.analysis.tables import distinct, tables
 from mlptui.trace.model import KERNEL, LAUNCH_CATS, Trace
-
-KINDS = ("launch", "occupancy", "memset", "memcpy", "attribute", "sync", "graph", "other")
-
-# First match wins; matched against the call name with its vendor prefix (cuda/cu/hip) kept. Lower-case
-# needles catch MTIA's runtime ("enqueueCommand memcpyHtoDAsync", "synchronizeStream").
-_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("graph", ("GraphLaunch",)),
-    ("launch", ("LaunchKernel", "LaunchCooperativeKernel", "ModuleLaunch")),
-    ("occupancy", ("Occupancy",)),
-    ("memset", ("Memset", "memset")),
-    ("memcpy", ("Memcpy", "memcpy")),
-    ("attribute", ("Attribute", "FuncGetAttributes", "GetProperties")),
-    ("sync", ("Synchronize", "WaitEvent", "EventQuery", "StreamQuery", "synchronize")),
-)
-
-
-@lru_cache(maxsize=4096)
-def classify_call(name: str) -> str:
-    for kind, needles in _RULES:
-        if any(n in name for n in needles):
-            return kind
-    return "other"
+from mlptui.trace.names.runtime_calls import classify_call
 
 
 def call_kinds(trace: Trace) -> dict[str, str]:

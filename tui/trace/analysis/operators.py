@@ -15,7 +15,6 @@ Scope: one step (the ops that start in it), or the whole trace (step=None). `Pro
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +24,7 @@ from mlptui.trace.analysis.op_owner import owners
 from mlptui.trace.analysis.op_shapes import input_shapes
 from mlptui.trace.analysis.tables import Tables, tables
 from mlptui.trace.analysis.tensor_cores import tc_eligible, uses_tensor_cores
-from mlptui.trace.model import CPU_OP, KERNEL, PYTHON, Op, Trace
+from mlptui.trace.model import CPU_OP, KERNEL, PYTHON, Trace
 from mlptui.trace.parse.index import STEP_PREFIX
 
 
@@ -57,14 +56,6 @@ class OpGroup:
                 "host_self_us": round(self.host_self_us, 3), "host_total_us": round(self.host_total_us, 3),
                 "device_self_us": round(self.device_self_us, 3), "device_total_us": round(self.device_total_us, 3),
                 "tc_eligible": self.tc_eligible, "tc_share": None if share is None else round(share, 4)}
-
-
-def scope_ops(trace: Trace, step: int | None, steps_only: bool = False) -> Iterator[Op]:
-    for op in trace.ops:
-        if op.cat != CPU_OP or op.name.startswith(STEP_PREFIX):
-            continue
-        if (step is None and (not steps_only or op.step >= 0)) or op.step == step:
-            yield op
 
 
 def operators(trace: Trace, step: int | None = None, by_shapes: bool = False,
@@ -124,7 +115,8 @@ def operators(trace: Trace, step: int | None = None, by_shapes: bool = False,
 
 
 def _scope(t: Tables, step: int | None, steps_only: bool) -> np.ndarray:
-    """scope_ops as a mask over the ops."""
+    """The CPU ops (steps' own spans left out) of `step`, or of every step (`steps_only`), or of the
+    whole trace, as a mask over the ops."""
     mask: np.ndarray = t.op_is((CPU_OP,)) & ~t.names_where(lambda s: s.startswith(STEP_PREFIX))[t.op_name]
     if step is not None:
         mask = mask & (t.op_step == step)

@@ -25,33 +25,15 @@ rank's kernel is waiting for the last rank to arrive. Matching by kind and order
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from mlptui.trace.analysis import intervals
 from mlptui.trace.analysis.collectives import Collective, bus_factor, collectives, is_comm_kernel
 from mlptui.trace.analysis.steps import all_step_stats
 from mlptui.trace.model import KERNEL, Trace
-
-_NAME_RANK = re.compile(r"(?:^|[^a-z0-9])(?:rank[-_]?|worker)(\d+)(?![0-9])", re.IGNORECASE)
-
-
-T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class RankInfo:
-    rank: int | None
-    world_size: int | None
-    backend: str | None
-
-
-def rank_from_name(name: str) -> int | None:
-    """`…rank-3…`, `rank_3`, `rank3`, `worker3` in the file name (not the folders above it)."""
-    m = _NAME_RANK.search(name.replace("\\", "/").rsplit("/", 1)[-1])
-    return int(m.group(1)) if m else None
+from mlptui.trace.parse.rank_hint import RankInfo, in_rank_order, rank_from_name
 
 
 def rank_info(trace: Trace) -> RankInfo:
@@ -62,26 +44,6 @@ def rank_info(trace: Trace) -> RankInfo:
         return RankInfo(info["rank"], world if isinstance(world, int) else None,
                         backend if isinstance(backend, str) else None)
     return RankInfo(rank_from_name(trace.source), None, None)
-
-
-def is_rank_run(infos: Sequence[RankInfo]) -> bool:
-    """True when these are distinct ranks of one job."""
-    if not infos or any(i.rank is None for i in infos):
-        return False
-    if len({i.rank for i in infos}) != len(infos):
-        return False
-    worlds = {i.world_size for i in infos if i.world_size is not None}
-    if len(worlds) > 1 or any(i.rank is not None and i.rank >= w for w in worlds for i in infos):
-        return False
-    return len(infos) >= 2 or (infos[0].world_size or 0) > 1
-
-
-def in_rank_order(infos: Sequence[RankInfo], items: Sequence[T]) -> list[tuple[int, T]] | None:
-    """`items` (one per info) as (rank, item) in rank order when the infos are one run, else None."""
-    if not is_rank_run(infos):
-        return None
-    return sorted(((i.rank, x) for i, x in zip(infos, items, strict=True) if i.rank is not None),
-                  key=lambda p: p[0])
 
 
 def rank_run(traces: Sequence[Trace]) -> list[tuple[int, Trace]] | None:

@@ -52,13 +52,8 @@ class Segments:
         """Prefix sums of a per-segment quantity, for window sums in O(log n)."""
         return np.concatenate(([0], np.cumsum(per_segment)))
 
-    def window_sum(self, prefix: np.ndarray, start: int, end: int) -> float:
-        i = int(np.searchsorted(self.bounds, start))
-        j = int(np.searchsorted(self.bounds, end))
-        return float(prefix[j] - prefix[i])
-
     def window_sums(self, prefix: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[float]:
-        """window_sum of each (start, end) pair, in one search."""
+        """The sum of `prefix`'s segments inside each (start, end) window, in one search."""
         i = np.searchsorted(self.bounds, starts)
         j = np.searchsorted(self.bounds, ends)
         sums: list[float] = (prefix[j] - prefix[i]).astype(np.float64).tolist()

@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 from msgspec import Raw, Struct
 
-from mlptui.contract.errors import TraceError
+from mlptui.base.errors import TraceError
 from mlptui.trace.parse.decode import event_args
 from mlptui.trace.parse.gzip_input import gunzip_bytes, is_gzip
 

@@ -83,8 +83,8 @@ def trace_from_columns(cols: Columns, source: str) -> Trace:
     strings = [blob[a:b].decode("utf-8", "surrogatepass") for a, b in zip(starts, ends, strict=True)]
     small = orjson.loads(cols["small"].tobytes())
     n_ops, n_gpu = len(cols["op_ts"]), len(cols["gpu_ts"])
-    _check(cols, "op_", n_ops, len(strings), n_gpu)
-    _check(cols, "gpu_", n_gpu, len(strings), n_ops)
+    _check(cols, "op_", n_ops, len(strings))
+    _check(cols, "gpu_", n_gpu, len(strings))
     if len(cols["op_gpu_ptr"]) != n_ops + 1:
         raise ValueError("GPU id lists do not match the ops")
     steps = [Step(i, strings[name], ts, dur, op) for i, (name, ts, dur, op) in enumerate(zip(
@@ -223,7 +223,7 @@ def _optional(c: Columns, key: str) -> list[int | None]:
     return [v if p else None for v, p in zip(values, present.tolist(), strict=True)]
 
 
-def _check(c: Columns, prefix: str, n: int, n_strings: int, n_other: int) -> None:
+def _check(c: Columns, prefix: str, n: int, n_strings: int) -> None:
     """Every column of one table has its length, and string and id references point inside."""
     for key, col in c.items():
         if key.startswith(prefix) and not key.startswith("op_gpu_") and len(col) != n:

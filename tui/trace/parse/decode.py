@@ -18,7 +18,7 @@ import msgspec
 import orjson
 from msgspec import Raw, Struct
 
-from mlptui.contract.errors import TraceError
+from mlptui.base.errors import TraceError
 from mlptui.trace.parse.limits import MAX_NESTING, bounded
 
 _NO_ARGS = Raw(b"")

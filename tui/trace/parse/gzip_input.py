@@ -5,19 +5,17 @@ while writing). Shared by the loader, the lazy args reader and the folder sniffi
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from zlib import _Decompress
 
-from mlptui.contract.errors import TraceError
+from mlptui.base.errors import TraceError
+from mlptui.base.progress import Progress
 from mlptui.trace.parse.limits import InflateBudget
 
 GZIP_MAGIC = b"\x1f\x8b"
 GZIP_CHUNK = 1 << 20      # compressed bytes per step: about 10 MB of JSON, so progress moves smoothly
-
-Progress = Callable[[int, int], None]
 
 
 class Readable(Protocol):

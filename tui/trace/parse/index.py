@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 
-from mlptui.trace.analysis.launches import classify_call
 from mlptui.trace.model import (
     ANNOTATION,
     CPU_OP,
@@ -44,6 +43,7 @@ from mlptui.trace.model import (
     Thread,
     Trace,
 )
+from mlptui.trace.names.runtime_calls import classify_call
 from mlptui.trace.parse.classify import CATEGORIES, Buckets, Codes, Kind, by_first_use, classify
 from mlptui.trace.parse.columns import Columns, lazy_trace
 from mlptui.trace.parse.decode import Decoded, LinkArgs, RawEvent

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from mlptui.contract.files import atomic_writer
+from mlptui.base.files import atomic_writer
 from mlptui.trace.model import Trace
 from mlptui.trace.parse.args_store import ArgsStore
 from mlptui.trace.parse.columns import trace_columns, trace_from_columns

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from mlptui.contract.errors import TraceError
-from mlptui.contract.values import MAX_NESTING, TOO_DEEP, bounded
+from mlptui.base.errors import TraceError
+from mlptui.base.values import MAX_NESTING, TOO_DEEP, bounded
 
 __all__ = ["MAX_NESTING", "TOO_DEEP", "InflateBudget", "bounded", "check_density", "clean_device", "finite_number"]
 

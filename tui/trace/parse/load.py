@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mlptui.contract.errors import TraceError
+from mlptui.base.errors import TraceError
+from mlptui.base.progress import Progress
 from mlptui.contract.manifest import manifest_for
 from mlptui.trace.model import Trace
 from mlptui.trace.parse import index_cache
@@ -26,8 +27,6 @@ from mlptui.trace.parse.gzip_input import GzipTruncated, gunzip_bytes, is_gzip, 
 from mlptui.trace.parse.index import build_trace
 from mlptui.trace.parse.limits import check_density
 from mlptui.trace.parse.not_a_trace import refusal
-
-Progress = Callable[[int, int], None]
 
 _CHUNK = 8 << 20
 

@@ -29,7 +29,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from mlptui.contract.errors import MlptuiError, TraceError
+from mlptui.base.errors import MlptuiError, TraceError
 from mlptui.contract.manifest import manifest_for
 from mlptui.trace.model import Trace
 from mlptui.trace.parse import index_cache

@@ -1,14 +1,56 @@
-"""A trace file's rank before it is loaded: from `distributedInfo` near the top of the file (Kineto
-writes it in the header, before the events), or else from the file name (`rank-3`, `worker3`).
-Cheap enough to run on every file of a folder to tell whether the folder is one multi-rank run."""
+"""Which traces are the ranks of one job (`RankInfo`, `in_rank_order`; analysis.ranks reads the same
+from a loaded trace), and a trace file's rank before it is loaded: from `distributedInfo` near the top
+of the file (Kineto writes it in the header, before the events), or else from the file name (`rank-3`,
+`worker3`). Cheap enough to run on every file of a folder to tell whether the folder is one run."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
-from mlptui.trace.analysis.ranks import RankInfo, in_rank_order, rank_from_name
 from mlptui.trace.parse.gzip_input import inflate_head, is_gzip
+
+_NAME_RANK = re.compile(r"(?:^|[^a-z0-9])(?:rank[-_]?|worker)(\d+)(?![0-9])", re.IGNORECASE)
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class RankInfo:
+    rank: int | None
+    world_size: int | None
+    backend: str | None
+
+
+def rank_from_name(name: str) -> int | None:
+    """`…rank-3…`, `rank_3`, `rank3`, `worker3` in the file name (not the folders above it)."""
+    m = _NAME_RANK.search(name.replace("\\", "/").rsplit("/", 1)[-1])
+    return int(m.group(1)) if m else None
+
+
+def is_rank_run(infos: Sequence[RankInfo]) -> bool:
+    """True when these are distinct ranks of one job."""
+    if not infos or any(i.rank is None for i in infos):
+        return False
+    if len({i.rank for i in infos}) != len(infos):
+        return False
+    worlds = {i.world_size for i in infos if i.world_size is not None}
+    if len(worlds) > 1 or any(i.rank is not None and i.rank >= w for w in worlds for i in infos):
+        return False
+    return len(infos) >= 2 or (infos[0].world_size or 0) > 1
+
+
+def in_rank_order(infos: Sequence[RankInfo], items: Sequence[T]) -> list[tuple[int, T]] | None:
+    """`items` (one per info) as (rank, item) in rank order when the infos are one run, else None."""
+    if not is_rank_run(infos):
+        return None
+    return sorted(((i.rank, x) for i, x in zip(infos, items, strict=True) if i.rank is not None),
+                  key=lambda p: p[0])
+
 
 _HEAD_BYTES = 1 << 16
 _INFO = re.compile(rb'"distributedInfo"\s*:\s*\{(?P<body>[^{}]*)')

@@ -18,7 +18,7 @@ def _console(*, stderr: bool) -> Console:
     return console if console.is_terminal else Console(stderr=stderr, highlight=False, width=240)
 
 
-class Progress:
+class RunProgress:
     def __init__(self, err: Console | None = None, out: Console | None = None) -> None:
         self.err = err or _console(stderr=True)
         self.out = out or _console(stderr=False)

@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from mlptui.runners.shapes import Shape
+from mlptui.runners.workloads.shapes import Shape
 
 T = TypeVar("T")
 
@@ -94,7 +94,7 @@ def build_mlp(shape: Shape, dtype: torch.dtype, device: str) -> Built:
 
 
 def build_kernels_mlp(shape: Shape, dtype: torch.dtype, device: str) -> Built:
-    from mlptui.runners.liger_source import load_liger_geglu_mlp
+    from mlptui.runners.workloads.liger_source import load_liger_geglu_mlp
 
     found = load_liger_geglu_mlp()
     ref = reference_mlp(shape, device)

@@ -1,7 +1,7 @@
 """One GPU's bench report from several `mlptui bench mlp` runs (a sweep split by family across runs, each
 under a device's time limit), and the crossover table updated from it. Plain JSON: no torch needed.
 
-    python -m mlptui.runners.bench_report A.json B.json … --out sample_traces/bench/h100.json \
+    python -m mlptui.runners.bench.report A.json B.json … --out sample_traces/bench/h100.json \
         [--table runners/fused/crossover.json]
 """
 
@@ -13,13 +13,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 from mlptui.runners.fused import crossover
 
 
 def fused_over_eager(row: dict[str, Any]) -> float:
     """A fused result row's time against its cell's eager: the paired ratio where the report has it
-    (runners/sweep.py::paired_ratio), else the ratio of the two medians (older reports)."""
+    (runners/bench/sweep.py::paired_ratio), else the ratio of the two medians (older reports)."""
     paired = row.get("paired_vs_eager")
     return float(paired[0]) if paired else 1 / float(row["vs_eager"])
 
@@ -84,7 +84,7 @@ def merge_reports(docs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mlptui.runners.bench_report", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m mlptui.runners.bench.report", description=__doc__)
     parser.add_argument("reports", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, required=True, help="the merged report (never overwritten)")
     parser.add_argument("--table", type=Path, help="crossover table to update with this GPU's folded entry")
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             except (OSError, ValueError) as exc:
                 raise MlptuiError(f"{p}: not a readable bench report ({exc})") from None
         merged = merge_reports(docs)
-        from mlptui.contract.files import write_atomic
+        from mlptui.base.files import write_atomic
 
         try:
             args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -7,12 +7,12 @@ Liger, forward and forward+backward; and, first, the crossover table the fused m
    is installed for this process and goes into the report (`crossover`) to be committed as
    runners/fused/crossover.json.
 2. Calibration (per family, both passes): the fused path forced on and eager (timed twice: the cell's
-   noise), timed as the verification times them (_timed_cell) at every row count. These pairs are folded
+   noise), timed as the verification times them (timed_cell) at every row count. These pairs are folded
    into the installed model (crossover.with_calibration): at a row count this calibration measured, the
    fused module takes its fused path only where it was measured faster (at the slow end of the paired
    ratio's interval), elsewhere where the model predicts it faster; a pair noisier than its margin
    decides nothing.
-3. Verification: per family and pass, each mode's time at every row count (_timed_cell: medians of
+3. Verification: per family and pass, each mode's time at every row count (timed_cell: medians of
    alternating synchronized calls), the fused module routing by the model just folded, eager timed
    twice; the fused module, eager and its twin in one group, torch.compile and Liger with eager in
    another (verification_groups says why). torch.compile is built once per family, dynamic=True.
@@ -38,14 +38,11 @@ from typing import Any
 
 import torch
 
-from mlptui.runners.bench import enqueue_us, rel_err
-from mlptui.runners.modules import LigerConfig, SimpleGeGLUMLP, seeded
+from mlptui.runners.bench.modes import enqueue_us, rel_err
+from mlptui.runners.workloads.modules import LigerConfig, SimpleGeGLUMLP, seeded
 
 FAMILIES: tuple[tuple[int, int], ...] = ((768, 3072), (1024, 2816), (2048, 5632), (1536, 8960), (4096, 11008),
                                          (5120, 13824))
-SWEEP_ROWS: tuple[int, ...] = (1, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
-SWEEP_MODES: tuple[str, ...] = ("eager", "fused", "compile", "kernels")
-PASSES: tuple[str, ...] = ("fwd", "fwd+bwd")
 HOST_BOUND_CALLS = 400  # calls per mode where calls are short, interleaved (200 until run 16)
 CELL_BUDGET_S = 1.5  # of timed calls per cell, all modes together, where calls are long
 BURN_S = 0.1
@@ -74,7 +71,7 @@ def share_parameters(dst: torch.nn.Module, src: torch.nn.Module) -> None:
             mod._parameters[name] = theirs[key]
 
 
-def _modules(dim: int, hidden: int, dtype: torch.dtype, modes: tuple[str, ...],
+def mode_modules(dim: int, hidden: int, dtype: torch.dtype, modes: tuple[str, ...],
              info: dict[str, Any], shared: bool = False) -> dict[str, Any]:
     """Each mode's module or compiled callable, with the reference's weights: copied into each module's own
     tensors, or with `shared`, eager's very tensors in every module (placement is then no difference
@@ -103,7 +100,7 @@ def _modules(dim: int, hidden: int, dtype: torch.dtype, modes: tuple[str, ...],
         out["compile"] = torch.compile(weigh(SimpleGeGLUMLP(dim, hidden).to("cuda", dtype)), dynamic=True)
     if "kernels" in modes:
         try:
-            from mlptui.runners.liger_source import load_liger_geglu_mlp
+            from mlptui.runners.workloads.liger_source import load_liger_geglu_mlp
 
             found = load_liger_geglu_mlp()
             info["kernels_source"] = found.source
@@ -150,7 +147,7 @@ def measure_crossover(families: tuple[tuple[int, int], ...], rows: tuple[int, ..
                                         "enqueued, timed before the synchronize, median over the row counts"}
 
 
-def _step(module: torch.nn.Module, x: torch.Tensor, bwd: bool) -> Callable[[], Any]:
+def pass_call(module: torch.nn.Module, x: torch.Tensor, bwd: bool) -> Callable[[], Any]:
     if not bwd:
         return lambda: module(x)
     params = [p for p in module.parameters() if p.requires_grad]
@@ -211,12 +208,12 @@ def medians_us(times: dict[str, list[float]]) -> dict[str, float]:
     return {m: sorted(ts)[len(ts) // 2] * 1e6 for m, ts in times.items()}
 
 
-def _interleaved_us(fns: dict[str, Callable[[], Any]], calls: int) -> dict[str, float]:
+def interleaved_us(fns: dict[str, Callable[[], Any]], calls: int) -> dict[str, float]:
     """Median µs of one call per mode (interleaved_times)."""
     return medians_us(interleaved_times(fns, calls))
 
 
-def _best_us(fns: dict[str, Callable[[], Any]]) -> dict[str, float]:
+def best_us(fns: dict[str, Callable[[], Any]]) -> dict[str, float]:
     """Median µs of one call per mode in this cell (cell_times)."""
     return medians_us(cell_times(fns))
 
@@ -271,7 +268,7 @@ def noise(paired: dict[str, list[float]]) -> float | None:
     return round(abs(again[0] - 1.0), 4) if again else None
 
 
-def _timed_cell(fns: dict[str, Callable[[], Any]]) -> tuple[dict[str, float], dict[str, list[float]]]:
+def timed_cell(fns: dict[str, Callable[[], Any]]) -> tuple[dict[str, float], dict[str, list[float]]]:
     """Each mode's median µs in this cell (cell_times), and each other mode's paired ratio against eager
     with its interval (paired_ratio: [median, low, high]), the figure the verdicts read: on identical code
     timed as two modes it strayed half as far from 1 as the ratio of the two medians (H100, 8 cells × 3
@@ -303,12 +300,12 @@ def verification_groups(modes: list[str]) -> list[list[str]]:
 
 
 def timed_groups(fns: dict[str, Callable[[], Any]]) -> tuple[dict[str, float], dict[str, list[float]]]:
-    """_timed_cell over each verification group: every mode's median µs and paired ratio against eager from
+    """timed_cell over each verification group: every mode's median µs and paired ratio against eager from
     its own group (eager's median from the first)."""
     best: dict[str, float] = {}
     paired: dict[str, list[float]] = {}
     for group in verification_groups(list(fns)):
-        b, p = _timed_cell({m: fns[m] for m in group})
+        b, p = timed_cell({m: fns[m] for m in group})
         for m, us in b.items():
             best.setdefault(m, us)
         for m, ratio in p.items():
@@ -347,7 +344,7 @@ def calibrate(dim: int, hidden: int, eager: torch.nn.Module, again: torch.nn.Mod
               passes: tuple[str, ...], dtype: torch.dtype, note: Callable[[str], None],
               errors: list[dict[str, str]]) -> list[dict[str, Any]]:
     """Per pass and row count, the fused path forced on and eager (and eager's twin `again`, with its own
-    weights: see _modules), timed as the sweep times them."""
+    weights: see mode_modules), timed as the sweep times them."""
     from mlptui.runners.fused import FusedGeGLUMLP
 
     forced = FusedGeGLUMLP(dim, hidden, policy="fused", device="cuda", dtype=dtype)
@@ -359,15 +356,15 @@ def calibrate(dim: int, hidden: int, eager: torch.nn.Module, again: torch.nn.Mod
         with torch.set_grad_enabled(bwd):
             for r in rows:
                 x = torch.randn(r, dim, device="cuda", dtype=dtype)
-                fns = {"eager": _step(eager, x, bwd), EAGER_AGAIN: _step(again, x, bwd)}
+                fns = {"eager": pass_call(eager, x, bwd), EAGER_AGAIN: pass_call(again, x, bwd)}
                 try:
-                    fn = _step(forced, x, bwd)
+                    fn = pass_call(forced, x, bwd)
                     fn()  # tunes this bucket
                     fns["fused-forced"] = fn
                 except Exception as exc:
                     errors.append({"mode": "fused-forced", "shape": shape, "rows": str(r), "pass": ps,
                                    "kind": "failed", "error": _first_line(exc)})
-                best, paired = _timed_cell(fns)
+                best, paired = timed_cell(fns)
                 spread = noise(paired)
                 out.extend(cell_rows(best, paired, {"shape": shape, "rows": r, "dim": dim, "hidden": hidden,
                                                     "pass": ps, "calibration": True, "noise": spread}))
@@ -401,7 +398,7 @@ def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: t
     for dim, hidden in families:
         shape = f"{dim}x{hidden}"
         start = time.perf_counter()
-        mods = _modules(dim, hidden, dtype, modes, info, shared)
+        mods = mode_modules(dim, hidden, dtype, modes, info, shared)
         if "fused" in mods:
             calibration = calibrate(dim, hidden, mods["eager"], mods[EAGER_AGAIN], rows, passes, dtype, note,
                                     errors)
@@ -416,7 +413,7 @@ def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: t
                     fns: dict[str, Callable[[], Any]] = {}
                     for mode, mod in mods.items():
                         try:
-                            fn = _step(mod, x, bwd)
+                            fn = pass_call(mod, x, bwd)
                             fn()  # compiles / tunes
                             fns[mode] = fn
                         except Exception as exc:

@@ -1,6 +1,6 @@
 """One rank of `mlptui run tp-mlp|mlp --train --nproc N`, started by torch.distributed.run.
 
-`python -m mlptui.runners.rank_main SPEC.json`: reads the launcher's spec, joins the process group
+`python -m mlptui.runners.distributed.rank_main SPEC.json`: reads the launcher's spec, joins the process group
 (NCCL on CUDA, gloo on the CPU), builds and checks its part of the workload, profiles it into a
 temporary trace file in the run folder, times unprofiled steps, and leaves `rank-N.json` (or
 `rank-N.error`, one line) in the spec's results folder. The launcher publishes the traces and the
@@ -22,9 +22,9 @@ import orjson
 import torch
 import torch.distributed as dist
 
-from mlptui.runners import output, profiling
-from mlptui.runners.environment import device_info, versions
-from mlptui.runners.shapes import MLP_SHAPE, Shape
+from mlptui.runners.record import output, profiling
+from mlptui.runners.record.environment import device_info, versions
+from mlptui.runners.workloads.shapes import MLP_SHAPE, Shape
 
 TIMED_STEPS = {"cuda": 50, "cpu": 10}  # the same count on every rank, so their collectives pair up
 WARMUP_STEPS = 5
@@ -80,8 +80,8 @@ def time_steps(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...], device:
 
 
 def _tp(spec: dict[str, Any], shape: Shape, rank: int, world: int) -> dict[str, Any]:
-    from mlptui.runners.modules import SimpleGeGLUMLP, mlp_flops, mlp_input, seeded
-    from mlptui.runners.tp_mlp import TensorParallelGeGLUMLP
+    from mlptui.runners.distributed.tp_mlp import TensorParallelGeGLUMLP
+    from mlptui.runners.workloads.modules import SimpleGeGLUMLP, mlp_flops, mlp_input, seeded
 
     device, dtype = spec["device"], DTYPES[spec["dtype"]]
     full = seeded(lambda: SimpleGeGLUMLP(shape.dim, shape.hidden)).to(device)
@@ -100,8 +100,14 @@ def _tp(spec: dict[str, Any], shape: Shape, rank: int, world: int) -> dict[str, 
 
 
 def _ddp(spec: dict[str, Any], shape: Shape, rank: int, world: int, local_rank: int) -> dict[str, Any]:
-    from mlptui.runners.ddp_train import build_ddp, check_gradients, loss_fn, make_step, rank_batch
-    from mlptui.runners.modules import mlp_flops
+    from mlptui.runners.distributed.ddp_train import (
+        build_ddp,
+        check_gradients,
+        loss_fn,
+        make_step,
+        rank_batch,
+    )
+    from mlptui.runners.workloads.modules import mlp_flops
 
     device, dtype = spec["device"], DTYPES[spec["dtype"]]
     ddp = build_ddp(shape, dtype, device, local_rank)

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 
 REPO_ID = "kernels-community/liger-kernels"
 REPO_VERSION = 1  # later versions of the repo have no LigerGEGLUMLP constructor

@@ -13,9 +13,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.runners.run_args import check_schedule, flag_name, resolve_mode, resolve_shape
-from mlptui.runners.workloads import DTYPES, MODES, SHAPE_KINDS, WORKLOADS, Shape, Workload, ladder, workload
+from mlptui.base.errors import MlptuiError
+from mlptui.runners.record.run_args import check_schedule, flag_name, resolve_mode, resolve_shape
+from mlptui.runners.workloads.registry import (
+    DTYPES,
+    MODES,
+    SHAPE_KINDS,
+    WORKLOADS,
+    Shape,
+    Workload,
+    ladder,
+    workload,
+)
 
 DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
@@ -48,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ranks.add_argument("--nproc", type=int, metavar="N",
                        help="ranks to start: tp-mlp (default 2) or mlp --train (NCCL on CUDA, gloo on the CPU)")
     ranks.add_argument("--train", action="store_true",
-                       help="profile training steps: forward, backward and an AdamW step (runners/training.py); "
+                       help="profile training steps: forward, backward and an AdamW step (runners/workloads/training.py); "
                             "with mlp --nproc N a DDP step (bucketed gradient all-reduce)")
 
 
@@ -96,7 +105,7 @@ def command_line(args: argparse.Namespace, w: Workload, mode: str, shape: Shape)
 
 
 def run(args: argparse.Namespace) -> int:
-    from mlptui.runners.launch_ranks import is_distributed, run_distributed
+    from mlptui.runners.distributed.launch import is_distributed, run_distributed
 
     if is_distributed(args):
         return run_distributed(args)
@@ -113,12 +122,12 @@ def run(args: argparse.Namespace) -> int:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise MlptuiError(f"cannot create the run folder {folder}: {exc.strerror or exc}") from None
-    from mlptui.runners.output import check_writable, read_manifest
-    from mlptui.runners.progress import Progress
+    from mlptui.runners.record.output import check_writable, read_manifest
+    from mlptui.runners.record.progress import RunProgress
 
     check_writable(folder)  # a read-only folder, or a broken manifest, stops the run before any work
     read_manifest(folder)
-    progress = Progress()
+    progress = RunProgress()
     done: list[dict[str, Any]] = []
     failed: list[str] = []
     for w, mode, shape in runs:
@@ -154,8 +163,8 @@ def record_one(args: argparse.Namespace, w: Workload, mode: str, shape: Shape, f
     The trace is written under a temporary name and renamed only once everything succeeded."""
     import torch
 
-    from mlptui.runners import output, profiling
-    from mlptui.runners.environment import device_info, versions
+    from mlptui.runners.record import output, profiling
+    from mlptui.runners.record.environment import device_info, versions
 
     dtype = getattr(torch, DTYPE_NAMES[args.dtype])
     train = bool(getattr(args, "train", False))
@@ -178,7 +187,7 @@ def record_one(args: argparse.Namespace, w: Workload, mode: str, shape: Shape, f
                 err = profiling.max_rel_err(out, ref)
                 del out, ref
             if train:
-                from mlptui.runners.training import step_function
+                from mlptui.runners.workloads.training import step_function
 
                 with _failing_as(title, "setting up training"):
                     fn = step_function(fn, built.module)
@@ -255,7 +264,7 @@ def _failing_as(title: str, what: str) -> Iterator[None]:
     except (MlptuiError, KeyboardInterrupt):
         raise
     except Exception as exc:
-        from mlptui.runners.liger_source import one_line
+        from mlptui.runners.workloads.liger_source import one_line
 
         if type(exc).__name__ == "OutOfMemoryError":
             raise MlptuiError(f"{title}: out of GPU memory during {what}") from None

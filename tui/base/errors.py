@@ -1,6 +1,6 @@
 """The one error type users see: its message is a single line, printed without a traceback."""
 
-from mlptui.contract.text import printable
+from mlptui.base.text import printable
 
 
 class MlptuiError(Exception):

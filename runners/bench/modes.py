@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 import torch
 from torch import nn
 
-from mlptui.runners.modules import LigerConfig, SimpleGeGLUMLP, seeded, seeded_input
+from mlptui.runners.workloads.modules import LigerConfig, SimpleGeGLUMLP, seeded, seeded_input
 
 if TYPE_CHECKING:
     from mlptui.runners.fused import FusedGeGLUMLP
@@ -146,7 +146,7 @@ def _build(mode: str, ref: SimpleGeGLUMLP, shape: BenchShape, dtype: torch.dtype
             kwargs["mode"] = "max-autotune"
         return _as_fn(torch.compile(module, **kwargs))
     if mode == "kernels":
-        from mlptui.runners.liger_source import load_liger_geglu_mlp
+        from mlptui.runners.workloads.liger_source import load_liger_geglu_mlp
 
         found = load_liger_geglu_mlp()
         info["source"] = found.source

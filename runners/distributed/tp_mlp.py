@@ -13,7 +13,7 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
-from mlptui.runners.modules import SimpleGeGLUMLP
+from mlptui.runners.workloads.modules import SimpleGeGLUMLP
 
 
 class TensorParallelGeGLUMLP(nn.Module):

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from mlptui.runners.output import device_slug
+from mlptui.runners.record.output import device_slug
 
 _VERSIONED = {"torch": "torch", "triton": "triton", "kernels": "kernels", "liger_kernel": "liger-kernel"}
 

@@ -10,8 +10,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.contract.files import temp_path
+from mlptui.base.errors import MlptuiError
+from mlptui.base.files import temp_path
 from mlptui.contract.manifest import Manifest, add_run, read_manifest, update_manifest
 from mlptui.contract.vocabulary import TRACE_SUFFIX
 

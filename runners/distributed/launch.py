@@ -2,7 +2,7 @@
 CPU rank with gloo), started by PyTorch's own launcher, torch.distributed.run, on 127.0.0.1.
 
 The run gets a fresh folder under --out. Each rank profiles into a temporary file there
-(mlptui.runners.rank_main); only when every rank has finished are the traces given their names and
+(mlptui.runners.distributed.rank_main); only when every rank has finished are the traces given their names and
 the manifest written, so a failed run leaves no half run behind. The manifest has one entry per rank
 (its trace, unprofiled step time, checks) and a "distributed" block: world size, backend, NCCL version.
 """
@@ -23,15 +23,23 @@ from typing import Any
 
 import orjson
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.runners.workloads import Shape, Workload, workload
+from mlptui.base.errors import MlptuiError
+from mlptui.runners.workloads.registry import Builder, Shape, Workload, workload
 
 # NVLink multicast (NVLS) stays off in every rank: on shared hosts a program that uses it can take the
 # GPUs out of service. A user who sets these explicitly keeps their values.
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 LABELS = {"tp-mlp": "tp_mlp_fwd", "mlp": "ddp_train_step"}
+
+
+def _tp_mlp() -> Builder:
+    """The module each rank builds its part of (rank_main.py builds it; nothing calls this to run)."""
+    from mlptui.runners.distributed.tp_mlp import TensorParallelGeGLUMLP
+    return TensorParallelGeGLUMLP
+
+
 # Several processes only, so not in the single-process registry (nor the ladder); the MLP's shape flags.
-TP_MLP = Workload("tp-mlp", LABELS["tp-mlp"], "mlp", "mlptui.runners.tp_mlp:TensorParallelGeGLUMLP",
+TP_MLP = Workload("tp-mlp", LABELS["tp-mlp"], "mlp", _tp_mlp,
                   "the GeGLU MLP tensor-parallel over --nproc ranks: gate/up column-, down row-parallel, "
                   "one all-reduce of the output", ladder_modes=())
 
@@ -113,7 +121,7 @@ def new_run_folder(out: Path, stem: str) -> Path:
 
 def torchrun_command(nproc: int, spec_path: Path) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--nnodes=1", f"--nproc-per-node={nproc}",
-            "--master-addr=127.0.0.1", f"--master-port={free_port()}", "--module", "mlptui.runners.rank_main",
+            "--master-addr=127.0.0.1", f"--master-port={free_port()}", "--module", "mlptui.runners.distributed.rank_main",
             str(spec_path)]
 
 
@@ -140,7 +148,7 @@ def _rank_results(results: Path, nproc: int) -> tuple[list[dict[str, Any]], list
 
 
 def run_distributed(args: argparse.Namespace) -> int:
-    from mlptui.runners.run_args import check_schedule, resolve_mode, resolve_shape
+    from mlptui.runners.record.run_args import check_schedule, resolve_mode, resolve_shape
 
     w, nproc = check_request(args)
     mode = resolve_mode(args) or "eager"
@@ -150,8 +158,8 @@ def run_distributed(args: argparse.Namespace) -> int:
         raise MlptuiError(f"--hidden {shape.hidden} does not split evenly over {nproc} ranks")
     backend = check_devices(args.device, nproc)
 
-    from mlptui.runners import output
-    from mlptui.runners.progress import Progress
+    from mlptui.runners.record import output
+    from mlptui.runners.record.progress import RunProgress
 
     if args.device == "cuda":
         import torch
@@ -170,7 +178,7 @@ def run_distributed(args: argparse.Namespace) -> int:
     spec_path = results / "spec.json"
     spec_path.write_bytes(orjson.dumps(spec))
     log = results / "torchrun.log"
-    progress = Progress()
+    progress = RunProgress()
     title = f"{stem} on {nproc} ranks ({backend})"
     with progress.stage(f"{title}: torch.distributed.run"), open(log, "wb") as sink:
         rc = subprocess.call(torchrun_command(nproc, spec_path), env=worker_env(args.device),
@@ -200,7 +208,7 @@ def run_distributed(args: argparse.Namespace) -> int:
 
 def _publish(rec: dict[str, Any], folder: Path, w: Workload, mode: str, shape: Shape,
              args: argparse.Namespace, command: str) -> dict[str, Any]:
-    from mlptui.runners import output
+    from mlptui.runners.record import output
 
     final = output.publish_trace(Path(rec.pop("tmp_trace")), folder, rec["trace"])
     record = {"trace": final.name, "workload": w.name, "mode": mode, "label": LABELS[w.name],

@@ -14,8 +14,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from mlptui.runners.modules import INPUT_SEED, SimpleGeGLUMLP, seeded
-from mlptui.runners.workloads import Shape
+from mlptui.runners.workloads.modules import INPUT_SEED, SimpleGeGLUMLP, seeded
+from mlptui.runners.workloads.registry import Shape
 
 TARGET_SEED = 2
 

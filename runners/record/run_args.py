@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from mlptui.contract.errors import MlptuiError
-from mlptui.runners.workloads import SHAPE_KINDS, Shape, Workload
+from mlptui.base.errors import MlptuiError
+from mlptui.runners.workloads.registry import SHAPE_KINDS, Shape, Workload
 
 
 def flag_name(field: str) -> str:

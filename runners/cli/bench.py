@@ -17,10 +17,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from mlptui.contract.errors import MlptuiError
+from mlptui.base.errors import MlptuiError
 
 WORKLOADS = ("mlp",)
-MODES = ("eager", "compile", "max-autotune", "kernels", "fused")  # mlptui.runners.bench.MODES, without torch
+MODES = ("eager", "compile", "max-autotune", "kernels", "fused")  # mlptui.runners.bench.modes.MODES, without torch
 SHAPE_NAMES = ("article", "seed", "decode16", "decode64", "decode")
 DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 
@@ -103,7 +103,7 @@ def _sweep_args(args: argparse.Namespace) -> dict[str, Any]:
 
 def _crossover(args: argparse.Namespace, device: str, dtype: Any) -> dict[str, Any] | None:
     """This GPU's crossover entry (read, or measured), installed for the fused module of this run."""
-    from mlptui.runners import sweep
+    from mlptui.runners.bench import sweep
     from mlptui.runners.fused import crossover
 
     path: Path | None = args.crossover_table
@@ -140,8 +140,8 @@ def run(args: argparse.Namespace) -> int:
     if not torch.cuda.is_available():
         raise MlptuiError("bench needs a CUDA GPU, and torch sees none")
 
-    from mlptui.runners import bench
-    from mlptui.runners.environment import device_info, versions
+    from mlptui.runners.bench import modes as bench
+    from mlptui.runners.record.environment import device_info, versions
 
     shapes = bench.resolve_shapes(args.shapes) if args.shapes != "none" else []
     modes = bench.resolve_modes(args.modes)
@@ -156,8 +156,8 @@ def run(args: argparse.Namespace) -> int:
     if crossover_entry is not None:
         report["crossover"] = crossover_entry
     if args.sweep:
-        from mlptui.runners import sweep
-        from mlptui.runners.bench_report import summarize
+        from mlptui.runners.bench import sweep
+        from mlptui.runners.bench.report import summarize
 
         sweep_args = _sweep_args(args)
         rows, errors, info = sweep.sweep(sweep_args["families"], sweep_args["rows"], sweep_args["modes"],

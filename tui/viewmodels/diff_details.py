@@ -17,10 +17,8 @@ _ARG_FIELDS = ("grid", "block", "registers per thread", "shared memory", "blocks
 
 
 def _occupancy(trace: Trace, gpu_id: int) -> str | None:
-    try:
-        from mlptui.trace.analysis.occupancy import kernel_occupancy
-    except ImportError:
-        return None
+    from mlptui.trace.analysis.occupancy import kernel_occupancy
+
     occ = kernel_occupancy(trace, gpu_id)
     if occ is None:
         return None
@@ -29,10 +27,8 @@ def _occupancy(trace: Trace, gpu_id: int) -> str | None:
 
 
 def _roofline(trace: Trace, gpu_id: int) -> str | None:
-    try:
-        from mlptui.trace.analysis.roofline import kernel_roofline
-    except ImportError:
-        return None
+    from mlptui.trace.analysis.roofline import kernel_roofline
+
     roof = kernel_roofline(trace, gpu_id)
     if roof is None:
         return None

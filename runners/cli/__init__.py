@@ -1,0 +1,1 @@
+"""`mlptui run` and `mlptui bench`: their arguments and what each command does with them."""
