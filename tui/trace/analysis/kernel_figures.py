@@ -80,7 +80,8 @@ def _work_item_grids(trace: Trace, kernel: np.ndarray) -> np.ndarray:
     if not len(launched):
         return launched
     names = t.names_where(lambda s: s in WORK_ITEM_LAUNCHES, t.op_name[calls[launched]])
-    return launched[names[t.op_name[calls[launched]]]]
+    picked: np.ndarray = launched[names[t.op_name[calls[launched]]]]
+    return picked
 
 
 def _workgroups(args: dict[str, Any]) -> float:
