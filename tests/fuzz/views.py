@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mlptui.trace.diff.details import pair_details
 from mlptui.trace.diff.render import render_markdown, render_text
 from mlptui.trace.diff.trace_diff import diff_traces
 from mlptui.viewmodels.diff_cpu_section import cpu_section
+from mlptui.viewmodels.diff_details import pair_details
 from mlptui.viewmodels.facts import add_launches, build_facts, call_stats
 from mlptui.viewmodels.profile_details import memory_peaks, module_detail, operator_detail
 from mlptui.viewmodels.profile_views import ProfileViews, overview_text, regrouped
