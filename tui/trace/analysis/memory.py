@@ -245,7 +245,8 @@ def memory_report(trace: Trace, step: int | None = None) -> MemoryReport | None:
         unfreed[name] = unfreed.get(name, 0) + nbytes
     # Accelerators first (the view opens on the first): the CPU's curve is rarely the question.
     order = sorted(devices.values(), key=lambda d: (d.kind == "cpu", d.kind != "cuda", d.kind, d.id))
-    op_rows = sorted(per_op.values(), key=lambda o: (-o.bytes_allocated, -abs(o.net_bytes_with_children), o.name))
+    op_rows = sorted((o for o in per_op.values() if o.allocs or o.frees or o.net_bytes_with_children),
+                     key=lambda o: (-o.bytes_allocated, -abs(o.net_bytes_with_children), o.name))
     if unmatched_frees:
         for row in op_rows:
             row.net_known = False
