@@ -23,6 +23,7 @@ import pytest
 from conftest import ROOT
 
 from mlptui.base.errors import TraceError
+from mlptui.trace.analysis.kernel_stats import kernel_stats
 from mlptui.trace.analysis.operators import operators
 from mlptui.trace.parse.load import load_trace
 
@@ -198,3 +199,22 @@ def test_nccl_kernels_belong_to_record_param_comms() -> None:
     want = raw_device_self(events)["record_param_comms"]
     assert want > 0
     assert row.device_self_us == pytest.approx(want, rel=1e-6)
+
+
+@pytest.mark.parametrize("path", [p for p in TRACES if p.stat().st_size <= BIG], ids=lambda p: p.name[:60])
+def test_kernels_by_op_add_up_to_each_operators_kernel_self_time(path: Path) -> None:
+    """The kernel view grouped by launching op and the operator view attribute kernels alike."""
+    trace = _mlptui(path)
+    if trace is None:
+        pytest.skip("not a profiler trace")
+    by_op: dict[str, float] = defaultdict(float)
+    for k in kernel_stats(trace, by_op=True):
+        if k.op != "(no op)":
+            by_op[k.op or ""] += k.total_us
+    kernel_self: dict[str, float] = defaultdict(float)
+    for r in operators(trace):
+        if r.kernel_self_us:
+            kernel_self[r.name] += r.kernel_self_us
+    assert by_op.keys() == kernel_self.keys()
+    for name, us in kernel_self.items():
+        assert by_op[name] == pytest.approx(us, rel=1e-9), name
