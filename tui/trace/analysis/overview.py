@@ -93,7 +93,7 @@ class Figures:
         has no block count, and counting it as 0 blocks would understate the figure."""
         if self.no_grid_ns > 0:
             return (f"{self.no_grid_ns / self.kernel_ns:.0%} of the kernel time is in kernels that carry no "
-                    "grid (CUDA/HIP graph replays record none)")
+                    "grid (as CUDA/HIP graph replays do)")
         if self.no_sms_ns > 0:
             return "the trace gives neither blocks per SM nor the device's SM count (deviceProperties)"
         return None
