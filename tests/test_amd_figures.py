@@ -21,6 +21,7 @@ from conftest import ROOT, trace_bytes, x
 from mlptui.trace.analysis.kernel_figures import kernel_figures
 from mlptui.trace.analysis.kernel_stats import kernel_stats
 from mlptui.trace.analysis.memory import memory_report
+from mlptui.trace.analysis.summary import render_text, summarize
 from mlptui.trace.parse.load import load_trace, load_trace_bytes
 from mlptui.viewmodels.profile_views import build_profile, overview_text
 
@@ -94,6 +95,7 @@ def test_an_unnamed_device_is_named_from_the_header() -> None:
                                              "numSms": 304, "warpSize": 64}), source="vllm.json")
     line = overview_text(build_profile(trace), 120).plain.splitlines()[0]
     assert line.startswith("device 0: AMD gfx942, 304 CUs")
+    assert "device: AMD gfx942, 304 CUs\n" in render_text(summarize(trace))
     bare = load_trace_bytes(b'{"traceEvents":[{"ph":"X","cat":"kernel","ts":1,"dur":1,"pid":0,"tid":7,"name":"k"}]}',
                             source="bare.json")
     assert "?" not in overview_text(build_profile(bare), 120).plain.splitlines()[0]
