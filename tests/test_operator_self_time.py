@@ -25,6 +25,7 @@ from conftest import ROOT
 from mlptui.base.errors import TraceError
 from mlptui.trace.analysis.kernel_stats import kernel_stats
 from mlptui.trace.analysis.operators import operators
+from mlptui.trace.analysis.overview import na_notes, overview
 from mlptui.trace.parse.load import load_trace
 
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -247,3 +248,38 @@ def _host_self_with_frames(events: list[dict[str, Any]]) -> dict[str, float]:
             if s.get("cat") in OPERATOR_CATS:
                 out[s["name"]] += max(float(s.get("dur", 0)) - beneath[i], 0.0)
     return dict(out)
+
+
+def _launched_inside(events: list[dict[str, Any]], cats: set[str]) -> float:
+    """GPU time whose launch call lies inside a slice of `cats` (ProfilerStep#N left out) on its thread."""
+    work: dict[Any, float] = defaultdict(float)
+    for e in events:
+        corr = (e.get("args") or {}).get("correlation")
+        if _is_work(e) and corr is not None:
+            work[corr] += float(e.get("dur", 0))
+    total = 0.0
+    kept = _by_thread(events, lambda e: (e.get("cat") in cats and not _is_step(e)) or e.get("cat") in LAUNCH_CATS)
+    for slices in kept.values():
+        parent = _nest(slices)
+        for i, s in enumerate(slices):
+            corr = (s.get("args") or {}).get("correlation")
+            p = parent[i]
+            while p >= 0 and slices[p].get("cat") in LAUNCH_CATS:
+                p = parent[p]
+            if s.get("cat") in LAUNCH_CATS and p >= 0 and corr in work:
+                total += work.pop(corr)
+    return total
+
+
+def test_work_launched_outside_every_operator_is_said() -> None:
+    """Our fused MLP: its Triton kernels are launched under a record_function annotation, no op around."""
+    paths = sorted((ROOT / "sample_traces").glob("fused-mlp-eager-*.pt.trace.json*"))
+    if not paths:
+        pytest.skip("no fused-mlp sample")
+    events = _events(paths[-1])
+    assert events is not None
+    outside = _launched_inside(events, OPERATOR_CATS | PYTHON_CATS | {"user_annotation"}) \
+        - _launched_inside(events, OPERATOR_CATS)
+    assert outside > 0
+    notes = na_notes(overview(load_trace(paths[-1])))
+    assert any(n.startswith(f"outside every operator: {outside:.1f} µs of device time") for n in notes), notes

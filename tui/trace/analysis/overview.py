@@ -39,7 +39,7 @@ from mlptui.trace.analysis.occupancy import device_for
 from mlptui.trace.analysis.tables import tables
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.analysis.timeline_segments import Segments, to_ns
-from mlptui.trace.analysis.unlinked import unlinked_line
+from mlptui.trace.analysis.unlinked import outside_operators_line, unlinked_line
 from mlptui.trace.model import KERNEL, Trace
 
 NOT_MEASURED = ("not measured: no kernel in the window has an achieved occupancy above 0 % (Kineto writes 0 "
@@ -225,6 +225,7 @@ def overview(trace: Trace, kf: KernelFacts | None = None, step: int | None = Non
         devices.append(row)
     scope_name = scope_label(trace, step)
     return {"devices": devices, "main_device": main, "unlinked": unlinked_line(trace),
+            "outside_operators": outside_operators_line(trace),
             "steps": [fig.to_dict(w.name) for fig, w in zip(steps, windows, strict=True)],
             "total": total.to_dict(scope_name)}
 
@@ -234,4 +235,5 @@ def na_notes(ov: dict[str, Any]) -> list[str]:
     link (mlptui.trace.analysis.unlinked)."""
     total = ov["total"]
     notes = [("SM eff", total.get("sm_efficiency_na")), ("achieved occupancy", total.get("achieved_occupancy_na"))]
-    return [f"{figure} n/a: {why}" for figure, why in notes if why] + ([ov["unlinked"]] if ov.get("unlinked") else [])
+    return [f"{figure} n/a: {why}" for figure, why in notes if why] + \
+        [ov[key] for key in ("unlinked", "outside_operators") if ov.get(key)]
