@@ -30,7 +30,7 @@ import triton
 from triton.testing import do_bench
 
 from mlptui.runners.fused.configs import GateUpConfig, candidate_configs
-from mlptui.runners.fused.launcher import GateUpLauncher, Plan
+from mlptui.runners.fused.launcher import GateUpLauncher, Plan, int_spec
 
 C = GateUpConfig
 SMALL_EXTRA = [C(16, 32, 256, 4, 3), C(16, 64, 256, 4, 3), C(16, 16, 256, 4, 4), C(16, 32, 128, 4, 6),
@@ -88,8 +88,8 @@ def measure(lau: GateUpLauncher, wg: torch.Tensor, wu: torch.Tensor, wd: torch.T
                     break
                 plan = Plan(cfg, tma, False)
                 try:
-                    plan.direct[programs] = lau._direct_launcher(plan, x, m, programs)
-                    fast = lau._bind(plan, programs)
+                    plan.direct[(programs, int_spec(m))] = lau._direct_launcher(plan, x, m, programs)
+                    fast = lau._bind(plan, programs, int_spec(m))
                     h.fill_(float("nan"))
                     fast(x, h, h, m)
                     err = float((h.float() - ref.float()).norm() / ref.float().norm())

@@ -103,15 +103,15 @@ async def test_steps_scope_every_pane() -> None:
         per_step = kernels.row_count()
         assert per_step == 7                             # 5 kernels + 2 memsets of ProfilerStep#4
         await pilot.press("right_square_bracket")        # wraps to "all steps"
-        assert screen.scope is None and steps.cursor == 0
+        assert screen.scope.step is None and steps.cursor == 0
         assert kernels.row_count() == 3 * per_step
         assert "scope: all steps" in str(screen.query_one("#steps-pane").border_title)
         await pilot.press("right_square_bracket")
-        assert screen.scope == 0 and kernels.row_count() == per_step
+        assert screen.scope.step == 0 and kernels.row_count() == per_step
         await pilot.press("left_square_bracket", "left_square_bracket")
-        assert screen.scope == 2
+        assert screen.scope.step == 2
         await pilot.press("1", "k")                      # moving in the step list scopes too
-        assert screen.scope == 1
+        assert screen.scope.step == 1
         assert screen.query_one(OpTree).cells(0)[0][0].strip(" ▾▸") == "ProfilerStep#3"
 
 

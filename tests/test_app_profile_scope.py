@@ -31,7 +31,7 @@ async def test_views_follow_the_step_and_hand_it_back(tmp_path) -> None:
     app = make_app([str(write_scoped_trace(tmp_path))])
     async with app.run_test(size=SIZE) as pilot:
         trace_screen = await wait_for_screen(app, pilot, TraceScreen)
-        assert trace_screen.scope == 1                  # the trace screen opens on the last step
+        assert trace_screen.scope.step == 1                  # the trace screen opens on the last step
         await pilot.press("K")
         screen = await wait_for_screen(app, pilot, ProfileScreen)
         await settle(app, pilot)
@@ -51,7 +51,7 @@ async def test_views_follow_the_step_and_hand_it_back(tmp_path) -> None:
         assert "ProfilerStep#1" in text(screen, "#overview-body")
         assert "ProfilerStep#2" not in text(screen, "#overview-body")
         await pilot.press("escape")
-        assert app.screen is trace_screen and trace_screen.scope == 0
+        assert app.screen is trace_screen and trace_screen.scope.step == 0
 
 
 async def test_memory_shows_every_device_and_modules_their_kernels(tmp_path) -> None:

@@ -28,7 +28,7 @@ async def test_with_stack_dispatch_pane_shows_the_step_by_overlap() -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = await wait_for_screen(app, pilot, TraceScreen)
         trace = screen.facts.trace
-        assert screen.scope == 0 and trace.steps[0].name == "ProfilerStep#6"
+        assert screen.scope.step == 0 and trace.steps[0].name == "ProfilerStep#6"
         step = trace.steps[0]
         tree = screen.query_one(OpTree)
         rows = rows_text(tree)

@@ -81,5 +81,5 @@ def test_markdown_never_prints_a_signed_zero() -> None:
     path = str(sample("mlp", "eager"))
     out = mlptui("diff", path, path, "--md")      # a trace against itself: every change is zero
     assert out.returncode == 0, out.stderr
-    assert "| ±0.0 |" in out.stdout
-    assert not re.search(r"[-+−]0\.0\b", out.stdout)
+    assert "| ±0.00 µs |" in out.stdout
+    assert not re.search(r"[-+−]0\.0+\b", out.stdout)

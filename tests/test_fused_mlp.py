@@ -127,6 +127,9 @@ def test_launchers_of_the_same_dims_share_one_tuning(monkeypatch: pytest.MonkeyP
         return candidates[-1]
 
     monkeypatch.setattr(launcher_mod.GateUpLauncher, "_tune", fake_tune)
+    kept: list[str] = []  # the stub's choices must not reach the disk cache other tests read
+    monkeypatch.setattr(launcher_mod.tuning_cache, "store", lambda _path, key, *_a: kept.append(key))
+    monkeypatch.setattr(launcher_mod.tuning_cache, "lookup", lambda _path, _key: None)
     x, wg, wu = _inputs(16, 32, 64, torch.float16, seed=2)
     first, second = (launcher_mod.GateUpLauncher(wg.clone(), wu.clone()) for _ in range(2))
     first.tune = second.tune = True
@@ -138,6 +141,8 @@ def test_launchers_of_the_same_dims_share_one_tuning(monkeypatch: pytest.MonkeyP
     other.plan_for(x, 16, False)
     second.plan_for(torch.cat([x] * 8), 128, False)
     assert tuned == [(64, 16), (96, 16), (64, 128)]
+    assert kept == ["n64-k32-float16-m16-aligned-persistent", "n96-k32-float16-m16-aligned-persistent",
+                    "n64-k32-float16-m128-aligned-persistent"]
 
 
 @interpreted_only

@@ -1,7 +1,7 @@
 """The fuzz target (tests/fuzz/fuzz_trace.py) run for a bounded time, as CI does: atheris (libFuzzer)
 mutates the seeds (slices of the bundled samples and ../shared/corpus, plus the known hostile inputs)
 for MLPTUI_FUZZ_SECONDS (default 60) and must finish without a crash, a hang over 5 s or an input over
-1 GB of RSS. README gives the command for a longer run."""
+1 GB of RSS. docs/inputs.md gives the command for a longer run."""
 
 from __future__ import annotations
 

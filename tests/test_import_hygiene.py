@@ -12,8 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = r"""
 import contextlib, importlib, io, pkgutil, sys
-import mlptui.contract, mlptui.trace
-mods = sorted(m.name for pkg in (mlptui.trace, mlptui.contract)
+import mlptui.base, mlptui.contract, mlptui.trace
+mods = sorted(m.name for pkg in (mlptui.trace, mlptui.contract, mlptui.base)
               for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."))
 for name in mods:
     importlib.import_module(name)

@@ -135,4 +135,4 @@ def test_file_names_reach_the_terminal_escaped(tmp_path: Path) -> None:
         proc.kill()
         proc.wait()
     assert "\x1b" not in out + err and "\x07" not in out + err
-    assert "served a\\x1b]0;owned\\x07\\x1b[2J.json (0.0 kB)" in out
+    assert "served a\\x1b]0;owned\\x07\\x1b[2J.json (2 B)" in out

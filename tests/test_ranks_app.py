@@ -28,8 +28,8 @@ async def test_run_folder_opens_the_ranks_view_and_switches_ranks() -> None:
         assert all(r.split(" | ")[3].startswith("rank ") for r in steps)  # a straggler on every step
         assert [r.split(" | ")[0] for r in rows_text(screen.query_one("#rank-list", TextTable))] == ["0", "1"]
         colls = rows_text(screen.query_one("#collectives", TextTable))
-        assert len(colls) == 2 and all(" | allreduce | bf16 | 12.6 MB | 2 | 3 | " in r for r in colls)
-        assert "NVLink 4 450 GB/s" in str(screen.query_one("#collectives-pane").border_title)
+        assert len(colls) == 2 and all(" | allreduce | bf16 | 12.0 MiB | 2 | 3 | " in r for r in colls)
+        assert "NVLink 4 450.0 GB/s" in str(screen.query_one("#collectives-pane").border_title)
 
         await pilot.press("greater_than_sign", "enter")        # select rank 1, open it
         one = await wait_for_screen(app, pilot, RankTraceScreen)

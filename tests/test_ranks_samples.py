@@ -133,7 +133,7 @@ def test_summary_text_of_a_run_names_the_link_peak(capsys: pytest.CaptureFixture
     assert main(["summary", str(run_dir("tp-mlp-eager"))]) == 0
     out = capsys.readouterr().out
     assert "run of 2 rank(s), world size 2, backend nccl" in out
-    assert "over NVLink 4's 450 GB/s per GPU one way" in out and "12.6 MB" in out
+    assert "over NVLink 4's 450.0 GB/s per GPU one way" in out and "12.0 MiB" in out
 
 
 def test_diff_of_two_ranks_works_as_of_two_traces() -> None:

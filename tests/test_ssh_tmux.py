@@ -37,7 +37,7 @@ class Tmux:
         self.conf.write_text(
             f"set -g default-terminal {term}\n"
             "set -g remain-on-exit on\n"     # keep the pane to read how the program ended
-            "set -g escape-time 10\n"         # what the README recommends for Escape over ssh
+            "set -g escape-time 10\n"         # what docs/remote.md recommends for Escape over ssh
             "set -g status off\n"
         )
 

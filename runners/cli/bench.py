@@ -52,6 +52,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--crossover-table", type=Path,
                         help="read this GPU's crossover table from this file if it has one, else measure it "
                              "(over the sweep's families and rows) and write it there")
+    parser.add_argument("--warm", action="store_true",
+                        help="tune the fused kernel for every --sweep-families x --sweep-rows bucket and keep the "
+                             "choices on disk (~/.cache/mlptui/fused), so later processes start without tuning; "
+                             "times nothing")
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     parser.add_argument("--out", type=Path, help="also write the JSON report to this file (never overwritten)")
 
@@ -126,7 +130,41 @@ def _note(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def warm(args: argparse.Namespace) -> int:
+    """`bench mlp --warm`: fill the fused kernel's tuning cache (on a GPU, or in Triton's interpreter)."""
+    sweep_args = _sweep_args(args)
+    try:
+        import torch
+        import triton  # noqa: F401
+    except ImportError as exc:
+        raise MlptuiError(f"bench --warm needs torch and triton (pip install 'mlptui[gpu]'): {exc}") from None
+    interpreted = os.environ.get("TRITON_INTERPRET", "") == "1"
+    if not torch.cuda.is_available() and not interpreted:
+        raise MlptuiError("bench --warm needs a CUDA GPU (or TRITON_INTERPRET=1), and torch sees none")
+    from mlptui.runners.fused.launcher import GateUpLauncher
+    from mlptui.runners.fused.launcher import warm as warm_buckets
+
+    dtype = getattr(torch, DTYPES[args.dtype])
+    device = "cpu" if interpreted else "cuda"
+    chosen: dict[str, str] = {}
+    for dim, hidden in sweep_args["families"]:
+        _note(f"tuning {dim}x{hidden} {args.dtype} at rows {','.join(map(str, sweep_args['rows']))}")
+        chosen.update(warm_buckets(hidden, dim, dtype, list(sweep_args["rows"]), device))
+    probe = GateUpLauncher(torch.zeros((1, 1), device=device, dtype=dtype), torch.zeros((1, 1), device=device,
+                                                                                     dtype=dtype))
+    doc = {"cache": str(probe.disk_cache()), "tuned": chosen}
+    if args.json:
+        print(json.dumps(doc, indent=1))
+    else:
+        for key, label in sorted(chosen.items()):
+            print(f"{key:40s} {label}")
+        print(f"kept in {doc['cache']}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.warm:
+        return warm(args)
     if args.shapes != "none":
         _check_names(args.shapes, SHAPE_NAMES, "shape")
     _check_names(args.modes, MODES, "mode")

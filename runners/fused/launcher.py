@@ -19,6 +19,7 @@ work by graph replay, with weights that do not change).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import OrderedDict
 from collections.abc import Callable
@@ -29,13 +30,15 @@ import torch
 import triton
 from triton.runtime.errors import OutOfResources
 
+from mlptui.runners.fused import tuning_cache
 from mlptui.runners.fused.configs import GateUpConfig, candidate_configs, m_bucket, training_config
 from mlptui.runners.fused.kernels import fused_geglu_gateup_gemm_kernel, geglu_backward_kernel
 
 ROWS_CACHE_MAX = 4096  # distinct row counts remembered per launcher (variable sequence lengths)
 
 # What the tuner chose, per (device, N, K, dtype, row bucket, aligned, persistent), for every launcher in
-# this process: two modules of the same dims run the same configuration. Why: each launcher tuning on
+# this process (and, through tuning_cache, for later processes): two modules of the same dims run the
+# same configuration. Why: each launcher tuning on
 # its own could pick differently between configurations a few % apart, so the sweep's calibration (one
 # module) and its verification (another) timed different kernels (benchmarks/FUSED_NOTES.md run 16).
 _TUNED: dict[tuple[Any, ...], tuple[GateUpConfig, bool]] = {}
@@ -112,8 +115,10 @@ class Plan:
     config: GateUpConfig
     use_tma: bool
     store_gu: bool
-    # programs -> (run, function, packed metadata) of the compiled kernel, or None: JIT launch
-    direct: dict[int, tuple[Any, Any, Any] | None] = field(default_factory=dict)
+    # (programs, int_spec(rows)) -> (run, function, packed metadata) of the compiled kernel, or None: JIT
+    # launch. The row count's spec is in the key because Triton compiles a variant per integer
+    # specialization (1, a multiple of 16, other): a kernel compiled for 8192 rows may assume M % 16 == 0.
+    direct: dict[tuple[int, int], tuple[Any, Any, Any] | None] = field(default_factory=dict)
 
     def label(self) -> str:
         return f"{self.config.label()}-{'tma' if self.use_tma else 'ptr'}"
@@ -223,9 +228,10 @@ class GateUpLauncher:
         plan = self.plan_for(x, m, store_gu)
         cfg = plan.config
         programs = cfg.programs(m, self.n, self.sms)
-        if programs not in plan.direct:
+        key = (programs, int_spec(m))
+        if key not in plan.direct:
             try:
-                plan.direct[programs] = self._direct_launcher(plan, x, m, programs)
+                plan.direct[key] = self._direct_launcher(plan, x, m, programs)
             except OutOfResources:
                 if plan.config.num_stages <= 2:
                     raise
@@ -234,7 +240,7 @@ class GateUpLauncher:
                                plan.store_gu)
                 self._plans[(m_bucket(m), store_gu)] = smaller
                 return self._prepare(x, m, store_gu)
-        launch = self._bind(plan, programs)
+        launch = self._bind(plan, programs, key[1])
         if len(self._rows) >= ROWS_CACHE_MAX:
             self._rows.popitem(last=False)
         self._rows[(m, store_gu)] = launch
@@ -256,15 +262,32 @@ class GateUpLauncher:
             paths = [True, False] if aligned and m <= 64 else [aligned]
             key = (str(self.device), self.n, self.k, self.dtype, bucket, aligned, self.persistent)
             chosen = _TUNED.get(key) if self.tune else None
+            disk_key = tuning_cache.entry_key(self.n, self.k, str(self.dtype).removeprefix("torch."), bucket,
+                                              aligned, self.persistent)
+            if chosen is None and (self.tune or interpreting()):  # interpreted: what a warm-up chose
+                chosen = tuning_cache.lookup(self.disk_cache(), disk_key)
+                if chosen is not None and not self.persistent and chosen[0].interleaved:
+                    chosen = None
             if chosen is not None:
                 plan = Plan(chosen[0], chosen[1], store_gu)
+                _TUNED[key] = chosen
             elif self.tune and not _capturing():
                 plan = self._tune(x, m, [Plan(c, t, store_gu) for t in paths for c in cands])
                 _TUNED[key] = (plan.config, plan.use_tma)
+                tuning_cache.store(self.disk_cache(), disk_key, plan.config, plan.use_tma)
             else:
                 plan = Plan(cands[0], paths[0], store_gu)
         self._plans[(bucket, store_gu)] = plan
         return plan
+
+    def disk_cache(self) -> Any:
+        """The tuning cache's file for this GPU model and Triton version."""
+        if self._cuda:
+            major, minor = torch.cuda.get_device_capability(self.device)
+            device = f"{torch.cuda.get_device_name(self.device)} sm{major}{minor}"
+        else:
+            device = "triton-interpreter"
+        return tuning_cache.cache_file(device, triton.__version__)
 
     def tuned(self) -> dict[str, str]:
         """What was chosen per row bucket, for reports."""
@@ -313,10 +336,11 @@ class GateUpLauncher:
             return None
         if not ok:
             self.direct_error = "the direct launch's output differs from the JIT launch's"
-        return direct if ok else None
+            return None
+        return direct
 
-    def _bind(self, plan: Plan, programs: int) -> Callable[..., None]:
-        direct = plan.direct.get(programs)
+    def _bind(self, plan: Plan, programs: int, spec: int) -> Callable[..., None]:
+        direct = plan.direct.get((programs, spec))
         cfg = plan.config
         if direct is None:
             def jit(x: torch.Tensor, h: torch.Tensor, gu: torch.Tensor, m: int) -> None:
@@ -340,8 +364,6 @@ class GateUpLauncher:
         return fast
 
     def _tune(self, x: torch.Tensor, m: int, candidates: list[Plan]) -> Plan:
-        from triton.testing import do_bench
-
         h = torch.empty((m, self.n), device=self.device, dtype=self.dtype)
         best: tuple[float, Plan] | None = None
         for plan in candidates:
@@ -349,8 +371,7 @@ class GateUpLauncher:
             programs = cfg.programs(m, self.n, self.sms)
             try:
                 self._jit_launch(plan, x, h, h, m, programs)
-                ms = do_bench(lambda p=plan, g=programs: self._jit_launch(p, x, h, h, m, g), warmup=5, rep=20,
-                              return_mode="median")
+                ms = _median_ms(functools.partial(self._jit_launch, plan, x, h, h, m, programs), self._cuda)
             except Exception:  # a configuration this GPU / compiler cannot build is skipped
                 continue
             if best is None or ms < best[0]:
@@ -358,6 +379,41 @@ class GateUpLauncher:
         if best is None:
             raise RuntimeError("no configuration of fused_geglu_gateup_gemm_kernel could run")
         return best[1]
+
+
+def int_spec(m: int) -> int:
+    """How Triton specializes an integer argument: 1, a multiple of 16 (as 16), or neither (0)."""
+    return 1 if m == 1 else 16 if m % 16 == 0 else 0
+
+
+def _median_ms(fn: Callable[[], Any], cuda: bool) -> float:
+    """do_bench's median on a GPU; off it (the interpreter, warming a cache in tests) a wall-clock median."""
+    if cuda:
+        from triton.testing import do_bench
+
+        return float(do_bench(fn, warmup=5, rep=20, return_mode="median"))
+    import time
+
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return sorted(times)[1]
+
+
+def warm(n: int, k: int, dtype: torch.dtype, rows: list[int], device: str = "cuda") -> dict[str, str]:
+    """Tune (or read from the disk cache) every row bucket of `rows` for [N, K] weights, inference and
+    training, so later processes start without tuning. Returns the chosen plan per bucket."""
+    w_gate = torch.randn((n, k), device=device, dtype=dtype) / k ** 0.5
+    w_up = torch.randn((n, k), device=device, dtype=dtype) / k ** 0.5
+    launcher = GateUpLauncher(w_gate, w_up)
+    launcher.tune = True
+    for m in sorted({m_bucket(r) for r in rows}):
+        x = torch.randn((m, k), device=device, dtype=dtype)
+        launcher(x)
+        launcher(x, store_gu=True)
+    return launcher.tuned()
 
 
 def geglu_backward(dh: torch.Tensor, gu: torch.Tensor) -> torch.Tensor:

@@ -4,7 +4,7 @@ screen's facts and launch lists, and the diff against itself and against a bundl
 (tests/fuzz/views.py builds them as the app and the CLI do).
 
 The only failure a user may see is a one-line `MlptuiError`; anything else raised by `check` is a
-crash. Run it with atheris (libFuzzer, coverage-guided); the long run documented in README is
+crash. Run it with atheris (libFuzzer, coverage-guided); the long run documented in docs/inputs.md is
 
     .venv/bin/python tests/fuzz/fuzz_trace.py -max_total_time=3600 -rss_limit_mb=1024 -timeout=5 \
         .fuzz-corpus tests/fuzz/seeds

@@ -3,7 +3,7 @@
 `dumps_json(doc)` is orjson's output for every ordinary document; what orjson cannot write (a lone
 surrogate, an integer wider than 64 bits, nesting beyond 255 levels) falls back to the stdlib writer
 with ASCII escapes, which spells any such value exactly. `safe_doc(doc)` escapes control characters
-in every string of a document before it is rendered as text or Markdown (contract.text.printable).
+in every string of a document before it is rendered as text or Markdown (base.text.printable).
 """
 
 from __future__ import annotations

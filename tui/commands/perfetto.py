@@ -27,6 +27,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from mlptui.base.errors import MlptuiError
 from mlptui.base.text import printable
+from mlptui.base.units import size as size_text
 
 ORIGIN = "https://ui.perfetto.dev"
 DEFAULT_PORT = 9001
@@ -232,14 +233,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(chunk)
                 sent += len(chunk)
         if sent == size:
-            print(f"served {served.name} ({_human(size)})", flush=True)
+            print(f"served {served.name} ({size_text(size)})", flush=True)
             self.server.mark_served(route)
         else:
             self.close_connection = True     # the file shrank: the promised length cannot be kept
-
-
-def _human(size: int) -> str:
-    return f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.1f} kB"
 
 
 def _bind(port: int, routes: dict[str, Served]) -> _Server:

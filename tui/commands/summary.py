@@ -9,7 +9,7 @@ import sys
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="trace file (.json, .json.gz, *.pt.trace.json[.gz]), folder, host:path or hf://")
     fmt = parser.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="machine-readable JSON (shape documented in README)")
+    fmt.add_argument("--json", action="store_true", help="machine-readable JSON (shape documented in docs/json.md)")
     fmt.add_argument("--md", action="store_true", help="Markdown, for a pull-request comment")
     parser.add_argument("--top", type=int, default=15, metavar="N",
                         help="rows per table in text and Markdown (default 15; --json has everything)")

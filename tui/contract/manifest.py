@@ -29,7 +29,7 @@ MANIFEST_VERSION = 1
 LOCK_TIMEOUT_S = 60.0
 
 _KNOWN_KEYS = frozenset({"mlptui_manifest", "runs", "published"})
-Run = dict[str, Any]   # a run entry: "trace" (its file name) plus the runner's fields, see README
+Run = dict[str, Any]   # a run entry: "trace" (its file name) plus the runner's fields, see docs/recording.md
 
 
 class ManifestError(MlptuiError):

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 from mlptui.base.errors import MlptuiError
 from mlptui.base.text import printable
+from mlptui.base.units import size as size_text
 from mlptui.contract.manifest import Manifest, update_manifest
 from mlptui.contract.manifest import read_manifest as read_folder_manifest
 from mlptui.sources.hub import MANIFEST, hub_errors, require_buckets
@@ -168,25 +169,16 @@ def print_skipped(plan: PushPlan, err: TextIO) -> None:
 def describe_dry_run(plan: PushPlan, out: TextIO, err: TextIO) -> None:
     total = sum(f.size for f in plan.traces + plan.manifests)
     print(f"dry run: would upload {len(plan.traces)} trace(s) and {len(plan.manifests) or 1} manifest(s), "
-          f"{_human(total)}, to {plan.target.uri()}/ (nothing is sent, nothing deleted, manifest unchanged)",
+          f"{size_text(total)}, to {plan.target.uri()}/ (nothing is sent, nothing deleted, manifest unchanged)",
           file=err)
     own = plan.folder / MANIFEST
     print_skipped(plan, err)
     for f in plan.traces + plan.manifests:
-        print(f"  {printable(f.rel)}  ->  {plan.target.with_path(f.path_in_repo).uri()}  ({_human(f.size)})", file=err)
+        print(f"  {printable(f.rel)}  ->  {plan.target.with_path(f.path_in_repo).uri()}  ({size_text(f.size)})", file=err)
     if not own.exists():
         print(f"  {MANIFEST} (new, with the links)  ->  {plan.target.with_path(_manifest_dest(plan)).uri()}",
               file=err)
     print_links(plan, out)
-
-
-def _human(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
 
 
 def _manifest_dest(plan: PushPlan) -> str:

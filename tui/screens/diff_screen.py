@@ -20,6 +20,7 @@ from textual.widgets import Footer, LoadingIndicator, Static
 
 from mlptui.base.errors import MlptuiError
 from mlptui.base.text import markup_escape
+from mlptui.base.units import MISSING
 from mlptui.screens.help_screen import HelpScreen, help_text, key_text
 from mlptui.screens.host import host
 from mlptui.trace.diff.cpu import op_key
@@ -64,7 +65,7 @@ def header_text(d: TraceDiff) -> str:
 
 
 def _side_line(tag: str, side: Side) -> str:
-    device = (side.device or "?").removeprefix("NVIDIA ")
+    device = (side.device or MISSING).removeprefix("NVIDIA ")
     return (f"{tag} {side.label} · {device} · {side.step} │ step {us(side.step_us)} · GPU {us(side.gpu_busy_us)}"
             f" · {side.kernels} kernels · {side.launches} launches")
 

@@ -18,6 +18,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Static
 
@@ -28,6 +29,7 @@ from mlptui.trace.analysis.breakdown import scope_label
 from mlptui.viewmodels.facts import TraceFacts
 from mlptui.viewmodels.profile_details import memory_peaks, module_detail, operator_detail
 from mlptui.viewmodels.profile_views import ProfileData, ProfileViews, overview_text, regrouped
+from mlptui.viewmodels.scope import Scope
 from mlptui.widgets.lines import LineList
 from mlptui.widgets.memory_plot import MemoryPlot
 from mlptui.widgets.profile_tables import (
@@ -45,8 +47,8 @@ TITLES = {"overview": "o overview", "operators": "p operators", "kernels": "K ke
 VIEW_KEYS = [b for b in TRACE_KEYS if b.id and b.id.startswith("view-")]
 
 
-class ProfileScreen(ReportsWorkerErrors, Screen[int | None]):
-    """Dismissed with its scope (a step index, or None for every step), for the trace screen to follow."""
+class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
+    """Dismissed with its scope, for the trace screen to follow."""
 
     BINDINGS = [*VIEW_KEYS, *PROFILE_KEYS]
 
@@ -57,11 +59,15 @@ class ProfileScreen(ReportsWorkerErrors, Screen[int | None]):
             self.step = step
             super().__init__()
 
-    def __init__(self, facts: TraceFacts, view: str = "overview", step: int | None = None) -> None:
+    # The step the views are computed over; `[` `]` move it, watch_scope recomputes or repaints.
+    scope: reactive[Scope] = reactive(Scope.every(0), init=False)
+
+    def __init__(self, facts: TraceFacts, view: str = "overview", scope: Scope | None = None) -> None:
         super().__init__()
         self.facts = facts
         self.view = view if view in VIEWS else "overview"
-        self.step = step if step is not None and 0 <= step < len(facts.trace.steps) else None
+        count = len(facts.trace.steps)
+        self.set_reactive(ProfileScreen.scope, Scope.of_step(None if scope is None else scope.step, count))
         self.grouped = {"operators": False, "kernels": False}
         self.device = 0                     # the memory curve shown: index into the scope's devices
         self._filled: set[str] = set()      # views built for this scope: each is built when first shown
@@ -73,6 +79,10 @@ class ProfileScreen(ReportsWorkerErrors, Screen[int | None]):
         if not isinstance(views, ProfileViews):
             views = self.facts.profile = ProfileViews(self.facts.trace)
         return views
+
+    @property
+    def step(self) -> int | None:
+        return self.scope.step
 
     @property
     def data(self) -> ProfileData | None:
@@ -237,15 +247,13 @@ class ProfileScreen(ReportsWorkerErrors, Screen[int | None]):
         self._switch(view)
 
     def action_back(self) -> None:
-        self.dismiss(self.step)
+        self.dismiss(self.scope)
 
     def action_step(self, delta: int) -> None:
         """The previous or next scope in the trace screen's order: every step, then each step."""
-        count = len(self.facts.trace.steps)
-        if not count:
-            return
-        row = (0 if self.step is None else self.step + 1) + delta
-        self.step = None if row % (count + 1) == 0 else row % (count + 1) - 1
+        self.scope = self.scope.moved(delta)
+
+    def watch_scope(self, scope: Scope) -> None:
         self._filled.clear()
         self._details.clear()
         if self.data is None:

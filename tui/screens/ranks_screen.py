@@ -10,6 +10,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from mlptui.base.text import markup_escape as escape
+from mlptui.base.units import bandwidth
 from mlptui.keys import RANKS_KEYS
 from mlptui.viewmodels.run_view import RunView
 from mlptui.widgets.lines import LineList
@@ -49,7 +50,7 @@ class RanksScreen(Screen[None]):
         self.query_one("#rank-steps-pane").border_title = "step time per rank · straggler"
         self.query_one("#rank-list-pane").border_title = (
             "ranks · overlap: share of comm time with compute running · enter: open the rank")
-        peak = f"{self.run.link.name} {self.run.link.peak_gbps:.0f} GB/s" if self.run.link else "link unknown"
+        peak = f"{self.run.link.name} {bandwidth(self.run.link.peak_gbps)}" if self.run.link else "link unknown"
         self.query_one("#collectives-pane").border_title = f"collectives · bus bandwidth vs {peak}"
         self.query_one("#rank-list", TextTable).focus()
 

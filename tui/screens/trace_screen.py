@@ -11,6 +11,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
@@ -24,6 +25,7 @@ from mlptui.trace.names.kernel import decode_kernel
 from mlptui.viewmodels import fmt
 from mlptui.viewmodels.detail_text import gpu_details, op_details
 from mlptui.viewmodels.facts import TraceFacts, add_launches, call_stats
+from mlptui.viewmodels.scope import Scope
 from mlptui.widgets.details import Details
 from mlptui.widgets.kernels import KernelTable
 from mlptui.widgets.launches import LaunchTable, summary_line
@@ -68,10 +70,14 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         """The launch lists of a big trace are ready (computed after the screen showed)."""
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
 
+    # The step every pane shows; set once in on_mount, then by the step list, `[` `]`, a jump to work
+    # in another step, or the profiler views. The step list follows it by data binding, the other panes
+    # through watch_scope. always_update: the first value may equal the default (a trace without steps).
+    scope: reactive[Scope] = reactive(Scope.every(0), always_update=True, init=False)
+
     def __init__(self, facts: TraceFacts) -> None:
         super().__init__()
         self.facts = facts
-        self.scope: int | None = None
         self.selected: tuple[str, int] = ("none", -1)
         self.matches: list[tuple[str, int]] = []
         self.match_index = -1
@@ -83,7 +89,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         header.append(f"[dim]{escape(self.facts.trace.source.rstrip('/').rsplit('/', 1)[-1])}[/dim]")
         yield Static("\n".join(header), id="trace-header")
         with Pane(id="steps-pane", classes="pane"):
-            yield StepList(id="steps")
+            yield StepList(id="steps").data_bind(TraceScreen.scope)
         with Horizontal(id="middle"):
             with Pane(id="tree-pane", classes="pane"):
                 yield OpTree(id="tree")
@@ -111,10 +117,9 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         self.query_one(KernelTable).set_trace(trace)
         self.query_one(LaunchTable).set_trace(trace)
         self.query_one(Timeline).set_lanes(self.facts.lanes)
-        steps = self.query_one(StepList)
-        start = trace.steps[-1].index if trace.steps else None
-        steps.show(self.facts.stats, 0 if start is None else start + 1)
-        self.set_scope(start)
+        start = Scope.last(len(trace.steps))
+        self.query_one(StepList).show(self.facts.stats, start.row)
+        self.scope = start
         self.query_one(OpTree).focus()
         if self.facts.launches_by_step is None:
             self.link_launches()
@@ -127,8 +132,13 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
 
     # -- scope -------------------------------------------------------------------------------
     def set_scope(self, step: int | None) -> None:
+        """Scope the panes to `step`: an index into trace.steps, an op's or kernel's step field (-1:
+        outside every step), or None for every step."""
+        self.scope = Scope.of_step(step, len(self.facts.trace.steps))
+
+    def watch_scope(self, scope: Scope) -> None:
         trace = self.facts.trace
-        self.scope = step
+        step = scope.step
         span: tuple[float, float] | None = None
         focus = -1
         if step is not None:
@@ -147,11 +157,6 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
             kernels = self.facts.gpu_by_step.get(step, [])
             gpu_end = max((trace.gpu[g].end for g in kernels[-64:]), default=end)
             timeline.show_scope(start, max(end, gpu_end))
-        steps = self.query_one(StepList)
-        row = 0 if step is None else step + 1
-        if steps.cursor != row:
-            steps.cursor = row
-            steps.refresh()
         scope_name = "all steps" if step is None else trace.steps[step].name
         pane = self.query_one("#steps-pane")
         title = f"1 steps · scope: {scope_name} ([ ] to change)"
@@ -165,8 +170,8 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
             summary.update("linking launch calls to their ops…", layout=False)
             self.query_one(LaunchTable).show([])
             return
-        self.query_one(LaunchTable).show(self.facts.launches_by_step.get(self.scope, []))
-        calls = call_stats(self.facts, self.scope)
+        self.query_one(LaunchTable).show(self.facts.launches_by_step.get(self.scope.step, []))
+        calls = call_stats(self.facts, self.scope.step)
         summary.update(escape(summary_line(calls)) if calls else "no launch calls in this scope", layout=False)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="launches")
@@ -188,20 +193,15 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         return (min(starts, default=0.0), max(ends, default=1.0))
 
     def action_step(self, delta: int) -> None:
-        count = len(self.facts.trace.steps)
-        if not count:
-            return
-        row = 0 if self.scope is None else self.scope + 1
-        row = (row + delta) % (count + 1)
-        self.set_scope(None if row == 0 else row - 1)
+        if self.facts.trace.steps:
+            self.scope = self.scope.moved(delta)
 
     # -- selection ---------------------------------------------------------------------------
     def on_line_list_cursor_moved(self, message: LineList.CursorMoved) -> None:
         if isinstance(message.pane, StepList):
-            row = message.index
-            step = None if row == 0 else row - 1
-            if step != self.scope:
-                self.set_scope(step)
+            scope = Scope.of_row(message.index, len(self.facts.trace.steps))
+            if scope != self.scope:
+                self.scope = scope
             return
         self._select_from(message.pane)
 
@@ -288,7 +288,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
                 return
             gid = op.gpu[0]
             if not kernels.select_gpu(gid):
-                self.set_scope(trace.gpu[gid].step if trace.gpu[gid].step >= 0 else None)
+                self.set_scope(trace.gpu[gid].step)
                 if not kernels.select_gpu(gid):
                     self.set_scope(None)
                     kernels.select_gpu(gid)
@@ -317,7 +317,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         tree = self.query_one(OpTree)
         if not tree.reveal(op_id):
             step = self.facts.trace.ops[op_id].step
-            self.set_scope(step if step >= 0 else None)
+            self.set_scope(step)
             if not tree.reveal(op_id):
                 self.set_scope(None)
                 if not tree.reveal(op_id):
@@ -406,7 +406,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
 
         self.app.push_screen(ProfileScreen(self.facts, view, self.scope), self._scope_from_views)
 
-    def _scope_from_views(self, step: int | None) -> None:
+    def _scope_from_views(self, scope: Scope | None) -> None:
         """The views' scope (changed there with `[` `]`) becomes this screen's."""
-        if step != self.scope:
-            self.set_scope(step)
+        if scope is not None and scope != self.scope:
+            self.scope = scope

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mlptui.base import units
 from mlptui.base.text import markup_escape as escape
 from mlptui.trace.analysis.occupancy import kernel_occupancy
 from mlptui.trace.analysis.roofline import kernel_roofline
@@ -91,11 +92,11 @@ def gpu_details(trace: Trace, gid: int) -> str:
     if roof is not None:
         parts = []
         if roof.tflops is not None:
-            parts.append(f"{roof.tflops:.2f} TFLOP/s")
+            parts.append(units.throughput(roof.tflops))
         if roof.gbps is not None:
-            parts.append(f"{roof.gbps:.0f} GB/s")
+            parts.append(units.bandwidth(roof.gbps))
         if roof.pct_of_peak is not None:
-            parts.append(f"{roof.pct_of_peak:.0f}% of peak")
+            parts.append(f"{units.share(roof.pct_of_peak / 100)} of peak")
         _kv(lines, "roofline", f"{', '.join(parts)} ({roof.bound}-bound)")
     if g.launch >= 0:
         call = trace.ops[g.launch]

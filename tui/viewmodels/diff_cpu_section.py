@@ -40,7 +40,7 @@ def cpu_section(d: TraceDiff) -> list[CpuLine]:
                      status=f"CPU side of the aligned steps ({steps}); c goes back to the kernel rows")]
     cpu_a, cpu_b = _aligned(a, "cpu_us"), _aligned(b, "cpu_us")
     lines.append(CpuLine("total", "CPU time / step", us(cpu_a), "", us(cpu_b), cpu_b - cpu_a,
-                         fmt_delta(cpu_b - cpu_a).replace(" ", ""),
+                         fmt_delta(cpu_b - cpu_a),
                          f"CPU wall time of the aligned steps {us(cpu_a)} ⇄ {us(cpu_b)} "
                          f"(medians over the active steps {us(a.cpu_us)} ⇄ {us(b.cpu_us)})"))
     la, lb = int(_aligned(a, "launches")), int(_aligned(b, "launches"))

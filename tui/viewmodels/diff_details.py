@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlptui.trace.diff.render import MARKERS, fmt_delta, fmt_us
+from mlptui.base.units import bandwidth, duration, share, throughput
+from mlptui.trace.diff.render import MARKERS, fmt_delta
 from mlptui.trace.diff.trace_diff import DiffKernel, DiffRow, TraceDiff
 from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import decode_kernel
@@ -22,7 +23,7 @@ def _occupancy(trace: Trace, gpu_id: int) -> str | None:
     occ = kernel_occupancy(trace, gpu_id)
     if occ is None:
         return None
-    return (f"{occ.fraction * 100:.0f}% theoretical ({occ.blocks_per_sm} blocks, {occ.warps_per_sm}/"
+    return (f"{share(occ.fraction)} theoretical ({occ.blocks_per_sm} blocks, {occ.warps_per_sm}/"
             f"{occ.max_warps_per_sm} warps per SM; limited by {occ.limiter})")
 
 
@@ -34,11 +35,11 @@ def _roofline(trace: Trace, gpu_id: int) -> str | None:
         return None
     parts = []
     if roof.tflops:
-        parts.append(f"{roof.tflops:.1f} TFLOP/s")
+        parts.append(throughput(roof.tflops))
     if roof.gbps:
-        parts.append(f"{roof.gbps:.0f} GB/s")
+        parts.append(bandwidth(roof.gbps))
     if roof.pct_of_peak is not None:
-        parts.append(f"{roof.pct_of_peak:.0f}% of peak")
+        parts.append(f"{share(roof.pct_of_peak / 100)} of peak")
     bound = roof.bound
     if bound:
         parts.append(f"{bound}-bound")
@@ -54,7 +55,7 @@ def _fmt_arg(value: Any) -> str:
 
 
 def kernel_lines(trace: Trace | None, k: DiffKernel) -> list[str]:
-    lines = [f"{k.kind} {k.short}   {fmt_us(k.dur)}"]
+    lines = [f"{k.kind} {k.short}   {duration(k.dur)}"]
     decoded = decode_kernel(k.name)
     config = [f"{f}={getattr(decoded, f)}" for f in _CONFIG_FIELDS if getattr(decoded, f, None) not in (None, "", ())]
     if decoded.ops:
@@ -81,7 +82,7 @@ def kernel_lines(trace: Trace | None, k: DiffKernel) -> list[str]:
 
 def pair_details(d: TraceDiff, row: DiffRow) -> list[str]:
     """Both sides of one diff row, A first."""
-    head = f"{MARKERS[row.status]} {row.status}   A {fmt_us(row.a_us)}   B {fmt_us(row.b_us)}"
+    head = f"{MARKERS[row.status]} {row.status}   A {duration(row.a_us)}   B {duration(row.b_us)}"
     if row.delta_us is not None:
         head += f"   Δ {fmt_delta(row.delta_us)}"
     lines = [head, ""]

@@ -4,6 +4,7 @@ for its one column), so a million-kernel trace costs what is looked at."""
 
 from __future__ import annotations
 
+from mlptui.base.units import bandwidth, throughput
 from mlptui.trace.analysis.occupancy import Occupancy, kernel_occupancy
 from mlptui.trace.analysis.roofline import Roofline, kernel_roofline
 from mlptui.trace.model import Trace
@@ -30,13 +31,13 @@ class KernelFacts:
         return self._roof[gid]
 
     def perf(self, gid: int) -> tuple[str, float | None]:
-        """The achieved rate as text ("12.3 TFLOP/s" or "850 GB/s") and the % of the device's peak."""
+        """The achieved rate as text ("12.3 TFLOP/s" or "850.0 GB/s") and the % of the device's peak."""
         roof = self.roofline(gid)
         if roof is None:
             return "", None
         text = ""
         if roof.bound == "compute" and roof.tflops is not None:
-            text = f"{roof.tflops:.1f} TFLOP/s"
+            text = throughput(roof.tflops)
         elif roof.gbps is not None:
-            text = f"{roof.gbps:.0f} GB/s"
+            text = bandwidth(roof.gbps)
         return text, roof.pct_of_peak

@@ -62,7 +62,7 @@ def memory_peaks(report: MemoryReport) -> Text:
     text = Text()
     for d in report.devices:
         reserved = "" if d.peak_reserved is None else f", reserved peak {fmt.size_bytes(d.peak_reserved)}"
-        when = "-" if d.peak_ts is None else fmt.us(d.peak_ts)
+        when = fmt.us(d.peak_ts)
         text.append(printable(f"{d.label}: peak {fmt.size_bytes(d.peak_allocated)} at {when} in {d.peak_op}{reserved}")
                     + "\n")
     unfreed = sum(n for _, n in report.unfreed)

@@ -142,14 +142,14 @@ def overview_text(data: ProfileData, width: int) -> Text:
         steps = head + [gap] + steps[len(steps) - (MAX_STEPS - len(head)):]
     steps = steps + ([ov["total"]] if len(ov["steps"]) > 1 else [])
     name_w = max([len(s["name"]) for s in steps] + [4])
-    head = f"{'step':<{name_w}} {'time':>8} {'GPU util':>8} {'SM eff':>6} {'occ ach/th':>10} {'TC':>4}\n"
+    head = f"{'step':<{name_w}} {'time':>9} {'GPU util':>8} {'SM eff':>6} {'occ ach/th':>10} {'TC':>4}\n"
     out.append(head, "bold")
     for s in steps:
         if s.get("gap"):
             out.append(f"{s['name']}\n", "dim")
             continue
         occ = f"{_na(s, 'achieved_occupancy')}/{fmt.pct(s['theoretical_occupancy'])}"
-        out.append(f"{s['name']:<{name_w}} {fmt.us(s['duration_us']):>8} {fmt.pct(s['gpu_util']):>8} "
+        out.append(f"{s['name']:<{name_w}} {fmt.us(s['duration_us']):>9} {fmt.pct(s['gpu_util']):>8} "
                    f"{_na(s, 'sm_efficiency'):>6} {occ:>10} {fmt.pct(s['tensor_core_share']):>4}\n")
     for note in na_notes(ov):
         out.append(f"  {note}\n", "dim")
@@ -166,7 +166,7 @@ def overview_text(data: ProfileData, width: int) -> Text:
     out.append("\n")
     total = ov["total"]
     dur = total["duration_us"] or 1.0
-    parts = "  ".join(f"{LABELS[c]} {fmt.us(total['breakdown_us'][c])} ({total['breakdown_us'][c] / dur:.0%})"
+    parts = "  ".join(f"{LABELS[c]} {fmt.us(total['breakdown_us'][c])} ({fmt.pct(total['breakdown_us'][c] / dur)})"
                       for c in CATEGORIES if total["breakdown_us"][c] > 0)
     out.append(f"  {total['name']}: {parts}\n")
     out.append("\nrecommendations\n", "bold")

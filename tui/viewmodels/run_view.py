@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from mlptui.base import units
 from mlptui.trace.analysis.links import Link, link_for
 from mlptui.trace.analysis.ranks import ranks_report
 from mlptui.trace.analysis.ranks_render import (
@@ -29,7 +30,7 @@ class RunView:
     def title(self) -> str:
         device = self.ranks[0][1].trace.device_name if self.ranks else None
         return (f"{self.folder.rstrip('/').rsplit('/', 1)[-1]}  ·  {len(self.ranks)} of "
-                f"{self.report['world_size']} ranks  ·  {self.report['backend'] or '?'}"
+                f"{self.report['world_size']} ranks  ·  {self.report['backend'] or units.MISSING}"
                 + (f"  ·  {device}" if device else ""))
 
     def rank_label(self, position: int) -> str:

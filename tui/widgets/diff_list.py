@@ -21,10 +21,10 @@ TONES = {"same": "same", "changed": "changed", "added": "added", "removed": "rem
 COLUMNS = [
     Column("", 1),
     Column("A", 0, min_width=12),
-    Column("µs", 9, ">"),
+    Column("time", 10, ">"),
     Column("B", 0, min_width=12),
-    Column("µs", 9, ">"),
-    Column("Δ", 9, ">"),
+    Column("time", 10, ">"),
+    Column("Δ", 10, ">"),
 ]
 
 
@@ -94,7 +94,7 @@ class DiffList(LineList):
     # -- LineList ----------------------------------------------------------------------------
     def header_cells(self) -> list[str]:
         d = self.diff
-        return ["", f"A  {d.a.label}", "µs", f"B  {d.b.label}", "µs", "Δ"]
+        return ["", f"A  {d.a.label}", "time", f"B  {d.b.label}", "time", "Δ"]
 
     def row_count(self) -> int:
         return len(self.lines) + len(self.cpu_lines)
@@ -111,7 +111,7 @@ class DiffList(LineList):
             marker = MARKERS[row.status]
             a_us = us(row.a_us) if row.a else ""
             b_us = us(row.b_us) if row.b else ""
-            delta = fmt_delta(row.delta_us).replace(" ", "")
+            delta = fmt_delta(row.delta_us)
         else:
             marker, a_us, b_us, delta = "│", "", "", ""
         return [

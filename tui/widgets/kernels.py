@@ -55,7 +55,7 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
         Column("#", 3, ">", drop=20), Column("kernel", 0, min_width=30), Column("time", 9, ">"),
         Column("family", 9, drop=8), Column("library", 12, drop=9), Column("tile", 9, drop=10),
         Column("layout", 6, drop=12), Column("dtype", 5, drop=11), Column("grid", 11, drop=6),
-        Column("block", 9, drop=7), Column("regs", 4, ">", drop=5), Column("smem", 8, ">", drop=4),
+        Column("block", 9, drop=7), Column("regs", 4, ">", drop=5), Column("smem", 9, ">", drop=4),
         Column("occ.th", 6, ">", drop=3), Column("occ.rep", 7, ">", drop=13), Column("perf", 13, ">", drop=2),
         Column("%peak", 5, ">", drop=1),
     ]
@@ -121,7 +121,7 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
         occ = self.occupancy(gid)
         reported = args.get("est. achieved occupancy %")
         perf, pct = self._facts().perf(gid)
-        peak: Cell = "" if pct is None else (f"{pct:.0f}%", "good" if pct >= 50 else "warn")
+        peak: Cell = "" if pct is None else (fmt.pct(pct / 100), "good" if pct >= 50 else "warn")
         tone = {"gemm": "hot", "memset": "dim", "copy": "dim"}.get(name.family, "base")
         if self.grouped:
             _, count, total = self._groups[op.name]

@@ -17,7 +17,7 @@ from mlptui.widgets.lines import Cell, Column, LineList, SideScrolling
 
 
 def call_chain(trace: Trace, calls: list[int]) -> str:
-    """`cudaMemsetAsync 3.1µs → cuLaunchKernelEx 10.7µs`, repeated calls folded as `×N`."""
+    """`cudaMemsetAsync 3.10 µs → cuLaunchKernelEx 10.70 µs`, repeated calls folded as `×N`."""
     parts: list[str] = []
     last, run, run_us = None, 0, 0.0
     for call in calls + [-1]:

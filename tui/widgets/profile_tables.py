@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mlptui.base import units
 from mlptui.keys import TABLE_KEYS
 from mlptui.trace.analysis.kernel_stats import KernelGroup
 from mlptui.trace.analysis.memory import OpMemory
@@ -86,7 +87,7 @@ def _tc(o: OpGroup) -> Cell:
         return ""
     share = o.tc_share
     if share is None:
-        return ("elig.", "dim")
+        return (units.MISSING, "dim")      # eligible, but no kernel of its own to measure
     return (fmt.pct(share), "good" if share >= 0.5 else "warn")
 
 
@@ -127,8 +128,8 @@ class KernelStatsTable(SortedTable):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__([Column("kernel", 0, min_width=24), Column("TC", 2, drop=7),
-                          Column("calls", 6, ">", drop=6), Column("total", 8, ">"), Column("mean", 8, ">"),
-                          Column("min", 8, ">", drop=3), Column("max", 8, ">", drop=4),
+                          Column("calls", 6, ">", drop=6), Column("total", 9, ">"), Column("mean", 9, ">"),
+                          Column("min", 9, ">", drop=3), Column("max", 9, ">", drop=4),
                           Column("blk/SM", 6, ">", drop=5), Column("occ", 4, ">", drop=8)], id=id)
 
 
@@ -143,12 +144,12 @@ class MemoryOpTable(SortedTable):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__([Column("operator", 0, min_width=20), Column("allocs", 6, ">", drop=4),
-                          Column("frees", 6, ">", drop=5), Column("allocated", 9, ">"), Column("net", 10, ">"),
+                          Column("frees", 6, ">", drop=5), Column("allocated", 10, ">"), Column("net", 11, ">"),
                           Column("net +children", 13, ">", drop=3)], id=id)
 
 
 def _signed(n: int) -> str:
-    return ("-" if n < 0 else "+" if n > 0 else "") + fmt.size_bytes(abs(n))
+    return ("+" if n > 0 else "") + fmt.size_bytes(n)
 
 
 class ModuleTable(SortedTable):
@@ -180,8 +181,8 @@ class OperatorDiffTable(SortedTable):
 
     CELLS = [
         lambda r: _DIFF_MARK[r["status"]], lambda r: r["name"],
-        lambda r: "-" if r["a"] is None else fmt.count(r["a"]["calls"]),
-        lambda r: "-" if r["b"] is None else fmt.count(r["b"]["calls"]),
+        lambda r: units.MISSING if r["a"] is None else fmt.count(r["a"]["calls"]),
+        lambda r: units.MISSING if r["b"] is None else fmt.count(r["b"]["calls"]),
         lambda r: fmt.us(_side_us(r, "a", "host_total_us")), lambda r: fmt.us(_side_us(r, "b", "host_total_us")),
         lambda r: fmt.us(_side_us(r, "a", "device_total_us")), lambda r: fmt.us(_side_us(r, "b", "device_total_us")),
     ]
@@ -194,5 +195,5 @@ class OperatorDiffTable(SortedTable):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__([Column("", 1), Column("operator", 0, min_width=20), Column("calls A", 7, ">", drop=5),
-                          Column("calls B", 7, ">", drop=6), Column("host A", 8, ">", drop=3),
-                          Column("host B", 8, ">", drop=4), Column("dev A", 8, ">"), Column("dev B", 8, ">")], id=id)
+                          Column("calls B", 7, ">", drop=6), Column("host A", 9, ">", drop=3),
+                          Column("host B", 9, ">", drop=4), Column("dev A", 9, ">"), Column("dev B", 9, ">")], id=id)

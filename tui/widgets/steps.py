@@ -7,11 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual.reactive import reactive
+
 from mlptui.viewmodels import fmt
+from mlptui.viewmodels.scope import Scope
 from mlptui.widgets.lines import Cell, Column, LineList
 
 
 class StepList(LineList):
+    # Bound to the trace screen's scope: the cursor sits on the scope's row whoever changed it.
+    scope: reactive[Scope | None] = reactive(None, always_update=True, init=False)
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(
             [Column("step", 16), Column("CPU", 9, ">"), Column("GPU busy", 9, ">"), Column("GPU idle", 9, ">"),
@@ -24,6 +30,11 @@ class StepList(LineList):
     def show(self, stats: list[Any], cursor: int = 0) -> None:
         self.stats = stats
         self.reset_rows(cursor)
+
+    def watch_scope(self, scope: Scope | None) -> None:
+        if scope is not None and self.cursor != scope.row:
+            self.cursor = scope.row
+            self.refresh()
 
     def row_count(self) -> int:
         return len(self.stats)

@@ -3,6 +3,7 @@ CPU ops, GPU busy, occupancy queries, device), in the article's ladder order."""
 
 from __future__ import annotations
 
+from mlptui.base import units
 from mlptui.contract.vocabulary import MODES, WORKLOAD_NAMES
 from mlptui.viewmodels import fmt
 from mlptui.viewmodels.facts import TraceFacts, call_stats, kernel_count
@@ -45,7 +46,7 @@ class TraceList(LineList):
             state = self.errors.get(spec, "…")
             return [str(index + 1), (mark + name, "base"), "", (state, "dim"), "", "", "", "", "", "", name]
         s = facts.per_step()
-        device = (facts.trace.device_name or "-").replace("NVIDIA ", "")
+        device = (facts.trace.device_name or units.MISSING).replace("NVIDIA ", "")
         occupancy = sum(c.count for c in call_stats(facts, s.index if s.index >= 0 else None)
                         if c.kind == "occupancy")
         return [str(index + 1), mark + facts.label, str(kernel_count(facts)), facts.focus_mix,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mlptui.base.units import MISSING, duration, share, size
 from mlptui.trace.analysis.breakdown import CATEGORIES
 from mlptui.trace.analysis.kernel_stats import kernel_stats
 from mlptui.trace.analysis.memory import memory_report
@@ -35,30 +36,14 @@ def profile_sections(trace: Trace, step: int | None = None) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- renderings
 
-def _us(x: float) -> str:
-    return f"{x / 1000:.2f} ms" if x >= 1000 else f"{x:.1f} µs"
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{x:.0%}"
-
-
 def _na(row: dict[str, Any], key: str) -> str:
     """A share, or "n/a" where the overview says why it cannot be known."""
-    return "n/a" if row.get(f"{key}_na") else _pct(row[key])
+    return "n/a" if row.get(f"{key}_na") else share(row[key])
 
 
 def _net(n: int | None) -> str:
-    return "n/a" if n is None else _bytes(n)
-
-
-def _bytes(n: int | None) -> str:
-    if n is None:
-        return "–"
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
+    """Net bytes per op; None: not known (frees without Addr)."""
+    return "n/a" if n is None else size(n)
 
 
 _OV_HEAD = ["step", "duration", "GPU util", "SM eff", "occ ach/th", "TC"] + list(CATEGORIES)
@@ -66,14 +51,14 @@ _OV_HEAD = ["step", "duration", "GPU util", "SM eff", "occ ach/th", "TC"] + list
 
 def _ov_row(s: dict[str, Any]) -> list[str]:
     b = s["breakdown_us"]
-    return [s["name"], _us(s["duration_us"]), _pct(s["gpu_util"]), _na(s, "sm_efficiency"),
-            f"{_na(s, 'achieved_occupancy')}/{_pct(s['theoretical_occupancy'])}", _pct(s["tensor_core_share"])] + \
-        [_us(b[c]) for c in CATEGORIES]
+    return [s["name"], duration(s["duration_us"]), share(s["gpu_util"]), _na(s, "sm_efficiency"),
+            f"{_na(s, 'achieved_occupancy')}/{share(s['theoretical_occupancy'])}", share(s["tensor_core_share"])] + \
+        [duration(b[c]) for c in CATEGORIES]
 
 
 def _op_row(o: dict[str, Any]) -> list[str]:
-    return [o["name"], str(o["calls"]), _us(o["host_self_us"]), _us(o["host_total_us"]), _us(o["device_self_us"]),
-            _us(o["device_total_us"]), ("yes " + _pct(o["tc_share"])) if o["tc_eligible"] else ""]
+    return [o["name"], str(o["calls"]), duration(o["host_self_us"]), duration(o["host_total_us"]), duration(o["device_self_us"]),
+            duration(o["device_total_us"]), ("yes " + share(o["tc_share"])) if o["tc_eligible"] else ""]
 
 
 _OP_HEAD = ["op", "calls", "host self", "host total", "dev self", "dev total", "TC elig/share"]
@@ -86,25 +71,25 @@ def _tables(d: dict[str, Any], top: int) -> list[tuple[str, list[str], list[list
     out = [("overview", _OV_HEAD, [_ov_row(s) for s in steps])]
     out.append(("operators (most device time first)", _OP_HEAD, [_op_row(o) for o in d["operators"][:top]]))
     out.append(("kernels, completed", ["kernel", "TC", "calls", "total", "mean", "min", "max", "blk/SM", "occ"],
-                [[k["name"][:60], "yes" if k["tensor_cores"] else "", str(k["calls"]), _us(k["total_us"]),
-                  _us(k["mean_us"]), _us(k["min_us"]), _us(k["max_us"]),
+                [[k["name"][:60], "yes" if k["tensor_cores"] else "", str(k["calls"]), duration(k["total_us"]),
+                  duration(k["mean_us"]), duration(k["min_us"]), duration(k["max_us"]),
                   "n/a" if k["blocks_per_sm"] is None else f"{k['blocks_per_sm']:.2f}",
-                  "n/a" if k["achieved_occupancy"] is None else _pct(k["achieved_occupancy"])]
+                  "n/a" if k["achieved_occupancy"] is None else share(k["achieved_occupancy"])]
                  for k in d["kernel_stats"][:top]]))
     mem = d["memory"]
     if mem is not None:
         out.append(("memory peaks", ["device", "peak allocated", "peak reserved", "at", "op"],
-                    [[("cpu" if m["kind"] == "cpu" else f"{m['kind']}:{m['id']}"), _bytes(m["peak_allocated_bytes"]),
-                      _bytes(m["peak_reserved_bytes"]), "–" if m["peak_ts"] is None else _us(m["peak_ts"]),
-                      m["peak_op"] or "–"] for m in mem["devices"]]))
+                    [[("cpu" if m["kind"] == "cpu" else f"{m['kind']}:{m['id']}"), size(m["peak_allocated_bytes"]),
+                      size(m["peak_reserved_bytes"]), duration(m["peak_ts"]),
+                      m["peak_op"] or MISSING] for m in mem["devices"]]))
         out.append(("memory by op", ["op", "allocs", "frees", "allocated", "net", "net w/ children"],
-                    [[o["name"], str(o["allocs"]), str(o["frees"]), _bytes(o["bytes_allocated"]), _net(o["net_bytes"]),
+                    [[o["name"], str(o["allocs"]), str(o["frees"]), size(o["bytes_allocated"]), _net(o["net_bytes"]),
                       _net(o["net_bytes_with_children"])] for o in mem["ops"][:top]]))
     mods = d["modules"]
     if mods is not None:
         out.append(("modules", ["module", "calls", "host", "device"],
-                    [["  " * (len(m["path"]) - 1) + m["path"][-1], str(m["calls"]), _us(m["host_us"]),
-                      _us(m["device_us"])] for m in mods[:top * 2]]))
+                    [["  " * (len(m["path"]) - 1) + m["path"][-1], str(m["calls"]), duration(m["host_us"]),
+                      duration(m["device_us"])] for m in mods[:top * 2]]))
     return out
 
 
@@ -113,10 +98,10 @@ def _device_lines(d: dict[str, Any]) -> list[str]:
     for dev in d["overview"]["devices"]:
         if "gpu_util" not in dev:
             continue
-        memory = f", {_bytes(dev['memory_bytes'])}" if dev["memory_bytes"] is not None else ""
+        memory = f", {size(dev['memory_bytes'])}" if dev["memory_bytes"] is not None else ""
         lines.append(f"device {dev['id']}: {dev['label']}{memory}; {dev['kernels']} kernels, "
-                     f"GPU util {_pct(dev['gpu_util'])}, "
-                     f"SM eff {_na(dev, 'sm_efficiency')}, TC {_pct(dev['tensor_core_share'])}")
+                     f"GPU util {share(dev['gpu_util'])}, "
+                     f"SM eff {_na(dev, 'sm_efficiency')}, TC {share(dev['tensor_core_share'])}")
     return lines
 
 

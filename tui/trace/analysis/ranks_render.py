@@ -6,26 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mlptui.base.units import MISSING, bandwidth, duration, share, size
 from mlptui.trace.analysis.links import Link
-
-
-def _us(x: float | None) -> str:
-    if x is None:
-        return "–"
-    return f"{x / 1000:.2f} ms" if x >= 1000 else f"{x:.1f} µs"
-
-
-def _size(n: int | None) -> str:
-    if n is None:
-        return "?"
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
-
-
-def _share(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.0f}%"
 
 
 def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
@@ -52,16 +34,16 @@ def step_matrix(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         cells = [name]
         for r in ranks:
             us = next((s["step_us"] for s in r["steps"] if s["name"] == name), None)
-            cells.append(_us(us))
+            cells.append(duration(us))
         st = slow.get(name)
-        cells.append(f"rank {st['rank']} +{_us(st['slower_by_us'])}" if st else "")
+        cells.append(f"rank {st['rank']} +{duration(st['slower_by_us'])}" if st else "")
         rows.append(cells)
     return ["step", *(f"rank {r['rank']}" for r in ranks), "straggler"], rows
 
 
 def rank_rows(report: dict[str, Any]) -> list[list[str]]:
-    return [[str(r["rank"]), _us(r["compute_us"]), _us(r["comm_us"]), _share(r["overlap_share"]),
-             _us(r["comm_wait_us"])] for r in report["ranks"]]
+    return [[str(r["rank"]), duration(r["compute_us"]), duration(r["comm_us"]), share(r["overlap_share"]),
+             duration(r["comm_wait_us"])] for r in report["ranks"]]
 
 
 RANK_HEADERS = ["rank", "compute", "comm", "overlap", "comm wait"]
@@ -70,22 +52,21 @@ RANK_HEADERS = ["rank", "compute", "comm", "overlap", "comm wait"]
 def collective_rows(report: dict[str, Any], link: Link | None) -> list[list[str]]:
     rows = []
     for c in report["collectives"]:
-        bus = "–" if c["busbw_gbps"] is None else f"{c['busbw_gbps']:.1f}"
-        pct = "" if link is None or c["busbw_gbps"] is None else f"{100 * c['busbw_gbps'] / link.peak_gbps:.0f}%"
-        rows.append([str(c["rank"]), c["collective"], c["dtype"] or "?", _size(c["bytes"]),
-                     str(c["group_size"] or "?"), str(c["count"]), _us(c["total_us"]),
-                     "–" if c["algbw_gbps"] is None else f"{c['algbw_gbps']:.1f}", bus, pct])
+        pct = "" if link is None or c["busbw_gbps"] is None else share(c["busbw_gbps"] / link.peak_gbps)
+        rows.append([str(c["rank"]), c["collective"], c["dtype"] or MISSING, size(c["bytes"]),
+                     str(c["group_size"] or MISSING), str(c["count"]), duration(c["total_us"]),
+                     bandwidth(c["algbw_gbps"]), bandwidth(c["busbw_gbps"]), pct])
     return rows
 
 
 def collective_headers(link: Link | None) -> list[str]:
-    return ["rank", "collective", "dtype", "size", "group", "count", "total", "algbw GB/s", "busbw GB/s",
+    return ["rank", "collective", "dtype", "size", "group", "count", "total", "algbw", "busbw",
             "% peak"]
 
 
 def render_ranks_text(report: dict[str, Any], link: Link | None) -> str:
     lines = [f"run of {len(report['ranks'])} rank(s), world size {report['world_size']}, "
-             f"backend {report['backend'] or '?'}", ""]
+             f"backend {report['backend'] or MISSING}", ""]
     headers, rows = step_matrix(report)
     lines += _table(headers, rows, set(range(1, len(headers) - 1)))
     lines += ["", *_table(RANK_HEADERS, rank_rows(report), {1, 2, 3, 4})]
@@ -94,6 +75,6 @@ def render_ranks_text(report: dict[str, Any], link: Link | None) -> str:
     if report["collectives"]:
         lines += ["", *_table(collective_headers(link), collective_rows(report, link), {3, 4, 5, 6, 7, 8, 9})]
         if link is not None:
-            lines.append(f"% peak: bus bandwidth over {link.name}'s {link.peak_gbps:.0f} GB/s per GPU one way "
+            lines.append(f"% peak: bus bandwidth over {link.name}'s {bandwidth(link.peak_gbps)} per GPU one way "
                          "(mlptui.trace.analysis.links)")
     return "\n".join(lines) + "\n"

@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from mlptui.base.units import duration
 from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.analysis.dispatch import dispatch_paths
 from mlptui.trace.analysis.findings import trace_findings
@@ -132,10 +133,6 @@ def summarize(trace: Trace) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- renderings
 
-def _us(x: float) -> str:
-    return f"{x / 1000:.2f} ms" if x >= 1000 else f"{x:.1f} µs"
-
-
 def _device_line(d: dict[str, Any]) -> str:
     dev = d.get("device")
     if not dev:
@@ -174,9 +171,9 @@ def _step_rows(d: dict[str, Any], top: int) -> list[list[str]]:
 
 
 def _step_row(s: dict[str, Any]) -> list[str]:
-    return [s["name"], _us(s["cpu_us"]), _us(s["gpu_busy_us"]), _us(s["gpu_idle_us"]),
-            _us(s["device_busy_us"]), _us(s["device_idle_us"]), str(s["kernels"]),
-            str(s["launches"]), _us(s["launch_overhead_us"]), s["verdict"]]
+    return [s["name"], duration(s["cpu_us"]), duration(s["gpu_busy_us"]), duration(s["gpu_idle_us"]),
+            duration(s["device_busy_us"]), duration(s["device_idle_us"]), str(s["kernels"]),
+            str(s["launches"]), duration(s["launch_overhead_us"]), s["verdict"]]
 
 
 # "own": the step's own GPU work (by launch); "device": all work on the device in the step's window.
@@ -208,10 +205,10 @@ def _verdict_line(d: dict[str, Any]) -> str:
         return (f"verdict: unknown ({t['name']} made {t['launches']} launch call(s), but the trace holds no GPU "
                 "activity: the device side was not recorded)")
     rel = ">" if t["verdict"] == "overhead-bound" else "<="
-    line = (f"verdict: {t['verdict']} ({t['name']}: device idle {_us(t['device_idle_us'])} {rel} "
-            f"device busy {_us(t['device_busy_us'])}")
+    line = (f"verdict: {t['verdict']} ({t['name']}: device idle {duration(t['device_idle_us'])} {rel} "
+            f"device busy {duration(t['device_busy_us'])}")
     if abs(t["device_busy_us"] - t["gpu_busy_us"]) > 0.01 * max(t["device_busy_us"], 1.0):
-        line += f"; of that, work the step(s) launched: {_us(t['gpu_busy_us'])}"
+        line += f"; of that, work the step(s) launched: {duration(t['gpu_busy_us'])}"
     return line + ")"
 
 
@@ -226,15 +223,15 @@ def render_text(d: dict[str, Any], top: int = 15) -> str:
     out += ["", "steps"] + ["  " + r for r in _table(_STEP_HEAD, _step_rows(d, top), _STEP_RIGHT)]
     out.append(f"  verdict rule: {d['verdict_rule']}")
     if d["kernels"]:
-        rows = [[k["short"], k["family"], k["library"], str(k["count"]), _us(k["total_us"]), _us(k["mean_us"])]
+        rows = [[k["short"], k["family"], k["library"], str(k["count"]), duration(k["total_us"]), duration(k["mean_us"])]
                 for k in d["kernels"][:top]]
         out += ["", f"kernels ({len(d['kernels'])} distinct, most time first)"]
         out += ["  " + r for r in _table(["kernel", "family", "library", "count", "total", "mean"], rows, {3, 4, 5})]
     if d["memory_ops"]:
-        rows = [[m["name"], m["kind"], str(m["count"]), _us(m["total_us"])] for m in d["memory_ops"][:top]]
+        rows = [[m["name"], m["kind"], str(m["count"]), duration(m["total_us"])] for m in d["memory_ops"][:top]]
         out += ["", "memcpy / memset"] + ["  " + r for r in _table(["name", "kind", "count", "total"], rows, {2, 3})]
     if d["launch_calls"]:
-        rows = [[c["name"], c["kind"], str(c["count"]), _us(c["total_us"])] for c in d["launch_calls"][:top]]
+        rows = [[c["name"], c["kind"], str(c["count"]), duration(c["total_us"])] for c in d["launch_calls"][:top]]
         out += ["", "runtime / driver calls"]
         out += ["  " + r for r in _table(["call", "kind", "count", "total"], rows, {2, 3})]
     if d["dispatch"]:
@@ -273,16 +270,16 @@ def render_markdown(d: dict[str, Any], top: int = 15) -> str:
     if d["kernels"]:
         out += ["", "#### Kernels", ""]
         out += _md_table(["kernel", "family", "library", "count", "total", "mean"],
-                         [[k["short"], k["family"], k["library"], str(k["count"]), _us(k["total_us"]),
-                           _us(k["mean_us"])] for k in d["kernels"][:top]])
+                         [[k["short"], k["family"], k["library"], str(k["count"]), duration(k["total_us"]),
+                           duration(k["mean_us"])] for k in d["kernels"][:top]])
     if d["memory_ops"]:
         out += ["", "#### Memcpy / memset", ""]
         out += _md_table(["name", "kind", "count", "total"],
-                         [[m["name"], m["kind"], str(m["count"]), _us(m["total_us"])] for m in d["memory_ops"][:top]])
+                         [[m["name"], m["kind"], str(m["count"]), duration(m["total_us"])] for m in d["memory_ops"][:top]])
     if d["launch_calls"]:
         out += ["", "#### Runtime / driver calls", ""]
         out += _md_table(["call", "kind", "count", "total"],
-                         [[c["name"], c["kind"], str(c["count"]), _us(c["total_us"])] for c in d["launch_calls"][:top]])
+                         [[c["name"], c["kind"], str(c["count"]), duration(c["total_us"])] for c in d["launch_calls"][:top]])
     if d["dispatch"]:
         out += ["", "#### Dispatch", ""]
         out += _md_table(["count", "CPU path", "kernels"],

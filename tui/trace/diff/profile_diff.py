@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mlptui.base.units import MISSING, duration, share
 from mlptui.trace.analysis.operators import OpGroup, operators
 from mlptui.trace.analysis.overview import overview
 from mlptui.trace.model import Trace
@@ -57,16 +58,6 @@ def profile_diff(a: Trace, b: Trace, step_a: int | None, step_b: int | None) -> 
     return {"operators": operator_diff(a, b, step_a, step_b), "overview": overview_pair(a, b)}
 
 
-def _us(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return f"{x / 1000:.2f}ms" if x >= 1000 else f"{x:.1f}µs"
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:.0%}"
-
-
 MARK = {"same": "=", "changed": "~", "added": "+", "removed": "-"}
 
 
@@ -78,23 +69,23 @@ def overview_lines(doc: dict[str, Any]) -> list[str]:
         parts = o["breakdown_us"]
         dur = o["duration_us"] or 1.0
         top = sorted(parts.items(), key=lambda kv: -kv[1])[:3]
-        lines.append(f"{tag.upper()}: {o['scope']} {_us(o['duration_us'])}, GPU util {_pct(o['gpu_util'])}, "
-                     f"SM eff {_pct(o['sm_efficiency'])}, occ {_pct(o['achieved_occupancy'])}/"
-                     f"{_pct(o['theoretical_occupancy'])}, TC {_pct(o['tensor_core_share'])}; "
-                     + ", ".join(f"{k} {v / dur:.0%}" for k, v in top if v > 0))
+        lines.append(f"{tag.upper()}: {o['scope']} {duration(o['duration_us'])}, GPU util {share(o['gpu_util'])}, "
+                     f"SM eff {share(o['sm_efficiency'])}, occ {share(o['achieved_occupancy'])}/"
+                     f"{share(o['theoretical_occupancy'])}, TC {share(o['tensor_core_share'])}; "
+                     + ", ".join(f"{k} {share(v / dur)}" for k, v in top if v > 0))
     return lines
 
 
 def operator_lines(doc: dict[str, Any], top: int = 20, width: int = 40) -> list[str]:
-    head = f"  {'':1} {'operator':<{width}} {'calls A':>7} {'calls B':>7} {'host A':>9} {'host B':>9} " \
-           f"{'device A':>9} {'device B':>9}"
+    head = f"  {'':1} {'operator':<{width}} {'calls A':>7} {'calls B':>7} {'host A':>10} {'host B':>10} " \
+           f"{'device A':>10} {'device B':>10}"
     lines = [head]
     for r in doc["operators"][:top]:
         a, b = r["a"] or {}, r["b"] or {}
         name = r["name"] if len(r["name"]) <= width else r["name"][:width - 1] + "…"
-        lines.append(f"  {MARK[r['status']]} {name:<{width}} {a.get('calls', '-'):>7} {b.get('calls', '-'):>7} "
-                     f"{_us(a.get('host_total_us')):>9} {_us(b.get('host_total_us')):>9} "
-                     f"{_us(a.get('device_total_us')):>9} {_us(b.get('device_total_us')):>9}")
+        lines.append(f"  {MARK[r['status']]} {name:<{width}} {a.get('calls', MISSING):>7} {b.get('calls', MISSING):>7} "
+                     f"{duration(a.get('host_total_us')):>10} {duration(b.get('host_total_us')):>10} "
+                     f"{duration(a.get('device_total_us')):>10} {duration(b.get('device_total_us')):>10}")
     if len(doc["operators"]) > top:
         lines.append(f"  … {len(doc['operators']) - top} more operators (see --json)")
     return lines

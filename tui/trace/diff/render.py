@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mlptui.base.units import MISSING, duration
 from mlptui.trace.diff.cpu import op_key
 
 MARKERS = {"same": "=", "changed": "~", "added": "+", "removed": "-", "fused": "⊕"}
@@ -16,51 +17,32 @@ MARKERS = {"same": "=", "changed": "~", "added": "+", "removed": "-", "fused": "
 _MAX_CHAINS = 12
 
 
-def fmt_us(x: float | None) -> str:
-    """A duration in the unit that keeps 3-4 significant digits (µs below 1 ms)."""
-    if x is None:
-        return "—"
-    ax = abs(x)
-    if ax >= 1e6:
-        return f"{x / 1e6:.2f} s"
-    if ax >= 1e4:
-        return f"{x / 1e3:.1f} ms"
-    if ax >= 1e3:
-        return f"{x / 1e3:.2f} ms"
-    if ax >= 100:
-        return f"{x:.0f} µs"
-    return f"{x:.1f} µs"
-
-
 def fmt_delta(x: float | None) -> str:
+    """A change of duration with its sign (`+1.20 ms`, `−3.40 µs`); one that rounds to zero is `±0.00 µs`,
+    never `-0.00` or `+0.00`."""
     if x is None:
         return ""
-    if abs(x) < 0.05:
-        return "±0.0 µs"
-    return ("+" if x > 0 else "−") + fmt_us(abs(x))
-
-
-def _signed_us(x: float) -> str:
-    """`+1.2`, `-0.4`; a change that rounds to zero is `±0.0`, never `-0.0` or `+0.0`."""
-    return "±0.0" if abs(x) < 0.05 else f"{x:+.1f}"
+    if abs(x) < 0.005:
+        return "±" + duration(0.0)
+    return ("+" if x > 0 else "−") + duration(abs(x))
 
 
 def fmt_speedup(x: float | None) -> str:
-    return "—" if x is None else f"{x:.2f}×"
+    return MISSING if x is None else f"{x:.2f}×"
 
 
 def _ratio(a: float | None, b: float | None) -> str:
-    return fmt_speedup(a / b) if a and b else "—"
+    return fmt_speedup(a / b) if a and b else MISSING
 
 
 def summary_rows(doc: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """(label, A, B, A/B) lines of the per-step table; medians over each side's active steps."""
     a, b = doc["a"], doc["b"]
-    out = [("step time", fmt_us(a.get("step_us")), fmt_us(b.get("step_us")), _ratio(a.get("step_us"), b.get("step_us")))]
+    out = [("step time", duration(a.get("step_us")), duration(b.get("step_us")), _ratio(a.get("step_us"), b.get("step_us")))]
     for key, label in (("cpu_us", "CPU time"), ("gpu_busy_us", "GPU busy"), ("gpu_idle_us", "GPU idle")):
-        out.append((label, fmt_us(a.get(key)), fmt_us(b.get(key)), _ratio(a.get(key), b.get(key))))
+        out.append((label, duration(a.get(key)), duration(b.get(key)), _ratio(a.get(key), b.get(key))))
     for key in ("kernels", "launches"):
-        out.append((key, str(a.get(key, "—")), str(b.get(key, "—")), ""))
+        out.append((key, str(a.get(key, MISSING)), str(b.get(key, MISSING)), ""))
     return out
 
 
@@ -78,7 +60,7 @@ def headline(doc: dict[str, Any]) -> str:
     line = f"speed-up B vs A: {s:.2f}× (B is {word}; median step time), GPU busy {fmt_speedup(doc.get('gpu_busy_speedup'))}"
     timed = doc.get("timed_speedup")
     if timed is not None:
-        line += f", unprofiled {timed:.2f}× ({fmt_us(doc['a']['timed_us'])} → {fmt_us(doc['b']['timed_us'])}, the runs' manifests)"
+        line += f", unprofiled {timed:.2f}× ({duration(doc['a']['timed_us'])} → {duration(doc['b']['timed_us'])}, the runs' manifests)"
     return line
 
 
@@ -87,8 +69,8 @@ def pair_table(items: list[dict[str, Any]], key: str) -> list[tuple[str, str, st
     out = []
     for p in items:
         delta = p["b_us"] - p["a_us"] if p["a_count"] and p["b_count"] else None
-        out.append((p[key], f"{p['a_count']} × {fmt_us(p['a_us'])}" if p["a_count"] else "—",
-                    f"{p['b_count']} × {fmt_us(p['b_us'])}" if p["b_count"] else "—", fmt_delta(delta)))
+        out.append((p[key], f"{p['a_count']} × {duration(p['a_us'])}" if p["a_count"] else MISSING,
+                    f"{p['b_count']} × {duration(p['b_us'])}" if p["b_count"] else MISSING, fmt_delta(delta)))
     return out
 
 
@@ -138,8 +120,8 @@ def render_text(doc: dict[str, Any], *, raw: bool = False, width: int = 100, onl
     ]
     lines += [f"{label:<12} {va:>11} {vb:>11} {ratio:>8}" for label, va, vb, ratio in summary_rows(doc)]
     lines += [headline(doc), "", f"GPU work, row by row: {counts_line(doc)}"]
-    name_w = max(16, (width - 40) // 2)
-    lines.append(f"{'#':>4} {'':1} {'A':<{name_w}} {'µs':>9}  {'B':<{name_w}} {'µs':>9} {'Δ':>9}")
+    name_w = max(16, (width - 43) // 2)
+    lines.append(f"{'#':>4} {'':1} {'A':<{name_w}} {'time':>10}  {'B':<{name_w}} {'time':>10} {'Δ':>10}")
     for n, row in enumerate(doc["kernels"], 1):
         if only_diff and row["status"] == "same":
             continue
@@ -149,10 +131,10 @@ def render_text(doc: dict[str, Any], *, raw: bool = False, width: int = 100, onl
             left = _cut(na[k], name_w) if k < len(na) else ""
             right = _cut(nb[k], name_w) if k < len(nb) else ""
             if k == 0:
-                lines.append(f"{n:>4} {MARKERS[row['status']]} {left:<{name_w}} {fmt_us(row['a_us']) if na else '':>9}"
-                             f"  {right:<{name_w}} {fmt_us(row['b_us']) if nb else '':>9} {fmt_delta(row['delta_us']):>9}")
+                lines.append(f"{n:>4} {MARKERS[row['status']]} {left:<{name_w}} {duration(row['a_us']) if na else '':>10}"
+                             f"  {right:<{name_w}} {duration(row['b_us']) if nb else '':>10} {fmt_delta(row['delta_us']):>10}")
             else:
-                lines.append(f"{'':>4} {'│'} {left:<{name_w}} {'':>9}  {right:<{name_w}}")
+                lines.append(f"{'':>4} {'│'} {left:<{name_w}} {'':>10}  {right:<{name_w}}")
     lines += empty_notes(doc)
     if doc.get("biggest"):
         lines += ["", "Largest changes in GPU time: " + ", ".join(
@@ -209,15 +191,15 @@ def render_markdown(doc: dict[str, Any], *, raw: bool = False, only_diff: bool =
     ]
     lines += [f"| {label} | {va} | {vb} | {ratio} |" for label, va, vb, ratio in summary_rows(doc)]
     lines += ["", f"### GPU work ({counts_line(doc)})", "",
-              "| # | | A | A µs | B | B µs | Δ µs |", "|---:|:-:|---|---:|---|---:|---:|"]
+              "| # | | A | A time | B | B time | Δ |", "|---:|:-:|---|---:|---|---:|---:|"]
     for n, row in enumerate(doc["kernels"], 1):
         if only_diff and row["status"] == "same":
             continue
         na = "<br>".join(f"`{_md(x)}`" for x in _names(row, "a", raw))
         nb = "<br>".join(f"`{_md(x)}`" for x in _names(row, "b", raw))
-        a_us = "" if row["a_us"] is None else f"{row['a_us']:.1f}"
-        b_us = "" if row["b_us"] is None else f"{row['b_us']:.1f}"
-        d_us = "" if row["delta_us"] is None else _signed_us(row["delta_us"])
+        a_us = "" if row["a_us"] is None else duration(row["a_us"])
+        b_us = "" if row["b_us"] is None else duration(row["b_us"])
+        d_us = fmt_delta(row["delta_us"])
         lines.append(f"| {n} | {MARKERS[row['status']]} {row['status']} | {na} | {a_us} | {nb} | {b_us} | {d_us} |")
     lines += [""] + empty_notes(doc) if empty_notes(doc) else []
     for title, key, items in (("GPU time by kernel family", "family", doc.get("by_family") or []),
@@ -234,8 +216,8 @@ def render_markdown(doc: dict[str, Any], *, raw: bool = False, only_diff: bool =
     groups = _chain_groups(doc)
     lines += ["", "### Dispatch chains (A ⇒ B)", ""]
     for rows, ca, cb in groups[:_MAX_CHAINS]:
-        chain_a = " → ".join(map(op_key, ca)) or "—"
-        chain_b = " → ".join(map(op_key, cb)) or "—"
+        chain_a = " → ".join(map(op_key, ca)) or MISSING
+        chain_b = " → ".join(map(op_key, cb)) or MISSING
         lines.append(f"- rows {_row_numbers(rows)}: `{_md(chain_a)}` ⇒ `{_md(chain_b)}`")
     if len(groups) > _MAX_CHAINS:
         lines.append(f"- … and {len(groups) - _MAX_CHAINS} more")

@@ -1,0 +1,187 @@
+"""A warp-specialized gate/up kernel for Hopper (sm90), written in Gluon: h = gelu_tanh(x @ wg.T) * (x @ wu.T).
+
+Why: the portable kernel (kernels.py) runs the GeGLU epilogue of a tile while its Tensor Cores sit idle,
+so at the article shape it trails cuBLAS's plain GEMM of the same work by 5 % (benchmarks/FUSED_NOTES.md,
+run 17). Here the work of one CTA is split into partitions that run at once:
+
+- a producer warp issues TMA loads of x, wg and wu tiles into a ring of STAGES shared-memory slots;
+- two consumer warpgroups take the program's output tiles in turn (ping-pong): while one runs its
+  tile's epilogue (gelu·mul, the bf16/fp16 store through shared memory and TMA), the other runs the next
+  tile's wgmma main loop, so the Tensor Cores are kept busy through the epilogue.
+
+The slots are handed over with mbarriers: `ready[s]` completes when a slot's three loads landed (TMA
+transaction bytes), `empty[s]` when the consumer that read it has retired the wgmmas that read it. Both
+sides count slots with one running index g (slot g % STAGES, phase (g // STAGES) & 1); the producer walks
+the program's tiles in order and consumer c takes tiles c, c + 2, …, so the indices agree.
+
+Only Hopper runs it (Gluon's warp specialization and wgmma); Ampere, Blackwell and AMD keep the portable
+kernel. Imports Gluon at module import: import this module only where capability 9.x was checked.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+
+@gluon.jit
+def _tile(t, num_pid_m, num_pid_n, GROUP_M: gl.constexpr):
+    """Grouped order: GROUP_M row blocks share each column block while it sits in L2."""
+    in_group = GROUP_M * num_pid_n
+    first_m = (t // in_group) * GROUP_M
+    size_m = gl.minimum(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (t % in_group) % size_m
+    pid_n = (t % in_group) // size_m
+    return pid_m, pid_n
+
+
+@gluon.jit
+def _produce(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M):
+    # values handed to a partition arrive as runtime values: the tile shape is read off the descriptors
+    BM: gl.constexpr = x_desc.block_type.shape[0]
+    BK: gl.constexpr = x_desc.block_type.shape[1]
+    BN: gl.constexpr = wg_desc.block_type.shape[0]
+    STAGES: gl.constexpr = a_bufs.type.shape[0]
+    NUM_PROGRAMS = gl.num_programs(0)
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    ksteps = gl.cdiv(K, BK)
+    nbytes: gl.constexpr = x_desc.block_type.nbytes + wg_desc.block_type.nbytes + wu_desc.block_type.nbytes
+    g = 0
+    for t in range(gl.program_id(0), num_pid_m * num_pid_n, NUM_PROGRAMS):
+        pid_m, pid_n = _tile(t, num_pid_m, num_pid_n, GROUP_M)
+        off_m = pid_m * BM
+        off_n = pid_n * BN
+        for kk in range(ksteps):
+            s = g % STAGES
+            # a fresh mbarrier counts as having completed phase 1, so the first round passes at once
+            mbarrier.wait(empty.index(s), ((g // STAGES) & 1) ^ 1)
+            bar = ready.index(s)
+            mbarrier.expect(bar, nbytes)
+            tma.async_copy_global_to_shared(x_desc, [off_m, kk * BK], bar, a_bufs.index(s))
+            tma.async_copy_global_to_shared(wg_desc, [off_n, kk * BK], bar, g_bufs.index(s))
+            tma.async_copy_global_to_shared(wu_desc, [off_n, kk * BK], bar, u_bufs.index(s))
+            g += 1
+
+
+@gluon.jit
+def _consume(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M,
+             CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr = 2):
+    BM: gl.constexpr = x_desc.block_type.shape[0]
+    BK: gl.constexpr = x_desc.block_type.shape[1]
+    BN: gl.constexpr = wg_desc.block_type.shape[0]
+    STAGES: gl.constexpr = a_bufs.type.shape[0]
+    NUM_PROGRAMS = gl.num_programs(0)
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, BN, 256 // x_desc.dtype.primitive_bitwidth])
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    ksteps = gl.cdiv(K, BK)
+    h_smem = h_bufs.index(CONSUMER)
+    i = CONSUMER  # this tile's place in the program's sequence (the producer's order)
+    for t in range(gl.program_id(0) + CONSUMER * NUM_PROGRAMS, num_pid_m * num_pid_n, CONSUMERS * NUM_PROGRAMS):
+        pid_m, pid_n = _tile(t, num_pid_m, num_pid_n, GROUP_M)
+        acc_g = gl.zeros([BM, BN], gl.float32, acc_layout)
+        acc_u = gl.zeros([BM, BN], gl.float32, acc_layout)
+        g0 = i * ksteps
+        for kk in range(ksteps):
+            g = g0 + kk
+            s = g % STAGES
+            mbarrier.wait(ready.index(s), (g // STAGES) & 1)
+            acc_g = warpgroup_mma(a_bufs.index(s), g_bufs.index(s).permute((1, 0)), acc_g, is_async=True)
+            acc_u = warpgroup_mma(a_bufs.index(s), u_bufs.index(s).permute((1, 0)), acc_u, is_async=True)
+            # this step's two wgmmas stay in flight; the previous step's are retired: free its slot
+            acc_g, acc_u = warpgroup_mma_wait(num_outstanding=2, deps=(acc_g, acc_u))
+            mbarrier.arrive(empty.index((g + STAGES - 1) % STAGES), count=1, pred=kk > 0)
+        acc_g, acc_u = warpgroup_mma_wait(num_outstanding=0, deps=(acc_g, acc_u))
+        mbarrier.arrive(empty.index((g0 + ksteps - 1) % STAGES), count=1)
+
+        # gelu_tanh(g) * u = g * u * sigmoid(2 sqrt(2/pi) (g + 0.044715 g^3)), one exp2 and one division
+        z = acc_g * (1.5957691216057308 + 0.07135481627159072 * acc_g * acc_g)
+        h = gl.fdiv(acc_g * acc_u, 1.0 + gl.exp2(z * -1.4426950408889634)).to(h_desc.dtype)
+        tma.store_wait(0)  # this consumer's previous tile has left h_smem
+        h_smem.store(h)
+        fence_async_shared()
+        tma.async_copy_shared_to_global(h_desc, [pid_m * BM, pid_n * BN], h_smem)
+        i += CONSUMERS
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _consume_even(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K,
+                  GROUP_M):
+    _consume(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M,
+             0)
+
+
+@gluon.jit
+def _consume_odd(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K,
+                 GROUP_M):
+    _consume(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M,
+             1)
+
+
+@gluon.jit
+def _consume_all(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K,
+                 GROUP_M):
+    _consume(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M,
+             0, 1)
+
+
+@gluon.jit
+def gateup_ws_kernel(x_desc, wg_desc, wu_desc, h_desc, M, N, K, GROUP_M, STAGES: gl.constexpr,
+                     PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr, PINGPONG: gl.constexpr):
+    a_bufs = gl.allocate_shared_memory(x_desc.dtype, [STAGES] + x_desc.block_type.shape, x_desc.layout)
+    g_bufs = gl.allocate_shared_memory(wg_desc.dtype, [STAGES] + wg_desc.block_type.shape, wg_desc.layout)
+    u_bufs = gl.allocate_shared_memory(wu_desc.dtype, [STAGES] + wu_desc.block_type.shape, wu_desc.layout)
+    h_bufs = gl.allocate_shared_memory(h_desc.dtype, [2] + h_desc.block_type.shape, h_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    args = (x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M)
+    if PINGPONG:
+        # the producer gets a whole warpgroup: with one warp, the compiler may place the second consumer's
+        # four warps across a warpgroup boundary, where wgmma cannot run
+        gl.warp_specialize([(_consume_even, args), (_consume_odd, args), (_produce, args)],
+                           [4, 4], [CONSUMER_REGS, PRODUCER_REGS])
+    else:  # one consumer warpgroup: the producer runs ahead, the epilogue does not overlap the main loop
+        gl.warp_specialize([(_consume_all, args), (_produce, args)], [1], [PRODUCER_REGS])
+
+
+GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
+
+
+def gateup_ws(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, *, bm: int = 128, bn: int = 64,
+              bk: int = 64, stages: int = 5, group_m: int = 8, producer_regs: int = 40,
+              consumer_regs: int = 232, maxnreg: int | None = 168, pingpong: bool = True,
+              out: torch.Tensor | None = None) -> torch.Tensor:
+    """h [M, N] for x [M, K] and weights [N, K] (bf16 or fp16, unit last stride, 16-byte aligned rows)."""
+    m, k = x.shape
+    n = w_gate.shape[0]
+    h = out if out is not None else torch.empty((m, n), device=x.device, dtype=x.dtype)
+    dt = GL_DTYPES[x.dtype]
+    x_desc = TensorDescriptor.from_tensor(x, [bm, bk], gl.NVMMASharedLayout.get_default_for([bm, bk], dt))
+    w_layout = gl.NVMMASharedLayout.get_default_for([bn, bk], dt)
+    wg_desc = TensorDescriptor.from_tensor(w_gate, [bn, bk], w_layout)
+    wu_desc = TensorDescriptor.from_tensor(w_up, [bn, bk], w_layout)
+    h_desc = TensorDescriptor.from_tensor(h, [bm, bn], gl.NVMMASharedLayout.get_default_for([bm, bn], dt))
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    programs = max(1, min(sms, triton.cdiv(m, bm) * triton.cdiv(n, bn)))
+    extra = {} if maxnreg is None else {"maxnreg": maxnreg}
+    if not pingpong and maxnreg is not None:
+        extra["maxnreg"] = 232  # 4 consumer warps + 1 producer warp (two warpgroups)
+    gateup_ws_kernel[(programs,)](x_desc, wg_desc, wu_desc, h_desc, m, n, k, group_m, stages, producer_regs,
+                                  consumer_regs, pingpong, num_warps=4, **extra)
+    return h
