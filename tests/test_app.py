@@ -138,7 +138,7 @@ async def test_kernels_table_raw_names_sort_and_details() -> None:
         await pilot.press("a")                           # one row per kernel name
         grouped = rows_text(kernels)
         assert len(grouped) == 5                         # memset, 2 nvjet GEMMs, gelu, mul
-        assert grouped[0].startswith("×2 | cuBLAS nvjet GEMM 256x128")     # the largest total first
+        assert grouped[0].startswith("2 | cuBLAS nvjet GEMM 256x128")      # calls, then the largest total first
         await pilot.press("a")
         assert kernels.row_count() == 7
         assert "Memset" in details_text(screen)          # the details follow the cursor: first row
@@ -237,7 +237,8 @@ async def test_timeline_zooms_pans_and_highlights_the_selection() -> None:
         await pilot.press("minus", "0")
         assert timeline.span == pytest.approx(span)
         gpu_line = timeline.render_line(len(timeline.lanes)).text
-        assert "█" in gpu_line and "·" in gpu_line      # busy and idle GPU time both visible
+        # busy GPU time (a shade, or the name of a slice wide enough to hold it) and idle time both visible
+        assert ("█" in gpu_line or "cuBLAS nvjet" in gpu_line) and "·" in gpu_line
 
 
 async def test_details_text_keeps_clear_of_the_launches_pane() -> None:

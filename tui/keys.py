@@ -31,6 +31,10 @@ TREE_KEYS = [
     Binding("right,l", "expand", "Expand", show=False, id="expand"),
     Binding("left,h", "collapse", "Collapse / parent", show=False, id="collapse"),
     Binding("e", "expand_all", "Expand all", id="expand-all", tooltip="expand everything below the cursor"),
+    Binding("f", "toggle_python", "Py frames", id="python-frames",
+            tooltip="hide or show Python frames (with_stack): ops then hang under their nearest op"),
+    Binding("L,shift+right", "slide_right", "Slide names left", show=False, id="names-right"),
+    Binding("H,shift+left", "slide_left", "Slide names back", show=False, id="names-left"),
 ]
 
 TABLE_KEYS = [
@@ -51,8 +55,14 @@ TIMELINE_KEYS = [
     Binding("right,l", "pan_right", "Pan right", show=False, id="pan-right"),
     Binding("left,h", "pan_left", "Pan left", show=False, id="pan-left"),
     Binding("0", "zoom_reset", "Fit step", show=False, id="zoom-reset"),
-    Binding("down,j", "scroll_down", "Scroll lanes down", show=False, id="lanes-down"),
-    Binding("up,k", "scroll_up", "Scroll lanes up", show=False, id="lanes-up"),
+    Binding("full_stop", "event_next(1)", "Next event", id="event-next", key_display=".",
+            tooltip="the event cursor: next event on its lane (the details follow)"),
+    Binding("comma", "event_next(-1)", "Prev event", id="event-previous", key_display=",",
+            tooltip="the event cursor: previous event on its lane"),
+    Binding("down,j", "event_lane(1)", "Lane below", show=False, id="lanes-down",
+            tooltip="the event cursor: the lane below, at the same time"),
+    Binding("up,k", "event_lane(-1)", "Lane above", show=False, id="lanes-up",
+            tooltip="the event cursor: the lane above, at the same time"),
 ]
 
 TRACE_KEYS = [
@@ -63,8 +73,10 @@ TRACE_KEYS = [
     Binding("slash", "search", "Search", id="search", key_display="/"),
     Binding("n", "search_next(1)", "Next match", show=False, id="search-next"),
     Binding("N", "search_next(-1)", "Previous match", show=False, id="search-previous"),
-    Binding("g", "jump", "Jump", id="jump", tooltip="jump op → its launch call → its kernel → back to the op"),
+    Binding("g", "jump", "Jump", id="jump", tooltip="jump op → its launch call → its kernel → the next call … → back to the op"),
     Binding("r", "toggle_raw", "Raw names", show=False, id="raw-names"),
+    Binding("x", "export_csv", "CSV", show=False, id="export-csv",
+            tooltip="write the focused table as CSV (to MLPTUI_EXPORT_DIR, else ./mlptui-exports/)"),
     Binding("z", "zoom_pane", "Zoom", id="zoom-pane", tooltip="zoom the focused pane to the whole screen and back"),
     Binding("d", "diff", "Diff with…", show=False, id="diff"),
     Binding("escape", "back", "Back", show=False, id="back"),
@@ -98,6 +110,12 @@ PROFILE_KEYS = [
             tooltip="scope the views to the next step (all steps come after the last)"),
     Binding("v", "next_device", "Device", id="profile-device",
             tooltip="memory: the curve of the next device with memory events"),
+    Binding("slash", "filter", "Filter", id="profile-filter", key_display="/",
+            tooltip="operators, kernels: only the rows whose name holds a text (empty: every row)"),
+    Binding("r", "toggle_raw", "Raw names", show=False, id="profile-raw-names",
+            tooltip="kernels: raw ⇄ decoded kernel names"),
+    Binding("x", "export_csv", "CSV", id="profile-export",
+            tooltip="write the table on screen as CSV (to MLPTUI_EXPORT_DIR, else ./mlptui-exports/)"),
 ]
 
 # A run of several ranks: the ranks view, and `<` `>` between ranks on a rank's trace screen.

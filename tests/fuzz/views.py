@@ -48,13 +48,17 @@ def open_every_view(trace: Any, width: int = 100) -> None:
         _encode(overview_text(data, width))
         json.dumps(data.overview, allow_nan=False)
         json.dumps(data.recommendations, allow_nan=False)
-        for table, rows in ((OperatorTable, data.operators), (OperatorTable, regrouped(data, "operators-shapes")),
-                            (KernelStatsTable, data.kernels), (KernelStatsTable, regrouped(data, "kernels-op")),
-                            (ModuleTable, data.modules or []),
-                            (MemoryOpTable, data.memory.ops if data.memory is not None else [])):
+        for kind, rows in ((OperatorTable, data.operators), (OperatorTable, regrouped(data, "operators-shapes")),
+                           (KernelStatsTable, data.kernels), (KernelStatsTable, regrouped(data, "kernels-op")),
+                           (ModuleTable, data.modules or []),
+                           (MemoryOpTable, data.memory.ops if data.memory is not None else [])):
+            table = kind()                  # the table's own cells and sort keys, with no app around it
+            if isinstance(table, KernelStatsTable):
+                table.set_trace(trace)
+            table.rows = list(rows)
             for i in _spread(len(rows), MAX_ROWS):
-                for cell in table.CELLS:
-                    _encode(cell(rows[i]))
+                for cell in table.row_cells(i):
+                    _encode(cell[0] if isinstance(cell, tuple) else cell)
                 for key in table.KEYS:
                     key(rows[i])
         for i in _spread(len(data.operators), MAX_ROWS):

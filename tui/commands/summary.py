@@ -5,24 +5,31 @@ from __future__ import annotations
 import argparse
 import sys
 
+# the report's tables (lists of rows of one shape), by their key in `--json`
+CSV_TABLES = ("steps", "operators", "kernel_stats", "kernels", "memory_ops", "launch_calls", "dispatch")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="trace file (.json, .json.gz, *.pt.trace.json[.gz]), folder, host:path or hf://")
     fmt = parser.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="machine-readable JSON (shape documented in docs/json.md)")
     fmt.add_argument("--md", action="store_true", help="Markdown, for a pull-request comment")
+    fmt.add_argument("--csv", metavar="TABLE", choices=CSV_TABLES,
+                     help=f"one table of the report as CSV, unformatted figures: {', '.join(CSV_TABLES)}")
     parser.add_argument("--top", type=int, default=15, metavar="N",
                         help="rows per table in text and Markdown (default 15; --json has everything)")
 
 
 def run(args: argparse.Namespace) -> int:
     from mlptui.base.errors import MlptuiError
-    from mlptui.commands.output import dumps_json, safe_lines
+    from mlptui.commands.output import dumps_json, safe_doc, safe_lines
     from mlptui.gc_policy import bulk_allocation
     from mlptui.sources.dispatch import is_folder, list_traces, open_trace
     from mlptui.trace.analysis.summary import summarize
 
     if is_folder(args.path):
+        if getattr(args, "csv", None):
+            raise MlptuiError("--csv reports one trace: name a trace file, not a folder")
         found = list_traces(args.path)
         if not found:      # the same one line and exit status as `mlptui view` of an empty folder
             raise MlptuiError(f"no traces (*.json, *.json.gz) in {args.path}")
@@ -40,6 +47,11 @@ def run(args: argparse.Namespace) -> int:
         trace = open_trace(args.path)
         report = summarize(trace)
     report["ranks"] = None  # one trace; a folder of rank traces has a "ranks" section
+    if getattr(args, "csv", None):
+        from mlptui.viewmodels.table_export import dict_rows_csv
+
+        sys.stdout.write(dict_rows_csv(safe_doc(report[args.csv] or [])))
+        return 0
     sys.stdout.write(format_report(report, "json" if args.json else "md" if args.md else "text", top=args.top))
     return 0
 

@@ -20,7 +20,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Footer, Static
+from textual.widgets import ContentSwitcher, Footer, Input, Static
 
 from mlptui.base.text import markup_escape
 from mlptui.gc_policy import bulk_allocation
@@ -30,6 +30,7 @@ from mlptui.viewmodels.facts import TraceFacts
 from mlptui.viewmodels.profile_details import memory_peaks, module_detail, operator_detail
 from mlptui.viewmodels.profile_views import ProfileData, ProfileViews, overview_text, regrouped
 from mlptui.viewmodels.scope import Scope
+from mlptui.viewmodels.table_export import trace_stem
 from mlptui.widgets.lines import LineList
 from mlptui.widgets.memory_plot import MemoryPlot
 from mlptui.widgets.profile_tables import (
@@ -39,6 +40,7 @@ from mlptui.widgets.profile_tables import (
     OperatorTable,
     SortedTable,
 )
+from mlptui.widgets.table_csv import export_table
 from mlptui.widgets.worker_errors import ReportsWorkerErrors, WorkerFailed
 
 VIEWS = ("overview", "operators", "kernels", "memory", "modules")
@@ -105,9 +107,12 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
             with Vertical(id="view-modules"):
                 yield ModuleTable(id="modules")
                 yield Static("", id="modules-detail", classes="profile-detail")
+        yield Input(placeholder="filter rows by name (enter: apply, empty: every row, esc: cancel)",
+                    id="profile-filter")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self.query_one(KernelStatsTable).set_trace(self.facts.trace)
         self._switch(self.view)
         if self.data is None:
             self._start_compute()
@@ -204,8 +209,12 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
             if self.view != "memory":
                 return False
             return True if self._devices() > 1 else None
-        if action == "toggle_group":
+        if action in ("toggle_group", "filter"):
             return self.view in self.grouped
+        if action == "toggle_raw":
+            return self.view == "kernels"
+        if action == "export_csv":
+            return self.view != "overview"
         return True
 
     def action_next_device(self) -> None:
@@ -229,6 +238,9 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
         scope = scope_label(self.facts.trace, self.step)
         state = "" if self.data is not None else " (computing…)"
         change = "  ([ ] to change)" if self.facts.trace.steps else ""
+        table = self._view_table()
+        if table is not None and table.filter:
+            change += f"  ·  filter: {markup_escape(table.filter)} (/ to change)"
         name = self.facts.trace.source.rstrip("/").rsplit("/", 1)[-1]
         self.query_one("#profile-header", Static).update(
             f"{tabs}\n[dim]{markup_escape(name)}  ·  scope: {markup_escape(scope)}{state}{change}[/dim]")
@@ -247,7 +259,49 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
         self._switch(view)
 
     def action_back(self) -> None:
+        box = self.query_one("#profile-filter", Input)
+        if box.display:
+            box.display = False
+            self._switch(self.view)
+            return
         self.dismiss(self.scope)
+
+    # -- filter, raw names, export -------------------------------------------------------------
+    def _view_table(self) -> SortedTable | None:
+        table = {"operators": "#operators", "kernels": "#kernel-stats", "memory": "#memory-ops",
+                 "modules": "#modules"}.get(self.view)
+        return None if table is None else self.query_one(table, SortedTable)
+
+    def action_filter(self) -> None:
+        table = self._view_table()
+        if table is None or self.view not in self.grouped:
+            return
+        box = self.query_one("#profile-filter", Input)
+        box.value = table.filter
+        box.display = True
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        event.input.display = False
+        table = self._view_table()
+        if table is not None:
+            table.set_filter(event.value)
+            table.focus()
+            shown = len(table.rows)
+            self.notify(f"{shown} row{'s' if shown != 1 else ''} hold {table.filter!r}" if table.filter
+                        else "every row", timeout=1.5)
+        self._header()
+
+    def action_toggle_raw(self) -> None:
+        if self.view == "kernels":
+            self.query_one(KernelStatsTable).toggle_raw()
+
+    def action_export_csv(self) -> None:
+        table = self._view_table()
+        if table is not None:
+            name = trace_stem(self.facts.trace.source)
+            export_table(self, table, f"{name}-{self.view}-{scope_label(self.facts.trace, self.step)}")
 
     def action_step(self, delta: int) -> None:
         """The previous or next scope in the trace screen's order: every step, then each step."""

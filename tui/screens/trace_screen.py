@@ -7,6 +7,8 @@ proportional to the screen, not to the trace (the lists were computed by `facts.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -25,13 +27,16 @@ from mlptui.trace.names.kernel import decode_kernel
 from mlptui.viewmodels import fmt
 from mlptui.viewmodels.detail_text import gpu_details, op_details
 from mlptui.viewmodels.facts import TraceFacts, add_launches, call_stats
+from mlptui.viewmodels.lanes import Lane
 from mlptui.viewmodels.scope import Scope
+from mlptui.viewmodels.table_export import trace_stem
 from mlptui.widgets.details import Details
 from mlptui.widgets.kernels import KernelTable
 from mlptui.widgets.launches import LaunchTable, summary_line
 from mlptui.widgets.lines import LineList
 from mlptui.widgets.op_tree import OpTree
 from mlptui.widgets.steps import StepList
+from mlptui.widgets.table_csv import export_table
 from mlptui.widgets.timeline import Timeline
 from mlptui.widgets.worker_errors import ReportsWorkerErrors
 
@@ -63,6 +68,24 @@ def device_line(facts: TraceFacts) -> str:
     return "  ·  ".join(parts)
 
 
+@dataclass
+class JumpWalk:
+    """`g`'s walk from an op: its (launch call, GPU op) pairs, where the walk stands, and whether it stands
+    on the call (next: its kernel) or on the kernel (next: the next call)."""
+
+    origin: int
+    steps: list[tuple[int, int]]
+    position: int = -1
+    on_call: bool = False
+
+    def at(self, kind: str, ident: int) -> bool:
+        """Whether the selection is still where the walk left it (any other move ends the walk)."""
+        if self.position < 0:
+            return kind == "op" and ident == self.origin
+        call, gid = self.steps[self.position]
+        return (kind, ident) == (("op", call) if self.on_call else ("gpu", gid))
+
+
 class TraceScreen(ReportsWorkerErrors, Screen[None]):
     BINDINGS = [*TRACE_KEYS]
 
@@ -81,6 +104,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         self.selected: tuple[str, int] = ("none", -1)
         self.matches: list[tuple[str, int]] = []
         self.match_index = -1
+        self._walk: JumpWalk | None = None      # where `g` is in its walk from an op through its kernels
 
     def compose(self) -> ComposeResult:
         header = [f"[b]{escape(device_line(self.facts))}[/b]"]
@@ -116,7 +140,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         self.query_one(OpTree).set_trace(trace)
         self.query_one(KernelTable).set_trace(trace)
         self.query_one(LaunchTable).set_trace(trace)
-        self.query_one(Timeline).set_lanes(self.facts.lanes)
+        self.query_one(Timeline).set_lanes(self.facts.lanes, self._lane_name)
         start = Scope.last(len(trace.steps))
         self.query_one(StepList).show(self.facts.stats, start.row)
         self.scope = start
@@ -196,6 +220,16 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         if self.facts.trace.steps:
             self.scope = self.scope.moved(delta)
 
+    def _lane_name(self, lane: Lane, i: int) -> str:
+        """What a timeline slice is called: its op's name, or its kernel's decoded short name."""
+        ident = int(lane.ids[i])
+        if lane.kind == "gpu":
+            return decode_kernel(self.facts.trace.gpu[ident].name).short
+        return self.facts.trace.ops[ident].name
+
+    def on_timeline_event_chosen(self, message: Timeline.EventChosen) -> None:
+        self._select(message.kind, message.ident)
+
     # -- selection ---------------------------------------------------------------------------
     def on_line_list_cursor_moved(self, message: LineList.CursorMoved) -> None:
         if isinstance(message.pane, StepList):
@@ -241,6 +275,10 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
             caption = f"{op.name} {fmt.us(op.dur)} on CPU" + (
                 f" → {len(linked)} GPU op{'s' if len(linked) != 1 else ''}, {fmt.us(gpu_us)}" if linked else
                 ", nothing on the GPU")
+            if op.cat in LAUNCH_CATS and len(linked) == 1:     # the launch → kernel link, with its delay
+                k = trace.gpu[linked[0]]
+                caption = (f"{op.name} at {fmt.us(op.ts)} → {decode_kernel(k.name).short} on stream {k.stream}, "
+                           f"starts {fmt.us(k.ts - op.ts)} after the call, runs {fmt.us(k.dur)}")
             timeline.set_marks([((op.pid, op.tid), op.ts, op.end)],
                                [((trace.gpu[g].device, trace.gpu[g].stream), trace.gpu[g].ts, trace.gpu[g].end)
                                 for g in linked[:64]], caption)
@@ -252,7 +290,10 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
                 call = trace.ops[g.launch]
                 cpu.append(((call.pid, call.tid), call.ts, call.end))
             kernels.set_marked([])
-            launched = f" ← {trace.ops[g.launch].name}" if g.launch >= 0 else ""
+            launched = ""
+            if g.launch >= 0:       # the launch → kernel link, with its delay
+                call = trace.ops[g.launch]
+                launched = f" ← {call.name} at {fmt.us(call.ts)}, {fmt.us(g.ts - call.ts)} before it started"
             timeline.set_marks(cpu, [((g.device, g.stream), g.ts, g.end)],
                                f"{decode_kernel(g.name).short} {fmt.us(g.dur)} on stream {g.stream}{launched}")
 
@@ -267,14 +308,20 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
             stack.extend(ops[node].children)
         return sorted(set(found))
 
-    # -- jump: op → launch call → kernel → op -------------------------------------------------
+    # -- jump: op → launch call → kernel → next launch call → … → op ------------------------------
     def action_jump(self) -> None:
+        """From an op, walk every GPU op it launched, each after its launch call, then back to the op (on
+        Hopper a GEMM's op launches a memset before the GEMM); from a kernel reached otherwise, its op."""
         trace = self.facts.trace
-        kernels = self.query_one(KernelTable)
         kind, ident = self.selected
         if ident < 0:
             self.notify("nothing selected", timeout=1.5)
             return
+        walk = self._walk
+        if walk is not None and walk.at(kind, ident):
+            self._walk_next(walk)
+            return
+        self._walk = None
         if kind == "gpu":
             target = trace.gpu[ident].op if trace.gpu[ident].op >= 0 else trace.gpu[ident].launch
             if target >= 0 and self._reveal_op(target):
@@ -282,36 +329,66 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
             self.notify("this kernel has no CPU op in the trace", timeout=2)
             return
         op = trace.ops[ident]
-        if op.cat in LAUNCH_CATS:
-            if not op.gpu:
-                self.notify(f"{op.name} launched no GPU work", timeout=2)
-                return
-            gid = op.gpu[0]
-            if not kernels.select_gpu(gid):
-                self.set_scope(trace.gpu[gid].step)
-                if not kernels.select_gpu(gid):
-                    self.set_scope(None)
-                    kernels.select_gpu(gid)
-            kernels.focus()
-            self._select("gpu", gid)
+        if op.cat in LAUNCH_CATS and not op.gpu:
+            self.notify(f"{op.name} launched no GPU work", timeout=2)
             return
-        call = self._first_launch_below(ident)
-        if call < 0:
+        steps = self._launched_below(ident)
+        if not steps:
             self.notify(f"{op.name} launches nothing on the GPU", timeout=2)
             return
+        self._walk = walk = JumpWalk(ident, steps)
+        if op.cat in LAUNCH_CATS:       # a launch call: straight to its (first) kernel
+            walk.position, walk.on_call = 0, True
+        self._walk_next(walk)
+
+    def _walk_next(self, walk: JumpWalk) -> None:
+        trace = self.facts.trace
+        if walk.on_call:                    # launch call → its kernel
+            walk.on_call = False
+            gid = walk.steps[walk.position][1]
+            self._show_gpu(gid)
+            count = len(walk.steps)
+            if count > 1:
+                self.notify(f"GPU op {walk.position + 1} of {count} launched by {trace.ops[walk.origin].name}",
+                            timeout=1.5)
+            return
+        walk.position += 1
+        if walk.position >= len(walk.steps):     # the last kernel → back to the op
+            self._walk = None
+            self._reveal_op(walk.origin)
+            return
+        call, gid = walk.steps[walk.position]
+        if walk.position > 0 and walk.steps[walk.position - 1][0] == call:
+            walk.on_call = True             # the same call launched this one too: no stop on the call
+            self._walk_next(walk)
+            return
+        walk.on_call = True
         self._reveal_op(call)
 
-    def _first_launch_below(self, op_id: int) -> int:
+    def _show_gpu(self, gid: int) -> None:
+        trace = self.facts.trace
+        kernels = self.query_one(KernelTable)
+        if not kernels.select_gpu(gid):
+            self.set_scope(trace.gpu[gid].step if trace.gpu[gid].step >= 0 else None)
+            if not kernels.select_gpu(gid):
+                self.set_scope(None)
+                kernels.select_gpu(gid)
+        kernels.focus()
+        self._select("gpu", gid)
+
+    def _launched_below(self, op_id: int) -> list[tuple[int, int]]:
+        """(launch call, GPU op) for every GPU op launched by `op_id` or beneath it, in launch order."""
         ops = self.facts.trace.ops
+        found: list[tuple[int, int]] = []
         stack = [op_id]
         visited = 0
-        while stack and visited < 100_000:
+        while stack and visited < 100_000 and len(found) < MARKED_KERNELS_CAP:
             node = stack.pop()
             visited += 1
-            if ops[node].cat in LAUNCH_CATS and ops[node].gpu:
-                return node
+            if ops[node].cat in LAUNCH_CATS:
+                found.extend((node, g) for g in ops[node].gpu)
             stack.extend(reversed(ops[node].children))
-        return -1
+        return found
 
     def _reveal_op(self, op_id: int) -> bool:
         tree = self.query_one(OpTree)
@@ -323,7 +400,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
                 if not tree.reveal(op_id):
                     return False
         tree.focus()
-        self._select("op", op_id)
+        self._select("op", tree.current_op())     # the op itself, or with frames hidden a frame's nearest op
         return True
 
     # -- search ------------------------------------------------------------------------------
@@ -377,6 +454,17 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
     def action_toggle_raw(self) -> None:
         self.query_one(KernelTable).toggle_raw()
         self.query_one(LaunchTable).toggle_raw()
+
+    def action_export_csv(self) -> None:
+        focused = self.focused
+        if not isinstance(focused, LineList):
+            self.notify("focus a table (steps, CPU dispatch, kernels, launches) to export it", timeout=2)
+            return
+        pane = {StepList: "steps", OpTree: "dispatch", KernelTable: "kernels", LaunchTable: "launches"}.get(
+            type(focused), "table")
+        trace = self.facts.trace
+        scope = "all-steps" if self.scope.step is None else trace.steps[self.scope.step].name
+        export_table(self, focused, f"{trace_stem(trace.source)}-{pane}-{scope}")
 
     def action_zoom_pane(self) -> None:
         if self.maximized is not None:

@@ -20,16 +20,44 @@ class Lane:
     starts: np.ndarray
     durs: np.ndarray
     cum: np.ndarray        # cum[i] = busy time before interval i
+    ids: np.ndarray        # int64: the Op id (CPU and launch lanes) or GpuOp id (GPU lanes) of interval i
 
     @classmethod
-    def of(cls, label: str, kind: str, key: tuple[int, int], spans: list[tuple[float, float]]) -> Lane:
+    def of(cls, label: str, kind: str, key: tuple[int, int], spans: list[tuple[float, float, int]]) -> Lane:
         spans.sort()
-        starts = np.fromiter((s for s, _ in spans), float, len(spans))
-        durs = np.fromiter((d for _, d in spans), float, len(spans))
+        starts = np.fromiter((s for s, _, _ in spans), float, len(spans))
+        durs = np.fromiter((d for _, d, _ in spans), float, len(spans))
+        ids = np.fromiter((i for _, _, i in spans), np.int64, len(spans))
         if len(starts) > 1:   # clip overlaps so the busy function stays monotone
             durs = np.minimum(durs, np.maximum(0.0, np.append(starts[1:], np.inf) - starts))
         cum = np.concatenate(([0.0], np.cumsum(durs)))
-        return cls(label, kind, key, starts, durs, cum)
+        return cls(label, kind, key, starts, durs, cum, ids)
+
+    def at_or_after(self, t: float) -> int:
+        """The first interval starting at or after `t` (len when none)."""
+        return int(np.searchsorted(self.starts, t, side="left"))
+
+    def nearest(self, t: float) -> int:
+        """The interval that holds `t`, else the one starting nearest to it; -1 for an empty lane."""
+        n = len(self.starts)
+        if not n:
+            return -1
+        i = int(np.searchsorted(self.starts, t, side="right")) - 1
+        if i >= 0 and t <= self.starts[i] + self.durs[i]:
+            return i
+        after = i + 1
+        if i < 0:
+            return 0
+        if after >= n:
+            return i
+        return i if t - (self.starts[i] + self.durs[i]) <= self.starts[after] - t else after
+
+    def wide(self, start: float, end: float, min_us: float) -> np.ndarray:
+        """The intervals in [start, end) at least `min_us` long (those wide enough to carry a name)."""
+        lo = max(int(np.searchsorted(self.starts, start, side="right")) - 1, 0)
+        hi = int(np.searchsorted(self.starts, end, side="left"))
+        at = np.arange(lo, hi)
+        return at[self.durs[lo:hi] >= min_us]
 
     def busy(self, t: np.ndarray) -> np.ndarray:
         """Busy µs in this lane before each instant of `t`."""
@@ -43,17 +71,17 @@ class Lane:
 
 def build_lanes(trace: Trace) -> list[Lane]:
     """The lanes of a trace (run once per trace, off the UI thread)."""
-    cpu: dict[tuple[int, int], list[tuple[float, float]]] = {}
-    launch: dict[tuple[int, int], list[tuple[float, float]]] = {}
+    cpu: dict[tuple[int, int], list[tuple[float, float, int]]] = {}
+    launch: dict[tuple[int, int], list[tuple[float, float, int]]] = {}
     ops = trace.ops
     for op in ops:
         if op.cat == CPU_OP and (op.parent < 0 or ops[op.parent].cat != CPU_OP):
-            cpu.setdefault((op.pid, op.tid), []).append((op.ts, op.dur))
+            cpu.setdefault((op.pid, op.tid), []).append((op.ts, op.dur, op.id))
         elif op.cat in LAUNCH_CATS:
-            launch.setdefault((op.pid, op.tid), []).append((op.ts, op.dur))
-    gpu: dict[tuple[int, int], list[tuple[float, float]]] = {}
+            launch.setdefault((op.pid, op.tid), []).append((op.ts, op.dur, op.id))
+    gpu: dict[tuple[int, int], list[tuple[float, float, int]]] = {}
     for g in trace.gpu:
-        gpu.setdefault((g.device, g.stream), []).append((g.ts, g.dur))
+        gpu.setdefault((g.device, g.stream), []).append((g.ts, g.dur, g.id))
     lanes: list[Lane] = []
     for thread in trace.threads:
         key = (thread.pid, thread.tid)

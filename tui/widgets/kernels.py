@@ -19,6 +19,7 @@ from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import KernelName
 from mlptui.viewmodels import fmt
 from mlptui.viewmodels.kernel_facts import KernelFacts
+from mlptui.viewmodels.kernel_labels import distinct_labels
 from mlptui.widgets.lines import Cell, Column, LineList, SideScrolling
 from mlptui.widgets.worker_errors import ReportsWorkerErrors
 
@@ -59,6 +60,8 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
         Column("occ.th", 6, ">", drop=3), Column("occ.rep", 7, ">", drop=13), Column("perf", 13, ">", drop=2),
         Column("%peak", 5, ">", drop=1),
     ]
+    # grouped by kernel (`a`): the first column is the group's call count, kept at any width
+    GROUPED_COLUMNS = [Column("calls", 6, ">"), *COLUMNS[1:]]
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(self.COLUMNS, id=id)
@@ -73,6 +76,7 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
         self.grouped = False
         self._groups: dict[str, tuple[int, int, float]] = {}   # raw name -> (first GpuOp id, count, total µs)
         self._grouped_order: list[int] | None = None
+        self.labels: dict[str, str] = {}     # raw name -> short name, told apart from others alike
 
     def set_trace(self, trace: Trace) -> None:
         self.trace = trace
@@ -85,7 +89,13 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
 
     def show(self, gpu_ids: list[int]) -> None:
         self.order = gpu_ids
+        gpu = self._loaded().gpu
+        self.labels = distinct_labels({gpu[g].name for g in gpu_ids})
         self._apply_sort()
+
+    def label(self, gid: int) -> str:
+        raw = self._loaded().gpu[gid].name
+        return raw if self.raw else self.labels.get(raw) or self.decoded(gid).short
 
     def _facts(self) -> KernelFacts:
         assert self.facts is not None, "KernelTable used before set_trace"
@@ -107,7 +117,7 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
     def header_cells(self) -> list[str]:
         heads = [c.title for c in self.columns]
         if self.grouped:
-            heads[0], heads[2] = "count", "total"
+            heads[2] = "total"
         if self.sort_column or self.sort_reverse:
             heads[self.sort_column] += "▼" if self.sort_reverse else "▲"
         return heads
@@ -125,11 +135,11 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
         tone = {"gemm": "hot", "memset": "dim", "copy": "dim"}.get(name.family, "base")
         if self.grouped:
             _, count, total = self._groups[op.name]
-            first, time_text = f"×{count}", fmt.us(total)
+            first, time_text = fmt.count(count), fmt.us(total)
         else:
             first, time_text = str(self.order_index(gid) + 1), fmt.us(op.dur)
         return [
-            first, (op.name if self.raw else name.short, tone), time_text,
+            first, (self.label(gid), tone), time_text,
             name.family, name.library, name.tile or "", name.layout or "", name.dtype or "",
             _triple(args.get("grid")), _triple(args.get("block")),
             str(args.get("registers per thread", "")),
@@ -145,6 +155,8 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
         return i if i < len(self.order) and self.order[i] == gid else -1
 
     def row_of(self, gid: int) -> int | None:
+        if gid < 0:             # no kernel (an empty scope's current())
+            return None
         if self.grouped:
             group = self._groups.get(self._loaded().gpu[gid].name)
             return None if group is None or self._position is None else self._position.get(group[0])
@@ -179,7 +191,7 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
         gpu = trace.gpu
         args = trace.gpu_args
         by_name: dict[int, Callable[[int], Any]] = {
-            1: lambda g: (gpu[g].name if self.raw else self.decoded(g).short), 2: lambda g: gpu[g].dur,
+            1: self.label, 2: lambda g: gpu[g].dur,
             3: lambda g: self.decoded(g).family, 4: lambda g: self.decoded(g).library,
             5: lambda g: self.decoded(g).tile or "", 6: lambda g: self.decoded(g).layout or "",
             7: lambda g: self.decoded(g).dtype or "",
@@ -262,6 +274,7 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
 
     def action_toggle_grouped(self) -> None:
         self.grouped = not self.grouped
+        self.columns = list(self.GROUPED_COLUMNS if self.grouped else self.COLUMNS)
         self.sort_column, self.sort_reverse = 0, False
         self._apply_sort(self.current())
         self.app.notify("one row per kernel name: count and total time" if self.grouped
@@ -271,4 +284,28 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
         needle = needle.lower()
         gpu = self._loaded().gpu
         return [i for i, g in enumerate(self.rows)
-                if needle in gpu[g].name.lower() or needle in self.decoded(g).short.lower()]
+                if needle in gpu[g].name.lower() or needle in self.label(g).lower()]
+
+    def export_rows(self) -> list[dict[str, Any]]:
+        """The rows as shown (sorted, grouped), their figures unformatted, for CSV."""
+        trace = self._loaded()
+        rows = []
+        for gid in self.rows:
+            g, name, args = trace.gpu[gid], self.decoded(gid), trace.gpu_args(gid)
+            occ, roof = self.occupancy(gid), self.roofline(gid)
+            first: dict[str, Any]
+            if self.grouped:
+                _, count, total = self._groups[g.name]
+                first = {"calls": count, "kernel": self.labels.get(g.name, name.short), "total_us": round(total, 3)}
+            else:
+                first = {"index": self.order_index(gid) + 1, "kernel": self.labels.get(g.name, name.short),
+                         "start_us": round(g.ts, 3), "time_us": round(g.dur, 3)}
+            rows.append({**first, "raw_name": g.name, "family": name.family, "library": name.library,
+                         "tile": name.tile, "layout": name.layout, "dtype": name.dtype,
+                         "grid": _triple(args.get("grid")), "block": _triple(args.get("block")),
+                         "registers": args.get("registers per thread"), "shared_memory": args.get("shared memory"),
+                         "occupancy_theoretical": None if occ is None else round(occ.fraction, 4),
+                         "occupancy_reported_pct": args.get("est. achieved occupancy %"),
+                         "tflops": None if roof is None else roof.tflops, "gbps": None if roof is None else roof.gbps,
+                         "pct_of_peak": None if roof is None else roof.pct_of_peak, "stream": g.stream})
+        return rows

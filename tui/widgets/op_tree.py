@@ -2,6 +2,11 @@
 
 Visible rows are two parallel lists (op id or thread marker, depth). Expanding a node splices its
 children in; nothing walks the whole trace on a key press.
+
+Names stay readable however deep the tree (a with_stack trace nests ops under dozens of Python frames):
+rows are indented from the shallowest row on screen, compressed past a few levels and capped at a share
+of the name column (mlptui.viewmodels.dispatch_rows); the header holds the path above the cursor; `H`
+`L` slide the names sideways; `f` hides or shows the Python frames.
 """
 
 from __future__ import annotations
@@ -9,13 +14,24 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterator
 
+from textual.strip import Strip
+
 from mlptui.keys import TREE_KEYS
 from mlptui.trace.model import ANNOTATION, CPU_OP, LAUNCH_CATS, PYTHON, Trace
 from mlptui.viewmodels import fmt
+from mlptui.viewmodels.dispatch_rows import (
+    breadcrumb,
+    indent_width,
+    shown_chain,
+    shown_children,
+    shown_nodes,
+    shown_self_us,
+)
 from mlptui.widgets.lines import Cell, Column, LineList
 
 AUTO_EXPAND_ROWS = 400      # a scope whose whole tree is at most this many rows opens fully expanded
 EXPAND_ALL_CAP = 20_000     # `e` never splices in more rows than this at once
+SIDE_STEP = 8               # columns `H` `L` slide the names by
 
 
 class OpTree(LineList):
@@ -24,7 +40,7 @@ class OpTree(LineList):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(
-            [Column("CPU op", 0, min_width=26), Column("total", 9, ">", drop=2), Column("self", 9, ">", drop=3),
+            [Column("CPU op", 0, min_width=40), Column("total", 9, ">", drop=2), Column("self", 9, ">", drop=3),
              Column("GPU", 9, ">"), Column("input shapes", 24, drop=4)],
             id=id,
         )
@@ -35,6 +51,11 @@ class OpTree(LineList):
         self._root_ts: list[list[float]] = []
         self._root_longest: list[float] = []
         self._scope: tuple[float, float] | None = None
+        self.hide_python = False
+        self.name_shift = 0              # columns the names are slid left by (`L`)
+        self._base = (-1, -1, 0)         # (first row on screen, page) -> shallowest depth on screen
+        self._drawn_for: tuple[int, int, int] = (0, 0, 0)    # (base depth, name width, shift) of cached rows
+        self._self_us: dict[int, float] = {}
 
     def set_trace(self, trace: Trace) -> None:
         self.trace = trace
@@ -72,6 +93,7 @@ class OpTree(LineList):
                 ts = self._root_ts[t]
                 lo = bisect_left(ts, start - self._root_longest[t] - 1e-3)
                 roots = [r for r in thread.roots[lo: bisect_left(ts, end - 1e-3)] if self._overlaps(r)]
+            roots = shown_nodes(trace.ops, roots, self.hide_python, self._overlaps)
             if not roots:
                 continue
             if len(trace.threads) > 1:
@@ -98,13 +120,7 @@ class OpTree(LineList):
 
     def _open_to(self, op_id: int) -> bool:
         """Expand the ancestors of `op_id` so that it has a row; False when it is not in the tree."""
-        ops = self._loaded().ops
-        chain: list[int] = []
-        node = op_id
-        while node != -1:
-            chain.append(node)
-            node = ops[node].parent
-        chain.reverse()
+        chain = shown_chain(self._loaded().ops, op_id, self.hide_python)
         if chain[0] not in self.ids:
             return False
         index = self.ids.index(chain[0])
@@ -126,7 +142,7 @@ class OpTree(LineList):
         while stack and n <= cap:
             op = stack.pop()
             n += 1
-            stack.extend(c for c in ops[op].children if self._overlaps(c))
+            stack.extend(shown_children(ops, op, self.hide_python, self._overlaps))
         return n
 
     # -- rows --------------------------------------------------------------------------------
@@ -140,7 +156,8 @@ class OpTree(LineList):
             return [(f"{thread.name}  (pid {thread.pid})", "header"), "", "", "", ""]
         op = trace.ops[node]
         glyph = ("▾ " if node in self.expanded else "▸ ") if op.children else "  "
-        name = "  " * depth + glyph + op.name
+        base, width, shift = self._drawn_for
+        name = (" " * indent_width(max(0, depth - base), width) + glyph + op.name)[shift:]
         tone = "base"
         if op.cat in LAUNCH_CATS:
             tone = "warn" if op.gpu else "dim"
@@ -152,7 +169,48 @@ class OpTree(LineList):
         else:
             gpu = ""
         shapes = fmt.dims(trace.op_args(node).get("Input Dims")) if op.cat == CPU_OP else ""
-        return [(name, tone), fmt.us(op.dur), fmt.us(op.self_us), gpu, shapes]
+        return [(name, tone), fmt.us(op.dur), fmt.us(self._shown_self(node)), gpu, shapes]
+
+    def _shown_self(self, node: int) -> float:
+        cached = self._self_us.get(node)
+        if cached is None:
+            cached = self._self_us[node] = shown_self_us(self._loaded().ops, node, self.hide_python)
+        return cached
+
+    def header_cells(self) -> list[str]:
+        """The name column's title is the path above the cursor (the rows on screen may start deep)."""
+        heads = super().header_cells()
+        if not self.ids or self.trace is None:
+            return heads
+        node = self.ids[min(self.cursor, len(self.ids) - 1)]
+        if node >= 0:
+            ops = self.trace.ops
+            above = [ops[n].name for n in shown_chain(ops, node, self.hide_python)[:-1]]
+            if above:
+                laid_out = self._layout[1]      # the widths of the last layout (none before the first)
+                width = laid_out[0] if laid_out else 40
+                heads[0] = breadcrumb(above, max(width, 8) - 2) + " ›"
+        return heads
+
+    def _base_depth(self) -> int:
+        """The shallowest depth among the rows on screen: indentation counts from it."""
+        top, page = round(self.scroll_offset.y), self._page()
+        if self._base[:2] != (top, page):
+            self._base = (top, page, min(self.depths[top: top + page], default=0))
+        return self._base[2]
+
+    def _forget(self) -> None:
+        self._base = (-1, -1, 0)        # rows came or went: the shallowest row on screen is looked up again
+        super()._forget()
+
+    def render_line(self, y: int) -> Strip:
+        # the rows' indentation depends on the rows on screen, the name column's width and the slide
+        widths = self._layout_widths()
+        drawn_for = (self._base_depth(), widths[0] if widths else 0, self.name_shift)
+        if drawn_for != self._drawn_for:
+            self._drawn_for = drawn_for
+            super()._forget()
+        return super().render_line(y)
 
     def current_op(self) -> int:
         if not self.ids:
@@ -162,7 +220,7 @@ class OpTree(LineList):
 
     # -- expansion ---------------------------------------------------------------------------
     def _children_rows(self, node: int, depth: int) -> tuple[list[int], list[int]]:
-        children = [c for c in self._loaded().ops[node].children if self._overlaps(c)]
+        children = shown_children(self._loaded().ops, node, self.hide_python, self._overlaps)
         return children, [depth + 1] * len(children)
 
     def _subtree_end(self, index: int) -> int:
@@ -245,13 +303,12 @@ class OpTree(LineList):
 
     # -- find an op: expand its ancestors and put the cursor on it ---------------------------
     def reveal(self, op_id: int) -> bool:
-        trace = self._loaded()
-        chain = []
-        node = op_id
-        while node != -1:
-            chain.append(node)
-            node = trace.ops[node].parent
-        chain.reverse()
+        ops = self._loaded().ops
+        while self.hide_python and op_id >= 0 and ops[op_id].cat == PYTHON:
+            op_id = ops[op_id].parent        # a hidden frame: its nearest shown ancestor stands for it
+        if op_id < 0:
+            return False
+        chain = shown_chain(self._loaded().ops, op_id, self.hide_python)
         try:
             index = self.ids.index(chain[0])
         except ValueError:
@@ -275,6 +332,34 @@ class OpTree(LineList):
         while stack:
             node = stack.pop()
             op = ops[node]
-            if needle in op.name.lower():
+            if needle in op.name.lower() and not (self.hide_python and op.cat == PYTHON):
                 yield node
             stack.extend(reversed(op.children))
+
+    # -- Python frames, sideways sliding -------------------------------------------------------
+    def action_toggle_python(self) -> None:
+        """Hide or show the Python frames; the cursor stays on its op (a frame's nearest op when hidden)."""
+        trace = self.trace
+        if trace is None:
+            return
+        node = self.current_op()
+        self.hide_python = not self.hide_python
+        self._self_us.clear()
+        ops = trace.ops
+        if self.hide_python:
+            while node >= 0 and ops[node].cat == PYTHON:
+                node = ops[node].parent
+        scope = self._scope
+        self.show_scope(*(scope if scope is not None else (None, None)))
+        if node >= 0:
+            self.reveal(node)
+        self.app.notify("Python frames hidden: ops under their nearest op" if self.hide_python
+                        else "Python frames shown", timeout=1.5)
+
+    def action_slide_right(self) -> None:
+        self.name_shift += SIDE_STEP
+        self.refresh()
+
+    def action_slide_left(self) -> None:
+        self.name_shift = max(0, self.name_shift - SIDE_STEP)
+        self.refresh()

@@ -4,6 +4,7 @@ tree. Each is a LineList over a list of rows already computed (mlptui.viewmodels
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -13,8 +14,10 @@ from mlptui.trace.analysis.kernel_stats import KernelGroup
 from mlptui.trace.analysis.memory import OpMemory
 from mlptui.trace.analysis.modules import ModuleRow
 from mlptui.trace.analysis.operators import OpGroup
-from mlptui.trace.names.kernel import decode_kernel
+from mlptui.trace.model import Trace
 from mlptui.viewmodels import fmt
+from mlptui.viewmodels.group_launch import GroupLaunch, group_launch
+from mlptui.viewmodels.kernel_labels import distinct_labels
 from mlptui.widgets.lines import Cell, Column, LineList, SideScrolling
 
 
@@ -34,14 +37,24 @@ class SortedTable(SideScrolling, LineList):
         self.rows: list[Any] = []
         self.sort_column = -1           # -1: the order given (most time first)
         self.sort_reverse = False
+        self.filter = ""                # `/`: only rows whose name holds this (case-insensitive)
         self._given: list[Any] = []
 
     def show(self, rows: list[Any]) -> None:
         self._given = list(rows)
         self._apply()
 
+    def set_filter(self, needle: str) -> None:
+        self.filter = needle.strip()
+        self._apply()
+
+    def row_matches(self, row: Any, needle: str) -> bool:
+        """Whether `row`'s name holds `needle` (lower case)."""
+        return needle in str(self.KEYS[0](row)).lower()
+
     def _apply(self) -> None:
-        rows = list(self._given)
+        needle = self.filter.lower()
+        rows = [r for r in self._given if self.row_matches(r, needle)] if needle else list(self._given)
         if self.sort_column >= 0:
             key = self.KEYS[self.sort_column]
             rows.sort(key=key, reverse=self.sort_reverse)
@@ -79,7 +92,19 @@ class SortedTable(SideScrolling, LineList):
 
     def search_rows(self, needle: str) -> list[int]:
         low = needle.lower()
-        return [i for i, r in enumerate(self.rows) if low in str(self.KEYS[0](r)).lower()]
+        return [i for i, r in enumerate(self.rows) if self.row_matches(r, low)]
+
+    def export_row(self, row: Any) -> dict[str, Any]:
+        """A row for CSV: its figures unformatted (µs, bytes, fractions), as `summary --json` has them."""
+        to_dict = getattr(row, "to_dict", None)
+        if callable(to_dict):
+            exported: dict[str, Any] = to_dict()
+            return exported
+        return dataclasses.asdict(row) if dataclasses.is_dataclass(row) and not isinstance(row, type) else dict(row)
+
+    def export_rows(self) -> list[dict[str, Any]]:
+        """The rows the table shows (filtered and sorted as on screen), for CSV."""
+        return [self.export_row(r) for r in self.rows]
 
 
 def _tc(o: OpGroup) -> Cell:
@@ -111,14 +136,9 @@ class OperatorTable(SortedTable):
 
 
 class KernelStatsTable(SortedTable):
-    raw = False
-    CELLS = [
-        lambda k: decode_kernel(k.name).short + (f"  ← {k.op}" if k.op else ""),
-        lambda k: ("TC", "good") if k.tensor_cores else "", lambda k: fmt.count(k.calls),
-        lambda k: fmt.us(k.total_us), lambda k: fmt.us(k.mean_us), lambda k: fmt.us(k.min_us),
-        lambda k: fmt.us(k.max_us), lambda k: _opt(k.blocks_per_sm),
-        lambda k: "n/a" if k.achieved_occupancy is None else fmt.pct(k.achieved_occupancy),
-    ]
+    """Kernels, completed: names told apart where two decode alike (`r`: raw names), and each group's
+    launch (grid, block, registers, shared memory) as the kernels pane shows one launch's."""
+
     KEYS = [
         lambda k: (k.name, k.op or ""), lambda k: k.tensor_cores, lambda k: k.calls, lambda k: k.total_us,
         lambda k: k.mean_us, lambda k: k.min_us, lambda k: k.max_us,
@@ -130,7 +150,61 @@ class KernelStatsTable(SortedTable):
         super().__init__([Column("kernel", 0, min_width=24), Column("TC", 2, drop=7),
                           Column("calls", 6, ">", drop=6), Column("total", 9, ">"), Column("mean", 9, ">"),
                           Column("min", 9, ">", drop=3), Column("max", 9, ">", drop=4),
-                          Column("blk/SM", 6, ">", drop=5), Column("occ", 4, ">", drop=8)], id=id)
+                          Column("blk/SM", 6, ">", drop=5), Column("occ", 4, ">", drop=8),
+                          Column("grid", 11, drop=12), Column("block", 9, drop=11),
+                          Column("regs", 4, ">", drop=10), Column("smem", 8, ">", drop=9)], id=id)
+        self.trace: Trace | None = None
+        self.raw = False
+        self.labels: dict[str, str] = {}
+        self._launches: dict[int, GroupLaunch] = {}
+        # launch figures sort as text ("varies" after the numbers); they are read for the rows asked only
+        self.KEYS = [*type(self).KEYS, *(lambda k, f=f: getattr(self._launch(k), f) for f in
+                                        ("grid", "block", "registers", "shared_memory"))]
+
+    def set_trace(self, trace: Trace) -> None:
+        self.trace = trace
+
+    def show(self, rows: list[Any]) -> None:
+        self.labels = distinct_labels(k.name for k in rows)
+        self._launches = {}
+        super().show(rows)
+
+    def label(self, k: KernelGroup) -> str:
+        return k.name if self.raw else self.labels.get(k.name) or k.name
+
+    def _launch(self, k: KernelGroup) -> GroupLaunch:
+        found = self._launches.get(id(k))
+        if found is None:
+            found = GroupLaunch("", "", "", "") if self.trace is None else group_launch(self.trace, k.ids)
+            self._launches[id(k)] = found
+        return found
+
+    def row_cells(self, index: int) -> list[Cell]:
+        k = self.rows[index]
+        launch = self._launch(k)
+        return [
+            self.label(k) + (f"  ← {k.op}" if k.op else ""),
+            ("TC", "good") if k.tensor_cores else "", fmt.count(k.calls),
+            fmt.us(k.total_us), fmt.us(k.mean_us), fmt.us(k.min_us), fmt.us(k.max_us),
+            _opt(k.blocks_per_sm), "n/a" if k.achieved_occupancy is None else fmt.pct(k.achieved_occupancy),
+            launch.grid, launch.block, launch.registers, launch.shared_memory,
+        ]
+
+    def row_matches(self, row: Any, needle: str) -> bool:
+        return needle in row.name.lower() or needle in self.labels.get(row.name, "").lower() \
+            or needle in (row.op or "").lower()
+
+    def toggle_raw(self) -> None:
+        self.raw = not self.raw
+        self.refresh_text()
+
+    def export_row(self, row: Any) -> dict[str, Any]:
+        exported = super().export_row(row)
+        launch = self._launch(row)
+        exported = {"kernel": self.labels.get(row.name, row.name), **exported}
+        exported.update(grid=launch.grid, block=launch.block, registers=launch.registers,
+                        shared_memory_bytes=launch.shared_memory_bytes)
+        return exported
 
 
 class MemoryOpTable(SortedTable):

@@ -3,14 +3,23 @@
 Each lane is a sorted array of busy intervals; a column's shade is the busy fraction of its time
 slice, computed for the visible columns only with two binary searches per column edge (numpy), so a
 repaint costs the same for a 1 000-event and a 1 000 000-event trace. Idle GPU time shows as `·`.
+A slice wide enough to hold a few letters carries its name. The ruler reads time since the trace's
+first event at round ticks, so it moves with every pan and zoom.
+
+An event cursor walks the lanes (`.` `,` the next and previous event on a lane, `j` `k` the lane below
+and above, at the same time); each move posts `EventChosen` for the screen to select the event.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -19,6 +28,18 @@ from mlptui.viewmodels import fmt
 from mlptui.viewmodels.lanes import LABEL, Lane
 
 SHADES = " ░▒▓█"
+NAME_MIN_COLS = 4          # a slice this many columns wide or more carries (the start of) its name
+TICK_COLS = 14             # about one ruler tick per this many columns
+
+
+def tick_step(span: float, cols: int) -> float:
+    """A round tick interval (1, 2 or 5 × 10^k µs) giving about one tick per TICK_COLS columns."""
+    raw = span * TICK_COLS / max(cols, 1)
+    power = 10.0 ** np.floor(np.log10(raw)) if raw > 0 else 1.0
+    for nice in (1.0, 2.0, 5.0, 10.0):
+        if raw <= nice * power:
+            return float(nice * power)
+    return float(10 * power)
 
 
 class Timeline(ScrollView, can_focus=True):
@@ -34,12 +55,22 @@ class Timeline(ScrollView, can_focus=True):
     Timeline > .timeline--gpu { color: $text-success; }
     Timeline > .timeline--idle { color: $text-muted; }
     Timeline > .timeline--selected { background: $accent; color: $text; text-style: bold; }
+    Timeline > .timeline--name { text-style: reverse; }
+    Timeline > .timeline--cursor { text-style: reverse bold underline; }
     """
     COMPONENT_CLASSES = {
         "timeline--axis", "timeline--label", "timeline--cpu", "timeline--launch", "timeline--gpu",
-        "timeline--idle", "timeline--selected",
+        "timeline--idle", "timeline--selected", "timeline--name", "timeline--cursor",
     }
     BINDINGS = [*TIMELINE_KEYS]
+
+    class EventChosen(Message):
+        """The event cursor is on another event: an Op id (`kind` "op") or a GpuOp id ("gpu")."""
+
+        def __init__(self, kind: str, ident: int) -> None:
+            self.kind = kind
+            self.ident = ident
+            super().__init__()
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -52,9 +83,15 @@ class Timeline(ScrollView, can_focus=True):
         self.caption = ""
         self._rows: dict[int, list[Segment]] = {}
         self._rows_key: tuple[object, ...] = ()     # what the cached rows were drawn for
+        self.namer: Callable[[Lane, int], str] = lambda lane, i: ""
+        self.cursor: tuple[int, int] | None = None     # (lane, interval) of the event cursor
 
-    def set_lanes(self, lanes: list[Lane]) -> None:
+    def set_lanes(self, lanes: list[Lane], namer: Callable[[Lane, int], str] | None = None) -> None:
+        """The lanes, and how to name interval i of a lane (its op's or kernel's name)."""
         self.lanes = lanes
+        self.cursor = None
+        if namer is not None:
+            self.namer = namer
         self.virtual_size = Size(max(self.size.width, LABEL + 1), len(lanes) + 2)
         self.refresh(layout=True)
 
@@ -108,14 +145,17 @@ class Timeline(ScrollView, can_focus=True):
         return self.rich_style + self.get_component_rich_style(f"timeline--{name}", partial=True)
 
     def _axis(self, width: int) -> Strip:
+        """Ticks at round times since the trace's first event, labelled with that time."""
         cols = width - LABEL
         text = [" "] * max(cols, 0)
-        step = max(12, cols // 6)
-        for c in range(0, max(cols - 8, 0), step):
-            label = "|+" + fmt.us(self.span * c / cols) if c else "|0"
-            for k, ch in enumerate(label):
-                if c + k < cols:
-                    text[c + k] = ch
+        step = tick_step(self.span, cols)
+        t = np.ceil(self.start / step) * step
+        while cols > 0 and t < self.start + self.span:
+            c = int((t - self.start) / self.span * cols)
+            label = "|" + fmt.us(abs(t) if abs(t) < step / 1e6 else t)
+            if c + len(label) <= cols and all(ch == " " for ch in text[max(c - 1, 0): c + len(label)]):
+                text[c: c + len(label)] = label
+            t += step
         return Strip([Segment(fmt.us(self.span).ljust(LABEL), self._style("label")), Segment("".join(text), self._style("axis"))])
 
     def render_line(self, y: int) -> Strip:
@@ -130,21 +170,21 @@ class Timeline(ScrollView, can_focus=True):
         if index >= len(self.lanes) or width <= LABEL:
             return Strip.blank(width, self.rich_style)
         key = (width, self.start, self.span, id(self.lanes), len(self.cpu_marks), tuple(self.cpu_marks[:4]),
-               tuple(self.gpu_marks[:16]))
+               tuple(self.gpu_marks[:16]), self.cursor)
         if key != self._rows_key:
             self._rows, self._rows_key = {}, key
         segments = self._rows.get(index)
         if segments is None:
-            segments = self._lane_segments(self.lanes[index], width - LABEL)
+            segments = self._lane_segments(self.lanes[index], width - LABEL, index)
             self._rows[index] = segments
         return Strip([Segment(self.lanes[index].label.ljust(LABEL), self._style("label")), *segments])
 
-    def _lane_segments(self, lane: Lane, cols: int) -> list[Segment]:
+    def _lane_segments(self, lane: Lane, cols: int, index: int) -> list[Segment]:
         edges = self.start + self.span * np.arange(cols + 1) / cols
         slice_us = self.span / cols
         frac = np.diff(lane.busy(edges)) / slice_us
         level = np.where(frac <= 0, 0, np.clip(np.ceil(frac * 4), 1, 4)).astype(int)
-        marks = self.gpu_marks if lane.kind == "gpu" else self.cpu_marks if lane.kind == "cpu" else []
+        marks = self.gpu_marks if lane.kind == "gpu" else self.cpu_marks
         selected = np.zeros(cols, dtype=bool)
         for key, start, end in marks:
             if key == lane.key and end >= self.start and start <= self.start + self.span:
@@ -156,11 +196,13 @@ class Timeline(ScrollView, can_focus=True):
         base = self._style(lane.kind)
         styles = {False: base, True: base + self._style("selected")}
         idle_style = self._style("idle")
+        cell_styles: list[Style | None] = [None] * cols
+        self._names(lane, index, cols, slice_us, chars, cell_styles, base)
         segments: list[Segment] = []
         run: list[str] = []
         run_style: Style | None = None
         for c, ch in enumerate(chars):
-            style = styles[True] if selected[c] else (idle_style if ch == idle else base)
+            style = cell_styles[c] or (styles[True] if selected[c] else (idle_style if ch == idle else base))
             if style is not run_style and run:
                 segments.append(Segment("".join(run), run_style))
                 run = []
@@ -169,3 +211,81 @@ class Timeline(ScrollView, can_focus=True):
         if run:
             segments.append(Segment("".join(run), run_style))
         return segments
+
+    def _names(self, lane: Lane, index: int, cols: int, slice_us: float, chars: list[str],
+               cell_styles: list[Style | None], base: Style) -> None:
+        """Write each wide slice's name over its columns; the event under the cursor is drawn apart."""
+        wide = lane.wide(self.start, self.start + self.span, NAME_MIN_COLS * slice_us).tolist()
+        cursor = self.cursor[1] if self.cursor is not None and self.cursor[0] == index else -1
+        if cursor >= 0 and cursor not in wide:
+            wide.append(cursor)
+        named = base + self._style("name")
+        for i in wide[:cols]:
+            a = max(0, int((lane.starts[i] - self.start) // slice_us))
+            # the end rounded down: a name never runs into the next slice's first column
+            b = min(cols, int((lane.starts[i] + lane.durs[i] - self.start) // slice_us))
+            b = max(b, a + 1)
+            if a >= cols:
+                continue
+            style = base + self._style("cursor") if i == cursor else named
+            name = self.namer(lane, i) if b - a >= 2 else ""
+            text = set_cell_size(name, b - a) if cell_len(name) <= b - a else set_cell_size(name, b - a - 1) + "…"
+            for k, ch in enumerate(text if text.strip() else chars[a:b]):
+                if a + k < cols:
+                    chars[a + k] = ch
+                    cell_styles[a + k] = style
+
+    # -- the event cursor ------------------------------------------------------------------
+    def _lane_of_view(self) -> int:
+        """The lane the cursor starts on: the first GPU lane (kernels are what people look for), else the first."""
+        return next((i for i, lane in enumerate(self.lanes) if lane.kind == "gpu" and len(lane.starts)), 0)
+
+    def _chosen(self) -> None:
+        if self.cursor is None:
+            return
+        lane_index, i = self.cursor
+        lane = self.lanes[lane_index]
+        start, end = float(lane.starts[i]), float(lane.starts[i] + lane.durs[i])
+        if end < self.start or start > self.start + self.span:     # off screen: bring it to the middle
+            self.start = (start + end) / 2 - self.span / 2
+        top = round(self.scroll_offset.y)
+        page = max(1, self.scrollable_content_region.height - 2)
+        if not top <= lane_index < top + page:
+            self.scroll_to(y=max(0, lane_index - page // 2), animate=False, immediate=True)
+        self.refresh()
+        self.post_message(self.EventChosen("gpu" if lane.kind == "gpu" else "op", int(lane.ids[i])))
+
+    def action_event_next(self, delta: int) -> None:
+        """`.` `,`: the next or previous event on the cursor's lane (the first in view when there is none)."""
+        if not self.lanes:
+            return
+        if self.cursor is None:
+            lane_index = self._lane_of_view()
+            lane = self.lanes[lane_index]
+            i = lane.at_or_after(self.start)
+            if i >= len(lane.starts):
+                i = len(lane.starts) - 1
+            if i < 0:
+                return
+            self.cursor = (lane_index, i)
+        else:
+            lane_index, i = self.cursor
+            i = min(max(i + delta, 0), len(self.lanes[lane_index].starts) - 1)
+            self.cursor = (lane_index, i)
+        self._chosen()
+
+    def action_event_lane(self, delta: int) -> None:
+        """`j` `k`: the event of the lane below or above nearest the cursor's time (lanes without events skipped)."""
+        if self.cursor is None:
+            self.action_event_next(0)
+            return
+        lane_index, i = self.cursor
+        lane = self.lanes[lane_index]
+        t = float(lane.starts[i] + lane.durs[i] / 2)
+        target = lane_index + delta
+        while 0 <= target < len(self.lanes) and not len(self.lanes[target].starts):
+            target += delta
+        if not 0 <= target < len(self.lanes):
+            return
+        self.cursor = (target, self.lanes[target].nearest(t))
+        self._chosen()

@@ -32,6 +32,7 @@ class KernelFigures:
     occupancy_pct: np.ndarray    # the trace's `est. achieved occupancy %`, when a number > 0 (0: not measured)
     theoretical: np.ndarray      # theoretical occupancy, 0..1 (mlptui.trace.analysis.occupancy)
     no_grid: np.ndarray          # bool: a kernel whose launch records no grid (graph replays), so no blocks per SM
+    launch: LaunchColumns        # the launch columns they were computed from (grid blocks, threads, ...)
 
 
 def kernel_figures(trace: Trace) -> KernelFigures:
@@ -62,7 +63,7 @@ def kernel_figures(trace: Trace) -> KernelFigures:
     # Kineto writes 0 % where it did not measure (driver-API launches, shared-memory opt-in): a gap, not a value.
     occupancy = np.where(kernel & (launch.occupancy_pct > 0), launch.occupancy_pct, np.nan)
     no_grid = kernel & np.isnan(grid_blocks) & np.isnan(launch.blocks_per_sm)
-    figures = KernelFigures(bps, occupancy, theory, no_grid)
+    figures = KernelFigures(bps, occupancy, theory, no_grid, launch)
     trace.derived[_KEY] = figures
     return figures
 

@@ -1,0 +1,85 @@
+"""Tables as CSV: the text (`csv_text`), and the file the explorer writes with `x` (`export_csv`).
+
+The explorer never writes beside a trace: exports go to the folder named by MLPTUI_EXPORT_DIR, else to
+`mlptui-exports/` in the current directory. A file appears whole or not at all (written to a temporary
+name, then linked to its final name) and never replaces another: a taken name gets `-2`, `-3`, ….
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from mlptui.base.files import temp_path
+
+EXPORT_DIR_ENV = "MLPTUI_EXPORT_DIR"
+
+
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """RFC 4180 CSV: None as an empty cell, lists and dicts as JSON, numbers as Python writes them."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow([_cell(v) for v in row])
+    return out.getvalue()
+
+
+def dict_rows_csv(rows: Sequence[dict[str, Any]]) -> str:
+    """Rows of one shape (the `to_dict` of a report's rows) as CSV, the keys of the first as the header."""
+    header = list(rows[0]) if rows else []
+    return csv_text(header, ([row.get(k) for k in header] for row in rows))
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, list | dict | tuple):
+        return orjson.dumps(value).decode()
+    return value
+
+
+def export_folder() -> Path:
+    named = os.environ.get(EXPORT_DIR_ENV)
+    return Path(named).expanduser() if named else Path.cwd() / "mlptui-exports"
+
+
+def safe_stem(text: str) -> str:
+    """A file-name part from a trace's or view's name: letters, digits, `.`, `-`, `_` only."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
+    return stem[:160] or "table"
+
+
+def trace_stem(source: str) -> str:
+    """A trace's file name without its folder and its trace suffixes (.pt.trace.json.gz, .json, …)."""
+    name = source.rstrip("/").rsplit("/", 1)[-1]
+    for suffix in (".gz", ".json", ".trace", ".pt"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+def export_csv(stem: str, text: str, folder: Path | None = None) -> Path:
+    """Write `text` to `<folder>/<stem>.csv`, or `<stem>-2.csv`, … when taken; the path written."""
+    folder = export_folder() if folder is None else folder
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = safe_stem(stem)
+    tmp = temp_path(folder, stem + ".csv")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        for n in range(1, 10_000):
+            target = folder / (f"{stem}.csv" if n == 1 else f"{stem}-{n}.csv")
+            try:
+                os.link(tmp, target)        # fails when the name is taken: nothing is ever replaced
+            except FileExistsError:
+                continue
+            return target.resolve()
+        raise FileExistsError(f"no free name for {stem}.csv in {folder}")
+    finally:
+        tmp.unlink(missing_ok=True)
