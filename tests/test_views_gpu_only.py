@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -72,3 +73,32 @@ def test_a_real_gpu_only_trace_opens_every_view() -> None:
     assert sum(k.calls for k in profile.kernels) == len(kernels)
     assert sum(k.total_us for k in profile.kernels) == pytest.approx(sum(float(e["dur"]) for e in kernels), rel=1e-9)
 
+
+
+async def test_the_app_opens_all_five_views_on_a_trace_without_cpu_events(tmp_path: Path) -> None:
+    from app_support import rows_text, wait_for_screen
+    from textual.widgets import Static
+
+    from mlptui.app import make_app
+    from mlptui.screens.profile_screen import ProfileScreen
+    from mlptui.screens.trace_screen import TraceScreen
+    from mlptui.widgets.profile_tables import KernelStatsTable
+
+    path = tmp_path / "gpu-only.json"
+    path.write_bytes(ONE_KERNEL)
+    app = make_app([str(path)])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for_screen(app, pilot, TraceScreen)
+        await pilot.press("o")
+        screen = await wait_for_screen(app, pilot, ProfileScreen)
+        for key, view in (("o", "overview"), ("p", "operators"), ("K", "kernels"), ("M", "memory"), ("u", "modules")):
+            await pilot.press(key)
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert screen.view == view and screen.data is not None
+        assert "device 0: not described in the trace" in str(screen.query_one("#overview-body", Static).render())
+        await pilot.press("K")
+        await pilot.pause()
+        (row,) = rows_text(screen.query_one(KernelStatsTable))
+        assert row.startswith("k ") and "1.00 µs" in row
+        assert app.return_code is None and not [w for w in app.workers if w.error is not None]
