@@ -111,3 +111,19 @@ def test_every_rule_says_what_it_applies_to_and_its_threshold(path: Path) -> Non
             assert figures["share"] >= figures["threshold"], rule["rule"]
         if rule["rule"] == "tensor_cores" and figures["device"].startswith("AMD"):
             assert "TF32" not in rule["message"]
+
+
+@pytest.mark.slow
+def test_the_mtia_training_trace_gets_no_gpu_advice() -> None:
+    """HTA's MTIA rank: every submission call blocks until its device work is done."""
+    path = CORPUS / "real" / "facebookresearch__HolisticTraceAnalysis__mtia_trace_single_rank_mtia_rank_0.json.gz"
+    events = [e for e in _doc(path)["traceEvents"] if e.get("ph") == "X"]
+    calls = {e["args"]["correlation"]: e for e in events
+             if e.get("cat") == "mtia_runtime" and "correlation" in (e.get("args") or {})}
+    work = [e for e in events if e.get("cat") == "mtia_ccp_events" and (e.get("args") or {}).get("correlation") in calls]
+    inside = [e for e in work if calls[e["args"]["correlation"]]["ts"] <= e["ts"]
+              and e["ts"] + e["dur"] <= calls[e["args"]["correlation"]]["ts"] + calls[e["args"]["correlation"]]["dur"]]
+    assert len(inside) > len(work) / 2
+    rules = _rules(load_trace(path))
+    assert not {"launch_bound", "tensor_cores", "small_kernels"} & set(rules)
+    assert all(r["figures"]["device"] == "MTIA" for r in rules.values())
