@@ -1,10 +1,9 @@
 """load_many: traces load in worker processes, each result as it is ready, errors per file; 64 tiny ranks
-load and reduce to the right stragglers."""
+load and reduce to the right stragglers (the rank that arrives last at each step's all-reduce)."""
 
 from __future__ import annotations
 
 import shutil
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +13,8 @@ import pytest
 from conftest import ROOT, find_sample, trace_bytes, x
 
 from mlptui.base.errors import MlptuiError
-from mlptui.trace.analysis.rank_reduce import rank_digest, reduce_ranks
+from mlptui.trace.analysis.rank_digest import rank_digest
+from mlptui.trace.analysis.ranks import reduce_digests
 from mlptui.trace.analysis.summary import summarize
 from mlptui.trace.parse import index_cache
 from mlptui.trace.parse import load_many as load_many_module
@@ -24,8 +24,9 @@ from mlptui.trace.parse.load_many import load_many
 GENERATOR = ROOT.parent / "shared" / "tools" / "gen_kineto_trace.py"
 
 
-def _rank_trace(rank: int, step_us: list[float]) -> bytes:
-    """A tiny rank: ProfilerStep#k annotations with an op and a kernel in each."""
+def _rank_trace(rank: int, step_us: list[float], arrive_us: list[float] | None = None) -> bytes:
+    """A tiny rank: ProfilerStep#k annotations with an op and a kernel in each; with `arrive_us`, an
+    all-reduce too, starting that long into the step and ending 20 µs before the step does."""
     events, ts = [], 0.0
     for k, dur in enumerate(step_us):
         events.append(x(f"ProfilerStep#{k}", "user_annotation", ts, dur))
@@ -33,6 +34,13 @@ def _rank_trace(rank: int, step_us: list[float]) -> bytes:
         events.append(x("cudaLaunchKernel", "cuda_runtime", ts + 2, 2, correlation=100 + k, **{"External id": 10 + k}))
         events.append(x("gemm_kernel", "kernel", ts + 4, 3, pid=0, tid=7, correlation=100 + k,
                         **{"External id": 10 + k}))
+        if arrive_us is not None:
+            a = arrive_us[k]
+            events.append(x("record_param_comms", "cpu_op", ts + a - 2, 1, **{"External id": 50 + k}))
+            events.append(x("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "kernel", ts + a, dur - 20 - a, pid=0,
+                            tid=9, **{"External id": 50 + k, "Collective name": "allreduce",
+                                      "In msg nelems": 256, "Out msg nelems": 256, "Group size": 64,
+                                      "dtype": "Float"}))
         ts += dur + 10
     return trace_bytes(events, distributedInfo={"backend": "nccl", "rank": rank, "world_size": 64})
 
@@ -69,25 +77,24 @@ def test_one_worker_loads_in_this_process(tmp_path: Path) -> None:
 
 
 def test_64_tiny_ranks_load_and_reduce(tmp_path: Path) -> None:
-    times = {r: [100.0 + r, 200.0 + (r % 5), 300.0] for r in range(64)}
-    times[17][1] = 900.0        # the straggler of step 1
-    times[40][2] = 450.0        # and of step 2
+    arrive = {r: [10.0 + r % 7, 12.0, 11.0 + r % 3] for r in range(64)}
+    arrive[17][1] = 90.0        # the straggler of step 1
+    arrive[40][2] = 45.0        # and of step 2
     paths = []
-    for r, t in times.items():
+    for r, a in arrive.items():
         paths.append(tmp_path / f"rank-{r}.pt.trace.json")
-        paths[-1].write_bytes(_rank_trace(r, t))
+        paths[-1].write_bytes(_rank_trace(r, [200.0, 200.0, 200.0], a))
     results = dict(load_many(paths, workers=2))
     assert len(results) == 64 and not any(isinstance(t, MlptuiError) for t in results.values())
-    digests = [rank_digest(results[str(p)]) for p in paths]
-    assert sorted(d.rank for d in digests) == list(range(64))
-    assert all(d.gpu_busy_us == (3.0, 3.0, 3.0) for d in digests)
-    run = reduce_ranks(digests)
-    for k, step in enumerate(run.steps):
-        col = [times[r][k] for r in range(64)]
-        assert step.name == f"ProfilerStep#{k}" and step.ranks == 64
-        assert (step.min_us, step.max_us, step.median_us) == (min(col), max(col), statistics.median(col))
-        assert step.slower_by_us == pytest.approx(max(col) - statistics.median(col))
-    assert [s.straggler for s in run.steps] == [63, 17, 40]
+    digests = [rank_digest(r, results[str(p)]) for r, p in enumerate(paths)]
+    report = reduce_digests(digests)
+    assert [r["rank"] for r in report["ranks"]] == list(range(64))
+    for k, step in enumerate(report["stragglers"]):
+        col = {r: arrive[r][k] for r in range(64)}
+        last = max(col, key=lambda r: (col[r], -r))
+        assert (step["step"], step["rank"], step["calls"]) == (f"ProfilerStep#{k}", last, 1)
+        assert step["late_us"] == pytest.approx(max(col.values()) - min(col.values()))
+    assert [s["rank"] for s in report["stragglers"]] == [6, 17, 40]
 
 
 @pytest.mark.slow

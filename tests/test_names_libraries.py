@@ -71,8 +71,11 @@ def test_serving_namespaces() -> None:
 
 
 def test_unsure_attention_says_unknown_rather_than_a_wrong_library() -> None:
+    # TensorRT-LLM's generated FMHA: the B200 corpus trace launches it from FlashInfer's
+    # trtllm_batch_context_with_kv_cache (its Python frames), so the name's `fmhaSm…Kernel_` form is theirs
     k = decode_kernel("fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext")
-    assert (k.family, k.library) == ("attention", "unknown")
+    assert (k.family, k.library) == ("attention", "TensorRT-LLM")
+    assert decode_kernel("void some::fmha_kernel<float>(int)").library == "unknown"
     # a mangled C++ symbol is never called Triton, even when it looks like attention
     assert decode_kernel("_ZN3foo10fmha_fwd_kIfEEvv").library != "Triton"
 

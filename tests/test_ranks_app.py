@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from app_support import rows_text, wait_for_screen
+from test_ranks_samples import delayed
 
 from mlptui.app import make_app
 from mlptui.screens.rank_trace_screen import RankTraceScreen
@@ -16,7 +17,8 @@ SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
 
 
 def tp_run() -> str:
-    return str(sorted(SAMPLES.glob("tp-mlp-eager-*-x2-*"))[-1])
+    """The tensor-parallel run recorded without a rank delayed on purpose."""
+    return str(sorted(p for p in SAMPLES.glob("tp-mlp-eager-*-x2-*") if not delayed(p))[-1])
 
 
 async def test_run_folder_opens_the_ranks_view_and_switches_ranks() -> None:

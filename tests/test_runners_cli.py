@@ -126,7 +126,7 @@ def test_no_cuda_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
         (["ladder", "--compile"], "ladder records each workload in its own modes; drop --mode/--compile"),
         (["mlp", "--active", "0"], "profiler schedule needs --wait ≥ 0, --warmup ≥ 0, --active ≥ 1 (got 1, 1, 0)"),
         (["resnet"], "unknown workload 'resnet' (choose from "),
-        (["kernels-mlp"], "kernels-mlp runs Triton GPU kernels and needs --device cuda"),
+        (["kernels-mlp"], "kernels-mlp runs GPU-only kernels and needs --device cuda"),
     ],
 )
 def test_bad_arguments_are_one_line_errors(argv: list[str], message: str, tmp_path: Path,

@@ -33,7 +33,7 @@ def one_run(out: Path) -> tuple[Path, dict]:
 def test_tp_mlp_on_two_gloo_ranks(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     res = mlptui("run", "tp-mlp", "--device", "cpu", "--nproc", "2", "--dtype", "fp32", *TINY,
-                 "--out", "runs", cwd=tmp_path)
+                 "--delay-rank", "1", "--delay-ms", "20", "--out", "runs", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     folder, manifest = one_run(tmp_path / "runs")
     assert folder.name.startswith("tp-mlp-eager-2x8x32x64-fp32-cpu-x2-")
@@ -49,6 +49,10 @@ def test_tp_mlp_on_two_gloo_ranks(tmp_path: Path) -> None:
     for t in traces:
         names = [op.name for op in t.ops]
         assert names.count("tp_mlp_fwd") == 3 and names.count("gloo:all_reduce") == 3  # one per step
+    # rank 1 slept 20 ms before each step: rank 0 waited for it in every all-reduce
+    assert dist["delay"] == {"rank": 1, "ms": 20.0} and "--delay-rank 1 --delay-ms 20" in dist["command"]
+    waited = [op.dur for op in traces[0].ops if op.name == "gloo:all_reduce"]
+    assert min(waited) > 15_000 > max(op.dur for op in traces[1].ops if op.name == "gloo:all_reduce")
 
 
 def test_ddp_train_on_two_gloo_ranks(tmp_path: Path) -> None:
@@ -78,6 +82,10 @@ def test_ddp_train_on_two_gloo_ranks(tmp_path: Path) -> None:
         (["linear", "--nproc", "2"], "--nproc runs tp-mlp or mlp --train, not linear"),
         (["tp-mlp", "--nproc", "3", "--hidden", "64", "--device", "cpu"],
          "--hidden 64 does not split evenly over 3 ranks"),
+        (["tp-mlp", "--nproc", "2", "--delay-rank", "2"], "--delay-rank 2 is not one of the 2 ranks (0 to 1)"),
+        (["tp-mlp", "--delay-rank", "1", "--delay-ms", "0"], "--delay-ms must be above 0 and at most 10000 (got 0.0)"),
+        (["linear", "--delay-rank", "0"],
+         "--delay-rank delays one rank of several: it needs --nproc (tp-mlp, mlp --train)"),
     ],
 )
 def test_refusals_are_one_line(argv: list[str], message: str, tmp_path: Path,

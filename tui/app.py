@@ -31,11 +31,12 @@ class MlptuiApp(App[int]):
 
     class Listed(Message):
         def __init__(self, folder: str, specs: list[str] | None, error: str | None,
-                     ranks: list[tuple[int, Path]] | None = None) -> None:
+                     ranks: list[tuple[int, Path]] | None = None, not_a_run: str | None = None) -> None:
             self.folder = folder
             self.specs = specs
             self.error = error
             self.ranks = ranks          # the folder's traces are the ranks of one run
+            self.not_a_run = not_a_run  # why traces that name ranks are not one run
             super().__init__()
 
     def __init__(self, specs: list[str]) -> None:
@@ -67,7 +68,7 @@ class MlptuiApp(App[int]):
         except MlptuiError as exc:
             self.post_message(self.Listed(spec, None, str(exc)))
             return
-        self.post_message(self.Listed(spec, specs, None, _rank_files(spec, specs)))
+        self.post_message(self.Listed(spec, specs, None, *_rank_files(spec, specs)))
 
     def on_mlptui_app_listed(self, message: Listed) -> None:
         if message.error:
@@ -79,7 +80,8 @@ class MlptuiApp(App[int]):
 
             self.push_screen(RunLoadingScreen(message.folder, message.ranks))
         else:
-            self.push_screen(PickerScreen(message.specs, message.folder))
+            title = message.folder + (f"  ·  not one run: {message.not_a_run}" if message.not_a_run else "")
+            self.push_screen(PickerScreen(message.specs, title))
 
     # -- opening traces ------------------------------------------------------------------------
     def open_specs(self, specs: list[str]) -> None:
@@ -135,14 +137,15 @@ class MlptuiApp(App[int]):
             self.on_worker_failed(WorkerFailed(event.worker.name, event.worker.error))
 
 
-def _rank_files(spec: str, specs: list[str] | None) -> list[tuple[int, Path]] | None:
-    """The traces of a local folder in rank order when they are the ranks of one run."""
+def _rank_files(spec: str, specs: list[str] | None) -> tuple[list[tuple[int, Path]] | None, str | None]:
+    """The traces of a local folder in rank order when they are the ranks of one run, else None and why
+    not (None when no trace names a rank)."""
     from mlptui.sources.dispatch import source_kind
-    from mlptui.trace.parse.rank_hint import rank_files
+    from mlptui.trace.parse.rank_hint import rank_files_or_why
 
     if not specs or source_kind(spec) != "local":
-        return None
-    return rank_files([Path(s) for s in specs])
+        return None, None
+    return rank_files_or_why([Path(s) for s in specs])
 
 
 def make_app(specs: list[str]) -> MlptuiApp:

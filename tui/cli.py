@@ -15,6 +15,7 @@ COMMANDS: dict[str, str] = {
     "view": "open traces (files, folders, host:path, hf://) in the explorer",
     "summary": "headless report of one trace (text, --json, --md)",
     "diff": "headless diff of two traces (text, --json, --md)",
+    "check": "guess first, then look: check expectations against a trace (exit 1 on a mismatch)",
     "run": "profile a workload on the GPU and write a trace + manifest",
     "bench": "unprofiled timings of every mode of a workload",
     "push": "upload traces to the Hugging Face Hub and print Perfetto links",
@@ -41,6 +42,9 @@ def command_module(name: str) -> Command:
     if name == "diff":
         from mlptui.commands import diff
         return diff
+    if name == "check":
+        from mlptui.commands import check
+        return check
     if name == "run":
         from mlptui.runners.cli import run
         return run

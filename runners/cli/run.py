@@ -15,6 +15,12 @@ from typing import Any
 
 from mlptui.base.errors import MlptuiError
 from mlptui.runners.record.run_args import check_schedule, flag_name, resolve_mode, resolve_shape
+from mlptui.runners.record.skipped import Skipped
+from mlptui.runners.workloads.attention.cli_args import (
+    add_attention_arguments,
+    attention_command,
+    attention_workload,
+)
 from mlptui.runners.workloads.registry import (
     DTYPES,
     MODES,
@@ -30,16 +36,23 @@ DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    names = ", ".join([*WORKLOADS, "tp-mlp (with --nproc)", "ladder"])
+    names = ", ".join([*WORKLOADS, "attention (with --variant/--backend)", "tp-mlp (with --nproc)", "ladder"])
     parser.add_argument("workload", metavar="WORKLOAD", help=f"one of: {names} (ladder = all, in their modes)")
     parser.add_argument("--compile", action="store_true", help="same as --mode compile")
     parser.add_argument("--mode", choices=MODES, help="eager (default), compile, reduce-overhead, max-autotune")
+    add_attention_arguments(parser)
+    added: set[str] = set()
     for kind in SHAPE_KINDS.values():
         group = parser.add_argument_group(f"{kind.name} shape (defaults are the article's)")
-        for field, default in zip(kind.fields, kind.defaults, strict=True):
+        for field in kind.fields:
+            if field in added:  # shared with an earlier family (--batch, --seq): one flag sets both
+                continue
+            added.add(field)
             spellings = [flag_name(field)] + ([f"--{field}"] if "_" in field else [])
+            defaults = ", ".join(f"{d} {k.name}" for k in SHAPE_KINDS.values()
+                                 for f, d in zip(k.fields, k.defaults, strict=True) if f == field)
             group.add_argument(*spellings, dest=field, metavar="N",
-                               help=f"{kind.help.get(field, field)} (default {default})")
+                               help=f"{kind.help.get(field, field)} (default {defaults})")
     parser.add_argument("--dtype", choices=DTYPES, default="bf16", help="default bf16")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="default cuda")
     sched = parser.add_argument_group("profiler schedule (steps of one call each)")
@@ -59,6 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ranks.add_argument("--train", action="store_true",
                        help="profile training steps: forward, backward and an AdamW step (runners/workloads/training.py); "
                             "with mlp --nproc N a DDP step (bucketed gradient all-reduce)")
+    ranks.add_argument("--delay-rank", type=int, metavar="R",
+                       help="rank R sleeps before each of its steps: a straggler on purpose, the others wait "
+                            "for it at every collective")
+    ranks.add_argument("--delay-ms", type=float, default=2.0, metavar="MS", help="that sleep (default 2 ms)")
 
 
 def plan(args: argparse.Namespace) -> list[tuple[Workload, str, Shape]]:
@@ -66,10 +83,12 @@ def plan(args: argparse.Namespace) -> list[tuple[Workload, str, Shape]]:
     mode = resolve_mode(args)
     check_schedule(args)
     if args.workload == "ladder":
+        if getattr(args, "variant", None) or getattr(args, "backend", None):
+            raise MlptuiError("ladder records every attention variant and backend; drop --variant/--backend")
         if mode is not None:
             raise MlptuiError("ladder records each workload in its own modes; drop --mode/--compile")
         return [(w, m, resolve_shape(w, args, strict=False)) for w, m in ladder()]
-    w = workload(args.workload)
+    w = workload(attention_workload(args))
     if w.needs_cuda and args.device != "cuda":
         raise MlptuiError(needs_cuda_message(w))
     return [(w, mode or "eager", resolve_shape(w, args, strict=True))]
@@ -88,12 +107,12 @@ def training_args(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def needs_cuda_message(w: Workload) -> str:
-    return f"{w.name} runs Triton GPU kernels and needs --device cuda"
+    return f"{w.name} runs GPU-only kernels and needs --device cuda"
 
 
 def command_line(args: argparse.Namespace, w: Workload, mode: str, shape: Shape) -> str:
     """The single-workload command that reproduces one run of this invocation."""
-    parts = ["mlptui", "run", w.name, "--mode", mode]
+    parts = ["mlptui", "run", *attention_command(w.name), "--mode", mode]
     for field, value in shape.as_dict().items():
         parts += [flag_name(field), str(value)]
     parts += ["--dtype", args.dtype, "--device", args.device, "--wait", str(args.wait),
@@ -109,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
 
     if is_distributed(args):
         return run_distributed(args)
+    if getattr(args, "delay_rank", None) is not None:
+        raise MlptuiError("--delay-rank delays one rank of several: it needs --nproc (tp-mlp, mlp --train)")
     runs = plan(args)
     try:
         import torch  # only now: `mlptui run --help` and the plan's errors never pay for it
@@ -136,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
             continue
         try:
             done.append(record_one(args, w, mode, shape, folder, progress))
+        except Skipped as exc:  # a backend or kernel source this machine lacks: not a failure
+            progress.note(f"[yellow]skipped[/] {w.name} {mode}: {exc}")
         except MlptuiError as exc:
             if args.workload != "ladder":
                 raise
@@ -239,6 +262,7 @@ def record_one(args: argparse.Namespace, w: Workload, mode: str, shape: Shape, f
         "flops": built.flops * (3 if train else 1),
         "tflops": built.flops * (3 if train else 1) / median_s / 1e12 if median_s > 0 else 0.0,
         "max_rel_err_vs_fp32": err,
+        **built.extra,
     }
     try:
         output.add_run(folder, record)

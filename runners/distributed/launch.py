@@ -62,6 +62,11 @@ def check_request(args: argparse.Namespace) -> tuple[Workload, int]:
                               "(tp-mlp splits the forward pass)")
     else:
         raise MlptuiError(f"--nproc runs tp-mlp or mlp --train, not {args.workload}")
+    delay = getattr(args, "delay_rank", None)
+    if delay is not None and not 0 <= delay < nproc:
+        raise MlptuiError(f"--delay-rank {delay} is not one of the {nproc} ranks (0 to {nproc - 1})")
+    if delay is not None and not 0 < args.delay_ms <= 10_000:
+        raise MlptuiError(f"--delay-ms must be above 0 and at most 10000 (got {args.delay_ms})")
     return (TP_MLP if args.workload == "tp-mlp" else workload(args.workload)), nproc
 
 
@@ -119,6 +124,12 @@ def new_run_folder(out: Path, stem: str) -> Path:
     raise MlptuiError(f"could not find a free run folder name for {stem} in {out}")
 
 
+def _delay(args: argparse.Namespace) -> dict[str, float] | None:
+    """The rank made to arrive late on purpose, and by how much (None: no rank is)."""
+    rank = getattr(args, "delay_rank", None)
+    return None if rank is None else {"rank": rank, "ms": float(args.delay_ms)}
+
+
 def torchrun_command(nproc: int, spec_path: Path) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--nnodes=1", f"--nproc-per-node={nproc}",
             "--master-addr=127.0.0.1", f"--master-port={free_port()}", "--module", "mlptui.runners.distributed.rank_main",
@@ -133,6 +144,8 @@ def command_line(args: argparse.Namespace, w: Workload, mode: str, shape: Shape,
         parts += ["--" + field, str(value)]
     parts += ["--dtype", args.dtype, "--device", args.device, "--wait", str(args.wait),
               "--warmup", str(args.warmup), "--active", str(args.active)]
+    if getattr(args, "delay_rank", None) is not None:
+        parts += ["--delay-rank", str(args.delay_rank), "--delay-ms", f"{args.delay_ms:g}"]
     return shlex.join(parts)
 
 
@@ -174,7 +187,7 @@ def run_distributed(args: argparse.Namespace) -> int:
     spec = {"workload": w.name, "train": bool(args.train), "mode": mode, "shape": shape.as_dict(),
             "dtype": args.dtype, "device": args.device, "wait": args.wait, "warmup": args.warmup,
             "active": args.active, "with_stack": args.with_stack, "folder": str(folder), "stem": stem,
-            "label": LABELS[w.name], "results": str(results)}
+            "label": LABELS[w.name], "results": str(results), "delay": _delay(args)}
     spec_path = results / "spec.json"
     spec_path.write_bytes(orjson.dumps(spec))
     log = results / "torchrun.log"
@@ -200,6 +213,7 @@ def run_distributed(args: argparse.Namespace) -> int:
         "nvls": {k: worker_env(args.device)[k] for k in NO_MULTICAST},
         "ranks": [{"rank": r["rank"], "trace": r["trace"], "step_us": r["timing"]["median_us"]} for r in done],
         "command": command,
+        **({"delay": spec["delay"]} if spec["delay"] else {}),
     })
     shutil.rmtree(results, ignore_errors=True)
     progress.results(done, str(folder))

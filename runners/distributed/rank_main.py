@@ -126,6 +126,15 @@ def _ddp(spec: dict[str, Any], shape: Shape, rank: int, world: int, local_rank: 
             "flops": 3 * mlp_flops(shape), "checks": {"max_rel_err_vs_fp32": err}}
 
 
+def _late(fn: Callable[..., Any], seconds: float) -> Callable[..., Any]:
+    """`fn`, called after a sleep: this rank reaches every collective late and the others wait for it."""
+    def late(*inputs: Any) -> Any:
+        time.sleep(seconds)
+        return fn(*inputs)
+
+    return late
+
+
 def run_rank(spec: dict[str, Any]) -> dict[str, Any]:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
@@ -137,6 +146,9 @@ def run_rank(spec: dict[str, Any]) -> dict[str, Any]:
         dist.init_process_group("gloo")
     shape = Shape(MLP_SHAPE.name, tuple(spec["shape"][f] for f in MLP_SHAPE.fields))
     part = _ddp(spec, shape, rank, world, local_rank) if spec["train"] else _tp(spec, shape, rank, world)
+    delay = spec.get("delay")
+    if delay and delay["rank"] == rank:
+        part["fn"] = _late(part["fn"], delay["ms"] / 1e3)
     folder = Path(spec["folder"])
     name = f"{spec['stem']}-rank-{rank}{output.TRACE_SUFFIX}"
     tmp = output.temp_path(folder, name)

@@ -46,7 +46,7 @@ class RunProgress:
             self._status.update(text)
 
     def note(self, text: str) -> None:
-        self.err.print(text)
+        self.err.print(text, soft_wrap=True)   # one line, however long (a skip's or failure's reason)
 
     def results(self, runs: list[dict[str, Any]], folder: str) -> None:
         if not runs:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TypeVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import torch
 import torch.nn as nn
@@ -30,6 +30,7 @@ class Built:
     flops: int  # floating-point operations of one forward call
     kernel_source: str  # where the code that runs came from (manifest "kernel_source")
     kernel_tried: tuple[str, ...] = ()  # sources tried before the one that ran, with the reason
+    extra: dict[str, Any] = field(default_factory=dict)  # more manifest keys (e.g. the attention backend)
 
 
 def geglu_mlp(x: torch.Tensor, gate: nn.Module, up: nn.Module, down: nn.Module) -> torch.Tensor:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlptui.contract.vocabulary import DTYPES, MODES
+from mlptui.runners.workloads.attention.registry import ATTENTION_ENTRIES
 from mlptui.runners.workloads.shapes import SHAPE_KINDS, Shape, ShapeKind
 
 # build(shape, dtype, device) -> Built; torch types are not named here, so importing stays light
@@ -82,6 +83,7 @@ WORKLOADS: dict[str, Workload] = {
             "the same MLP, gate+up+GeGLU in one Triton kernel (fused_geglu_gateup_gemm_kernel), cuBLAS down",
             ladder_modes=("eager",), needs_cuda=True,
         ),
+        *(Workload(**entry) for entry in ATTENTION_ENTRIES),
     )
 }
 

@@ -29,7 +29,15 @@ MLP_SHAPE = ShapeKind(
     (64, 128, 768, 3072),
     {"batch": "batch size", "seq": "sequence length", "dim": "model width", "hidden": "MLP hidden width"},
 )
-SHAPE_KINDS: dict[str, ShapeKind] = {k.name: k for k in (LINEAR_SHAPE, MLP_SHAPE)}
+# The attention rung's q/k/v [batch, heads, seq, head_dim] (the article's scripts' defaults). `--batch`
+# and `--seq` are flags of the MLP too: one flag sets both, each family keeps its own default.
+ATTENTION_SHAPE = ShapeKind(
+    "attention",
+    ("batch", "heads", "seq", "head_dim"),
+    (8, 16, 1024, 64),
+    {"batch": "batch size", "heads": "attention heads", "seq": "sequence length", "head_dim": "head width"},
+)
+SHAPE_KINDS: dict[str, ShapeKind] = {k.name: k for k in (LINEAR_SHAPE, MLP_SHAPE, ATTENTION_SHAPE)}
 
 
 @dataclass(frozen=True)

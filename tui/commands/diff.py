@@ -21,6 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="align ProfilerStep#N of B (default: B's median-duration step)")
     parser.add_argument("--raw", action="store_true", help="raw kernel names instead of short ones")
     parser.add_argument("--only-diff", action="store_true", help="leave out rows whose status is `same`")
+    parser.add_argument("--fail-if-slower", metavar="PCT",
+                        help="a regression gate: exit 1 when B's GPU busy time (or unprofiled timing, when both "
+                             "manifests have one) is more than PCT%% above A's; prints the Markdown report")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,10 +39,18 @@ def run(args: argparse.Namespace) -> int:
         step_a = None if args.step_a is None else step_by_number(a, args.step_a, "A")
         step_b = None if args.step_b is None else step_by_number(b, args.step_b, "B")
         doc = diff_traces(a, b, step_a, step_b).to_json()
+    checks = None
+    if args.fail_if_slower is not None:
+        from mlptui.trace.diff.gate import gate, gate_lines, parse_pct
+
+        pct = parse_pct(args.fail_if_slower)
+        checks = gate(doc, pct)
     if args.json:
-        out = dumps_json(doc)
-    elif args.md:
+        out = dumps_json(doc if checks is None else {**doc, "gate": [vars(c) for c in checks]})
+    elif args.md or checks is not None:   # the gate's report is Markdown, for a pull request
         out = render_markdown(safe_doc(doc), raw=args.raw, only_diff=args.only_diff)
+        if checks is not None:
+            out = out.rstrip("\n") + "\n" + "\n".join(gate_lines(checks, pct)) + "\n"
     else:
         width = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
         out = render_text(safe_doc(doc), raw=args.raw, width=max(80, width), only_diff=args.only_diff)
@@ -50,4 +61,9 @@ def run(args: argparse.Namespace) -> int:
         raise
     except OSError as exc:
         raise MlptuiError(f"cannot write the report ({exc.strerror or exc})") from None
+    failed = [c for c in checks or [] if c.failed]
+    if failed:
+        print("mlptui: B is slower than A beyond the gate: " + "; ".join(
+            f"{c.what} +{c.slower_pct:.1f}% ({c.a_us:.1f} → {c.b_us:.1f} µs)" for c in failed), file=sys.stderr)
+        return 1
     return 0

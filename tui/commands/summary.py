@@ -18,6 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help=f"one table of the report as CSV, unformatted figures: {', '.join(CSV_TABLES)}")
     parser.add_argument("--top", type=int, default=15, metavar="N",
                         help="rows per table in text and Markdown (default 15; --json has everything)")
+    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                        help="a folder of ranks: read them on this Dask scheduler's workers instead of local "
+                             "processes (needs the `cluster` extra: pip install 'mlptui[cluster]')")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,8 +28,11 @@ def run(args: argparse.Namespace) -> int:
     from mlptui.commands.output import dumps_json, safe_doc, safe_lines
     from mlptui.gc_policy import bulk_allocation
     from mlptui.sources.dispatch import is_folder, list_traces, open_trace
-    from mlptui.trace.analysis.summary import summarize
 
+    if getattr(args, "scheduler", None):
+        from mlptui.commands.summary_ranks import scheduler_summary
+
+        return scheduler_summary(args)
     if is_folder(args.path):
         if getattr(args, "csv", None):
             raise MlptuiError("--csv reports one trace: name a trace file, not a folder")
@@ -35,14 +41,20 @@ def run(args: argparse.Namespace) -> int:
             raise MlptuiError(f"no traces (*.json, *.json.gz) in {args.path}")
         from mlptui.commands.summary_ranks import rank_run_summary
 
-        if rank_run_summary(args, found):
+        outcome = rank_run_summary(args, found)
+        if outcome is True:
             return 0
+        why = outcome or None
         if args.json:
-            sys.stdout.write(dumps_json({"folder": args.path, "traces": found, "ranks": None}))
+            sys.stdout.write(dumps_json({"folder": args.path, "traces": found, "ranks": None, "not_a_run": why}))
         else:
+            if why:
+                print(safe_lines([f"not one run: {why}"]))
             print(safe_lines([f"{len(found)} trace(s) in {args.path}; `mlptui summary <one of them>` reports one:"]))
             print(safe_lines(found))
         return 0
+    from mlptui.trace.analysis.summary import summarize
+
     with bulk_allocation():
         trace = open_trace(args.path)
         report = summarize(trace)

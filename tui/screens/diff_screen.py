@@ -52,22 +52,36 @@ DIFF_KEYS = [
 ]
 
 
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a and b else None
+
+
 def header_text(d: TraceDiff) -> str:
-    """Three lines: the two sides, then the speed-up and the row counts per status."""
+    """Three lines: the two sides with the aligned step's own figures, then B against A on that step (GPU
+    busy first, the runs' unprofiled timings when their manifests have them, the profiled step time
+    labelled as such) and the row counts per status."""
     c = d.counts()
     counts = " ".join(f"{MARKERS[s]}{n}" for s, n in c.items())
-    timed = f" · unprofiled {fmt_speedup(d.timed_speedup)}" if d.timed_speedup else ""
+    sa, sb = d.a.aligned, d.b.aligned
+    busy = _ratio(sa.gpu_busy_us, sb.gpu_busy_us) if sa and sb else d.gpu_busy_speedup
+    step = _ratio(sa.cpu_us, sb.cpu_us) if sa and sb else d.speedup
+    timed = f" · unprofiled {fmt_speedup(d.timed_speedup)} (manifests)" if d.timed_speedup else ""
     return "\n".join([
         *(_side_line(tag, side) for tag, side in (("A", d.a), ("B", d.b))),
-        f"speed-up B vs A {fmt_speedup(d.speedup)} (median step){timed} · GPU busy {fmt_speedup(d.gpu_busy_speedup)}"
+        f"B vs A on this step: GPU busy {fmt_speedup(busy)}{timed} · profiled step {fmt_speedup(step)}"
         f" · rows {counts}",
     ])
 
 
 def _side_line(tag: str, side: Side) -> str:
+    """The aligned step's own figures (the whole trace's when it has no steps)."""
     device = (side.device or MISSING).removeprefix("NVIDIA ")
-    return (f"{tag} {side.label} · {device} · {side.step} │ step {us(side.step_us)} · GPU {us(side.gpu_busy_us)}"
-            f" · {side.kernels} kernels · {side.launches} launches")
+    s = side.aligned
+    if s is None:
+        return (f"{tag} {side.label} · {device} · {side.step} │ profiled step {us(side.step_us)} · GPU busy "
+                f"{us(side.gpu_busy_us)} · {side.kernels} kernels · {side.launches} launches")
+    return (f"{tag} {side.label} · {device} · {side.step} │ profiled step {us(s.cpu_us)} · GPU busy "
+            f"{us(s.gpu_busy_us)} · {s.kernels} kernels · {s.launches} launches")
 
 
 class PairDetails(ModalScreen[None]):

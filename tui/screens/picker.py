@@ -22,6 +22,7 @@ from mlptui.gc_policy import bulk_allocation
 from mlptui.keys import PICKER_KEYS
 from mlptui.screens.host import host
 from mlptui.screens.trace_screen import device_line
+from mlptui.viewmodels.expect_lines import expectation_lines
 from mlptui.viewmodels.facts import TraceFacts, build_facts
 from mlptui.widgets.lines import LineList
 from mlptui.widgets.trace_list import TraceList, ladder_key
@@ -124,6 +125,7 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
             target.update(escape(error) if error else f"{escape(spec)}\nreading…")
             return
         lines = [f"[b]{escape(device_line(facts))}[/b]  [dim]{escape(spec.rsplit('/', 1)[-1])}[/dim]"]
+        lines += expectation_lines(facts)
         lines += [escape(line) for line in facts.findings]
         lines.append("[dim]enter: open it (steps, CPU dispatch tree, kernels, launches, timeline, details)   "
                      "m, then d on another: diff the two[/dim]")

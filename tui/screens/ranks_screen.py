@@ -1,6 +1,7 @@
-"""The ranks view of a multi-rank run: step time per rank per step with each step's straggler,
-compute / communication / overlap / waiting per rank, and the collectives with their bus bandwidth
-beside the link's peak. `enter` (or `o`) opens the selected rank with every pane; `<` `>` choose it."""
+"""The ranks view of a multi-rank run: step time per rank per step with each step's straggler (the rank
+that arrived last at its collectives, and the wait it caused), compute / communication / overlap /
+waiting per rank, and the collectives with their bus bandwidth from the last arrival beside the link's
+peak and the wait. `enter` (or `o`) opens the selected rank with every pane; `<` `>` choose it."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ class RanksScreen(Screen[None]):
         self.position = 0
 
     def compose(self) -> ComposeResult:
-        yield Static(f"[b]{escape(self.run.title)}[/b]", id="ranks-header")
+        failures = f"\n[red]{escape(self.run.failures)}[/red]" if self.run.failed else ""
+        yield Static(f"[b]{escape(self.run.title)}[/b]{failures}", id="ranks-header")
         with RanksPane(id="rank-steps-pane", classes="pane"):
             yield TextTable(id="rank-steps")
         with RanksPane(id="rank-list-pane", classes="pane"):
@@ -43,15 +45,17 @@ class RanksScreen(Screen[None]):
         headers, rows = self.run.step_table()
         self.query_one("#rank-steps", TextTable).show(headers, rows, set(range(1, len(headers) - 1)))
         headers, rows = self.run.rank_table()
-        self.query_one("#rank-list", TextTable).show(headers, rows, {1, 2, 3, 4})
+        self.query_one("#rank-list", TextTable).show(headers, rows, {1, 2, 3, 4, 5})
         headers, rows = self.run.collective_table()
-        self.query_one("#collectives", TextTable).show(headers, rows, {3, 4, 5, 6, 7, 8, 9},
-                                                      drop={7: 1, 4: 2})
-        self.query_one("#rank-steps-pane").border_title = "step time per rank · straggler"
+        self.query_one("#collectives", TextTable).show(headers, rows, set(range(3, 12)),
+                                                      drop={9: 1, 6: 2, 4: 3})
+        self.query_one("#rank-steps-pane").border_title = (
+            "profiled step time per rank · straggler: arrived last at the step's collectives")
         self.query_one("#rank-list-pane").border_title = (
             "ranks · overlap: share of comm time with compute running · enter: open the rank")
         peak = f"{self.run.link.name} {bandwidth(self.run.link.peak_gbps)}" if self.run.link else "link unknown"
-        self.query_one("#collectives-pane").border_title = f"collectives · bus bandwidth vs {peak}"
+        self.query_one("#collectives-pane").border_title = (
+            f"collectives · bus bandwidth over the transfer (from the last arrival) vs {peak}")
         self.query_one("#rank-list", TextTable).focus()
 
     def _select(self, position: int) -> None:

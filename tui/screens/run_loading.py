@@ -1,5 +1,6 @@
 """Loads the rank traces of a run in a worker thread, rank by rank with a progress bar, then shows
-the ranks view. A rank that cannot be read shows its message."""
+the ranks view. A rank that cannot be read is left out and named with its reason in the view's header;
+only when no rank can be read does the screen show the failure."""
 
 from __future__ import annotations
 
@@ -47,23 +48,30 @@ class RunLoadingScreen(ProgressScreen):
         rank_of = {str(p): r for r, p in self.rank_paths}
         n = len(self.rank_paths)
         loaded: list[tuple[int, TraceFacts]] = []
+        failed: list[str] = []
         last = [0.0]
 
         def progress(path: str, done: int, total: int) -> None:
             now = time.monotonic()
             if now - last[0] > 0.05 or done >= total:
                 last[0] = now
-                frac = len(loaded) + (done / total if total else 1.0)
+                frac = len(loaded) + len(failed) + (done / total if total else 1.0)
                 self.post_message(self.Progress(f"rank {rank_of[path]}", int(frac * 1000), n * 1000))
 
         with bulk_allocation():      # the ranks and their facts live as long as the app
             for path, result in load_many([str(p) for _, p in self.rank_paths], on_progress=progress):
                 if isinstance(result, MlptuiError):
-                    self.post_message(self.Failed(str(result)))
-                    return
+                    text = str(result)
+                    failed.append(text if text.startswith(path) else f"{path}: {text}")
+                    continue
                 loaded.append((rank_of[path], build_facts(result)))
+        if not loaded:
+            more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+            self.post_message(self.Failed(f"no rank of the run could be read: {failed[0]}{more}"))
+            return
         loaded.sort(key=lambda p: p[0])
-        self.post_message(self.Loaded(build_run_view(self.folder, loaded)))
+        failed.sort(key=lambda text: rank_of.get(text.split(": ", 1)[0], 0))
+        self.post_message(self.Loaded(build_run_view(self.folder, loaded, failed)))
 
     def on_run_loading_screen_progress(self, message: Progress) -> None:
         self.query_one(ProgressBar).update(total=max(message.total, 1), progress=message.done)

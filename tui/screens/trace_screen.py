@@ -26,6 +26,7 @@ from mlptui.trace.model import LAUNCH_CATS
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.viewmodels import fmt
 from mlptui.viewmodels.detail_text import gpu_details, op_details
+from mlptui.viewmodels.expect_lines import expectation_lines
 from mlptui.viewmodels.facts import TraceFacts, add_launches, call_stats
 from mlptui.viewmodels.lanes import Lane
 from mlptui.viewmodels.scope import Scope
@@ -108,6 +109,8 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
 
     def compose(self) -> ComposeResult:
         header = [f"[b]{escape(device_line(self.facts))}[/b]"]
+        # expect.toml's mismatches come first (the held ones only count in the picker)
+        header += [f"  {line}" for line in expectation_lines(self.facts) if not line.startswith("[green]")]
         header += [f"  {escape(line)}" for line in self.facts.findings]
         # the file's name, not its folder: the header reads the same wherever the trace lives
         header.append(f"[dim]{escape(self.facts.trace.source.rstrip('/').rsplit('/', 1)[-1])}[/dim]")

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mlptui.trace.analysis.expect_file import outcomes_beside
+from mlptui.trace.analysis.expectations import Outcome
 from mlptui.trace.analysis.findings import focus_step, kernel_mix, trace_findings
 from mlptui.trace.analysis.launches import (
     LaunchCallStat,
@@ -32,6 +34,8 @@ class TraceFacts:
     focus_mix: str = ""          # kernel_mix of the findings' step: `3 GEMM + gelu + mul`
     focus_cpu_ops: int = 0       # CPU ops in that step (steps.is_cpu_op: ops and annotations)
     profile: object | None = None    # mlptui.viewmodels.profile_views.ProfileViews, once the views were opened
+    expectations: list[Outcome] = field(default_factory=list)    # expect.toml beside the trace, mismatches first
+    expect_problem: str | None = None    # why that file could not be used
 
     @property
     def label(self) -> str:
@@ -69,6 +73,7 @@ def build_facts(trace: Trace) -> TraceFacts:
     cpu_ops = sum(1 for o in trace.ops if is_cpu_op(o) and o.step == (-1 if step is None else step))
     facts = TraceFacts(trace, stats, gpu_by_step, None, {}, build_lanes(trace), trace_findings(trace),
                        kernel_mix(trace, gpu_by_step.get(step, [])), cpu_ops)
+    facts.expectations, facts.expect_problem = outcomes_beside(trace)
     if len(trace.ops) <= INLINE_LAUNCH_OPS:
         add_launches(facts)
     return facts

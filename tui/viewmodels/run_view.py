@@ -3,7 +3,7 @@ and the rows of the ranks view's three tables."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mlptui.base import units
@@ -25,6 +25,16 @@ class RunView:
     ranks: list[tuple[int, TraceFacts]]     # in rank order
     report: dict[str, Any]
     link: Link | None
+    failed: list[str] = field(default_factory=list)    # one line per rank that could not be read
+
+    @property
+    def failures(self) -> str:
+        """What could not be read, for the header: '' when every rank opened."""
+        if not self.failed:
+            return ""
+        first = self.failed[0]
+        more = f" (and {len(self.failed) - 1} more)" if len(self.failed) > 1 else ""
+        return f"{len(self.failed)} rank(s) could not be read: {first}{more}"
 
     @property
     def title(self) -> str:
@@ -47,7 +57,7 @@ class RunView:
         return collective_headers(self.link), collective_rows(self.report, self.link)
 
 
-def build_run_view(folder: str, ranked: list[tuple[int, TraceFacts]]) -> RunView:
+def build_run_view(folder: str, ranked: list[tuple[int, TraceFacts]], failed: list[str] | None = None) -> RunView:
     report = ranks_report([(rank, facts.trace) for rank, facts in ranked])
     link = link_for(ranked[0][1].trace.device_name) if ranked else None
-    return RunView(folder, ranked, report, link)
+    return RunView(folder, ranked, report, link, list(failed or []))

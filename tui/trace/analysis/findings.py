@@ -247,6 +247,11 @@ def trace_findings(trace: Trace) -> list[str]:
     if graphs:
         cpu += f"; {graphs} CUDA graph launch{'es' if graphs > 1 else ''}"
     lines.append(cpu)
+    from mlptui.trace.analysis.attention import attention_facts, attention_lines  # it builds on this module
+
+    attention = attention_facts(trace)
+    if attention is not None:
+        lines += attention_lines(attention)
     unlinked = unlinked_line(trace)
     if unlinked:
         lines.append(unlinked)

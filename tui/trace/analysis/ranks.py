@@ -3,24 +3,36 @@
 A trace's rank comes from its `distributedInfo` (rank, world_size, backend), or else from its file
 name (`rank-3`, `rank_3`, `rank3`, `worker3`). A set of traces is one run when every one has a rank,
 no rank appears twice and the world sizes they state agree (a single trace counts when its
-`distributedInfo` says it is one rank of several).
+`distributedInfo` says it is one rank of several): mlptui.trace.parse.rank_hint, whose `run_problem` says
+in words why a set is not one.
 
-`ranks_report(ranked)` is the `ranks` section of `mlptui summary RUN_DIR --json`:
+`ranks_report(ranked)` is the `ranks` section of `mlptui summary RUN_DIR --json`; it reduces one small
+digest per rank (mlptui.trace.analysis.rank_digest), which `reduce_digests` takes directly:
 
     {"world_size": int, "backend": str | null,
      "ranks": [{"rank", "source",
-                "steps": [{"name", "step_us"}],   # step window: start to the later of its end and its GPU work
+                "steps": [{"name", "step_us"}],   # profiled step window: start to the later of its end and its GPU work
                 "compute_us",                      # union of non-communication kernels
                 "comm_us",                         # union of NCCL/RCCL kernels
                 "overlap_share",                   # share of comm_us during which compute kernels run (null: no comm)
-                "comm_wait_us"}],                  # time in collectives spent waiting for later ranks (null: one rank)
-     "stragglers": [{"step", "rank", "slower_by_us"}],   # per step on ≥ 2 ranks: the slowest, vs the fastest
-     "collectives": [{"rank", "collective", "dtype", "bytes", "group_size", "count", "total_us",
-                      "algbw_gbps", "busbw_gbps"}]}
+                "comm_wait_us",                    # time in collectives spent waiting for the last rank (null: one rank)
+                "arrived_last"}],                  # calls at which this rank arrived last (null: one rank)
+     "stragglers": [{"step", "rank", "late_us", "last_at", "calls"}],
+                   # per step with collectives on ≥ 2 ranks: the rank whose collectives started last, the wait
+                   # it caused (sum over the calls it arrived last at of how long after the first rank it came),
+                   # how many of the step's `calls` it was last at; rank null when every rank arrived together
+     "calls": [{"step", "collective", "bytes", "group", "index", "last_rank", "late_us", "transfer_us"}],
+                   # every collective call seen on ≥ 2 ranks (see mlptui.trace.analysis.rank_calls)
+     "collectives": [{"rank", "collective", "dtype", "bytes", "group_size", "count", "total_us", "wait_us",
+                      "transfer_us", "algbw_gbps", "busbw_gbps"}]}
+                   # total_us: the kernels' time; wait_us: the part spent waiting for the last rank (null: no
+                   # other rank made these calls); transfer_us = total_us − wait_us; the bandwidths are bytes ×
+                   # count over transfer_us, busbw scaled by nccl-tests' factor for the collective
 
-comm_wait_us: the n-th collective of one kind (collective, bytes, group) on every rank is one call;
-all ranks leave it together, so the shortest of its kernels is the transfer and the rest of each
-rank's kernel is waiting for the last rank to arrive. Matching by kind and order needs no common clock.
+Straggler and comm wait are one measurement seen from two sides (mlptui.trace.analysis.rank_calls): the
+straggler of a call is the rank whose kernel started last, and every other rank's wait at that call is
+the time between its own arrival and the straggler's. Step time does not find the straggler: in
+synchronous training every rank's step ends together.
 """
 
 from __future__ import annotations
@@ -29,10 +41,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mlptui.trace.analysis import intervals
-from mlptui.trace.analysis.collectives import Collective, bus_factor, collectives, is_comm_kernel
-from mlptui.trace.analysis.steps import all_step_stats
-from mlptui.trace.model import KERNEL, Trace
+from mlptui.trace.analysis.collectives import bus_factor
+from mlptui.trace.analysis.rank_calls import Call, match_calls, step_stragglers
+from mlptui.trace.analysis.rank_digest import RankDigest, comm_compute_us, rank_digest
+from mlptui.trace.model import Trace
 from mlptui.trace.parse.rank_hint import RankInfo, in_rank_order, rank_from_name
 
 
@@ -69,97 +81,75 @@ class CommCompute:
 def comm_compute(trace: Trace) -> CommCompute:
     """Busy time of compute and of communication kernels (each a union over all streams) and their
     overlap. Memory copies and sets count as neither."""
-    comm: list[tuple[float, float]] = []
-    compute: list[tuple[float, float]] = []
-    for g in trace.gpu:
-        if g.cat == KERNEL:
-            (comm if is_comm_kernel(g.name) else compute).append((g.ts, g.end))
-    comm_u, compute_u = intervals.merged(comm), intervals.merged(compute)
-    return CommCompute(intervals.total(compute_u), intervals.total(comm_u), intervals.overlap(comm_u, compute_u))
+    return CommCompute(*comm_compute_us(trace))
 
 
-def step_times(trace: Trace) -> list[tuple[str, float]]:
-    out = []
-    for s in all_step_stats(trace):
-        window = s.gpu_busy_us + s.gpu_idle_us if s.kernels or s.gpu_busy_us > 0 else s.cpu_us
-        out.append((s.name, window))
-    return out
-
-
-def _kind(c: Collective) -> tuple[str, int | None, str | None]:
-    return (c.collective, c.bytes, c.group)
-
-
-def comm_wait(per_rank: dict[int, list[Collective]]) -> dict[int, float | None]:
-    """Per rank: the time its collectives waited for the other ranks (see the module docstring)."""
-    if len(per_rank) < 2:
-        return {r: None for r in per_rank}
-    calls: dict[tuple[Any, ...], dict[int, float]] = {}
-    for rank, colls in per_rank.items():
-        seen: dict[tuple[str, int | None, str | None], int] = {}
-        for c in colls:
-            k = _kind(c)
-            n = seen.get(k, 0)
-            seen[k] = n + 1
-            calls.setdefault((*k, n), {})[rank] = c.dur
-    waits = {r: 0.0 for r in per_rank}
-    for durs in calls.values():
-        if len(durs) < 2:
-            continue
-        fastest = min(durs.values())
-        for rank, dur in durs.items():
-            waits[rank] += dur - fastest
-    return dict(waits)
-
-
-def _collective_rows(rank: int, colls: list[Collective]) -> list[dict[str, Any]]:
-    groups: dict[tuple[str, str | None, int | None, int | None], list[Collective]] = {}
-    for c in colls:
-        groups.setdefault((c.collective, c.dtype, c.bytes, c.group_size), []).append(c)
+def _collective_rows(d: RankDigest, calls: list[Call]) -> list[dict[str, Any]]:
+    """Per kind of collective on rank `d`: kernel time, the wait in it, and the bandwidth of the transfer."""
+    wait_of: dict[int, float | None] = {}     # index into d.calls -> its wait (None: no other rank made it)
+    by_kind: dict[tuple[str, int | None, str | None], list[Call]] = {}
+    for c in calls:
+        if d.rank in c.durs:
+            by_kind.setdefault(c.record.kind, []).append(c)
+    seen: dict[tuple[str, int | None, str | None], int] = {}
+    for i, rec in enumerate(d.calls):
+        n = seen.get(rec.kind, 0)
+        seen[rec.kind] = n + 1
+        mine = by_kind.get(rec.kind, [])
+        call = mine[n] if n < len(mine) else None
+        wait_of[i] = call.wait_us(d.rank) if call is not None and call.matched else None
+    groups: dict[tuple[str, str | None, int | None, int | None], list[int]] = {}
+    for i, rec in enumerate(d.calls):
+        groups.setdefault((rec.collective, rec.dtype, rec.bytes, rec.group_size), []).append(i)
     rows: list[dict[str, Any]] = []
-    for (coll, dtype, nbytes, group_size), cs in groups.items():
-        total = sum(c.dur for c in cs)
-        alg = nbytes * len(cs) / total / 1e3 if nbytes and total > 0 else None
+    for (coll, dtype, nbytes, group_size), idx in groups.items():
+        total = sum(d.calls[i].dur for i in idx)
+        waits = [wait_of[i] for i in idx]
+        wait = None if all(w is None for w in waits) else sum(w or 0.0 for w in waits)
+        transfer = total - (wait or 0.0)
+        alg = nbytes * len(idx) / transfer / 1e3 if nbytes and transfer > 0 else None
         bus = None if alg is None else alg * bus_factor(coll, group_size or 1)
-        rows.append({"rank": rank, "collective": coll, "dtype": dtype, "bytes": nbytes, "group_size": group_size,
-                     "count": len(cs), "total_us": _r(total), "algbw_gbps": _r(alg), "busbw_gbps": _r(bus)})
+        rows.append({"rank": d.rank, "collective": coll, "dtype": dtype, "bytes": nbytes, "group_size": group_size,
+                     "count": len(idx), "total_us": _r(total), "wait_us": _r(wait), "transfer_us": _r(transfer),
+                     "algbw_gbps": _r(alg), "busbw_gbps": _r(bus)})
     rows.sort(key=lambda r: -float(r["total_us"] or 0.0))
     return rows
 
 
-def stragglers(steps: dict[int, list[tuple[str, float]]]) -> list[dict[str, Any]]:
-    """For each step name found on at least two ranks: the slowest rank and its lead over the fastest."""
-    by_name: dict[str, dict[int, float]] = {}
-    order: list[str] = []
-    for rank, rows in steps.items():
-        for name, us in rows:
-            if name not in by_name:
-                by_name[name] = {}
-                order.append(name)
-            by_name[name][rank] = us
-    out = []
-    for name in order:
-        times = by_name[name]
-        if len(times) < 2:
-            continue
-        slow = max(times, key=lambda r: (times[r], -r))
-        out.append({"step": name, "rank": slow, "slower_by_us": _r(times[slow] - min(times.values()))})
-    return out
+def reduce_digests(digests: Sequence[RankDigest]) -> dict[str, Any]:
+    """The `ranks` section from one digest per rank (any order)."""
+    ds = sorted(digests, key=lambda d: d.rank)
+    world = next((d.world_size for d in ds if d.world_size), None) or len(ds)
+    backend = next((d.backend for d in ds if d.backend), None)
+    calls = match_calls(ds)
+    several = len(ds) >= 2
+    waits = {d.rank: 0.0 for d in ds}
+    last = {d.rank: 0 for d in ds}
+    for c in calls:
+        if c.matched:
+            for rank in c.durs:
+                waits[rank] += c.wait_us(rank)
+            if c.last_rank is not None:
+                last[c.last_rank] += 1
+    rows = []
+    for d in ds:
+        cc = CommCompute(d.compute_us, d.comm_us, d.overlap_us)
+        rows.append({"rank": d.rank, "source": d.source,
+                     "steps": [{"name": n, "step_us": _r(us)} for n, us in d.steps],
+                     "compute_us": _r(cc.compute_us), "comm_us": _r(cc.comm_us),
+                     "overlap_share": _r(cc.overlap_share),
+                     "comm_wait_us": _r(waits[d.rank]) if several else None,
+                     "arrived_last": last[d.rank] if several else None})
+    call_rows = [{"step": c.step, "collective": c.record.collective, "bytes": c.record.bytes,
+                  "group": c.record.group, "index": c.index, "last_rank": c.last_rank, "late_us": _r(c.late_us),
+                  "transfer_us": _r(c.transfer_us)} for c in calls if c.matched]
+    return {"world_size": world, "backend": backend, "ranks": rows, "stragglers": step_stragglers(calls),
+            "calls": call_rows, "collectives": [row for d in ds for row in _collective_rows(d, calls)]}
 
 
 def ranks_report(ranked: Sequence[tuple[int, Trace]]) -> dict[str, Any]:
-    infos = [rank_info(t) for _, t in ranked]
-    world = next((i.world_size for i in infos if i.world_size), None) or len(ranked)
-    backend = next((i.backend for i in infos if i.backend), None)
-    per_colls = {rank: collectives(t) for rank, t in ranked}
-    waits = comm_wait(per_colls)
-    steps = {rank: step_times(t) for rank, t in ranked}
-    rows = []
+    digests = []
     for rank, t in ranked:
-        cc = comm_compute(t)
-        rows.append({"rank": rank, "source": t.source,
-                     "steps": [{"name": n, "step_us": _r(us)} for n, us in steps[rank]],
-                     "compute_us": _r(cc.compute_us), "comm_us": _r(cc.comm_us),
-                     "overlap_share": _r(cc.overlap_share), "comm_wait_us": _r(waits[rank])})
-    return {"world_size": world, "backend": backend, "ranks": rows, "stragglers": stragglers(steps),
-            "collectives": [row for rank, _ in ranked for row in _collective_rows(rank, per_colls[rank])]}
+        info = rank_info(t)
+        digests.append(rank_digest(rank, t, world_size=info.world_size, backend=info.backend))
+    return reduce_digests(digests)

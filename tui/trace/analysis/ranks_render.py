@@ -1,6 +1,7 @@
-"""Text of the `ranks` section (`mlptui summary RUN_DIR`): step time per rank per step, stragglers,
-compute / communication / overlap per rank, and the collectives with their bus bandwidth beside the
-link's peak."""
+"""Text of the `ranks` section (`mlptui summary RUN_DIR`): step time per rank per step with each step's
+straggler (the rank that arrived last at its collectives) and the wait it caused, compute /
+communication / overlap / wait per rank, and the collectives with their bus bandwidth over the transfer
+(from the last rank's arrival) beside the link's peak and the wait."""
 
 from __future__ import annotations
 
@@ -35,18 +36,26 @@ def step_matrix(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         for r in ranks:
             us = next((s["step_us"] for s in r["steps"] if s["name"] == name), None)
             cells.append(duration(us))
-        st = slow.get(name)
-        cells.append(f"rank {st['rank']} +{duration(st['slower_by_us'])}" if st else "")
+        cells.append(straggler_cell(slow.get(name)))
         rows.append(cells)
-    return ["step", *(f"rank {r['rank']}" for r in ranks), "straggler"], rows
+    return ["step", *(f"rank {r['rank']}" for r in ranks), "straggler (arrived last)"], rows
+
+
+def straggler_cell(st: dict[str, Any] | None) -> str:
+    if st is None:
+        return "n/a (no collective on 2+ ranks)"
+    if st["rank"] is None:
+        return "none (all arrived together)"
+    return f"rank {st['rank']}, others waited {duration(st['late_us'])} ({st['last_at']}/{st['calls']} calls)"
 
 
 def rank_rows(report: dict[str, Any]) -> list[list[str]]:
     return [[str(r["rank"]), duration(r["compute_us"]), duration(r["comm_us"]), share(r["overlap_share"]),
-             duration(r["comm_wait_us"])] for r in report["ranks"]]
+             duration(r["comm_wait_us"]), MISSING if r["arrived_last"] is None else str(r["arrived_last"])]
+            for r in report["ranks"]]
 
 
-RANK_HEADERS = ["rank", "compute", "comm", "overlap", "comm wait"]
+RANK_HEADERS = ["rank", "compute", "comm", "overlap", "comm wait", "last at"]
 
 
 def collective_rows(report: dict[str, Any], link: Link | None) -> list[list[str]]:
@@ -55,13 +64,17 @@ def collective_rows(report: dict[str, Any], link: Link | None) -> list[list[str]
         pct = "" if link is None or c["busbw_gbps"] is None else share(c["busbw_gbps"] / link.peak_gbps)
         rows.append([str(c["rank"]), c["collective"], c["dtype"] or MISSING, size(c["bytes"]),
                      str(c["group_size"] or MISSING), str(c["count"]), duration(c["total_us"]),
-                     bandwidth(c["algbw_gbps"]), bandwidth(c["busbw_gbps"]), pct])
+                     duration(c["wait_us"]), duration(c["transfer_us"]), bandwidth(c["algbw_gbps"]),
+                     bandwidth(c["busbw_gbps"]), pct])
     return rows
 
 
 def collective_headers(link: Link | None) -> list[str]:
-    return ["rank", "collective", "dtype", "size", "group", "count", "total", "algbw", "busbw",
-            "% peak"]
+    return ["rank", "collective", "dtype", "size", "group", "count", "total", "wait", "transfer", "algbw",
+            "busbw", "% peak"]
+
+
+CALL_ROWS = 10
 
 
 def render_ranks_text(report: dict[str, Any], link: Link | None) -> str:
@@ -69,11 +82,24 @@ def render_ranks_text(report: dict[str, Any], link: Link | None) -> str:
              f"backend {report['backend'] or MISSING}", ""]
     headers, rows = step_matrix(report)
     lines += _table(headers, rows, set(range(1, len(headers) - 1)))
-    lines += ["", *_table(RANK_HEADERS, rank_rows(report), {1, 2, 3, 4})]
-    lines.append("overlap: share of communication time during which compute kernels run; comm wait: time "
-                 "in collectives spent waiting for the last rank")
+    lines += ["step times are profiled; straggler: the rank whose collective kernels started last, and how long",
+              "the others waited for it"]
+    lines += ["", *_table(RANK_HEADERS, rank_rows(report), {1, 2, 3, 4, 5})]
+    lines += ["overlap: share of communication time during which compute kernels run; comm wait: time in",
+              "collectives spent waiting for the last rank; last at: collectives at which this rank arrived last"]
+    late = sorted((c for c in report.get("calls", []) if c["last_rank"] is not None), key=lambda c: -c["late_us"])
+    if late:
+        rows = [[c["step"] or MISSING, c["collective"], size(c["bytes"]), str(c["index"] + 1),
+                 f"rank {c['last_rank']}", duration(c["late_us"]), duration(c["transfer_us"])] for c in late[:CALL_ROWS]]
+        lines += ["", *_table(["step", "collective", "size", "call", "arrived last", "late by", "transfer"], rows,
+                              {2, 3, 5, 6})]
+        more = f" ({len(late) - CALL_ROWS} more in --json)" if len(late) > CALL_ROWS else ""
+        lines += [f"collective calls, latest arrivals first{more}: late by = how long after the first rank",
+                  "the last one arrived (the longest wait it caused); call = the n-th of that kind"]
     if report["collectives"]:
-        lines += ["", *_table(collective_headers(link), collective_rows(report, link), {3, 4, 5, 6, 7, 8, 9})]
+        lines += ["", *_table(collective_headers(link), collective_rows(report, link), set(range(3, 12)))]
+        lines += ["transfer: kernel time from the last rank's arrival (total − wait); bandwidths are over the",
+                  "transfer, busbw with nccl-tests' factor for the collective"]
         if link is not None:
             lines.append(f"% peak: bus bandwidth over {link.name}'s {bandwidth(link.peak_gbps)} per GPU one way "
                          "(mlptui.trace.analysis.links)")

@@ -11,6 +11,7 @@ JSON shape (`mlptui summary PATH --json`; times in µs rounded to ns, lists sort
       "warnings": [str],                   # what the loader skipped or could not nest
       "manifest": {...} | null,            # the runner's entry for this trace (workload, mode, ...), if any
       "findings": [str],                   # the last step at a glance: kernels, launch path, GEMM chain
+      "attention": {…}|null,               # attention findings' figures (analysis/attention.py), null if none
       "counts": {"events": int, "cpu_ops": int, "gpu_ops": int, "threads": int, "streams": int,
                  "steps": int, "unlinked_gpu_ops": int},   # GPU work with no launch call or op found
       "verdict_rule": str,                 # the rule behind every "verdict" below, in words
@@ -98,6 +99,13 @@ def _grouped(trace: Trace, cats: frozenset[str]) -> list[tuple[str, str, int, fl
     return rows
 
 
+def _attention(trace: Trace) -> dict[str, Any] | None:
+    from mlptui.trace.analysis.attention import attention_dict, attention_facts
+
+    facts = attention_facts(trace)
+    return attention_dict(facts) if facts is not None else None
+
+
 def summarize(trace: Trace) -> dict[str, Any]:
     t = tables(trace)
     kernels = []
@@ -116,6 +124,7 @@ def summarize(trace: Trace) -> dict[str, Any]:
         "warnings": list(trace.warnings),
         "manifest": trace.manifest,
         "findings": trace_findings(trace),
+        "attention": _attention(trace),
         "counts": {"events": trace.meta.get("events", 0), "cpu_ops": t.n_ops, "gpu_ops": t.n_gpu,
                    "threads": len(trace.threads), "streams": len(trace.streams), "steps": len(trace.steps),
                    "unlinked_gpu_ops": int(((t.gpu_launch < 0) & (t.gpu_op < 0)).sum())},

@@ -4,7 +4,9 @@ A kernel uses Tensor Cores when its name carries a matrix-instruction or library
 and instruction names NVIDIA's libraries put in kernel names (`hmma`, `wgmma`, `s16816`, `h884`, …),
 cuBLAS's `nvjet` (Hopper+ GEMMs, always on Tensor Cores), CUTLASS/cuDNN `xmma` and `tensorop`
 kernels, cuDNN's Tensor-Core convolution kernels, and AMD's MFMA (`MT…_MI…` Tensile tiles, `mfma`).
-A kernel whose name says `sgemm`/`dgemm` without a Tensor-Core marker runs on the FP32/FP64 pipes.
+A kernel whose name says `sgemm`/`dgemm` without a Tensor-Core marker runs on the FP32/FP64 pipes, and so
+does an `xmma` kernel whose name says `ffma`/`dfma` (cuBLAS's FP32 GEMM on Hopper,
+`sm80_xmma_gemm_f32f32_…_ffma_…`: the xmma template, CUDA-core arithmetic).
 
 An op is Tensor-Core eligible when it is a matrix product or a convolution (forward or backward): the
 ops whose kernels could use Tensor Cores given a suitable dtype (fp16/bf16/tf32/int8/fp8).
@@ -55,6 +57,8 @@ _TC_BACKWARD = re.compile(
 def uses_tensor_cores(kernel_name: str) -> bool:
     """True when the kernel's name shows it runs on Tensor Cores (see the module docstring)."""
     lower = kernel_name.lower()
+    if "_ffma_" in lower or "_dfma_" in lower:     # cuBLAS xmma kernels on the FP32/FP64 FMA pipes
+        return False
     if any(marker in lower for marker in _TC_MARKERS):
         return True
     return bool(_TENSILE_MFMA.search(kernel_name))

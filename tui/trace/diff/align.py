@@ -5,7 +5,8 @@ Three passes, each only over what the previous one left unmatched:
    always outweighs a memset/memcpy match (memsets are all called `Memset (Device)`: they must
    follow the kernels, never pull the kernel alignment out of place);
 2. fused: a kernel on one side whose op words cover a run of unmatched kernels near it on the
-   other side (`triton_poi_fused__unsafe_view_gelu_mul_0` <= the eager gelu and mul kernels);
+   other side (`triton_poi_fused__unsafe_view_gelu_mul_0` <= the eager gelu and mul kernels), and a
+   fused attention kernel for the kernels of the attention it replaces (`attention_rows`);
 3. loose: between consecutive exact matches, the same alignment on role (family, launching op,
    op words) pairs the rest as `changed` (another tile, another library, another GPU's GEMM).
 Whatever is left is `removed` (A only) or `added` (B only).
@@ -52,6 +53,7 @@ class AlignItem:
     fusable: bool = False               # may stand for several kernels of the other side
     dur: float = 0.0
     ref: int = -1                       # GpuOp id in its trace
+    under_attention: bool = False       # launched beneath an attention op (attention_fuse)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,8 @@ def align(a: Sequence[AlignItem], b: Sequence[AlignItem]) -> list[Row]:
     anchors_b = [j for _, j in pairs]
     rows += _fused_rows(b, a, anchors_b, anchors_a, used_b, used_a, b_side=True)
     rows += _fused_rows(a, b, anchors_a, anchors_b, used_a, used_b, b_side=False)
+    rows += attention_rows(b, a, anchors_b, anchors_a, used_b, used_a, b_side=True)
+    rows += attention_rows(a, b, anchors_a, anchors_b, used_a, used_b, b_side=False)
 
     rows += _loose_rows(a, b, pairs, used_a, used_b)
     rows += [Row(REMOVED, (i,), ()) for i in range(len(a)) if i not in used_a]
@@ -253,6 +257,43 @@ def _fused_rows(side: Sequence[AlignItem], other: Sequence[AlignItem], anchors_s
         if len(chosen) < 2 or len(covered) < 2:
             continue
         chosen.sort()
+        used_side.add(x)
+        used_other.update(chosen)
+        rows.append(Row(FUSED, tuple(chosen), (x,)) if b_side else Row(FUSED, (x,), tuple(chosen)))
+    return rows
+
+
+# ---------------------------------------------------------------- pass 2b: fused attention
+
+# Ops under which every kernel computes part of one attention call.
+ATTENTION_CALL_OPS = frozenset({"aten::scaled_dot_product_attention", "aten::_scaled_dot_product_attention_math"})
+
+
+def attention_rows(side: Sequence[AlignItem], other: Sequence[AlignItem], anchors_side: list[int],
+                   anchors_other: list[int], used_side: set[int], used_other: set[int],
+                   b_side: bool) -> list[Row]:
+    """The diff's ⊕ for attention: one fused attention kernel (FlashAttention, the memory-efficient
+    CUTLASS kernel, cuDNN's) stands for the kernels the other side ran to compute the same attention step
+    by step: the other side's unmatched kernels and copies in the fused kernel's gap (between the exact
+    matches around it) launched beneath an attention op (`aten::scaled_dot_product_attention` and its
+    math decomposition); where none were (attention written by hand from matmul, mask and softmax), every
+    unmatched kernel and copy of the gap, provided the gap holds both a GEMM and a softmax."""
+    rows: list[Row] = []
+    for x, item in enumerate(side):
+        if x in used_side or item.kind != KERNEL or item.family != "attention":
+            continue
+        k = bisect.bisect_right(anchors_side, x)
+        lo = anchors_other[k - 1] + 1 if k > 0 else 0
+        hi = anchors_other[k] if k < len(anchors_other) else len(other)
+        gap = [y for y in range(lo, hi) if y not in used_other and other[y].kind != MEMSET
+               and other[y].family != "attention"]
+        chosen = [y for y in gap if other[y].under_attention]
+        if not chosen:
+            has_gemm = any(other[y].family == "gemm" for y in gap)
+            has_softmax = any("softmax" in other[y].words or "softmax" in other[y].role for y in gap)
+            chosen = gap if has_gemm and has_softmax else []
+        if len(chosen) < 2:
+            continue
         used_side.add(x)
         used_other.update(chosen)
         rows.append(Row(FUSED, tuple(chosen), (x,)) if b_side else Row(FUSED, (x,), tuple(chosen)))

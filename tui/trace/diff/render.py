@@ -38,7 +38,8 @@ def _ratio(a: float | None, b: float | None) -> str:
 def summary_rows(doc: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """(label, A, B, A/B) lines of the per-step table; medians over each side's active steps."""
     a, b = doc["a"], doc["b"]
-    out = [("step time", duration(a.get("step_us")), duration(b.get("step_us")), _ratio(a.get("step_us"), b.get("step_us")))]
+    out = [("step (prof.)", duration(a.get("step_us")), duration(b.get("step_us")),
+            _ratio(a.get("step_us"), b.get("step_us")))]
     for key, label in (("cpu_us", "CPU time"), ("gpu_busy_us", "GPU busy"), ("gpu_idle_us", "GPU idle")):
         out.append((label, duration(a.get(key)), duration(b.get(key)), _ratio(a.get(key), b.get(key))))
     for key in ("kernels", "launches"):
@@ -51,17 +52,28 @@ def counts_line(doc: dict[str, Any]) -> str:
     return ", ".join(f"{c.get(s, 0)} {s}" for s in MARKERS)
 
 
+def _verdict(x: float) -> str:
+    return f"{x:.2f}× (B {'faster' if x > 1 else 'slower' if x < 1 else 'the same'})"
+
+
 def headline(doc: dict[str, Any]) -> str:
-    """One sentence: which side is faster, by how much, on what."""
-    s = doc.get("speedup")
-    if s is None:
-        return "speed-up: unknown (no step timings)"
-    word = "faster" if s > 1 else "slower" if s < 1 else "as fast"
-    line = f"speed-up B vs A: {s:.2f}× (B is {word}; median step time), GPU busy {fmt_speedup(doc.get('gpu_busy_speedup'))}"
+    """One sentence, the most honest figure first: the runs' unprofiled timings (when their manifests have
+    them), then the GPU's busy time, then the profiled step time, labelled as profiled — on a CPU-bound
+    step it measures the profiler's own overhead as much as the work."""
+    parts = []
     timed = doc.get("timed_speedup")
     if timed is not None:
-        line += f", unprofiled {timed:.2f}× ({duration(doc['a']['timed_us'])} → {duration(doc['b']['timed_us'])}, the runs' manifests)"
-    return line
+        parts.append(f"unprofiled {_verdict(timed)}, {duration(doc['a']['timed_us'])} → "
+                     f"{duration(doc['b']['timed_us'])} (the runs' manifests)")
+    busy = doc.get("gpu_busy_speedup")
+    if busy is not None:
+        parts.append(f"GPU busy {_verdict(busy)}")
+    s = doc.get("speedup")
+    if s is not None:
+        parts.append(f"profiled step time {fmt_speedup(s)} (includes the profiler's overhead)")
+    if not parts:
+        return "B vs A: unknown (no step timings and no GPU work)"
+    return "B vs A: " + "; ".join(parts) + " — medians over each side's steps"
 
 
 def pair_table(items: list[dict[str, Any]], key: str) -> list[tuple[str, str, str, str]]:

@@ -21,6 +21,7 @@ from mlptui.trace.analysis.launches import launch_calls
 from mlptui.trace.analysis.steps import StepStats, all_step_stats, step_stats
 from mlptui.trace.diff.align import (
     ADDED,
+    ATTENTION_CALL_OPS,
     CHANGED,
     FUSED,
     KERNEL,
@@ -243,9 +244,11 @@ def _items(trace: Trace, step: int | None) -> tuple[list[AlignItem], list[DiffKe
         fusable = (kind == KERNEL and name.family not in _NOT_FUSABLE
                    and not name.library.startswith(_VENDOR_LIBRARIES)
                    and (name.family != "gemm" or bool(words - {"mm"})))
-        items.append(AlignItem(g.name, kind, name.family, words, launcher, fusable, g.dur, g.id))
+        chain = tuple(launch_chain(trace, g.id, chains))
+        items.append(AlignItem(g.name, kind, name.family, words, launcher, fusable, g.dur, g.id,
+                               under_attention=not ATTENTION_CALL_OPS.isdisjoint(chain)))
         kernels.append(DiffKernel(g.id, g.name, name.short, name.family, name.library, kind, g.dur,
-                                  launcher, tuple(launch_chain(trace, g.id, chains))))
+                                  launcher, chain))
     return items, kernels
 
 

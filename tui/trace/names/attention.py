@@ -1,6 +1,7 @@
 """Fused attention kernels: FlashAttention (Dao-AILab and PyTorch's vendored copy), PyTorch's
-memory-efficient CUTLASS kernels (`fmha_cutlassF_*`), cuDNN SDPA, FlashInfer, and Triton
-attention kernels (`_attn_fwd`)."""
+memory-efficient CUTLASS kernels (`fmha_cutlassF_*`), cuDNN SDPA, TensorRT-LLM's generated FMHA
+(`fmhaSm100aKernel_QkvE4m3OBfloat16…`: fp8 Q/K/V, bf16 out), aiter, FlashInfer, and Triton attention
+kernels (`_attn_fwd`)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,10 @@ def decode_attention(raw: str) -> KernelName:
     low = raw.lower()
     if "cudnn" in low:
         library = "cuDNN"
+    elif low.startswith("fmhasm") or "trtllm" in low or "tensorrt_llm" in low or "fmha_v2" in low:
+        library = "TensorRT-LLM"   # trtllm-gen FMHA (`fmhaSm100aKernel_…`), also what FlashInfer ships
+    elif "aiter" in low:
+        library = "aiter"
     elif "flashinfer" in low:
         library = "FlashInfer"
     elif "fmha_cutlass" in low or "attentionkernel" in low or "attentionbackwardkernel" in low or "xformers" in low:
@@ -38,7 +43,7 @@ def decode_attention(raw: str) -> KernelName:
     combine = "combine" in low
     splitkv = "splitkv" in low or "split_kv" in low
     dtype = None
-    for needle, name in (("bfloat16", "bf16"), ("bf16", "bf16"), ("half_t", "f16"), ("f16", "f16"),
+    for needle, name in (("qkve4m3", "fp8e4m3"), ("bfloat16", "bf16"), ("bf16", "bf16"), ("half_t", "f16"), ("f16", "f16"),
                          ("fp16", "f16"), ("e4m3", "fp8e4m3"), ("float", "f32")):
         if needle in low:
             dtype = name

@@ -27,6 +27,9 @@ from __future__ import annotations
 import hashlib
 import os
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +122,7 @@ def has_entry(path: Path) -> bool:
 
 def store(path: Path, trace: Trace, args_facts: dict[str, Any]) -> bool:
     """Write the entry for `path`; False (and nothing left behind) when it cannot be written."""
-    if not enabled():
+    if not enabled() or _READ_ONLY.get():
         return False
     try:
         key = file_key(path)
@@ -189,8 +192,64 @@ def companion_store(path: Path, key: dict[str, Any], rows: dict[str, np.ndarray]
         return False
 
 
+# Keys already computed in this block of work, by the file's identity (device, inode, size, mtime, ctime):
+# see `keys_remembered`.
+_KNOWN_KEYS: ContextVar[dict[tuple[int, ...], dict[str, Any]] | None] = ContextVar("known_keys", default=None)
+_READ_ONLY: ContextVar[bool] = ContextVar("read_only", default=False)
+
+
+@contextmanager
+def read_only() -> Iterator[None]:
+    """Within the block, entries are read but none is written: for work that needs a trace once and keeps
+    a smaller result of its own (a rank's digest), where writing the entry would cost more than it saves."""
+    token = _READ_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _READ_ONLY.reset(token)
+
+
+@contextmanager
+def keys_remembered(known: dict[Path, dict[str, Any]] | None = None) -> Iterator[None]:
+    """Within the block, hash each file once: a file whose identity has not changed since its key was
+    computed (here, or by the caller: `known`, path -> key) gets that key back. Any write to the file
+    changes its ctime, so a changed file is hashed again."""
+    memo: dict[tuple[int, ...], dict[str, Any]] = {}
+    for path, key in (known or {}).items():
+        try:
+            ident = _identity(os.stat(path))
+        except OSError:
+            continue
+        if (key.get("size"), key.get("mtime_ns")) == (ident[2], ident[3]):
+            memo[ident] = key
+    token = _KNOWN_KEYS.set(memo)
+    try:
+        yield
+    finally:
+        _KNOWN_KEYS.reset(token)
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 def file_key(path: Path) -> dict[str, Any]:
     """What identifies the file's content for the cache (see the module docstring)."""
+    memo = _KNOWN_KEYS.get()
+    if memo is not None:
+        try:
+            hit = memo.get(_identity(os.stat(path)))
+        except OSError:
+            hit = None
+        if hit is not None:
+            return hit
+    key, ident = _hash_key(path)
+    if memo is not None:
+        memo[ident] = key
+    return key
+
+
+def _hash_key(path: Path) -> tuple[dict[str, Any], tuple[int, ...]]:
     with open(path, "rb") as f:
         st = os.fstat(f.fileno())
         h = hashlib.blake2b(digest_size=16)
@@ -198,8 +257,8 @@ def file_key(path: Path) -> dict[str, Any]:
         if st.st_size > _EDGE:
             f.seek(max(st.st_size - _EDGE, _EDGE))
             h.update(f.read(_EDGE))
-    return {"format": FORMAT, "code": _code_stamp(), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-            "edges": h.hexdigest()}
+    return ({"format": FORMAT, "code": _code_stamp(), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+             "edges": h.hexdigest()}, _identity(st))
 
 
 _CODE: str | None = None

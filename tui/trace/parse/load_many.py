@@ -14,17 +14,18 @@
 How the indexed trace comes back: a worker loads and indexes the file, which writes its index cache
 entry (mlptui.trace.parse.index_cache); this process then opens the file again, a cache hit that reads
 numpy columns. With the cache off (MLPTUI_NO_CACHE=1) or for a trace too small to cache, the worker
-sends the same columns through the pipe instead. Workers start by forkserver (never by fork: the
-caller may run threads, as the app does), so nothing of this process's state leaks into them.
+sends the same columns through the pipe instead. Workers start by forkserver, and start inside the app
+too (mlptui.trace.parse.process_pool); none is left running once the iteration ends.
 """
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import queue
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from mlptui.trace.parse import index_cache
 from mlptui.trace.parse.args_store import ArgsStore
 from mlptui.trace.parse.columns import trace_columns, trace_from_columns
 from mlptui.trace.parse.load import load_trace
+from mlptui.trace.parse.process_pool import start_helpers, start_method, worker_pool
 
 OnProgress = Callable[[str, int, int], None]
 _POLL_S = 0.05
@@ -54,7 +56,20 @@ _progress_queue: Any = None       # in a worker: where progress messages go
 def load_many(paths: Sequence[str | os.PathLike[str]], *, workers: int | None = None,
               on_progress: OnProgress | None = None) -> Iterator[tuple[str, Trace | MlptuiError]]:
     """Load and index `paths` in parallel; yield (path, Trace or MlptuiError) as each one finishes."""
-    names = [str(p) for p in paths]
+    # Each file is hashed once: here, for the cache check; the key goes with the file to its worker.
+    with index_cache.keys_remembered():
+        yield from _load_many([str(p) for p in paths], workers, on_progress)
+
+
+def _key(name: str) -> dict[str, Any] | None:
+    try:
+        return index_cache.file_key(Path(name)) if index_cache.enabled() else None
+    except OSError:
+        return None
+
+
+def _load_many(names: list[str], workers: int | None,
+               on_progress: OnProgress | None) -> Iterator[tuple[str, Trace | MlptuiError]]:
     # Ranks with a usable index cache entry are read here: cheaper than starting a worker for them.
     cached = [n for n in names if index_cache.has_entry(Path(n))]
     yield from _in_process(cached, on_progress)
@@ -71,12 +86,12 @@ def load_many(paths: Sequence[str | os.PathLike[str]], *, workers: int | None = 
     if workers == 1:
         yield from _in_process(names, on_progress)
         return
-    ctx = multiprocessing.get_context("forkserver" if "forkserver" in multiprocessing.get_all_start_methods()
-                                      else "spawn")
-    progress_q = ctx.Queue() if on_progress is not None else None
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
-                             initargs=(progress_q,)) as pool:
-        pending: dict[Future[tuple[str, Any]], str] = {pool.submit(_index_one, name): name for name in names}
+    method = start_method()
+    start_helpers(method)      # before the queue: its lock registers with the resource tracker
+    progress_q = multiprocessing.get_context(method).Queue() if on_progress is not None else None
+    with worker_pool(workers, _init_worker, (progress_q,)) as pool:
+        pending: dict[Future[tuple[str, Any]], str] = {pool.submit(_index_one, name, _key(name)): name
+                                                        for name in names}
         while pending:
             done, _ = wait(pending, timeout=_POLL_S, return_when=FIRST_COMPLETED)
             _drain(progress_q, on_progress)
@@ -135,9 +150,17 @@ def _drain(progress_q: Any, on_progress: OnProgress | None) -> None:
 def _init_worker(progress_q: Any) -> None:
     global _progress_queue
     _progress_queue = progress_q
+    # A worker lives to build traces of millions of small objects and hand them back: the cyclic
+    # collector would cost more than the parse and free nothing (the pool ends with the load).
+    gc.disable()
 
 
-def _index_one(name: str) -> tuple[str, Any]:
+def _index_one(name: str, key: dict[str, Any] | None = None) -> tuple[str, Any]:
+    with index_cache.keys_remembered(None if key is None else {Path(name): key}):
+        return _index(name)
+
+
+def _index(name: str) -> tuple[str, Any]:
     q = _progress_queue
     report = None if q is None else (lambda d, t: q.put((name, d, t)))
     try:

@@ -32,16 +32,37 @@ def rank_from_name(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def run_problem(infos: Sequence[RankInfo], names: Sequence[str] | None = None) -> str | None:
+    """Why these are not distinct ranks of one job (one line), or None when they are."""
+    def name(i: int) -> str:
+        return names[i].replace("\\", "/").rsplit("/", 1)[-1] if names else f"trace {i + 1}"
+
+    if not infos:
+        return "no traces"
+    missing = [name(i) for i, info in enumerate(infos) if info.rank is None]
+    if missing:
+        return (f"{len(missing)} of {len(infos)} traces name no rank (no distributedInfo, no rank-N in the "
+                f"file name): {', '.join(missing[:3])}{', …' if len(missing) > 3 else ''}")
+    seen: dict[int, int] = {}
+    for i, info in enumerate(infos):
+        assert info.rank is not None
+        if info.rank in seen:
+            return f"rank {info.rank} appears twice ({name(seen[info.rank])} and {name(i)})"
+        seen[info.rank] = i
+    worlds = sorted({i.world_size for i in infos if i.world_size is not None})
+    if len(worlds) > 1:
+        return f"the traces state different world sizes ({', '.join(map(str, worlds))})"
+    if worlds and any(i.rank is not None and i.rank >= worlds[0] for i in infos):
+        bad = next(i.rank for i in infos if i.rank is not None and i.rank >= worlds[0])
+        return f"rank {bad} is outside the world size {worlds[0]} the traces state"
+    if len(infos) < 2 and (infos[0].world_size or 0) <= 1:
+        return "one trace of a one-rank job"
+    return None
+
+
 def is_rank_run(infos: Sequence[RankInfo]) -> bool:
     """True when these are distinct ranks of one job."""
-    if not infos or any(i.rank is None for i in infos):
-        return False
-    if len({i.rank for i in infos}) != len(infos):
-        return False
-    worlds = {i.world_size for i in infos if i.world_size is not None}
-    if len(worlds) > 1 or any(i.rank is not None and i.rank >= w for w in worlds for i in infos):
-        return False
-    return len(infos) >= 2 or (infos[0].world_size or 0) > 1
+    return run_problem(infos) is None
 
 
 def in_rank_order(infos: Sequence[RankInfo], items: Sequence[T]) -> list[tuple[int, T]] | None:
@@ -87,3 +108,16 @@ def rank_hint(path: str | Path) -> RankInfo:
 def rank_files(paths: list[Path]) -> list[tuple[int, Path]] | None:
     """The files in rank order when they look like the ranks of one run, else None."""
     return in_rank_order([rank_hint(p) for p in paths], paths)
+
+
+def rank_files_or_why(paths: list[Path]) -> tuple[list[tuple[int, Path]] | None, str | None]:
+    """(the files in rank order, None) when they are one run; (None, why not) when some name a rank but
+    together they are not one run (a rank twice, different world sizes, files without a rank); (None,
+    None) when none names a rank."""
+    infos = [rank_hint(p) for p in paths]
+    problem = run_problem(infos, [str(p) for p in paths])
+    if problem is None:
+        return in_rank_order(infos, paths), None
+    if len(paths) < 2 or not any(i.rank is not None for i in infos):
+        return None, None
+    return None, problem

@@ -1,0 +1,147 @@
+"""Guess first, then look: a small language of expectations about a trace, each checked against what the
+trace shows (`mlptui check`, and the app's findings when an expectations file sits beside a trace).
+
+One expectation per string; case and surrounding spaces do not matter:
+
+    kernels per step OP N       kernel events launched by each profiled step (memcpy/memset not counted)
+    launches per step OP N      kernel launch calls (runtime/driver launches, graph launches) per step
+    memcpy per step OP N        Memcpy events launched by each step
+    no memcpy                   the same as `memcpy per step == 0`
+    attention kernel: WORD      the step's fused attention kernel is WORD's: flash, efficient, cudnn, ck,
+                                aiter, flashinfer, trtllm, triton; `none` = no attention kernel
+    tensor cores: all GEMMs     every GEMM and attention kernel of the step runs on Tensor Cores
+    tensor cores: no GEMMs      none of them does
+    mask rebuilt / no mask rebuilt   the causal mask is (not) built inside the profiled steps
+
+OP is one of == != < <= > >= and N a whole number. "Per step" holds when it holds in every profiled step
+(the whole trace is one step when it has none); kernels and attention kernels are those of the last
+profiled step for the `attention kernel` and `tensor cores` forms, as the findings.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mlptui.base.errors import MlptuiError
+from mlptui.trace.analysis.attention import IMPLEMENTATION_WORDS, attention_facts, implementation
+from mlptui.trace.analysis.findings import focus_step, step_gpu
+from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
+from mlptui.trace.model import KERNEL, LAUNCH_CATS, MEMCPY, Trace
+from mlptui.trace.names.kernel import decode_kernel
+from mlptui.trace.names.runtime_calls import classify_call
+
+OPS: dict[str, Callable[[int, int], bool]] = {
+    "==": operator.eq, "!=": operator.ne, "<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt,
+}
+COUNTS = ("kernels per step", "launches per step", "memcpy per step")
+ATTENTION_WORDS = (*[w for w in IMPLEMENTATION_WORDS if w != "unknown"], "none")
+FORMS = ("kernels per step OP N", "launches per step OP N", "memcpy per step OP N", "no memcpy",
+         "attention kernel: " + "|".join(ATTENTION_WORDS), "tensor cores: all GEMMs", "tensor cores: no GEMMs",
+         "mask rebuilt", "no mask rebuilt")
+
+_COUNT = re.compile(r"^(kernels|launches|memcpy) per step\s*(==|!=|<=|>=|<|>)\s*(\d+)$")
+
+
+class ExpectationError(MlptuiError):
+    """A malformed expectation (exit code 2): the message names it and the forms that exist."""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    text: str          # as written
+    kind: str          # count, attention, tensor-cores, mask
+    subject: str = ""  # kernels / launches / memcpy; the attention word; all / no; rebuilt / not
+    op: str = ""
+    value: int = 0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    expectation: Expectation
+    ok: bool
+    shows: str         # what the trace shows, one line
+
+
+def parse(text: str) -> Expectation:
+    s = " ".join(str(text).strip().lower().split())
+    m = _COUNT.match(s)
+    if m:
+        return Expectation(text, "count", m.group(1), m.group(2), int(m.group(3)))
+    if s == "no memcpy":
+        return Expectation(text, "count", "memcpy", "==", 0)
+    if s.startswith("attention kernel:"):
+        word = s.removeprefix("attention kernel:").strip()
+        if word in ATTENTION_WORDS:
+            return Expectation(text, "attention", word)
+        raise ExpectationError(f"malformed expectation {text!r}: the attention kernel is one of "
+                               f"{', '.join(ATTENTION_WORDS)}")
+    if s in ("tensor cores: all gemms", "tensor cores: no gemms"):
+        return Expectation(text, "tensor-cores", s.split(": ")[1].split()[0])
+    if s in ("mask rebuilt", "no mask rebuilt"):
+        return Expectation(text, "mask", "rebuilt" if s == "mask rebuilt" else "not")
+    raise ExpectationError(f"malformed expectation {text!r}: expected one of: {'; '.join(FORMS)}")
+
+
+def _per_step_counts(trace: Trace, subject: str) -> list[int]:
+    steps = [s.index for s in trace.steps] or [-1]
+    counts = dict.fromkeys(steps, 0)
+    if subject == "launches":
+        for op in trace.ops:
+            if op.cat in LAUNCH_CATS and op.step in counts and classify_call(op.name) in ("launch", "graph"):
+                counts[op.step] += 1
+    else:
+        cat = KERNEL if subject == "kernels" else MEMCPY
+        for g in trace.gpu:
+            if g.cat == cat and g.step in counts:
+                counts[g.step] += 1
+    return list(counts.values())     # without steps everything has step -1: the whole trace is one
+
+
+def _counts_text(counts: list[int]) -> str:
+    if len(set(counts)) == 1:
+        return f"{counts[0]} in each of {len(counts)} step{'s' if len(counts) != 1 else ''}"
+    return "per step: " + ", ".join(str(c) for c in counts)
+
+
+def _step_kernels(trace: Trace) -> list[str]:
+    return [trace.gpu[g].name for g in step_gpu(trace, focus_step(trace)) if trace.gpu[g].cat == KERNEL]
+
+
+def evaluate(trace: Trace, e: Expectation) -> Outcome:
+    if e.kind == "count":
+        counts = _per_step_counts(trace, e.subject)
+        ok = all(OPS[e.op](c, e.value) for c in counts)
+        return Outcome(e, ok, f"{e.subject} {_counts_text(counts)}")
+    if e.kind == "attention":
+        words: dict[str, str] = {}
+        for raw in _step_kernels(trace):
+            impl = implementation(raw)
+            if impl is not None:
+                words.setdefault(impl.word, impl.label)
+        if not words:
+            return Outcome(e, e.subject == "none", "no attention kernel in the step")
+        shows = "; ".join(f"{w} ({label})" for w, label in words.items())
+        return Outcome(e, e.subject in words and len(words) == 1, f"attention kernel: {shows}")
+    if e.kind == "tensor-cores":
+        matrix = [(raw, uses_tensor_cores(raw)) for raw in _step_kernels(trace)
+                  if decode_kernel(raw).family in ("gemm", "attention")]
+        if not matrix:
+            return Outcome(e, False, "no GEMM or attention kernel in the step")
+        off = [decode_kernel(raw).short for raw, tc in matrix if not tc]
+        on = len(matrix) - len(off)
+        shows = f"{on} of {len(matrix)} GEMM/attention kernels on Tensor Cores"
+        if off:
+            shows += f"; without: {', '.join(dict.fromkeys(off))}"
+        return Outcome(e, (not off) if e.subject == "all" else on == 0, shows)
+    facts = attention_facts(trace)
+    rebuilt = facts is not None and bool(facts.mask_chain)
+    shows = (f"mask rebuilt in {facts.mask_steps} of {facts.steps} steps: {' → '.join(facts.mask_chain)}"
+             if rebuilt and facts is not None else "no mask built inside the steps")
+    return Outcome(e, rebuilt == (e.subject == "rebuilt"), shows)
+
+
+def check(trace: Trace, expectations: list[Expectation]) -> list[Outcome]:
+    return [evaluate(trace, e) for e in expectations]
