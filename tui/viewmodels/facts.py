@@ -13,6 +13,7 @@ from mlptui.trace.analysis.findings import focus_step, kernel_mix, trace_finding
 from mlptui.trace.analysis.launches import (
     LaunchCallStat,
     OpLaunches,
+    call_kinds,
     launch_calls,
     launches_by_op,
 )
@@ -107,7 +108,8 @@ def call_stats(facts: TraceFacts, step: int | None) -> list[LaunchCallStat]:
             entry = totals.setdefault(ops[c].name, [0, 0.0])
             entry[0] += 1
             entry[1] += ops[c].dur
-    stats = [LaunchCallStat(name, classify_call(name), int(n), us) for name, (n, us) in totals.items()]
+    kinds = call_kinds(facts.trace)
+    stats = [LaunchCallStat(name, kinds.get(name) or classify_call(name), int(n), us) for name, (n, us) in totals.items()]
     stats.sort(key=lambda s: -s.total_us)
     facts.calls_by_step[step] = stats
     return stats

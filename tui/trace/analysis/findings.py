@@ -14,6 +14,7 @@ import numpy as np
 from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.analysis.graph_capture import graph_capture
 from mlptui.trace.analysis.tables import Tables, tables
+from mlptui.trace.analysis.unlinked import unlinked_line
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Trace
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.names.runtime_calls import classify_call
@@ -271,4 +272,7 @@ def trace_findings(trace: Trace) -> list[str]:
     attention = attention_facts(trace)
     if attention is not None:
         lines += attention_lines(attention)
+    unlinked = unlinked_line(trace)
+    if unlinked:
+        lines.append(unlinked)
     return lines

@@ -21,6 +21,7 @@ columns cannot hold (link ids past 64 bits) and tolerant decodes are indexed as 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import compress
@@ -290,7 +291,7 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
     events.clear()
     pre.decoded.events = []
     stream_of, stream_raw = _first_seen(gpu.kind[gorder], links.kinds)
-    stream_keys = [(_id_of(p, string_ids), _id_of(t, string_ids)) for p, t in stream_raw]
+    stream_keys = [(_id_of(p, string_ids), _stream_id(t, string_ids)) for p, t in stream_raw]
     sids = np.asarray(stream_keys, dtype=np.int64).reshape(-1, 2)
     g_dev, g_stream = sids[stream_of, 0], sids[stream_of, 1]
     n_gpu = len(gorder)
@@ -550,7 +551,7 @@ def _make_gpu(events: list[Any], b: Buckets, gpu_link: list[LinkArgs | None], or
         e = events[i]
         events[i] = None
         device = _id_of(e.pid, string_ids)
-        stream = _id_of(e.tid, string_ids)
+        stream = _stream_id(e.tid, string_ids)
         ext, corr = _ext(gpu_link[j])
         if corr is None and ends:
             corr = ends.get((device, stream, e.ts))
@@ -640,6 +641,19 @@ def _id_of(value: int | str, names: dict[str, int]) -> int:
     return names.setdefault(str(value), -2 - len(names))
 
 
+_STREAM_TID = re.compile(r"stream\s+(\d{1,18})")
+
+
+def _stream_id(tid: int | str, names: dict[str, int]) -> int:
+    """A GPU event's stream: its tid, which torch 1.9 writes as text, `stream 7`, from the same number
+    as the event's `args.stream` (read here from the text, without decoding every kernel's args)."""
+    if isinstance(tid, str):
+        found = _STREAM_TID.fullmatch(tid.strip())
+        if found:
+            return int(found.group(1))
+    return _id_of(tid, names)
+
+
 def _ns(values: np.ndarray, origin_us: float) -> np.ndarray:
     """µs -> integer ns from `origin_us`. Subtract first: epoch µs times 1000 would exceed 2**53."""
     arr = values - origin_us if origin_us else values
@@ -687,8 +701,10 @@ def _flow_index(events: list[RawEvent], flow_ev: list[int], string_ids: dict[str
                 continue
         if fid is None:
             continue
-        key = (_id_of(e.pid, string_ids), _id_of(e.tid, string_ids), e.ts)
-        (starts if e.ph == "s" else ends)[key] = fid
+        if e.ph == "s":        # on the launching thread
+            starts[(_id_of(e.pid, string_ids), _id_of(e.tid, string_ids), e.ts)] = fid
+        else:                  # on the GPU event's stream
+            ends[(_id_of(e.pid, string_ids), _stream_id(e.tid, string_ids), e.ts)] = fid
     return starts, ends
 
 
