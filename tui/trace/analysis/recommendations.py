@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from mlptui.trace.analysis.graph_capture import MIN_CAPTURED, graph_capture
 from mlptui.trace.analysis.device_arch import DeviceArch, device_arch
+from mlptui.trace.analysis.graph_capture import MIN_CAPTURED, graph_capture
 from mlptui.trace.analysis.occupancy import device_for
 from mlptui.trace.analysis.operators import OpGroup
 from mlptui.trace.analysis.tables import Tables, tables
