@@ -32,6 +32,7 @@ from mlptui.trace.parse.index import (
     _ns,
     _Pre,
     _roll_up,
+    _stream_id,
 )
 from mlptui.trace.parse.tree import build_forest
 
@@ -217,7 +218,7 @@ def _make_gpu(events: list[Any], b: Buckets, gpu_link: list[LinkArgs | None], or
         i = gpu_ev[j]
         e = events[i]
         device = _id_of(e.pid, string_ids)
-        stream = _id_of(e.tid, string_ids)
+        stream = _stream_id(e.tid, string_ids)
         ext, corr = _ext(gpu_link[j])
         if corr is None and ends:
             corr = ends.get((device, stream, e.ts))

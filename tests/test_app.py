@@ -42,7 +42,7 @@ async def test_picker_lists_the_samples_in_ladder_order_with_findings() -> None:
         assert rows[0].split(" | ")[1].startswith("linear · eager")
         cells = {r.split(" | ")[1]: r.split(" | ") for r in rows}
         assert cells["linear · eager · bf16"][2:4] == ["1", "GEMM+bias"]
-        assert cells["mlp · eager · bf16"][2:4] == ["5", "3 GEMM + gelu + mul"]
+        assert cells["mlp · eager · bf16"][2:4] == ["5", "3 GEMM + mul + gelu"]
         compiled = cells["mlp · compile · bf16"]           # gelu·mul fused into one Triton kernel
         assert compiled[2:4] == ["4", "3 GEMM + triton_poi_fused__unsafe_view_gelu_mul_0"]
         assert int(compiled[5]) < int(cells["mlp · eager · bf16"][5])      # the CPU chain collapsed
@@ -278,11 +278,11 @@ async def test_zoom_pane_help_and_quit() -> None:
 
 
 async def test_remapped_key_from_environment(monkeypatch) -> None:
-    monkeypatch.setenv("MLPTUI_KEYS", "raw-names=x")
+    monkeypatch.setenv("MLPTUI_KEYS", "raw-names=y")
     app = make_app([str(find_sample("linear", "eager", "bf16"))])
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_trace(pilot, None)
-        await pilot.press("x")
+        await pilot.press("y")
         assert screen.query_one(KernelTable).raw
 
 

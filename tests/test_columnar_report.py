@@ -17,7 +17,7 @@ from mlptui.trace.analysis.operators import operators_in_steps
 from mlptui.trace.analysis.summary import summarize
 from mlptui.trace.analysis.tables import tables
 from mlptui.trace.analysis.timeline_segments import Segments
-from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Trace
+from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, PYTHON, Trace
 from mlptui.trace.parse.load import load_trace
 
 SAMPLES = sorted((Path(__file__).resolve().parents[1] / "sample_traces").rglob("*.pt.trace.json*"))
@@ -77,25 +77,45 @@ def test_operators_and_launch_calls_match_a_walk_over_the_ops(path: Path) -> Non
     trace = _lazy(path)
     groups = {g.name: g for g in operators_in_steps(trace)}
     calls = {c.name: (c.count, c.total_us) for c in launch_calls(trace)}
-    gpu = trace.gpu
+    gpu, ops = trace.gpu, trace.ops
+
+    def operator(o: int) -> bool:
+        return ops[o].cat == CPU_OP and not ops[o].name.startswith("ProfilerStep#")
+
+    owned: dict[int, float] = {}          # the operator's own GPU work: annotations and frames looked through
+    for g in gpu:
+        o = g.op
+        while o >= 0 and not operator(o):
+            o = ops[o].parent
+        if o >= 0:
+            owned[o] = owned.get(o, 0.0) + g.dur
+
+    def ns(us: float) -> int:
+        return round(us * 1000)
+
+    def beneath(o: int) -> int:           # ns of the non-Python slices directly beneath, through Python frames
+        return sum(beneath(c) if ops[c].cat == PYTHON else ns(ops[c].dur) for c in ops[o].children)
+
     expected: dict[str, list[Any]] = {}
     expected_calls: dict[str, list[Any]] = {}
-    for op in trace.ops:
+    for op in ops:
         if op.cat in LAUNCH_CATS:
             row = expected_calls.setdefault(op.name, [0, 0.0])
             row[0] += 1
             row[1] += op.dur
-        if op.cat != CPU_OP or op.name.startswith("ProfilerStep#") or (trace.steps and op.step < 0):
+        if not operator(op.id) or (trace.steps and op.step < 0):
             continue
         row = expected.setdefault(op.name, [0, 0.0, 0.0, 0.0, []])
         row[0] += 1
-        row[1] += op.self_us
+        row[1] += max(ns(op.dur) - beneath(op.id), 0) / 1000
         row[2] += op.gpu_us
-        for k in op.gpu:
-            row[3] += gpu[k].dur
+        row[3] += owned.get(op.id, 0.0)
         row[4].append(op.id)
-    assert {n: [g.calls, g.host_self_us, g.device_total_us, g.device_self_us, g.ops] for n, g in groups.items()} \
-        == expected
+    def rounded(row: list[Any]) -> list[Any]:      # sums of the same floats in another order
+        return [round(v, 6) if isinstance(v, float) else v for v in row]
+
+    assert {n: rounded([g.calls, g.host_self_us, g.device_total_us, g.device_self_us, g.ops])
+            for n, g in groups.items()} == {n: rounded(row) for n, row in expected.items()}
     assert calls == {n: tuple(v) for n, v in expected_calls.items()}
 
 

@@ -39,12 +39,20 @@ def _reference(trace: Trace) -> tuple[list[float], list[float], list[float]]:
         device = device_for(trace, g.device)
         reported = finite_number(args.get("blocks per SM"))
         grid, sms = args.get("grid"), (device or {}).get("numSms")
-        if reported is not None and reported > 0:
+        # ROCm's hipExtModuleLaunchKernel records the grid in work-items: workgroups = ceil(grid / block)
+        work_items = g.launch >= 0 and trace.ops[g.launch].name == "hipExtModuleLaunchKernel"
+        if work_items:
+            block = args.get("block")
+            whole = isinstance(grid, list) and isinstance(block, list) and grid and len(grid) == len(block) \
+                and all(type(v) is int and v > 0 for v in grid + block)
+            if whole and type(sms) is int and sms:
+                bps[g.id] = float(math.prod(-(-a // b) for a, b in zip(grid, block, strict=True))) / sms
+        elif reported is not None and reported > 0:
             bps[g.id] = float(reported)
         elif isinstance(grid, list) and grid and all(type(v) is int for v in grid) and type(sms) is int and sms:
             bps[g.id] = float(math.prod(grid)) / sms
         occ = args.get("est. achieved occupancy %")
-        if type(occ) in (int, float) and occ >= 0:
+        if type(occ) in (int, float) and occ > 0:       # 0 %: Kineto did not measure
             pct[g.id] = float(occ)
         cfg = launch_config(args)
         if cfg is not None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from app_support import rows_text, wait_for_screen
 from test_ranks_samples import delayed
+from textual.widgets import Static
 
 from mlptui.app import make_app
 from mlptui.screens.rank_trace_screen import RankTraceScreen
@@ -37,16 +38,27 @@ async def test_run_folder_opens_the_ranks_view_and_switches_ranks() -> None:
         one = await wait_for_screen(app, pilot, RankTraceScreen)
         assert one.position == 1 and one.facts.trace.source.endswith("rank-1.pt.trace.json.gz")
         assert one.sub_title == "rank 1 of 2"
+        assert _header(one).startswith("rank 1 of 2 · ")         # named on screen, first line
         await pilot.press("greater_than_sign")                 # wraps to rank 0, in place
         await pilot.pause(0.2)
         assert isinstance(app.screen, RankTraceScreen) and app.screen.position == 0
         assert app.screen.facts.trace.source.endswith("rank-0.pt.trace.json.gz")
+        assert _header(app.screen).startswith("rank 0 of 2 · ")
         await pilot.press("less_than_sign")
         await pilot.pause(0.2)
-        assert app.screen.position == 1
+        assert app.screen.position == 1 and _header(app.screen).startswith("rank 1 of 2 · ")
         await pilot.press("escape")
         await pilot.pause(0.2)
         assert isinstance(app.screen, RanksScreen)
+        await pilot.press("o")                                 # `o` is the overview's key, not this view's
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, RanksScreen)
+        await pilot.press("l")                                 # l (or →) goes into the selected rank
+        assert (await wait_for_screen(app, pilot, RankTraceScreen)).position == 1
+
+
+def _header(screen: RankTraceScreen) -> str:
+    return str(screen.query_one("#trace-header", Static).render()).splitlines()[0]
 
 
 def test_snapshot_ranks_view(snap_compare) -> None:

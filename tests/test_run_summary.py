@@ -88,13 +88,13 @@ def test_each_file_is_hashed_once_and_a_warm_cache_parses_nothing(tmp_path: Path
     monkeypatch.delenv("MLPTUI_NO_CACHE", raising=False)
     paths = _big_ranks(tmp_path / "run", 2)           # over index_cache.MIN_BYTES: both caches in play
     hashed: list[str] = []
-    real = index_cache._hash_key
+    real = index_cache._compute_key
 
-    def counting(path):
+    def counting(path, *rest):
         hashed.append(str(path))
-        return real(path)
+        return real(path, *rest)
 
-    monkeypatch.setattr(index_cache, "_hash_key", counting)
+    monkeypatch.setattr(index_cache, "_compute_key", counting)
     files = rank_files(paths)
     cold = summarize_run(files, workers=1)
     assert sorted(hashed) == sorted(map(str, paths)) and cold.cached == 0 and not cold.failed
@@ -146,13 +146,13 @@ def test_load_many_hashes_each_file_once(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.delenv("MLPTUI_NO_CACHE", raising=False)
     paths = _big_ranks(tmp_path / "run", 2)
     hashed: list[str] = []
-    real = index_cache._hash_key
+    real = index_cache._compute_key
 
-    def counting(path):
+    def counting(path, *rest):
         hashed.append(str(path))
-        return real(path)
+        return real(path, *rest)
 
-    monkeypatch.setattr(index_cache, "_hash_key", counting)
+    monkeypatch.setattr(index_cache, "_compute_key", counting)
     for rounds in (1, 2):      # cold (entries written), then warm (entries read)
         hashed.clear()
         assert not any(isinstance(t, Exception) for _, t in load_many(paths, workers=1))

@@ -1,5 +1,6 @@
 """`mlptui serve`: a real textual-serve process on 127.0.0.1; its page, and the guards that keep other
-web pages and other host names from driving the app; the app starts in a tab when one connects."""
+web pages, other host names and anyone without this run's token from driving the app; the app starts in
+a tab when one connects, and no more tabs than the cap run at once."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -37,14 +39,23 @@ def _wait_listening(port: int, proc: subprocess.Popen, seconds: float = 20) -> N
     raise AssertionError("serve did not start listening")
 
 
-@pytest.fixture
-def served():
+def _printed_token(proc: subprocess.Popen, port: int) -> str:
+    """The token of the URL `serve` printed on its first line."""
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    url = next(w for w in line.split() if w.startswith("http://"))
+    assert url.startswith(f"http://127.0.0.1:{port}/?token=")
+    return parse_qs(urlsplit(url).query)["token"][0]
+
+
+def _serve(*extra: str):
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "mlptui.cli", "serve", "--port", str(port)], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "mlptui.cli", "serve", "--port", str(port), *extra], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     try:
         _wait_listening(port, proc)
-        yield port, proc
+        token = _printed_token(proc, port)
+        yield port, proc, token
     finally:
         proc.terminate()
         try:
@@ -54,13 +65,25 @@ def served():
             proc.wait()
 
 
-async def _ws_status(port: int, origin: str | None, host: str | None = None) -> tuple[int, bytes]:
+@pytest.fixture
+def served():
+    yield from _serve()
+
+
+@pytest.fixture
+def served_one_session():
+    yield from _serve("--max-sessions", "1")
+
+
+async def _ws_status(port: int, origin: str | None, host: str | None = None, token: str | None = None,
+                     cookie: str | None = None) -> tuple[int, bytes]:
     import aiohttp
 
-    headers = {k: v for k, v in {"Origin": origin, "Host": host}.items() if v}
+    headers = {k: v for k, v in {"Origin": origin, "Host": host, "Cookie": cookie}.items() if v}
+    query = f"&token={token}" if token else ""
     async with aiohttp.ClientSession() as session:
         try:
-            async with session.ws_connect(f"http://127.0.0.1:{port}/ws?width=100&height=30",
+            async with session.ws_connect(f"http://127.0.0.1:{port}/ws?width=100&height=30{query}",
                                           headers=headers, timeout=aiohttp.ClientWSTimeout(ws_close=5)) as ws:
                 data = b""
                 if (ROOT / "tui" / "app.py").exists():
@@ -77,28 +100,30 @@ async def _ws_status(port: int, origin: str | None, host: str | None = None) -> 
             return exc.status, b""
 
 
-def test_page_and_guards(served: tuple[int, subprocess.Popen]) -> None:
+def test_page_and_guards(served: tuple[int, subprocess.Popen, str]) -> None:
     import urllib.error
     import urllib.request
 
-    port, proc = served
-    page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10).read().decode()
+    port, proc, token = served
+    page = urllib.request.urlopen(f"http://127.0.0.1:{port}/?token={token}", timeout=10).read().decode()
     assert f"ws://127.0.0.1:{port}/ws" in page
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/", headers={"Host": f"rebound.example:{port}"})
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/?token={token}",
+                                 headers={"Host": f"rebound.example:{port}"})
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(req, timeout=10)
     assert err.value.code == 403
-    assert asyncio.run(_ws_status(port, "https://evil.example"))[0] == 403
-    assert asyncio.run(_ws_status(port, None))[0] == 403
-    assert asyncio.run(_ws_status(port, f"http://127.0.0.1:{port}", host=f"evil.example:{port}"))[0] == 403
-    status, screen = asyncio.run(_ws_status(port, f"http://127.0.0.1:{port}"))
+    own = f"http://127.0.0.1:{port}"
+    assert asyncio.run(_ws_status(port, "https://evil.example", token=token))[0] == 403
+    assert asyncio.run(_ws_status(port, None, token=token))[0] == 403
+    assert asyncio.run(_ws_status(port, own, host=f"evil.example:{port}", token=token))[0] == 403
+    status, screen = asyncio.run(_ws_status(port, own, token=token))
     assert status == 101
     if (ROOT / "tui" / "app.py").exists():
         assert len(screen) >= 2000, screen[:200]
 
 
-def test_listens_on_loopback_only(served: tuple[int, subprocess.Popen]) -> None:
-    port, _ = served
+def test_listens_on_loopback_only(served: tuple[int, subprocess.Popen, str]) -> None:
+    port, _, _ = served
     out = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True)
     if out.returncode != 0:
         pytest.skip("ss is not available")
@@ -121,13 +146,15 @@ def test_origins() -> None:
     assert is_loopback("::1") and is_loopback("localhost") and not is_loopback("0.0.0.0")
 
 
-def test_static_route_is_guarded_and_lists_no_folders(served: tuple[int, subprocess.Popen]) -> None:
+def test_static_route_is_guarded_and_lists_no_folders(served: tuple[int, subprocess.Popen, str]) -> None:
     import urllib.error
     import urllib.request
 
-    port, _ = served
+    port, _, token = served
     base = f"http://127.0.0.1:{port}"
-    assert urllib.request.urlopen(f"{base}/static/css/xterm.css", timeout=10).status == 200
+    cookie = f"mlptui_token_{port}={token}"
+    assert urllib.request.urlopen(urllib.request.Request(f"{base}/static/css/xterm.css",
+                                                         headers={"Cookie": cookie}), timeout=10).status == 200
 
     def status(path: str, **headers: str) -> int:
         try:
@@ -135,7 +162,67 @@ def test_static_route_is_guarded_and_lists_no_folders(served: tuple[int, subproc
         except urllib.error.HTTPError as exc:
             return exc.code
 
-    assert status("/static/") == 404 and status("/static/css/") == 404 and status("/static") == 404
-    assert status("/static/css/xterm.css", Host=f"rebound.example:{port}") == 403
-    assert status("/static/css/xterm.css", Origin="https://evil.example") == 403
-    assert status("/download/x", Host=f"rebound.example:{port}") == 403
+    assert status("/static/", Cookie=cookie) == 404 and status("/static/css/", Cookie=cookie) == 404
+    assert status("/static", Cookie=cookie) == 404
+    assert status("/static/css/xterm.css", Host=f"rebound.example:{port}", Cookie=cookie) == 403
+    assert status("/static/css/xterm.css", Origin="https://evil.example", Cookie=cookie) == 403
+    assert status("/download/x", Host=f"rebound.example:{port}", Cookie=cookie) == 403
+
+
+def test_no_token_no_app(served: tuple[int, subprocess.Popen, str]) -> None:
+    """Without this run's token every route is refused and no app process starts; the page opened with it
+    sets the cookie its websocket then sends."""
+    import urllib.error
+    import urllib.request
+
+    port, proc, token = served
+    base = f"http://127.0.0.1:{port}"
+
+    def status(path: str, **headers: str) -> int:
+        try:
+            return urllib.request.urlopen(urllib.request.Request(base + path, headers=headers), timeout=10).status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    for path in ("/", "/?token=", f"/?token={token[:-1]}", "/static/css/xterm.css", "/download/x"):
+        assert status(path) == 403, path
+    assert status("/", Cookie=f"mlptui_token_{port + 1}={token}") == 403          # another server's cookie
+    own = f"http://127.0.0.1:{port}"
+    assert asyncio.run(_ws_status(port, own)) == (403, b"")
+    assert asyncio.run(_ws_status(port, own, token="wrong")) == (403, b"")
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    assert children == []                                                          # no app was started
+    with urllib.request.urlopen(f"{base}/?token={token}", timeout=10) as page:
+        set_cookie = page.headers["Set-Cookie"]
+    assert f"mlptui_token_{port}={token}" in set_cookie and "HttpOnly" in set_cookie
+    assert "SameSite=Strict" in set_cookie
+    status_, _ = asyncio.run(_ws_status(port, own, cookie=f"mlptui_token_{port}={token}"))
+    assert status_ == 101
+
+
+def test_sessions_are_capped(served_one_session: tuple[int, subprocess.Popen, str]) -> None:
+    import aiohttp
+
+    port, _, token = served_one_session
+    own = f"http://127.0.0.1:{port}"
+
+    async def two() -> tuple[int, int]:
+        async with aiohttp.ClientSession() as session:
+            url = f"{own}/ws?width=80&height=24&token={token}"
+            async with session.ws_connect(url, headers={"Origin": own}):
+                try:
+                    async with session.ws_connect(url, headers={"Origin": own}):
+                        second = 101
+                except aiohttp.WSServerHandshakeError as exc:
+                    second = exc.status
+            third, deadline = 0, time.monotonic() + 15
+            while third != 101 and time.monotonic() < deadline:     # the first tab closed: room again
+                await asyncio.sleep(0.2)
+                try:
+                    async with session.ws_connect(url, headers={"Origin": own}):
+                        third = 101
+                except aiohttp.WSServerHandshakeError as exc:
+                    third = exc.status
+            return second, third
+
+    assert asyncio.run(two()) == (503, 101)

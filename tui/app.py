@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +13,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from mlptui.base.errors import MlptuiError
-from mlptui.keys import APP_KEYS, user_keymap
+from mlptui.keys import APP_KEYS, parse_user_keys
 from mlptui.screens.loading import LoadingScreen
 from mlptui.screens.picker import PickerScreen
 from mlptui.widgets.worker_errors import WorkerFailed
@@ -43,11 +44,13 @@ class MlptuiApp(App[int]):
         super().__init__()
         self.specs = list(specs)
         self.facts_cache: dict[str, TraceFacts] = {}
-        self.user_keys = user_keymap()
+        self.user_keys, self.key_problems = parse_user_keys(os.environ.get("MLPTUI_KEYS", ""))
         if self.user_keys:
             self.set_keymap(self.user_keys)
 
     def on_mount(self) -> None:
+        if self.key_problems:       # one line, on top of whatever opens first
+            self.notify("MLPTUI_KEYS: " + "; ".join(self.key_problems), severity="warning", timeout=12)
         if not self.specs:
             from mlptui.samples import sample_trace_paths
 

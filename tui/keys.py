@@ -1,13 +1,19 @@
 """Every key binding of the explorer, each with an id so users can remap it.
 
-Remap with the environment variable MLPTUI_KEYS, e.g. `MLPTUI_KEYS="quit=ctrl+q,search=s"`: ids on
-the left (see the `?` help screen), Textual key names on the right. Only plain keys, ctrl combos and
-named keys are used, so everything arrives through tmux and ssh.
+Remap with the environment variable MLPTUI_KEYS, e.g. `MLPTUI_KEYS="quit=ctrl+q,raw-names=x"`: ids on
+the left (see the `?` help screen), keys on the right (Textual key names, or the character itself:
+`help=?`). Only plain keys, ctrl combos and named keys are used, so everything arrives through tmux and ssh.
+
+A remap is refused, with a reason, when its id is unknown, its pair or key is malformed, or its key is
+already taken where the binding works: FOCUS_CHAINS lists which groups of bindings are active together
+(the app's, a screen's, and the focused pane's), and a key may mean one thing per chain. `search=s` is
+refused because `s` sorts the kernels and launches tables on the same screen.
 """
 
 from __future__ import annotations
 
 import os
+import re
 
 from textual.binding import Binding
 
@@ -125,7 +131,9 @@ RANK_SWITCH_KEYS = [
 ]
 RANKS_KEYS = [
     *RANK_SWITCH_KEYS,
-    Binding("o", "open_rank", "Open rank", id="open-rank", tooltip="every pane of the selected rank (also enter)"),
+    # `l`/→ go into the rank as they go into a node of the CPU tree; `o` means the overview everywhere
+    Binding("right,l", "open_rank", "Open rank", id="open-rank", key_display="→/l",
+            tooltip="every pane of the selected rank (also enter)"),
     Binding("tab", "app.focus_next", "Next pane", show=False, id="ranks-next-pane"),
     Binding("shift+tab", "app.focus_previous", "Previous pane", show=False, id="ranks-previous-pane"),
     Binding("z", "zoom_pane", "Zoom", show=False, id="ranks-zoom-pane"),
@@ -139,13 +147,117 @@ PICKER_KEYS = [
     Binding("escape", "back", "Back", show=False, id="picker-back"),
 ]
 
+# The diff screen, and its side-by-side profiler view.
+DIFF_KEYS = [
+    Binding("n", "difference(1)", "Next diff", id="diff-next"),
+    Binding("p", "difference(-1)", "Prev diff", id="diff-previous"),
+    Binding("enter", "details", "Pair details", id="diff-details"),
+    Binding("c", "cpu_side", "CPU side", id="diff-cpu",
+            tooltip="jump to the CPU ops found on one side only, and back to the kernel rows"),
+    Binding("x", "swap", "Swap A⇄B", id="diff-swap"),
+    Binding("o", "profile", "Operators", id="diff-operators", show=False,
+            tooltip="both sides' overview and the operator table of the aligned steps, side by side"),
+    Binding("left_square_bracket", "step(-1)", "Prev step", id="prev-step", key_display="["),
+    Binding("right_square_bracket", "step(1)", "Next step", id="next-step", key_display="]"),
+    Binding("r", "toggle_raw", "Raw names", id="raw-names"),
+    Binding("question_mark", "help", "Keys", id="help", key_display="?"),
+    Binding("escape", "back", "Back", id="back"),
+]
+
+DIFF_PROFILE_KEYS = [
+    Binding("escape", "back", "Back", id="diff-profile-back"),
+    Binding("s", "sort_next", "Sort", id="diff-profile-sort", tooltip="sort by the next column (S reverses)"),
+    Binding("S", "sort_reverse", "Reverse sort", show=False, id="diff-profile-sort-reverse"),
+]
+
+
+_VIEW_KEYS = [b for b in TRACE_KEYS if b.id and b.id.startswith("view-")]
+_PROFILE_TABLE_KEYS = [b for b in TABLE_KEYS if b.id not in ("sort", "sort-reverse")]
+
+# Which bindings are active at the same time, as focus chains: (where, groups). In each, the groups of
+# the app, the screen and the focused pane; a key must mean one thing in every chain its binding is in.
+FOCUS_CHAINS: list[tuple[str, list[list[Binding]]]] = [
+    ("the trace screen's steps list", [APP_KEYS, TRACE_KEYS, RANK_SWITCH_KEYS, LIST_KEYS]),
+    ("the CPU dispatch tree", [APP_KEYS, TRACE_KEYS, RANK_SWITCH_KEYS, LIST_KEYS, TREE_KEYS]),
+    ("the kernels table", [APP_KEYS, TRACE_KEYS, RANK_SWITCH_KEYS, LIST_KEYS, TABLE_KEYS, KERNEL_KEYS]),
+    ("the launches table", [APP_KEYS, TRACE_KEYS, RANK_SWITCH_KEYS, LIST_KEYS, TABLE_KEYS]),
+    ("the timeline", [APP_KEYS, TRACE_KEYS, RANK_SWITCH_KEYS, TIMELINE_KEYS]),
+    ("the profiler views", [APP_KEYS, _VIEW_KEYS, PROFILE_KEYS, LIST_KEYS, _PROFILE_TABLE_KEYS]),
+    ("the trace list", [APP_KEYS, PICKER_KEYS, LIST_KEYS]),
+    ("the ranks view", [APP_KEYS, RANKS_KEYS, LIST_KEYS]),
+    ("the diff", [APP_KEYS, DIFF_KEYS, LIST_KEYS]),
+    ("the side-by-side profiler views", [APP_KEYS, DIFF_PROFILE_KEYS, LIST_KEYS, _PROFILE_TABLE_KEYS]),
+]
+_KEY_NAME = re.compile(r"^(?:(?:ctrl|shift|alt)\+)*(?:[a-z0-9]+(?:_[a-z0-9]+)*|[A-Z]|f\d{1,2})$")
+
+
+def binding_groups() -> dict[str, list[Binding]]:
+    """Every list of bindings this module defines, by name (a new group is known, and remappable, at once)."""
+    return {name: value for name, value in globals().items()
+            if isinstance(value, list) and value and all(isinstance(b, Binding) for b in value)}
+
+
+def all_bindings() -> list[Binding]:
+    return [b for group in binding_groups().values() for b in group]
+
+
+def _key_name(text: str) -> str | None:
+    """`text` as a Textual key name (`?` → question_mark, `ctrl+q` stays), or None when it is not one key."""
+    from textual.keys import _character_to_key
+
+    if len(text) == 1 and not text.isalnum():
+        text = _character_to_key(text)
+    return text if _KEY_NAME.match(text) else None
+
+
+def _keys(binding: Binding, keymap: dict[str, str]) -> set[str]:
+    mapped = keymap.get(binding.id or "")
+    return {k.strip() for k in (mapped or binding.key).split(",")}
+
+
+def _title(binding: Binding) -> str:
+    return (binding.description or binding.action).lower()
+
+
+def parse_user_keys(text: str) -> tuple[dict[str, str], list[str]]:
+    """(the remaps to apply, one reason per remap refused) from an MLPTUI_KEYS value ("id=key,id=key")."""
+    known = {b.id for b in all_bindings() if b.id}
+    wanted: dict[str, str] = {}
+    problems: list[str] = []
+    for pair in text.split(","):
+        if not pair.strip():
+            continue
+        binding_id, sep, key = (part.strip() for part in pair.partition("="))
+        name = _key_name(key) if sep and key else None
+        if not sep or not binding_id or not key:
+            problems.append(f"{pair.strip()!r} is not id=key")
+        elif binding_id not in known:
+            problems.append(f"unknown id {binding_id!r} (? lists them)")
+        elif name is None:
+            problems.append(f"{binding_id}={key}: {key!r} is not a key name (e.g. x, ctrl+q, f5, question_mark)")
+        else:
+            wanted[binding_id] = name
+    keymap = dict(wanted)
+    for binding_id, key in wanted.items():       # a clash is checked against every other remap too
+        clash = _clash(binding_id, key, keymap)
+        if clash is not None:
+            del keymap[binding_id]
+            problems.append(f"{binding_id}={key} refused: {key} is already {clash}")
+    return keymap, problems
+
+
+def _clash(binding_id: str, key: str, keymap: dict[str, str]) -> str | None:
+    for where, chain in FOCUS_CHAINS:
+        bindings = [b for group in chain for b in group]
+        if not any(b.id == binding_id for b in bindings):
+            continue
+        for other in bindings:
+            if other.id != binding_id and key in _keys(other, keymap):
+                return f"'{_title(other)}' ({other.id}) in {where}"
+    return None
+
 
 def user_keymap(env: str | None = None) -> dict[str, str]:
-    """The remaps from MLPTUI_KEYS ("id=key,id=key"); malformed pairs are ignored."""
+    """The remaps from MLPTUI_KEYS that can be applied (parse_user_keys says why others are not)."""
     text = os.environ.get("MLPTUI_KEYS", "") if env is None else env
-    keymap: dict[str, str] = {}
-    for pair in text.split(","):
-        binding_id, sep, key = pair.partition("=")
-        if sep and binding_id.strip() and key.strip():
-            keymap[binding_id.strip()] = key.strip()
-    return keymap
+    return parse_user_keys(text)[0]

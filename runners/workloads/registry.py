@@ -88,13 +88,18 @@ WORKLOADS: dict[str, Workload] = {
 }
 
 
+# Workloads run one process per GPU (mlptui.runners.launch_ranks defines them), not in this registry.
+RANK_WORKLOADS = ("tp-mlp",)
+
+
 def workload(name: str) -> Workload:
     from mlptui.base.errors import MlptuiError
 
     try:
         return WORKLOADS[name]
     except KeyError:
-        raise MlptuiError(f"unknown workload {name!r} (choose from {', '.join(WORKLOADS)}, ladder)") from None
+        choices = ", ".join([*WORKLOADS, *RANK_WORKLOADS, "ladder"])
+        raise MlptuiError(f"unknown workload {name!r} (choose from {choices})") from None
 
 
 def ladder() -> list[tuple[Workload, str]]:

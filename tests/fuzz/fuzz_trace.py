@@ -1,4 +1,7 @@
-"""Fuzz target: any bytes through load -> summary -> text / Markdown / JSON -> the details pane.
+"""Fuzz target: any bytes through load -> summary -> text / Markdown / JSON -> the details pane -> every
+profiler view (overview, operators, kernels, memory, modules) in every scope and grouping, the trace
+screen's facts and launch lists, and the diff against itself and against a bundled sample
+(tests/fuzz/views.py builds them as the app and the CLI do).
 
 The only failure a user may see is a one-line `MlptuiError`; anything else raised by `check` is a
 crash. Run it with atheris (libFuzzer, coverage-guided); the long run documented in docs/inputs.md is
@@ -33,10 +36,17 @@ SEEDS = os.path.join(HERE, "seeds")
 MAX_DETAILS = 12      # op and GPU rows whose details pane text is built per input
 
 
+REFERENCE = os.path.join(HERE, "..", "..", "sample_traces")
+_reference: list = []     # the bundled sample every fuzzed trace is also diffed against, loaded once
+
+
 def _imports() -> None:
     global MlptuiError, load_trace_bytes, summarize, format_report, op_details, gpu_details, build_facts
-    global decode_kernel, classify_call, Text
+    global decode_kernel, classify_call, Text, open_every_view, open_the_diff
     from rich.text import Text
+    if HERE not in sys.path:            # imported as tests.fuzz.fuzz_trace: its sibling is not on the path
+        sys.path.insert(0, HERE)
+    from views import open_every_view, open_the_diff
 
     from mlptui.base.errors import MlptuiError
     from mlptui.commands.summary import format_report
@@ -69,8 +79,21 @@ def check(data: bytes) -> None:
     for g in _spread(len(trace.gpu)):
         Text.from_markup(gpu_details(trace, g)).plain.encode("utf-8")
     build_facts(trace)
+    open_every_view(trace)
+    open_the_diff(trace, trace)
+    open_the_diff(_reference_trace(), trace)
     decode_kernel.cache_clear()    # name caches: their entries (possibly huge names) would pile up over
     classify_call.cache_clear()    # millions of inputs and read as a leak in libFuzzer's RSS limit
+
+
+def _reference_trace():
+    """A small bundled sample (the eager MLP), the A side of a diff whose B side is the fuzzed trace."""
+    if not _reference:
+        names = sorted(n for n in os.listdir(REFERENCE) if n.startswith("mlp-eager-") and ".pt.trace.json" in n)
+        with open(os.path.join(REFERENCE, names[-1]), "rb") as f:
+            _reference.append(load_trace_bytes(f.read(), source="reference"))
+        gc.unfreeze()
+    return _reference[0]
 
 
 def _spread(n: int) -> range:

@@ -130,6 +130,8 @@ def cases() -> dict[str, bytes]:
            "args": {"Total Allocated": "@@", "Bytes": "@@", "Device Id": "@@", "Total Reserved": "@@"}}
     c["memory-event-nan"] = _splice(doc(events() + [mem] + [odd]), "@@", "NaN")
     c["memory-event-inf"] = _splice(doc(events() + [mem] + [odd]), "@@", "Infinity")
+    # GPU events and no CPU event at all: every profiler view must still open (grouping by op included)
+    c["gpu-events-only"] = b'{"traceEvents":[{"ph":"X","cat":"kernel","ts":1,"dur":1,"pid":0,"tid":7,"name":"k"}]}'
     return c
 
 

@@ -8,6 +8,13 @@ not loopback (a guard against DNS rebinding), and stops once every file was serv
 symlink and only while it is the same regular file (else 410 and one line); a browser that hangs up
 early costs nothing on the terminal, and the listen backlog takes a page's burst of requests. Remote
 specs (host:path, ssh://, hf://) are fetched to the local cache first, so no port forwarding is needed.
+
+The port is 9001 because ui.perfetto.dev fetches nothing else over plain HTTP from this machine: its
+Content-Security-Policy, built by `setupContentSecurityPolicy()` in google/perfetto's
+`ui/src/frontend/index.ts`, allows `connect-src` to `http://127.0.0.1:9001` (trace_processor's --httpd
+port) and to HTTPS, and no other `http://127.0.0.1` port (its 'Relax Content Security Policy for
+127.0.0.1:*' flag swaps 9001 for the `rpc_port` of the URL, for trace_processor, not for `?url=`).
+Another --port serves, and says in one line that the link will load only through 9001.
 """
 
 from __future__ import annotations
@@ -38,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="trace file(s): local path, host:path, ssh://... or hf://...")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT,
-                        help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; 0 picks a free one)")
+                        help=f"port on 127.0.0.1 (default {DEFAULT_PORT}, the only one ui.perfetto.dev fetches "
+                             "from; 0 picks a free one)")
     parser.add_argument("--keep", action="store_true", help="keep serving after each file was fetched once")
 
 
@@ -239,6 +247,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True     # the file shrank: the promised length cannot be kept
 
 
+def port_note(port: int) -> str | None:
+    """The line `perfetto` prints when it serves on a port ui.perfetto.dev will not fetch from."""
+    if port == DEFAULT_PORT:
+        return None
+    return (f"note: ui.perfetto.dev fetches ?url= traces only from 127.0.0.1:{DEFAULT_PORT} (its Content-Security-"
+            f"Policy), so these links will not load from port {port}: use the default --port {DEFAULT_PORT}, or "
+            f"forward it: ssh -L {DEFAULT_PORT}:127.0.0.1:{port} HOST, and open the link with {DEFAULT_PORT}")
+
+
 def _bind(port: int, routes: dict[str, Served]) -> _Server:
     try:
         return _Server(port, routes)
@@ -258,6 +275,9 @@ def run(args: argparse.Namespace) -> int:
     with server:
         for route in routes:
             print(perfetto_url(port, route), flush=True)
+        note = port_note(port)
+        if note is not None:
+            print(note, file=sys.stderr, flush=True)
         host = socket.gethostname()
         print(f"Open the URL above in a browser on this machine. From another machine, forward the port "
               f"first: ssh -L {port}:127.0.0.1:{port} {host}", flush=True)

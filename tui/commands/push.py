@@ -43,6 +43,8 @@ def target_spec(args: argparse.Namespace, namespace: str | None) -> str:
         name = f"{namespace}/{name}"
     kind = "buckets" if args.bucket else f"{args.repo_type}s"
     prefix = args.prefix.strip("/")
+    if not prefix.isprintable():
+        raise MlptuiError(f"--prefix {prefix!r}: a folder name holds no control characters (newline, tab, ...)")
     return f"hf://{kind}/{name}" + (f"/{prefix}" if prefix else "")
 
 

@@ -1,16 +1,22 @@
 """`mlptui serve [SPEC...] [--port 8000] [--host 127.0.0.1]`: the explorer in a browser (textual-serve).
 
-Each browser tab starts its own `mlptui view SPEC...` process. textual-serve has no login, so the
-server binds 127.0.0.1 unless told otherwise (reach it from a laptop with `ssh -L`), and only pages
-served by this server may open the app's websocket: the Origin and Host of each request, to any route
-(/static/ included, which lists no folders), must be this server's own (another web page in the same
-browser, or a DNS-rebinding name, is refused).
+Each browser tab starts its own `mlptui view SPEC...` process. textual-serve has no login, so:
+- the server binds 127.0.0.1 unless told otherwise (reach it from a laptop with `ssh -L`);
+- every request must carry this run's token: the URL printed at start holds it (`/?token=…`); the page
+  opened with it sets a cookie (HttpOnly, SameSite=Strict, for this port only by its name) that its
+  websocket and assets then send. Without the token (another local user or process, a guessed URL) any
+  route answers 403 and no app process starts;
+- at most --max-sessions tabs run at once (each is a process); one more is refused with 503;
+- the Origin and Host of each request, to any route (/static/ included, which lists no folders), must be
+  this server's own (another web page in the same browser, or a DNS-rebinding name, is refused).
 """
 
 from __future__ import annotations
 
 import argparse
+import hmac
 import ipaddress
+import secrets
 import shlex
 import socket
 import sys
@@ -26,6 +32,7 @@ if TYPE_CHECKING:
     from textual_serve.server import Server
 
 DEFAULT_PORT = 8000
+DEFAULT_MAX_SESSIONS = 4
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default 127.0.0.1; anything else lets others run the app as you)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    parser.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS, metavar="N",
+                        help=f"tabs (app processes) running at once (default {DEFAULT_MAX_SESSIONS})")
     parser.add_argument("--public-url", default=None,
                         help="the URL the browser uses, when it differs (e.g. ssh -L 9000:127.0.0.1:8000 -> "
                              "http://127.0.0.1:9000)")
@@ -65,14 +74,27 @@ def allowed_origins(host: str, port: int, public_url: str | None) -> set[str]:
     return origins
 
 
-def make_server(specs: list[str], bind: str, port: int, public_url: str | None) -> Server:
-    """A textual-serve Server for `mlptui view SPECS`, listening on `bind`:`port`."""
+def new_token() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def token_cookie(port: int) -> str:
+    """Cookies are per host, not per port: the name keeps two servers on one machine apart."""
+    return f"mlptui_token_{port}"
+
+
+def make_server(specs: list[str], bind: str, port: int, public_url: str | None, token: str,
+                max_sessions: int = DEFAULT_MAX_SESSIONS) -> Server:
+    """A textual-serve Server for `mlptui view SPECS`, listening on `bind`:`port`, answering only requests
+    that carry `token` and running at most `max_sessions` tabs."""
     from aiohttp import web
     from textual_serve.server import Server
 
     host = f"[{bind}]" if ":" in bind else bind     # as written inside a URL
     origins = allowed_origins(host, port, public_url)
     hosts = {o.split("://", 1)[1] for o in origins}
+    cookie = token_cookie(port)
+    sessions = [0]
 
     class GuardedServer(Server):
         """textual-serve with the Host/Origin checks a login-less local server needs."""
@@ -83,6 +105,9 @@ def make_server(specs: list[str], bind: str, port: int, public_url: str | None) 
             origin = request.headers.get("Origin")
             if (need_origin or origin is not None) and origin not in origins:
                 raise web.HTTPForbidden(text="websocket from another site refused")
+            given = request.query.get("token") or request.cookies.get(cookie) or ""
+            if not hmac.compare_digest(given.encode(), token.encode()):
+                raise web.HTTPForbidden(text="this server needs the token in the URL `mlptui serve` printed")
 
         async def _make_app(self) -> web.Application:
             app = await super()._make_app()
@@ -97,7 +122,19 @@ def make_server(specs: list[str], bind: str, port: int, public_url: str | None) 
                     target = (statics / request.path[len("/static"):].lstrip("/")).resolve()
                     if target.is_dir() or not target.is_relative_to(statics):
                         raise web.HTTPNotFound()      # no folder listings
-                return await handler(request)
+                if request.path != "/ws":
+                    response = await handler(request)
+                    if request.query.get("token"):
+                        response.set_cookie(cookie, token, httponly=True, samesite="Strict", path="/")
+                    return response
+                if sessions[0] >= max_sessions:
+                    raise web.HTTPServiceUnavailable(
+                        text=f"{max_sessions} sessions already running (mlptui serve --max-sessions)")
+                sessions[0] += 1
+                try:
+                    return await handler(request)
+                finally:
+                    sessions[0] -= 1
 
             app.middlewares.append(guard)
             return app
@@ -109,13 +146,18 @@ def make_server(specs: list[str], bind: str, port: int, public_url: str | None) 
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         raise MlptuiError(f"--port {args.port}: not a port number")
+    if args.max_sessions < 1:
+        raise MlptuiError(f"--max-sessions {args.max_sessions}: at least 1")
     bind = args.host.strip("[]")
     if not is_loopback(bind):
         print(f"warning: listening on {bind}: anyone who can reach it can run the explorer as you "
               "(there is no login); prefer 127.0.0.1 and ssh -L", file=sys.stderr)
-    server = make_server(args.specs, bind, args.port, args.public_url)
+    token = new_token()
+    server = make_server(args.specs, bind, args.port, args.public_url, token, args.max_sessions)
+    url = f"{server.public_url.rstrip('/')}/?token={token}"
+    print(f"Open {url}  (the token is this run's login; at most {args.max_sessions} tabs at once)")
     print(f"From another machine: ssh -L {args.port}:127.0.0.1:{args.port} {socket.gethostname()}, "
-          f"then open {server.public_url}", flush=True)
+          f"then open {url}", flush=True)
     try:
         server.serve()
     except OSError as exc:

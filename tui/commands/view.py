@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 from mlptui.base.errors import MlptuiError
 
@@ -25,25 +24,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def check_spec(spec: str, *, allow_folder: bool) -> None:
     """Refuse a local path that does not exist or is certainly not a trace (remote specs are checked
     when they are opened)."""
+    from mlptui.base.regular_file import open_regular
     from mlptui.sources.dispatch import source_kind
+    from mlptui.sources.local import local_path
     from mlptui.trace.parse.discover import find_traces, looks_like_trace
 
     if source_kind(spec) != "local":
         return
-    path = Path(spec).expanduser()
-    if not path.exists():
-        raise MlptuiError(f"no such file or folder: {spec}")
+    path = local_path(spec, missing="no such file or folder")
     if path.is_dir():
         if not allow_folder:
             raise MlptuiError(f"{spec} is a folder: give two trace files to diff, or one folder")
         if not find_traces(path):
             raise MlptuiError(f"no traces (*.json, *.json.gz) in {spec}")
         return
-    try:
-        with open(path, "rb"):
-            pass
-    except OSError as exc:
-        raise MlptuiError(f"cannot read {spec}: {exc.strerror or exc}") from None
+    f, _ = open_regular(path, spec)          # a FIFO or a device: one line, nothing read
+    f.close()
     if not looks_like_trace(path):
         raise MlptuiError(f"{spec} is not a PyTorch profiler trace (Chrome trace JSON, optionally gzipped)")
 

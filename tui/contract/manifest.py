@@ -20,13 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mlptui.base.errors import MlptuiError
+from mlptui.base.errors import MlptuiError, TraceError
 from mlptui.base.files import write_atomic
+from mlptui.base.regular_file import read_regular
 from mlptui.base.values import bounded
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
 LOCK_TIMEOUT_S = 60.0
+MANIFEST_MAX_BYTES = 64 << 20     # far above any real manifest (a run adds ~1 kB); a bigger file is not one
 
 _KNOWN_KEYS = frozenset({"mlptui_manifest", "runs", "published"})
 Run = dict[str, Any]   # a run entry: "trace" (its file name) plus the runner's fields, see docs/recording.md
@@ -94,11 +96,11 @@ def read_manifest(folder: str | Path) -> Manifest:
     is unusable (writers must not clobber it)."""
     path = manifest_path(folder)
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return Manifest()
-    except OSError as exc:
-        raise ManifestError(f"{path}: cannot read the manifest ({exc.strerror or exc})") from None
+        data = read_regular(path, str(path), limit=MANIFEST_MAX_BYTES)
+    except TraceError as exc:
+        if not os.path.lexists(path):
+            return Manifest()
+        raise ManifestError(f"cannot read the manifest: {exc}") from None
     return parse_manifest(data, str(path))
 
 

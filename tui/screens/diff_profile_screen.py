@@ -5,20 +5,14 @@ from __future__ import annotations
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from mlptui.keys import DIFF_PROFILE_KEYS
 from mlptui.trace.diff.profile_diff import overview_lines
 from mlptui.trace.diff.trace_diff import TraceDiff
 from mlptui.widgets.profile_tables import OperatorDiffTable
-
-DIFF_PROFILE_KEYS = [
-    Binding("escape", "back", "Back", id="diff-profile-back"),
-    Binding("s", "sort_next", "Sort", id="diff-profile-sort", tooltip="sort by the next column (S reverses)"),
-    Binding("S", "sort_reverse", "Reverse sort", show=False, id="diff-profile-sort-reverse"),
-]
 
 
 class DiffProfileScreen(Screen):

@@ -21,7 +21,8 @@ from textual.widgets import Footer, LoadingIndicator, Static
 from mlptui.base.errors import MlptuiError
 from mlptui.base.text import markup_escape
 from mlptui.base.units import MISSING
-from mlptui.screens.help_screen import HelpScreen, help_text, key_text
+from mlptui.keys import DIFF_KEYS
+from mlptui.screens.help_screen import HelpScreen, binding_lines, help_text
 from mlptui.screens.host import host
 from mlptui.trace.diff.cpu import op_key
 from mlptui.trace.diff.render import MARKERS, fmt_speedup
@@ -34,22 +35,6 @@ from mlptui.widgets.worker_errors import ReportsWorkerErrors, WorkerFailed
 
 # GPU ops (both sides together) above which the first alignment runs in a worker, not in the constructor.
 SYNC_LIMIT = 20_000
-
-DIFF_KEYS = [
-    Binding("n", "difference(1)", "Next diff", id="diff-next"),
-    Binding("p", "difference(-1)", "Prev diff", id="diff-previous"),
-    Binding("enter", "details", "Pair details", id="diff-details"),
-    Binding("c", "cpu_side", "CPU side", id="diff-cpu",
-            tooltip="jump to the CPU ops found on one side only, and back to the kernel rows"),
-    Binding("x", "swap", "Swap A⇄B", id="diff-swap"),
-    Binding("o", "profile", "Operators", id="diff-operators", show=False,
-            tooltip="both sides' overview and the operator table of the aligned steps, side by side"),
-    Binding("left_square_bracket", "step(-1)", "Prev step", id="prev-step", key_display="["),
-    Binding("right_square_bracket", "step(1)", "Next step", id="next-step", key_display="]"),
-    Binding("r", "toggle_raw", "Raw names", id="raw-names"),
-    Binding("question_mark", "help", "Keys", id="help", key_display="?"),
-    Binding("escape", "back", "Back", id="back"),
-]
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -104,17 +89,15 @@ class PairDetails(ModalScreen[None]):
 class DiffHelp(HelpScreen):
     """The explorer's help with the diff screen's keys first (same box, same look, same remaps)."""
 
-    def compose(self) -> ComposeResult:
+    def text(self, width: int | None) -> Text:
         keymap = host(self.app).user_keys
         text = Text()
         text.append("Diff screen\n", "bold")
         for b in DIFF_KEYS:
-            text.append(f"  {key_text(b, keymap):<18} {b.description:<24} ")
-            text.append(f"{b.id}\n", "dim")
+            binding_lines(text, b, keymap, width)
         text.append("  " + "  ".join(f"{m} {s}" for s, m in MARKERS.items()) + "   (row markers)\n\n")
-        text.append_text(help_text(keymap))
-        with VerticalScroll(id="help-body"):
-            yield Static(text, id="help-text")
+        text.append_text(help_text(keymap, width))
+        return text
 
 
 class DiffScreen(ReportsWorkerErrors, Screen[None]):

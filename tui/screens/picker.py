@@ -1,7 +1,10 @@
 """The trace list: every trace of a folder (or the bundled samples) with what it holds at a glance.
 
 Traces small enough are opened in a worker as soon as the list shows, so each row gets its device,
-kernels, launches and findings, and `enter` opens an already-loaded trace at once.
+kernels, launches and findings, and `enter` opens an already-loaded trace at once. Over ssh the same
+holds: each file's size comes first in its answer, so a large one costs a header and its folder's
+manifest (which still labels its row), not its bytes. Sources that cannot say a size first (the Hub)
+are opened on `enter` only.
 """
 
 from __future__ import annotations
@@ -29,7 +32,30 @@ from mlptui.widgets.worker_errors import ReportsWorkerErrors
 if TYPE_CHECKING:      # numpy and the analyses come with it: not before the first paint
     from mlptui.viewmodels.facts import TraceFacts
 
-PRELOAD_BYTES = 20_000_000     # local traces up to this size are summarised while the list shows
+PRELOAD_BYTES = 20_000_000     # traces up to this size are summarised while the list shows
+
+
+def _local_label(spec: str) -> str | None:
+    """The row's label from the manifest beside a local trace, or None without one."""
+    from mlptui.contract.manifest import manifest_for
+    from mlptui.viewmodels.facts import run_label
+
+    run = manifest_for(spec)
+    return run_label(run, spec) if run is not None else None
+
+
+def _manifest_label(data: bytes, spec: str) -> str | None:
+    """The row's label from its folder's manifest (as it came over ssh), or None without one."""
+    from mlptui.contract.manifest import ManifestError, parse_manifest
+    from mlptui.viewmodels.facts import run_label
+
+    if not data:
+        return None
+    try:
+        run = parse_manifest(data, spec).run_for(spec.rstrip("/").rsplit("/", 1)[-1])
+    except ManifestError:
+        return None
+    return run_label(run, spec) if run is not None else None
 
 
 class PickerScreen(ReportsWorkerErrors, Screen[None]):
@@ -39,10 +65,11 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
     ]
 
     class Summarised(Message):
-        def __init__(self, spec: str, facts: TraceFacts | None, error: str | None) -> None:
+        def __init__(self, spec: str, facts: TraceFacts | None, error: str | None, label: str | None = None) -> None:
             self.spec = spec
             self.facts = facts
             self.error = error
+            self.label = label
             super().__init__()
 
     def __init__(self, specs: list[str], title: str) -> None:
@@ -73,22 +100,30 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def summarise(self) -> None:
+        from mlptui.sources import ssh
         from mlptui.sources.dispatch import open_trace, source_kind
+        from mlptui.viewmodels.facts import build_facts  # numpy: after the first paint
 
         for spec in self.specs:
             if spec in host(self.app).facts_cache:
                 continue
-            if source_kind(spec) != "local":
-                continue
+            kind = source_kind(spec)
             try:
-                if Path(spec).stat().st_size > PRELOAD_BYTES:
-                    self.post_message(self.Summarised(spec, None, "large: enter opens"))
+                if kind == "ssh":
+                    with bulk_allocation():
+                        facts = build_facts(ssh.open_trace(spec, limit=PRELOAD_BYTES))
+                elif kind != "local":
+                    self.post_message(self.Summarised(spec, None, "remote: enter opens"))
                     continue
-                with bulk_allocation():
-                    from mlptui.viewmodels.facts import build_facts  # numpy: after the first paint
-
-                    facts = build_facts(open_trace(spec))
+                elif Path(spec).stat().st_size > PRELOAD_BYTES:
+                    self.post_message(self.Summarised(spec, None, "large: enter opens", _local_label(spec)))
+                    continue
+                else:
+                    with bulk_allocation():
+                        facts = build_facts(open_trace(spec))
                 self.post_message(self.Summarised(spec, facts, None))
+            except ssh.TooLarge as exc:
+                self.post_message(self.Summarised(spec, None, "large: enter opens", _manifest_label(exc.manifest, spec)))
             except (MlptuiError, OSError, ValueError) as exc:
                 self.post_message(self.Summarised(spec, None, f"unreadable: {exc}"))
             except Exception as exc:   # one trace's failure is its row's text; the others still load
@@ -101,8 +136,19 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
             table.facts[message.spec] = message.facts
         elif message.error:
             table.errors[message.spec] = message.error
+        if message.label:
+            table.labels[message.spec] = message.label
         table.refresh_text()
         if table.specs and table.specs[table.cursor] == message.spec:
+            self._show_findings()
+
+    def on_screen_resume(self) -> None:
+        """Back from a trace: what was loaded meanwhile (a large or remote one opened with enter) fills its row."""
+        table = self.query_one(TraceList)
+        loaded = {s: f for s, f in host(self.app).facts_cache.items() if s in table.specs and s not in table.facts}
+        if loaded:
+            table.facts.update(loaded)
+            table.refresh_text()
             self._show_findings()
 
     def on_line_list_cursor_moved(self, message: LineList.CursorMoved) -> None:
@@ -133,8 +179,7 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
         lines = [f"[b]{escape(device_line(facts))}[/b]  [dim]{escape(spec.rsplit('/', 1)[-1])}[/dim]"]
         lines += expectation_lines(facts)
         lines += [escape(line) for line in facts.findings]
-        lines.append("[dim]enter: open it (steps, CPU dispatch tree, kernels, launches, timeline, details)   "
-                     "m, then d on another: diff the two[/dim]")
+        lines.append("[dim]enter: open it · m, then d on another: diff the two[/dim]")
         target.update("\n".join(lines))
 
     def action_open(self) -> None:

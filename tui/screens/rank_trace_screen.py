@@ -15,6 +15,7 @@ class RankTraceScreen(TraceScreen):
         super().__init__(run.ranks[position][1])
         self.run = run
         self.position = position
+        self.header_label = f"{run.rank_label(position)} · "     # first on the header: which rank this is
 
     def on_mount(self) -> None:
         super().on_mount()

@@ -1,7 +1,7 @@
 """The ranks view of a multi-rank run: step time per rank per step with each step's straggler (the rank
 that arrived last at its collectives, and the wait it caused), compute / communication / overlap /
 waiting per rank, and the collectives with their bus bandwidth from the last arrival beside the link's
-peak and the wait. `enter` (or `o`) opens the selected rank with every pane; `<` `>` choose it."""
+peak and the wait. `enter` (or `l` / →) opens the selected rank with every pane; `<` `>` choose it."""
 
 from __future__ import annotations
 

@@ -106,9 +106,10 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         self.matches: list[tuple[str, int]] = []
         self.match_index = -1
         self._walk: JumpWalk | None = None      # where `g` is in its walk from an op through its kernels
+        self.header_label = ""          # what comes before the device line (a rank's screen: which rank)
 
     def compose(self) -> ComposeResult:
-        header = [f"[b]{escape(device_line(self.facts))}[/b]"]
+        header = [f"[b]{escape(self.header_label + device_line(self.facts))}[/b]"]
         # expect.toml's mismatches come first (the held ones only count in the picker)
         header += [f"  {line}" for line in expectation_lines(self.facts) if not line.startswith("[green]")]
         header += [f"  {escape(line)}" for line in self.facts.findings]

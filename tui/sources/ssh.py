@@ -405,13 +405,24 @@ def list_traces(spec: str) -> list[str]:
     return found
 
 
+class TooLarge(MlptuiError):
+    """The remote file is larger than the caller would fetch now; its manifest came with the answer."""
+
+    def __init__(self, spec: str, size: int, manifest: bytes) -> None:
+        super().__init__(f"{spec}: {size} bytes")
+        self.size = size
+        self.manifest = manifest
+
+
 def fetch(spec: str, progress: Progress | None = None) -> Path:
     """A local copy of the remote trace file `spec` (from the cache when size and mtime still match)."""
     return _fetch(spec, progress)[0]
 
 
-def _fetch(spec: str, progress: Progress | None) -> tuple[Path, str | None]:
-    """(local copy, a note for the user when it is a cached copy that could not be checked)."""
+def _fetch(spec: str, progress: Progress | None, limit: int | None = None) -> tuple[Path, str | None]:
+    """(local copy, a note for the user when it is a cached copy that could not be checked). A file over
+    `limit` bytes raises TooLarge once its header and manifest are read (the connection is then closed,
+    before its bytes are sent)."""
     s = parse_ssh_spec(spec)
     cached = remote_cache.lookup(s.endpoint, s.path)
     session = _Session(s, build_argv(s, "open", cached))
@@ -428,6 +439,8 @@ def _fetch(spec: str, progress: Progress | None) -> tuple[Path, str | None]:
             raise MlptuiError(f"{s.display}: is a folder, not a trace file")
         answer = _FileAnswer(s, fields)
         manifest = session.read_exact(answer.manifest_len) if answer.manifest_len else b""
+        if limit is not None and answer.size > limit:
+            raise TooLarge(spec, answer.size, manifest)
         if answer.status == "SAME":
             if cached is None or (answer.size, answer.mtime) != (cached.size, cached.mtime):
                 raise _malformed(s, fields)     # we offered no copy, or another one
@@ -497,8 +510,9 @@ def _receive(session: _Session, s: SshSpec, size: int, mtime: int, manifest: byt
         raise
 
 
-def open_trace(spec: str, progress: Progress | None = None) -> Trace:
+def open_trace(spec: str, progress: Progress | None = None, limit: int | None = None) -> Trace:
+    """The remote trace `spec`, loaded from its local copy; over `limit` bytes: TooLarge, nothing fetched."""
     from mlptui.trace.parse.load import load_trace
 
-    path, note = _fetch(spec, progress)
-    return load_trace(path, source=spec, progress=progress, notes=[note] if note else [])   # with the manifest entry beside it, if any
+    path, note = _fetch(spec, progress, limit)
+    return load_trace(path, source=spec, progress=progress, notes=[note] if note else [])   # with the manifest beside it

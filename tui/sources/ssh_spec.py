@@ -93,7 +93,7 @@ def _split_port(hostport: str, spec: str) -> tuple[str, int | None]:
         host, port = hostport, ""
     if port == "":
         return host, None
-    if not port.isdigit() or not 0 < int(port) < 65536:
+    if not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:    # ASCII digits only
         raise MlptuiError(f"{spec!r}: bad port {port!r}")
     return host, int(port)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mlptui.trace.analysis.expect_file import outcomes_beside
 from mlptui.trace.analysis.expectations import Outcome
@@ -12,6 +13,7 @@ from mlptui.trace.analysis.findings import focus_step, kernel_mix, trace_finding
 from mlptui.trace.analysis.launches import (
     LaunchCallStat,
     OpLaunches,
+    call_kinds,
     launch_calls,
     launches_by_op,
 )
@@ -48,13 +50,18 @@ class TraceFacts:
 
 def trace_label(trace: Trace) -> str:
     """`mlp · eager · bf16` from the manifest, else the file name."""
-    run = trace.manifest or {}
+    return run_label(trace.manifest, trace.source)
+
+
+def run_label(run: dict[str, Any] | None, source: str) -> str:
+    """`mlp · eager · bf16` from a manifest entry, else the file name of `source` without its suffixes."""
+    run = run or {}
     parts = [str(run[k]) for k in ("workload", "mode", "dtype") if run.get(k)]
     if parts and run.get("train"):
         parts.insert(1, "train")
     if parts:
         return " · ".join(parts)
-    name = Path(trace.source.rstrip("/")).name
+    name = Path(source.rstrip("/")).name
     return name.removesuffix(".gz").removesuffix(".json").removesuffix(".pt.trace")
 
 
@@ -101,7 +108,8 @@ def call_stats(facts: TraceFacts, step: int | None) -> list[LaunchCallStat]:
             entry = totals.setdefault(ops[c].name, [0, 0.0])
             entry[0] += 1
             entry[1] += ops[c].dur
-    stats = [LaunchCallStat(name, classify_call(name), int(n), us) for name, (n, us) in totals.items()]
+    kinds = call_kinds(facts.trace)
+    stats = [LaunchCallStat(name, kinds.get(name) or classify_call(name), int(n), us) for name, (n, us) in totals.items()]
     stats.sort(key=lambda s: -s.total_us)
     facts.calls_by_step[step] = stats
     return stats

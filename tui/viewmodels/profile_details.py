@@ -68,4 +68,7 @@ def memory_peaks(report: MemoryReport) -> Text:
     unfreed = sum(n for _, n in report.unfreed)
     text.append(printable(f"{report.events} events; never freed in the trace: {fmt.size_bytes(unfreed)}"
                           + (f" (most from {report.unfreed[0][0]})" if report.unfreed else "")))
+    if report.ops and not report.ops[0].net_known:
+        text.append("\nnet per op n/a: the frees carry no Addr (torch before 1.10), so none can be matched "
+                    "to the op that allocated the block", "dim")
     return text

@@ -13,13 +13,12 @@ from typing import Any
 
 from rich.text import Text
 
-from mlptui.base import units
 from mlptui.trace.analysis.breakdown import CATEGORIES, Spans, category_intervals
 from mlptui.trace.analysis.kernel_stats import KernelGroup, kernel_stats
 from mlptui.trace.analysis.memory import MemoryReport, memory_report
 from mlptui.trace.analysis.modules import ModuleRow, module_tree
 from mlptui.trace.analysis.operators import OpGroup, operators_in_steps
-from mlptui.trace.analysis.overview import overview
+from mlptui.trace.analysis.overview import na_notes, overview
 from mlptui.trace.analysis.recommendations import recommendations
 from mlptui.trace.model import Trace
 from mlptui.viewmodels import fmt
@@ -123,6 +122,10 @@ def legend() -> Text:
     return text
 
 
+def _na(row: dict[str, Any], key: str) -> str:
+    return "n/a" if row.get(f"{key}_na") else fmt.pct(row[key])
+
+
 def overview_text(data: ProfileData, width: int) -> Text:
     ov = data.overview
     out = Text()
@@ -130,8 +133,8 @@ def overview_text(data: ProfileData, width: int) -> Text:
         if "gpu_util" not in dev:
             continue
         out.append(f"device {dev['id']}: ", "bold")
-        out.append(f"{dev['name'] or units.MISSING} {dev['arch'] or ''}, {dev['sms'] or units.MISSING} SMs, "
-                   f"{fmt.size_bytes(dev['memory_bytes'])}; {dev['kernels']} kernels\n")
+        memory = f", {fmt.size_bytes(dev['memory_bytes'])}" if dev["memory_bytes"] is not None else ""
+        out.append(f"{dev['label']}{memory}; {dev['kernels']} kernels\n")
     steps = ov["steps"]
     if len(steps) > MAX_STEPS:      # the first and the last steps; `summary --json` has them all
         head = steps[: MAX_STEPS // 2]
@@ -145,9 +148,11 @@ def overview_text(data: ProfileData, width: int) -> Text:
         if s.get("gap"):
             out.append(f"{s['name']}\n", "dim")
             continue
-        occ = f"{fmt.pct(s['achieved_occupancy'])}/{fmt.pct(s['theoretical_occupancy'])}"
+        occ = f"{_na(s, 'achieved_occupancy')}/{fmt.pct(s['theoretical_occupancy'])}"
         out.append(f"{s['name']:<{name_w}} {fmt.us(s['duration_us']):>9} {fmt.pct(s['gpu_util']):>8} "
-                   f"{fmt.pct(s['sm_efficiency']):>6} {occ:>10} {fmt.pct(s['tensor_core_share']):>4}\n")
+                   f"{_na(s, 'sm_efficiency'):>6} {occ:>10} {fmt.pct(s['tensor_core_share']):>4}\n")
+    for note in na_notes(ov):
+        out.append(f"  {note}\n", "dim")
     out.append("\nstep-time breakdown (each µs once, first of: K M S R D C ·)\n", "bold")
     bar_w = max(10, width - name_w - 2)
     for s in steps:
@@ -171,5 +176,5 @@ def overview_text(data: ProfileData, width: int) -> Text:
         out.append(f"  [{r['rule']}] ", "bold")
         out.append(f"{r['message']}\n")
         figures = ", ".join(f"{k}={v}" for k, v in r["figures"].items())
-        out.append(f"      {figures}\n", "dim")
+        out.append(f"      {figures}; the rule applies to {r['applies_to']}\n", "dim")
     return out

@@ -22,7 +22,7 @@ from mlptui.widgets.lines import Cell, Column, LineList, SideScrolling
 
 
 def _opt(value: float | None, digits: int = 2) -> str:
-    return units.MISSING if value is None else f"{value:.{digits}f}"
+    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 class SortedTable(SideScrolling, LineList):
@@ -186,7 +186,7 @@ class KernelStatsTable(SortedTable):
             self.label(k) + (f"  ← {k.op}" if k.op else ""),
             ("TC", "good") if k.tensor_cores else "", fmt.count(k.calls),
             fmt.us(k.total_us), fmt.us(k.mean_us), fmt.us(k.min_us), fmt.us(k.max_us),
-            _opt(k.blocks_per_sm), fmt.pct(k.achieved_occupancy),
+            _opt(k.blocks_per_sm), "n/a" if k.achieved_occupancy is None else fmt.pct(k.achieved_occupancy),
             launch.grid, launch.block, launch.registers, launch.shared_memory,
         ]
 
@@ -210,8 +210,8 @@ class KernelStatsTable(SortedTable):
 class MemoryOpTable(SortedTable):
     CELLS = [
         lambda m: m.name, lambda m: fmt.count(m.allocs), lambda m: fmt.count(m.frees),
-        lambda m: fmt.size_bytes(m.bytes_allocated), lambda m: _signed(m.net_bytes),
-        lambda m: _signed(m.net_bytes_with_children),
+        lambda m: fmt.size_bytes(m.bytes_allocated), lambda m: _signed(m.net_bytes) if m.net_known else "n/a",
+        lambda m: _signed(m.net_bytes_with_children) if m.net_known else "n/a",
     ]
     KEYS = [lambda m: m.name, lambda m: m.allocs, lambda m: m.frees, lambda m: m.bytes_allocated,
             lambda m: m.net_bytes, lambda m: m.net_bytes_with_children]

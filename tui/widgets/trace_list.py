@@ -36,6 +36,7 @@ class TraceList(LineList):
         self.specs = specs
         self.facts: dict[str, TraceFacts] = {}
         self.errors: dict[str, str] = {}
+        self.labels: dict[str, str] = {}        # the manifest's label of a row not summarised
         self.marked_spec: str | None = None
 
     def row_count(self) -> int:
@@ -48,7 +49,8 @@ class TraceList(LineList):
         facts = self.facts.get(spec)
         if facts is None:
             state = self.errors.get(spec, "…")
-            return [str(index + 1), (mark + name, "base"), "", (state, "dim"), "", "", "", "", "", "", name]
+            label = self.labels.get(spec, name)
+            return [str(index + 1), (mark + label, "base"), "", (state, "dim"), "", "", "", "", "", "", name]
         from mlptui.viewmodels.facts import call_stats, kernel_count  # loaded with the first facts anyway
 
         s = facts.per_step()

@@ -191,9 +191,10 @@ def step_gpu(trace: Trace, step: int | None) -> list[int]:
 def is_attention_trace(trace: Trace, step: int | None = None, gpu_ids: list[int] | None = None) -> bool:
     step = focus_step(trace) if step is None else step
     gpu_ids = step_gpu(trace, step) if gpu_ids is None else gpu_ids
-    if any(trace.gpu[g].cat == KERNEL and implementation(trace.gpu[g].name) for g in gpu_ids):
+    t = tables(trace)     # read as columns (no GpuOp object made); the name test once per distinct name
+    kernel = t.gpu_is((KERNEL,))
+    if any(kernel[g] and implementation(t.strings[t.gpu_name[g]]) for g in gpu_ids):
         return True
-    t = tables(trace)     # the name test once per distinct name, the step test in numpy
     named = t.names_where(lambda name: name in ATTENTION_OPS)[t.op_name]
     return bool((named & ((t.op_step == step) if step is not None else True)).any())
 

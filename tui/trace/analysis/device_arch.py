@@ -66,3 +66,18 @@ def device_arch(device: dict[str, Any] | None, meta: dict[str, Any] | None = Non
     if major is not None:
         return DeviceArch("NVIDIA", f"sm_{major}{minor or 0}", "SMs", count)
     return DeviceArch("unknown", None, "units", count)
+
+
+def device_label(device: dict[str, Any] | None, meta: dict[str, Any] | None = None) -> str:
+    """The device in one line from what the trace's header says: `AMD Instinct MI300X, AMD gfx942, 304
+    CUs`, `NVIDIA H100 80GB HBM3, sm_90, 132 SMs`; a device the header leaves unnamed is named by its
+    vendor and architecture (`AMD gfx942, 304 CUs`), one it does not describe says so."""
+    info = device_arch(device, meta)
+    name = str((device or {}).get("name") or "").strip()
+    arch = f"AMD {info.arch}" if info.vendor == "AMD" and info.arch else info.arch
+    if not name and not arch and info.vendor != "unknown":
+        arch = f"{info.vendor} GPU"
+    parts = [p for p in (name, arch) if p]
+    if info.count:
+        parts.append(f"{info.count} {info.units}")
+    return ", ".join(parts) if parts else "not described in the trace (no deviceProperties)"

@@ -12,7 +12,9 @@ from collections import Counter
 import numpy as np
 
 from mlptui.trace.analysis.device_arch import device_arch
+from mlptui.trace.analysis.graph_capture import graph_capture
 from mlptui.trace.analysis.tables import Tables, tables
+from mlptui.trace.analysis.unlinked import unlinked_line
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Trace
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.names.runtime_calls import classify_call
@@ -48,10 +50,28 @@ def step_ops(trace: Trace, step: int | None) -> list[int]:
 
 def _kernel_names(trace: Trace, gpu_ids: list[int]) -> list[str]:
     """The names of the kernels among `gpu_ids`, in that order."""
+    return [name for name, _ in _kernels(trace, gpu_ids)]
+
+
+def _kernels(trace: Trace, gpu_ids: list[int]) -> list[tuple[str, float]]:
+    """(name, duration µs) of the kernels among `gpu_ids`, in that order."""
     t = tables(trace)
     at = np.asarray(gpu_ids, dtype=np.int64)
     at = at[np.isin(t.gpu_cat[at], t.cat_ids((KERNEL,)))]
-    return [t.strings[i] for i in t.gpu_name[at].tolist()]
+    return [(t.strings[i], d) for i, d in zip(t.gpu_name[at].tolist(), t.gpu_dur[at].tolist(), strict=True)]
+
+
+def kernel_label(raw: str) -> str:
+    """One kernel for a findings line: a short name as the trace has it, a long one decoded, with family
+    and library said once (`gelu (ATen, vec8; pointwise)`, `aten::mul.out-dtype_Float (other, custom)`);
+    the ops it computes are added only when the name does not already say them."""
+    name = decode_kernel(raw)
+    label = raw if len(raw) <= 48 else name.short
+    low = label.casefold()
+    ops = f" = {'·'.join(name.ops)}" if name.ops and not all(o.casefold() in low for o in name.ops) else ""
+    if label.endswith(")") and name.library in label:
+        return f"{label[:-1]}; {name.family}){ops}"
+    return f"{label}{ops} ({name.family}, {name.library})"
 
 
 def kernel_line(trace: Trace, gpu_ids: list[int]) -> str:
@@ -63,9 +83,7 @@ def kernel_line(trace: Trace, gpu_ids: list[int]) -> str:
         if name.family == "gemm":
             groups[f"GEMM ({name.library})"] += 1
         else:
-            label = raw if len(raw) <= 48 else name.short
-            ops = f" = {'·'.join(name.ops)}" if name.ops and not all(o in label for o in name.ops) else ""
-            groups[f"{label}{ops} ({name.family}, {name.library})"] += 1
+            groups[kernel_label(raw)] += 1
     if not kernels:
         return "no GPU kernels" + (f" ({others} memset/memcpy)" if others else "")
     ranked = sorted(groups.items(), key=lambda item: -item[1]) if len(groups) > 6 else list(groups.items())
@@ -77,22 +95,22 @@ def kernel_line(trace: Trace, gpu_ids: list[int]) -> str:
 
 
 def kernel_mix(trace: Trace, gpu_ids: list[int]) -> str:
-    """`3 GEMM + gelu + mul`, `3 GEMM + triton_poi_fused__unsafe_view_gelu_mul_0`: the step's kernels."""
-    labels: list[str] = []
-    for raw in _kernel_names(trace, gpu_ids):
+    """`3 GEMM + mul + gelu`, `3 GEMM + triton_poi_fused__unsafe_view_gelu_mul_0`: the step's kernels,
+    repeats folded, most GPU time first (a row cut short keeps the kernels that matter)."""
+    counts: Counter[str] = Counter()
+    time: dict[str, float] = {}
+    for raw, dur in _kernels(trace, gpu_ids):
         name = decode_kernel(raw)
         if name.family == "gemm":
-            labels.append("GEMM" + (f"+{name.epilogue}" if name.epilogue else ""))
+            label = "GEMM" + (f"+{name.epilogue}" if name.epilogue else "")
         elif "ATen" in name.library and name.ops:
-            labels.append("·".join(name.ops))
+            label = "·".join(name.ops)
         else:
-            labels.append(raw if len(raw) <= 48 else name.short)
-    counts = Counter(labels)
-    parts: list[str] = []
-    for label in labels:     # first appearance order, repeats folded: 3 GEMM + gelu + mul
-        if label in counts:
-            n = counts.pop(label)
-            parts.append(f"{n} {label}" if n > 1 else label)
+            label = raw if len(raw) <= 48 else name.short
+        counts[label] += 1
+        time[label] = time.get(label, 0.0) + dur
+    order = sorted(counts, key=lambda label: -time[label])      # stable: ties keep first appearance
+    parts = [f"{counts[label]} {label}" if counts[label] > 1 else label for label in order]
     return " + ".join(parts) if parts else "no kernels"
 
 
@@ -224,6 +242,9 @@ def trace_findings(trace: Trace) -> list[str]:
     missing = not_recorded_line(trace)
     kernels = missing if missing is not None else kernel_line(trace, gpu_ids)
     lines = [f"{where}: {kernels}", launch_line(trace, step)]
+    capture = graph_capture(trace)
+    if capture is not None:
+        lines.insert(0, capture.line())
     gemm_launch = gemm_launch_line(trace, gpu_ids)
     if gemm_launch:
         lines.append(gemm_launch)
@@ -251,4 +272,7 @@ def trace_findings(trace: Trace) -> list[str]:
     attention = attention_facts(trace)
     if attention is not None:
         lines += attention_lines(attention)
+    unlinked = unlinked_line(trace)
+    if unlinked:
+        lines.append(unlinked)
     return lines

@@ -8,6 +8,7 @@ so each distinct one is weighed once.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,8 +26,9 @@ class KernelFigures:
     not give."""
 
     blocks_per_sm: np.ndarray    # the trace's `blocks per SM`, else grid blocks ÷ the device's SMs
-    occupancy_pct: np.ndarray    # the trace's `est. achieved occupancy %`, when a number ≥ 0
+    occupancy_pct: np.ndarray    # the trace's `est. achieved occupancy %`, when a number > 0 (0: not measured)
     theoretical: np.ndarray      # theoretical occupancy, 0..1 (mlptui.trace.analysis.occupancy)
+    no_grid: np.ndarray          # bool: a kernel whose launch records no grid (graph replays), so no blocks per SM
     launch: LaunchColumns        # the launch columns they were computed from (grid blocks, threads, ...)
 
 
@@ -39,9 +41,14 @@ def _kernel_figures(trace: Trace) -> KernelFigures:
     t = tables(trace)
     n = t.n_gpu
     kernel = t.gpu_is((KERNEL,))
-    launch = launches(trace)
+    launch = launches(trace)           # the load's columns: unknown for rows that are not kernels
     device = t.gpu_device
+    grid_blocks = launch.grid_blocks.copy()
     bps = np.where(kernel, launch.blocks_per_sm, np.nan)
+    work_items = _work_item_grids(trace, kernel)
+    if len(work_items):
+        grid_blocks[work_items] = [_workgroups(trace.gpu_args(int(g))) for g in work_items.tolist()]
+        bps[work_items] = np.nan           # a reported figure was computed from the work-item grid too
     theory = np.full(n, np.nan)
     for dev in distinct(device[kernel]).tolist():
         props = device_for(trace, dev)
@@ -49,9 +56,39 @@ def _kernel_figures(trace: Trace) -> KernelFigures:
         sms = (props or {}).get("numSms")
         if isinstance(sms, int) and not isinstance(sms, bool) and sms:
             derive = here & np.isnan(bps)
-            bps[derive] = launch.grid_blocks[derive] / sms
+            bps[derive] = grid_blocks[derive] / sms
         _theoretical(theory, here, launch, props)
-    return KernelFigures(bps, np.where(kernel, launch.occupancy_pct, np.nan), theory, launch)
+    # Kineto writes 0 % where it did not measure (driver-API launches, shared-memory opt-in): a gap, not a value.
+    occupancy = np.where(kernel & (launch.occupancy_pct > 0), launch.occupancy_pct, np.nan)
+    no_grid = kernel & np.isnan(grid_blocks) & np.isnan(launch.blocks_per_sm)
+    return KernelFigures(bps, occupancy, theory, no_grid, launch)
+
+
+# ROCm launch calls whose kernels' `grid` is in work-items, not workgroups (the call takes the global work
+# size; ROCm/rocm-systems#2853): the workgroups are the grid divided by the block, dim by dim.
+WORK_ITEM_LAUNCHES = frozenset({"hipExtModuleLaunchKernel"})
+
+
+def _work_item_grids(trace: Trace, kernel: np.ndarray) -> np.ndarray:
+    """GpuOp ids of the kernels launched by a call that records the grid in work-items."""
+    t = tables(trace)
+    calls = t.gpu_launch
+    launched = np.flatnonzero(kernel & (calls >= 0))
+    if not len(launched):
+        return launched
+    names = t.names_where(lambda s: s in WORK_ITEM_LAUNCHES, t.op_name[calls[launched]])
+    picked: np.ndarray = launched[names[t.op_name[calls[launched]]]]
+    return picked
+
+
+def _workgroups(args: dict[str, Any]) -> float:
+    """Workgroups of a work-item grid: Π ceil(grid ÷ block) per dim; NaN when either is not whole numbers."""
+    grid, block = args.get("grid"), args.get("block")
+    if not (isinstance(grid, list) and isinstance(block, list) and grid and len(grid) == len(block)):
+        return math.nan
+    if not all(type(v) is int and v > 0 for v in grid + block):
+        return math.nan
+    return float(math.prod(-(-g // b) for g, b in zip(grid, block, strict=True)))
 
 
 def _theoretical(out: np.ndarray, rows: np.ndarray, launch: LaunchColumns, props: dict[str, Any] | None) -> None:

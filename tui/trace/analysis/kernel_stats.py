@@ -1,5 +1,7 @@
 """Kernels, completed: one row per kernel name (or per kernel name and launching op) with the
-figures the profiler's kernel view had.
+figures the profiler's kernel view had. The launching op is the operator that owns the kernel in the
+operator view (mlptui.trace.analysis.op_owner: Python frames and annotations looked through), so an op's
+rows add up to its kernel self time there; "(no op)" where no operator is around the launch.
 
 Per group: tensor_cores (the name shows a Tensor-Core path, mlptui.trace.analysis.tensor_cores), calls,
 total / mean / min / max duration, mean blocks per SM (the trace's `blocks per SM`, else grid blocks ÷
@@ -15,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from mlptui.trace.analysis.kernel_figures import kernel_figures
+from mlptui.trace.analysis.op_owner import owners
 from mlptui.trace.analysis.tables import tables
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.model import KERNEL, Trace
@@ -71,8 +74,10 @@ def kernel_stats(trace: Trace, step: int | None = None, by_op: bool = False,
     n_strings = len(t.strings)
     key = t.gpu_name[at] * (n_strings + 1)
     if by_op:
-        launcher = t.gpu_op[at]
-        key = key + np.where(launcher >= 0, t.op_name[np.maximum(launcher, 0)], n_strings)  # n_strings: no op
+        launcher = owners(trace).gpu_owner[at]     # the operator view's owner: its kernel self time, by kernel
+        op_name = np.full(len(at), n_strings, dtype=np.int64)       # n_strings: no op (a trace may have none)
+        op_name[launcher >= 0] = t.op_name[launcher[launcher >= 0]]
+        key = key + op_name
     keys, first, group = np.unique(key, return_index=True, return_inverse=True)
     rank = np.empty(len(keys), dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(keys))     # groups by first kernel, as a dict fills

@@ -1,5 +1,6 @@
 """The host-side calls that put work on the GPU: what they are, how many, how long.
 
+    call_kinds(trace) -> {name: kind}   by name; a call of no known kind that launched a kernel: launch
     launch_calls(trace, step=None) -> [LaunchCallStat]   one row per call name, most time first
     launches_by_op(trace, step=None) -> [OpLaunches]     per innermost launching CPU op, in time order
 
@@ -14,9 +15,29 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlptui.trace.analysis.tables import tables
-from mlptui.trace.model import LAUNCH_CATS, Trace
+from mlptui.trace.analysis.tables import distinct, tables
+from mlptui.trace.model import KERNEL, LAUNCH_CATS, Trace
 from mlptui.trace.names.runtime_calls import classify_call
+
+
+def call_kinds(trace: Trace) -> dict[str, str]:
+    """Every runtime/driver call name of `trace` and its kind: classify_call's, except that a call of no
+    known kind that launched a kernel linked to it (MTIA's `runFunction - job_prep_and_submit_...`) is a
+    "launch". The one rule every pane counts launches by (steps, launch calls, findings)."""
+    return trace.derive(_call_kinds)
+
+
+def _call_kinds(trace: Trace) -> dict[str, str]:
+    t = tables(trace)
+    names = distinct(t.op_name[t.op_is(LAUNCH_CATS)])
+    kinds = {t.strings[i]: classify_call(t.strings[i]) for i in names.tolist()}
+    calls = t.gpu_launch[t.gpu_is((KERNEL,)) & (t.gpu_launch >= 0)]
+    for i in distinct(t.op_name[calls]).tolist():
+        if kinds.get(t.strings[i]) == "other":
+            kinds[t.strings[i]] = "launch"
+    return kinds
+
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +71,8 @@ def launch_calls(trace: Trace, step: int | None = None) -> list[LaunchCallStat]:
     inverse = inverse.reshape(-1)
     counts = np.bincount(inverse, minlength=len(names)).tolist()
     totals = np.bincount(inverse, weights=t.op_dur[at], minlength=len(names)).tolist()   # in call order, as +=
-    stats = [LaunchCallStat(t.strings[name], classify_call(t.strings[name]), c, total)
+    kinds = call_kinds(trace)
+    stats = [LaunchCallStat(t.strings[name], kinds[t.strings[name]], c, total)
              for name, c, total in zip(names.tolist(), counts, totals, strict=True)]
     stats.sort(key=lambda s: (-s.total_us, s.name))
     return stats

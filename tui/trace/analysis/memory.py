@@ -1,15 +1,22 @@
 """Memory, from the `[memory]` instant events of traces recorded with profile_memory=True.
 
 Each event is one allocation (Bytes > 0) or free (Bytes < 0) on a device (`Device Type` 0 = CPU,
-1 = CUDA; `Device Id`), at address `Addr`, with the allocator's totals after it (`Total Allocated`,
+1 = CUDA, 6 = HIP, ...: DEVICE_TYPES; `Device Id`), at address `Addr`, with the allocator's totals after it (`Total Allocated`,
 `Total Reserved`; traces from torch before 1.10 lack them, and then the curve is the running sum of
 Bytes from the first event, i.e. relative to what was allocated when recording began).
 
 - curve per device: (time, allocated, reserved) after each event.
 - peak: the largest allocated value, when it was reached, and the op that made that allocation.
-- an event belongs to the innermost CPU op open on its thread at its time (no op: "(no op)").
-- per op name: allocations, frees, bytes allocated, net bytes (self: its own events; with children:
-  also the events of every op beneath it).
+- an allocation belongs to the innermost CPU op open on its thread at its time (no op: "(no op)"); a
+  free belongs to the op that allocated the block (matched by device and `Addr`, as the TensorBoard
+  plugin pairs them), whenever and wherever it is freed; a free whose allocation is not in the trace
+  (made before recording began) to "(allocated before the trace)". Traces before torch 1.10 write no
+  `Addr`: their frees are counted under "(frees without Addr)", and every row's net is unknown
+  (`net_known` False, "n/a" in the views) rather than the bytes allocated.
+- per op name: allocations, frees (of its blocks), bytes allocated, net bytes = bytes allocated minus
+  bytes of its blocks freed in the scope (self: its own blocks; with children: also the blocks of every
+  op beneath it). Over the rows, net bytes add up to the change of allocated memory over the scope, and
+  no row's net is above what it allocated and did not free.
 - unfreed: allocations whose address is not freed later in the trace, summed per op name.
 
 Scope, as every profiler view's: one step's window (mlptui.trace.analysis.breakdown.step_windows), or
@@ -30,11 +37,15 @@ from mlptui.trace.model import ANNOTATION, CPU_OP, Trace
 from mlptui.trace.parse.limits import finite_number
 
 NO_OP = "(no op)"
+ALLOCATED_BEFORE = "(allocated before the trace)"
+NO_ADDR = "(frees without Addr)"
+_BEFORE, _NO_ADDR = -2, -3      # a free whose allocation the trace does not hold; one without an Addr
+_UNOWNED = {-1: NO_OP, _BEFORE: ALLOCATED_BEFORE, _NO_ADDR: NO_ADDR}
 
 
 @dataclass
 class DeviceMemory:
-    kind: str                       # "cuda" or "cpu" (or "device type N")
+    kind: str                       # "cuda", "hip", "cpu", ... (DEVICE_TYPES; else "device type N")
     id: int
     ts: list[float] = field(default_factory=list)
     allocated: list[int] = field(default_factory=list)
@@ -62,6 +73,7 @@ class OpMemory:
     bytes_allocated: int = 0
     net_bytes: int = 0
     net_bytes_with_children: int = 0
+    net_known: bool = True          # False: some frees in the scope cannot be matched to their block (no Addr)
 
 
 @dataclass
@@ -78,7 +90,8 @@ class MemoryReport:
                          "peak_ts": None if d.peak_ts is None else round(d.peak_ts, 3), "peak_op": d.peak_op,
                          "totals_recorded": d.totals_recorded} for d in self.devices],
             "ops": [{"name": o.name, "allocs": o.allocs, "frees": o.frees, "bytes_allocated": o.bytes_allocated,
-                     "net_bytes": o.net_bytes, "net_bytes_with_children": o.net_bytes_with_children}
+                     "net_bytes": o.net_bytes if o.net_known else None,
+                     "net_bytes_with_children": o.net_bytes_with_children if o.net_known else None}
                     for o in self.ops],
             "unfreed": [{"op": name, "bytes": n} for name, n in self.unfreed],
         }
@@ -164,26 +177,39 @@ def memory_report(trace: Trace, step: int | None = None) -> MemoryReport | None:
     devices: dict[tuple[str, int], DeviceMemory] = {}
     per_op: dict[str, OpMemory] = {}
     live: dict[tuple[str, int, int], tuple[str, int]] = {}
+    allocated_by: dict[tuple[str, int, int], int] = {}      # block -> the op that allocated it (-1: none open)
+    unmatched_frees = 0
     ops = trace.ops
     events = 0
     for m, (nbytes, total, reserved, kind, dev_id, addr) in zip(trace.memory, _facts(trace), strict=True):
-        if m.ts < start:
-            continue
+        block = None if addr is None else (kind, dev_id, addr)
         if m.ts > end:          # after the scope: only frees of what it allocated matter
-            if nbytes is not None and nbytes < 0 and addr is not None:
-                live.pop((kind, dev_id, addr), None)
+            if nbytes is not None and nbytes < 0 and block is not None:
+                live.pop(block, None)
+            continue
+        if nbytes is None:
+            events += m.ts >= start
+            continue
+        # An allocation belongs to the op open on its thread; a free to the op that allocated the block.
+        if nbytes > 0:
+            op_id = owner.at(m.pid, m.tid, m.ts)
+            if block is not None:
+                allocated_by[block] = op_id
+        else:
+            op_id = _NO_ADDR if block is None else allocated_by.pop(block, _BEFORE)
+            if nbytes == 0:
+                op_id = owner.at(m.pid, m.tid, m.ts)
+        if m.ts < start:        # before the scope: only who allocated what matters
             continue
         events += 1
-        if nbytes is None:
-            continue
         dev = devices.get((kind, dev_id))
         if dev is None:
             dev = devices[(kind, dev_id)] = DeviceMemory(kind, dev_id)
         if total is None:
             dev.totals_recorded = False
             total = (dev.allocated[-1] if dev.allocated else 0) + nbytes
-        op_id = owner.at(m.pid, m.tid, m.ts)
-        name = ops[op_id].name if op_id >= 0 else NO_OP
+        name = ops[op_id].name if op_id >= 0 else _UNOWNED[op_id]
+        unmatched_frees += op_id == _NO_ADDR
         dev.ts.append(m.ts)
         dev.allocated.append(total)
         dev.reserved.append(reserved)
@@ -206,7 +232,7 @@ def memory_report(trace: Trace, step: int | None = None) -> MemoryReport | None:
                 seen.add(up)
                 per_op.setdefault(up, OpMemory(up)).net_bytes_with_children += nbytes
             p = ops[p].parent
-        if op_id < 0:
+        if op_id < 0:           # (no op) and frees of blocks allocated before the trace
             row.net_bytes_with_children += nbytes
         if addr is not None:
             if nbytes > 0:
@@ -216,13 +242,24 @@ def memory_report(trace: Trace, step: int | None = None) -> MemoryReport | None:
     unfreed: dict[str, int] = {}
     for name, nbytes in live.values():
         unfreed[name] = unfreed.get(name, 0) + nbytes
-    order = sorted(devices.values(), key=lambda d: (d.kind != "cuda", d.kind, d.id))
-    op_rows = sorted(per_op.values(), key=lambda o: (-o.bytes_allocated, -abs(o.net_bytes_with_children), o.name))
+    # Accelerators first (the view opens on the first): the CPU's curve is rarely the question.
+    order = sorted(devices.values(), key=lambda d: (d.kind == "cpu", d.kind != "cuda", d.kind, d.id))
+    op_rows = sorted((o for o in per_op.values() if o.allocs or o.frees or o.net_bytes_with_children),
+                     key=lambda o: (-o.bytes_allocated, -abs(o.net_bytes_with_children), o.name))
+    if unmatched_frees:
+        for row in op_rows:
+            row.net_known = False
     return MemoryReport(order, op_rows, sorted(unfreed.items(), key=lambda kv: (-kv[1], kv[0])), events)
+
+
+# c10::DeviceType codes the profiler writes as `Device Type` (c10/core/DeviceType.h): HIP is 6 (ROCm
+# builds that report their own type), MTIA 19.
+DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "hip", 9: "xla", 12: "xpu", 13: "mps", 15: "hpu", 19: "mtia",
+                20: "privateuse1"}
 
 
 def _device_of(args: dict[str, Any]) -> tuple[str, int]:
     dtype = _int(args.get("Device Type"))
-    kind = {0: "cpu", 1: "cuda"}.get(dtype if dtype is not None else -1, f"device type {dtype}")
+    kind = DEVICE_TYPES.get(dtype if dtype is not None else -1, f"device type {dtype}")
     dev_id = _int(args.get("Device Id"))
     return kind, -1 if dev_id is None else dev_id

@@ -1,10 +1,13 @@
 """Operators: every CPU op aggregated by name (or by name and input shapes) over a scope.
 
-Per group: calls; host_self_us (Σ duration minus children) and host_total_us (Σ duration); device_self_us
-(GPU time of the kernels, memcpys and memsets the op launched itself, i.e. it was the innermost op at the
-launch) and device_total_us (the same for everything beneath it); tc_eligible (a matrix product or
-convolution, mlptui.trace.analysis.tensor_cores) and tc_share (of the kernel time in device_self, the part
-in kernels that used Tensor Cores). An op nested in an op of the same name counts in both, as the profiler's own tables do.
+Per group: calls; host_self_us (Σ duration minus the operators, annotations and launch calls beneath,
+looking through Python frames) and host_total_us (Σ duration); device_self_us (GPU time of the kernels,
+memcpys and memsets the op owns: launched under it with no other operator in between, Python frames and
+`record_function` annotations looked through, mlptui.trace.analysis.op_owner) and device_total_us (GPU
+time of everything launched beneath it); tc_eligible (a matrix product or convolution,
+mlptui.trace.analysis.tensor_cores) and tc_share (of the kernel time in device_self, the part in kernels
+that used Tensor Cores). An op nested in an op of the same name counts in both, as the profiler's own
+tables do. Over the whole trace the device self times add up to the GPU time launched inside operators.
 Scope: one step (the ops that start in it), or the whole trace (step=None). `ProfilerStep#N` itself
 (an op in old traces) is a step, not an operator.
 """
@@ -17,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from mlptui.trace.analysis.op_owner import owners
 from mlptui.trace.analysis.op_shapes import input_shapes
 from mlptui.trace.analysis.tables import Tables, tables
 from mlptui.trace.analysis.tensor_cores import tc_eligible, uses_tensor_cores
@@ -79,13 +83,19 @@ def operators(trace: Trace, step: int | None = None, by_shapes: bool = False,
         sums: list[Any] = (counts if weights is None else counts.astype(np.float64)).tolist()
         return sums             # no rows: still floats
 
+    own = owners(trace)
     calls, host_self, host_total, device_total = (
-        per_group(group), per_group(group, t.op_self_us[ops]), per_group(group, t.op_dur[ops]),
+        per_group(group), per_group(group, own.host_self_us[ops]), per_group(group, t.op_dur[ops]),
         per_group(group, t.op_gpu_us[ops]))
-    # Every op's own GPU work (Op.gpu), in op order and then launch order.
-    lengths = t.op_gpu_ptr[ops + 1] - t.op_gpu_ptr[ops]
-    work_group = np.repeat(group, lengths)
-    work = t.op_gpu_ids[_ranges(t.op_gpu_ptr[ops], lengths)]
+    # Every op's own GPU work (op_owner: launched under it, Python frames and annotations looked
+    # through), in op order and then time order.
+    group_of = np.full(t.n_ops, -1, dtype=np.int64)
+    group_of[ops] = group
+    owner = own.gpu_owner
+    work = np.flatnonzero(owner >= 0)
+    work = work[group_of[owner[work]] >= 0]
+    work = work[np.lexsort((work, owner[work]))]
+    work_group = group_of[owner[work]]
     work_dur = t.gpu_dur[work]
     kernel = t.gpu_is((KERNEL,))[work]
     tc = t.names_where(uses_tensor_cores, t.gpu_name[work])[t.gpu_name[work]] & kernel
@@ -113,16 +123,6 @@ def _scope(t: Tables, step: int | None, steps_only: bool) -> np.ndarray:
     elif steps_only:
         mask = mask & (t.op_step >= 0)
     return mask
-
-
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The concatenation of range(start, start + length) for each pair."""
-    total = int(lengths.sum())
-    if not total:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.repeat(np.cumsum(lengths) - lengths, lengths)
-    ids: np.ndarray = np.repeat(starts, lengths) + np.arange(total) - offsets
-    return ids
 
 
 def _fill_launched(rows: list[OpGroup], t: Tables, work_group: np.ndarray, work: np.ndarray) -> None:

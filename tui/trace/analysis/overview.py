@@ -1,7 +1,8 @@
 """The overview: devices, and per step (and over all steps) how well the GPU was used.
 
 Definitions (each figure over a step's window, mlptui.trace.analysis.breakdown.step_windows; the
-scope's total puts all windows' numerators and denominators together):
+scope's total is over the union of the windows, so where steps' windows overlap (the CPU runs ahead,
+pipelined steps) each moment counts once, as in the step list's "all steps" row):
 - gpu_util: time the device runs at least one kernel ÷ window length (memcpy/memset not counted).
 - sm_efficiency (estimated): at each moment, min(Σ over running kernels of min(blocks ÷ SMs, 1), 1),
   averaged over the window — an idle device counts 0, so it is never above gpu_util. A kernel's blocks
@@ -32,11 +33,17 @@ from mlptui.trace.analysis.breakdown import (
     scope_window_us,
     step_windows,
 )
+from mlptui.trace.analysis.device_arch import device_arch, device_label
 from mlptui.trace.analysis.kernel_figures import kernel_figures
+from mlptui.trace.analysis.occupancy import device_for
 from mlptui.trace.analysis.tables import tables
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.analysis.timeline_segments import Segments, to_ns
+from mlptui.trace.analysis.unlinked import outside_operators_line, unlinked_line
 from mlptui.trace.model import KERNEL, Trace
+
+NOT_MEASURED = ("not measured: no kernel in the window has an achieved occupancy above 0 % (Kineto writes 0 "
+                "where it did not measure)")
 
 
 @dataclass
@@ -52,11 +59,13 @@ class Figures:
     occ_weighted: float = 0.0
     th_ns: float = 0.0
     th_weighted: float = 0.0
+    no_grid_ns: float = 0.0         # Σ kernel time inside the window of kernels without a grid
+    no_sms_ns: float = 0.0          # ... of kernels with a grid on a device whose SM count the trace lacks
     breakdown_ns: dict[str, int] = field(default_factory=dict)
 
     def add(self, other: Figures) -> None:
         for name in ("window_ns", "busy_ns", "sm_ns", "kernel_ns", "tc_ns", "occ_ns", "occ_weighted", "th_ns",
-                     "th_weighted"):
+                     "th_weighted", "no_grid_ns", "no_sms_ns"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for k, v in other.breakdown_ns.items():
             self.breakdown_ns[k] = self.breakdown_ns.get(k, 0) + v
@@ -65,16 +74,29 @@ class Figures:
         def share(num: float, den: float) -> float | None:
             return round(num / den, 4) if den > 0 else None
 
+        sm_na = self.sm_efficiency_na()
         return {
             "name": name,
             "duration_us": self.window_ns / 1000,
             "gpu_util": share(self.busy_ns, self.window_ns),
-            "sm_efficiency": share(self.sm_ns, self.window_ns),
+            "sm_efficiency": None if sm_na else share(self.sm_ns, self.window_ns),
+            "sm_efficiency_na": sm_na,
             "achieved_occupancy": share(self.occ_weighted, self.occ_ns * 100),
+            "achieved_occupancy_na": (NOT_MEASURED if self.kernel_ns > 0 and self.occ_ns == 0 else None),
             "theoretical_occupancy": share(self.th_weighted, self.th_ns),
             "tensor_core_share": share(self.tc_ns, self.kernel_ns),
             "breakdown_us": {c: self.breakdown_ns.get(c, 0) / 1000 for c in CATEGORIES},
         }
+
+    def sm_efficiency_na(self) -> str | None:
+        """Why SM efficiency cannot be known over this window (None when it can): some kernel time in it
+        has no block count, and counting it as 0 blocks would understate the figure."""
+        if self.no_grid_ns > 0:
+            return (f"{self.no_grid_ns / self.kernel_ns:.0%} of the kernel time is in kernels that carry no "
+                    "grid (as CUDA/HIP graph replays do)")
+        if self.no_sms_ns > 0:
+            return "the trace gives neither blocks per SM nor the device's SM count (deviceProperties)"
+        return None
 
 
 @dataclass
@@ -86,6 +108,8 @@ class KernelFacts:
     start: np.ndarray
     end: np.ndarray
     sm_value: np.ndarray        # min(blocks per SM, 1); 0 when unknown
+    no_grid: np.ndarray         # bool: no grid recorded (graph replays)
+    no_sms: np.ndarray          # bool: a grid, but no SM count to divide it by
     occ_pct: np.ndarray         # reported est. achieved occupancy %, NaN when absent
     th_frac: np.ndarray         # theoretical occupancy 0..1, NaN when unknown
     tc: np.ndarray              # bool
@@ -102,9 +126,11 @@ def kernel_facts(trace: Trace, window_us: tuple[float, float] | None = None) -> 
     names = t.gpu_name[at]
     distinct, inverse = np.unique(names, return_inverse=True)
     tc = np.fromiter((uses_tensor_cores(t.strings[i]) for i in distinct.tolist()), dtype=bool, count=len(distinct))
+    no_grid = figures.no_grid[at]
     return KernelFacts(at.tolist(), t.gpu_device[at], to_ns(t.gpu_ts[at]), to_ns(ends[at]),
-                       np.where(np.isnan(bps) | (bps == 0), 0.0, np.minimum(bps, 1.0)),
-                       figures.occupancy_pct[at], figures.theoretical[at], tc[inverse.reshape(-1)])
+                       np.where(np.isnan(bps) | (bps == 0), 0.0, np.minimum(bps, 1.0)), no_grid,
+                       np.isnan(bps) & ~no_grid, figures.occupancy_pct[at], figures.theoretical[at],
+                       tc[inverse.reshape(-1)])
 
 
 def _device_figures(kf: KernelFacts, device: int, windows: list[Window]) -> list[Figures]:
@@ -125,13 +151,30 @@ def _device_figures(kf: KernelFacts, device: int, windows: list[Window]) -> list
     p_occ_w = seg.prefix(seg.depth(s[occ_known], e[occ_known], kf.occ_pct[pick][occ_known]) * lengths)
     p_th_n = seg.prefix(seg.depth(s[th_known], e[th_known]) * lengths)
     p_th_w = seg.prefix(seg.depth(s[th_known], e[th_known], kf.th_frac[pick][th_known]) * lengths)
+    no_grid, no_sms = kf.no_grid[pick], kf.no_sms[pick]
+    p_no_grid = seg.prefix(seg.depth(s[no_grid], e[no_grid]) * lengths)
+    p_no_sms = seg.prefix(seg.depth(s[no_sms], e[no_sms]) * lengths)
     w_starts = np.asarray([w.start_ns for w in windows], dtype=np.int64)
     w_ends = np.asarray([w.end_ns for w in windows], dtype=np.int64)
-    busy, sm_ns, kernel, tc, occ_n, occ_w, th_n, th_w = (
-        seg.window_sums(p, w_starts, w_ends) for p in (p_busy, p_sm, p_kernel, p_tc, p_occ_n, p_occ_w, p_th_n, p_th_w))
+    busy, sm_ns, kernel, tc, occ_n, occ_w, th_n, th_w, ng, ns = (
+        seg.window_sums(p, w_starts, w_ends)
+        for p in (p_busy, p_sm, p_kernel, p_tc, p_occ_n, p_occ_w, p_th_n, p_th_w, p_no_grid, p_no_sms))
     return [Figures(window_ns=w.dur_ns, busy_ns=int(busy[k]), sm_ns=sm_ns[k], kernel_ns=kernel[k], tc_ns=tc[k],
-                    occ_ns=occ_n[k], occ_weighted=occ_w[k], th_ns=th_n[k], th_weighted=th_w[k])
+                    occ_ns=occ_n[k], occ_weighted=occ_w[k], th_ns=th_n[k], th_weighted=th_w[k],
+                    no_grid_ns=ng[k], no_sms_ns=ns[k])
             for k, w in enumerate(windows)]
+
+
+def union_windows(windows: list[Window]) -> list[Window]:
+    """The union of the windows as disjoint pieces in time order: where steps overlap (the CPU runs
+    ahead, pipelined steps) each moment is in one piece only."""
+    pieces: list[list[int]] = []
+    for w in sorted(windows, key=lambda w: (w.start_ns, w.end_ns)):
+        if pieces and w.start_ns <= pieces[-1][1]:
+            pieces[-1][1] = max(pieces[-1][1], w.end_ns)
+        else:
+            pieces.append([w.start_ns, w.end_ns])
+    return [Window("", -1, a, b) for a, b in pieces]
 
 
 def main_device(trace: Trace, kf: KernelFacts) -> int | None:
@@ -139,15 +182,6 @@ def main_device(trace: Trace, kf: KernelFacts) -> int | None:
         return None
     values, counts = np.unique(kf.device, return_counts=True)
     return int(values[int(np.argmax(counts))])
-
-
-def _arch(dev: dict[str, Any]) -> str | None:
-    if "computeMajor" in dev:
-        return f"sm_{dev.get('computeMajor')}{dev.get('computeMinor', 0)}"
-    for key in ("gcnArchName", "arch"):
-        if isinstance(dev.get(key), str):
-            return str(dev[key])
-    return None
 
 
 def overview(trace: Trace, kf: KernelFacts | None = None, step: int | None = None,
@@ -158,33 +192,48 @@ def overview(trace: Trace, kf: KernelFacts | None = None, step: int | None = Non
     windows = step_windows(trace)
     if step is not None:
         windows = [w for w in windows if w.index == step]
-    parts = breakdown(trace, windows, spans)
+    union = union_windows(windows)
+    parts = breakdown(trace, windows + union, spans)
     main = main_device(trace, kf)
     used = sorted({int(d) for d in kf.device.tolist()})
-    per_device = {d: _device_figures(kf, d, windows) for d in used}
-    steps: list[Figures] = per_device[main] if main is not None else [Figures(window_ns=w.dur_ns) for w in windows]
-    for fig, part in zip(steps, parts, strict=True):
+    per_device = {d: _device_figures(kf, d, windows + union) for d in used}
+    figures: list[Figures] = per_device[main] if main is not None else [Figures(window_ns=w.dur_ns)
+                                                                        for w in windows + union]
+    for fig, part in zip(figures, parts, strict=True):
         fig.breakdown_ns = part
+    steps = figures[:len(windows)]
     total = Figures()
-    for fig in steps:
+    for fig in figures[len(windows):]:          # the union's pieces: a moment in two windows counts once
         total.add(fig)
     devices = []
     listed: dict[int, dict[str, Any]] = {int(d["id"]): d for d in trace.devices if isinstance(d.get("id"), int)}
     for d in sorted(set(listed) | set(used)):
-        props = listed.get(d, {})
-        row: dict[str, Any] = {"id": d, "name": props.get("name"), "arch": _arch(props),
+        props = listed.get(d) or device_for(trace, d) or {}      # one entry describes a one-GPU trace's device
+        arch = device_arch(props, trace.meta)
+        row: dict[str, Any] = {"id": d, "name": props.get("name"), "vendor": arch.vendor, "arch": arch.arch,
+                               "units": arch.units, "label": device_label(props, trace.meta),
                                "memory_bytes": props.get("totalGlobalMem"), "sms": props.get("numSms")}
         if d in per_device:
             scope = Figures()
-            for fig in per_device[d]:
+            for fig in per_device[d][len(windows):]:
                 scope.add(fig)
             figs = scope.to_dict("")
-            for key in ("gpu_util", "sm_efficiency", "achieved_occupancy", "theoretical_occupancy",
-                        "tensor_core_share"):
+            for key in ("gpu_util", "sm_efficiency", "sm_efficiency_na", "achieved_occupancy",
+                        "achieved_occupancy_na", "theoretical_occupancy", "tensor_core_share"):
                 row[key] = figs[key]
             row["kernels"] = int((kf.device == d).sum())
         devices.append(row)
     scope_name = scope_label(trace, step)
-    return {"devices": devices, "main_device": main,
+    return {"devices": devices, "main_device": main, "unlinked": unlinked_line(trace),
+            "outside_operators": outside_operators_line(trace),
             "steps": [fig.to_dict(w.name) for fig, w in zip(steps, windows, strict=True)],
             "total": total.to_dict(scope_name)}
+
+
+def na_notes(ov: dict[str, Any]) -> list[str]:
+    """One line per figure of the scope's total that is "n/a", saying why; then what the trace could not
+    link (mlptui.trace.analysis.unlinked)."""
+    total = ov["total"]
+    notes = [("SM eff", total.get("sm_efficiency_na")), ("achieved occupancy", total.get("achieved_occupancy_na"))]
+    return [f"{figure} n/a: {why}" for figure, why in notes if why] + \
+        [ov[key] for key in ("unlinked", "outside_operators") if ov.get(key)]

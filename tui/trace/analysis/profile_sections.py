@@ -12,9 +12,10 @@ from mlptui.trace.analysis.kernel_stats import kernel_stats
 from mlptui.trace.analysis.memory import memory_report
 from mlptui.trace.analysis.modules import module_tree
 from mlptui.trace.analysis.operators import operators_in_steps
-from mlptui.trace.analysis.overview import overview
+from mlptui.trace.analysis.overview import na_notes, overview
 from mlptui.trace.analysis.recommendations import recommendations
 from mlptui.trace.model import Trace
+from mlptui.trace.names.kernel import decode_kernel
 
 
 def profile_sections(trace: Trace, step: int | None = None) -> dict[str, Any]:
@@ -36,13 +37,23 @@ def profile_sections(trace: Trace, step: int | None = None) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- renderings
 
+def _na(row: dict[str, Any], key: str) -> str:
+    """A share, or "n/a" where the overview says why it cannot be known."""
+    return "n/a" if row.get(f"{key}_na") else share(row[key])
+
+
+def _net(n: int | None) -> str:
+    """Net bytes per op; None: not known (frees without Addr)."""
+    return "n/a" if n is None else size(n)
+
+
 _OV_HEAD = ["step", "duration", "GPU util", "SM eff", "occ ach/th", "TC"] + list(CATEGORIES)
 
 
 def _ov_row(s: dict[str, Any]) -> list[str]:
     b = s["breakdown_us"]
-    return [s["name"], duration(s["duration_us"]), share(s["gpu_util"]), share(s["sm_efficiency"]),
-            f"{share(s['achieved_occupancy'])}/{share(s['theoretical_occupancy'])}", share(s["tensor_core_share"])] + \
+    return [s["name"], duration(s["duration_us"]), share(s["gpu_util"]), _na(s, "sm_efficiency"),
+            f"{_na(s, 'achieved_occupancy')}/{share(s['theoretical_occupancy'])}", share(s["tensor_core_share"])] + \
         [duration(b[c]) for c in CATEGORIES]
 
 
@@ -54,6 +65,18 @@ def _op_row(o: dict[str, Any]) -> list[str]:
 _OP_HEAD = ["op", "calls", "host self", "host total", "dev self", "dev total", "TC elig/share"]
 
 
+def _kernel_labels(kernels: list[dict[str, Any]]) -> list[str]:
+    """Decoded names, as every other section shows them (the raw names are in --json); two kernels whose
+    names decode alike are told apart as variants."""
+    shorts = [decode_kernel(k["name"]).short for k in kernels]
+    seen: dict[str, int] = {}
+    out = []
+    for short in shorts:
+        seen[short] = seen.get(short, 0) + 1
+        out.append(short if shorts.count(short) == 1 else f"{short} (variant {seen[short]})")
+    return out
+
+
 def _tables(d: dict[str, Any], top: int) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, headers, rows) of each section, shared by the text and Markdown renderings."""
     ov = d["overview"]
@@ -61,10 +84,11 @@ def _tables(d: dict[str, Any], top: int) -> list[tuple[str, list[str], list[list
     out = [("overview", _OV_HEAD, [_ov_row(s) for s in steps])]
     out.append(("operators (most device time first)", _OP_HEAD, [_op_row(o) for o in d["operators"][:top]]))
     out.append(("kernels, completed", ["kernel", "TC", "calls", "total", "mean", "min", "max", "blk/SM", "occ"],
-                [[k["name"][:60], "yes" if k["tensor_cores"] else "", str(k["calls"]), duration(k["total_us"]),
+                [[name, "yes" if k["tensor_cores"] else "", str(k["calls"]), duration(k["total_us"]),
                   duration(k["mean_us"]), duration(k["min_us"]), duration(k["max_us"]),
-                  MISSING if k["blocks_per_sm"] is None else f"{k['blocks_per_sm']:.2f}", share(k["achieved_occupancy"])]
-                 for k in d["kernel_stats"][:top]]))
+                  "n/a" if k["blocks_per_sm"] is None else f"{k['blocks_per_sm']:.2f}",
+                  "n/a" if k["achieved_occupancy"] is None else share(k["achieved_occupancy"])]
+                 for name, k in zip(_kernel_labels(d["kernel_stats"][:top]), d["kernel_stats"][:top], strict=True)]))
     mem = d["memory"]
     if mem is not None:
         out.append(("memory peaks", ["device", "peak allocated", "peak reserved", "at", "op"],
@@ -72,8 +96,8 @@ def _tables(d: dict[str, Any], top: int) -> list[tuple[str, list[str], list[list
                       size(m["peak_reserved_bytes"]), duration(m["peak_ts"]),
                       m["peak_op"] or MISSING] for m in mem["devices"]]))
         out.append(("memory by op", ["op", "allocs", "frees", "allocated", "net", "net w/ children"],
-                    [[o["name"], str(o["allocs"]), str(o["frees"]), size(o["bytes_allocated"]), size(o["net_bytes"]),
-                      size(o["net_bytes_with_children"])] for o in mem["ops"][:top]]))
+                    [[o["name"], str(o["allocs"]), str(o["frees"]), size(o["bytes_allocated"]), _net(o["net_bytes"]),
+                      _net(o["net_bytes_with_children"])] for o in mem["ops"][:top]]))
     mods = d["modules"]
     if mods is not None:
         out.append(("modules", ["module", "calls", "host", "device"],
@@ -87,27 +111,34 @@ def _device_lines(d: dict[str, Any]) -> list[str]:
     for dev in d["overview"]["devices"]:
         if "gpu_util" not in dev:
             continue
-        lines.append(f"device {dev['id']}: {dev['name'] or MISSING} {dev['arch'] or ''} {dev['sms'] or MISSING} SMs "
-                     f"{size(dev['memory_bytes'])}; {dev['kernels']} kernels, GPU util {share(dev['gpu_util'])}, "
-                     f"SM eff {share(dev['sm_efficiency'])}, TC {share(dev['tensor_core_share'])}")
+        memory = f", {size(dev['memory_bytes'])}" if dev["memory_bytes"] is not None else ""
+        lines.append(f"device {dev['id']}: {dev['label']}{memory}; {dev['kernels']} kernels, "
+                     f"GPU util {share(dev['gpu_util'])}, "
+                     f"SM eff {_na(dev, 'sm_efficiency')}, TC {share(dev['tensor_core_share'])}")
     return lines
 
 
 def render_profile_text(d: dict[str, Any], table: Any, top: int = 15) -> list[str]:
     out = [""] + _device_lines(d)
     if d["recommendations"]:
-        out += ["", "recommendations"] + [f"  [{r['rule']}] {r['message']}" for r in d["recommendations"]]
+        out += ["", "recommendations"] + [f"  [{r['rule']}] {r['message']} ({r['figures'].get('device')}; the rule "
+                                          f"applies to {r['applies_to']})" for r in d["recommendations"]]
     for title, head, rows in _tables(d, top):
         if rows:
             out += ["", title] + ["  " + r for r in table(head, rows, set(range(1, len(head))))]
+            if title == "overview":
+                out += ["  " + note for note in na_notes(d["overview"])]
     return out
 
 
 def render_profile_markdown(d: dict[str, Any], md_table: Any, top: int = 15) -> list[str]:
     out = ["", "#### Devices", ""] + [f"- {line}" for line in _device_lines(d)]
     if d["recommendations"]:
-        out += ["", "#### Recommendations", ""] + [f"- **{r['rule']}**: {r['message']}" for r in d["recommendations"]]
+        out += ["", "#### Recommendations", ""] + [f"- **{r['rule']}**: {r['message']} ({r['figures'].get('device')}; "
+                                                   f"the rule applies to {r['applies_to']})" for r in d["recommendations"]]
     for title, head, rows in _tables(d, top):
         if rows:
             out += ["", f"#### {title[0].upper()}{title[1:]}", ""] + md_table(head, rows)
+            if title == "overview":
+                out += [""] + [f"- {note}" for note in na_notes(d["overview"])]
     return out

@@ -49,6 +49,27 @@ def straggler_cell(st: dict[str, Any] | None) -> str:
     return f"rank {st['rank']}, others waited {duration(st['late_us'])} ({st['last_at']}/{st['calls']} calls)"
 
 
+def step_spread(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows of step time per step across ranks (fastest, median, slowest and which rank), for
+    runs with too many ranks to give each a column."""
+    rows = []
+    slow = {s["step"]: s for s in report["stragglers"]}
+    by_step: dict[str, list[tuple[float, int]]] = {}
+    for r in report["ranks"]:
+        for s in r["steps"]:
+            if s["step_us"] is not None:
+                by_step.setdefault(s["name"], []).append((s["step_us"], r["rank"]))
+    for name, times in by_step.items():
+        times.sort()
+        rows.append([name, str(len(times)), duration(times[0][0]), duration(times[len(times) // 2][0]),
+                     f"{duration(times[-1][0])} (rank {times[-1][1]})", straggler_cell(slow.get(name))])
+    return ["step", "ranks", "fastest", "median", "slowest", "straggler (arrived last)"], rows
+
+
+# A step-by-rank matrix wider than this is shown as each step's spread across ranks instead.
+MAX_WIDTH = 120
+
+
 def rank_rows(report: dict[str, Any]) -> list[list[str]]:
     return [[str(r["rank"]), duration(r["compute_us"]), duration(r["comm_us"]), share(r["overlap_share"]),
              duration(r["comm_wait_us"]), MISSING if r["arrived_last"] is None else str(r["arrived_last"])]
@@ -81,7 +102,12 @@ def render_ranks_text(report: dict[str, Any], link: Link | None) -> str:
     lines = [f"run of {len(report['ranks'])} rank(s), world size {report['world_size']}, "
              f"backend {report['backend'] or MISSING}", ""]
     headers, rows = step_matrix(report)
-    lines += _table(headers, rows, set(range(1, len(headers) - 1)))
+    matrix = _table(headers, rows, set(range(1, len(headers) - 1)))
+    if max(map(len, matrix)) > MAX_WIDTH:
+        headers, rows = step_spread(report)
+        matrix = _table(headers, rows, {1, 2, 3, 4})
+        matrix.append("step time across ranks: the fastest, the median and the slowest rank of each step")
+    lines += matrix
     lines += ["step times are profiled; straggler: the rank whose collective kernels started last, and how long",
               "the others waited for it"]
     lines += ["", *_table(RANK_HEADERS, rank_rows(report), {1, 2, 3, 4, 5})]

@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 
 from mlptui.trace.analysis.intervals import merged, merged_arrays
+from mlptui.trace.analysis.launches import call_kinds
 from mlptui.trace.analysis.tables import Tables, tables
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Op, Step, Trace
-from mlptui.trace.names.runtime_calls import classify_call
 from mlptui.trace.parse.index import STEP_PREFIX
 
 OVERHEAD_BOUND = "overhead-bound"
@@ -160,10 +160,11 @@ class _Kinds:
     on_path: np.ndarray
 
 
-def _call_kinds(t: Tables) -> _Kinds:
+def _call_kinds(trace: Trace, t: Tables) -> _Kinds:
     calls = t.op_name[t.op_is(LAUNCH_CATS)]
-    return _Kinds(t.names_where(lambda s: classify_call(s) in _LAUNCH_KINDS, calls),
-                  t.names_where(lambda s: classify_call(s) in LAUNCH_PATH_KINDS, calls))
+    kinds = call_kinds(trace)           # the launch calls every pane counts
+    return _Kinds(t.names_where(lambda s: kinds[s] in _LAUNCH_KINDS, calls),
+                  t.names_where(lambda s: kinds[s] in LAUNCH_PATH_KINDS, calls))
 
 
 def _by_step(t: Tables) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
@@ -199,7 +200,7 @@ def all_step_stats(trace: Trace) -> list[StepStats]:
     t = tables(trace)
     gpu, calls = _by_step(t)
     device = _Device.of(trace, t)
-    kinds = _call_kinds(t)
+    kinds = _call_kinds(trace, t)
     return [_one(trace, t, s, gpu, calls, device, kinds) for s in trace.steps]
 
 
@@ -217,7 +218,7 @@ def _whole_trace(trace: Trace, t: Tables) -> StepStats:
     if t.n_gpu:
         start = min(start, float(t.gpu_ts.min()))
     return _stats(t, -1, "whole trace", [_window(start, end, t, gpu)], cpu_us, _Rows(gpu, calls),
-                  _Device.of(trace, t), _call_kinds(t))
+                  _Device.of(trace, t), _call_kinds(trace, t))
 
 
 def step_stats(trace: Trace, step: int | None) -> StepStats:
@@ -227,7 +228,7 @@ def step_stats(trace: Trace, step: int | None) -> StepStats:
         if not 0 <= step < len(trace.steps):
             raise IndexError(f"no step {step} (the trace has {len(trace.steps)})")
         gpu, calls = _by_step(t)
-        return _one(trace, t, trace.steps[step], gpu, calls, _Device.of(trace, t), _call_kinds(t))
+        return _one(trace, t, trace.steps[step], gpu, calls, _Device.of(trace, t), _call_kinds(trace, t))
     if not trace.steps:
         return _whole_trace(trace, t)
     gpu, calls = _by_step(t)
@@ -235,4 +236,4 @@ def step_stats(trace: Trace, step: int | None) -> StepStats:
     windows = [_window(s.ts, s.ts + s.dur, t, gpu.get(s.index, _NONE)) for s in trace.steps]
     step_calls = np.concatenate([calls.get(s.index, _NONE) for s in trace.steps])
     return _stats(t, -1, f"all {len(trace.steps)} steps", windows, sum(s.dur for s in trace.steps),
-                  _Rows(own, step_calls), _Device.of(trace, t), _call_kinds(t))
+                  _Rows(own, step_calls), _Device.of(trace, t), _call_kinds(trace, t))

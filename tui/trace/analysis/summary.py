@@ -149,7 +149,8 @@ def _device_line(d: dict[str, Any]) -> str:
             return "device: not named in the trace (no deviceProperties)"
         return "device: none recorded (CPU-only trace or no deviceProperties)"
     arch = d.get("device_arch") or {}
-    parts = [str(dev.get("name") or "").strip() or "(unnamed device)"]
+    name = str(dev.get("name") or "").strip()
+    parts = [name] if name else [] if arch.get("arch") else ["(unnamed device)"]   # unnamed: its architecture says it
     if arch.get("arch"):
         parts.append(f"{arch['vendor']} {arch['arch']}" if arch.get("vendor") == "AMD" else arch["arch"])
     if arch.get("count"):

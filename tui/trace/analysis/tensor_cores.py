@@ -3,7 +3,8 @@
 A kernel uses Tensor Cores when its name carries a matrix-instruction or library marker: the MMA shapes
 and instruction names NVIDIA's libraries put in kernel names (`hmma`, `wgmma`, `s16816`, `h884`, …),
 cuBLAS's `nvjet` (Hopper+ GEMMs, always on Tensor Cores), CUTLASS/cuDNN `xmma` and `tensorop`
-kernels, cuDNN's Tensor-Core convolution kernels, and AMD's MFMA (`MT…_MI…` Tensile tiles, `mfma`).
+kernels, cuDNN's Tensor-Core convolution kernels, AMD's MFMA (`MT…_MI…` Tensile tiles, `mfma`), and the
+Blackwell GEMMs of TensorRT-LLM's trtllm-gen (`bmm_MxE4m3_MxE2m1…_sm100f`: MXFP4/MXFP8 on tcgen05 MMA).
 A kernel whose name says `sgemm`/`dgemm` without a Tensor-Core marker runs on the FP32/FP64 pipes, and so
 does an `xmma` kernel whose name says `ffma`/`dfma` (cuBLAS's FP32 GEMM on Hopper,
 `sm80_xmma_gemm_f32f32_…_ffma_…`: the xmma template, CUDA-core arithmetic).
@@ -17,6 +18,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from mlptui.trace.names.trtllm_gen import GEN_GEMM
+
 # Substrings of kernel names that mean a Tensor-Core (matrix unit) instruction path.
 _TC_MARKERS = (
     "hmma", "wgmma", "imma", "gmma", "mma_sync", "tensorop", "xmma", "nvjet", "h884", "s884", "h1688", "s1688",
@@ -27,6 +30,8 @@ _TC_MARKERS = (
 )
 # Tensile (rocBLAS/hipBLASLt) kernel tiles carry `_MI<m>x<n>x<k>` when they use MFMA instructions.
 _TENSILE_MFMA = re.compile(r"_MI\d+x\d+x\d+")
+# Blackwell GEMMs that TensorRT-LLM's trtllm-gen writes (MXFP4/MXFP8/NVFP4/FP8/bf16 on tcgen05 MMA):
+# `bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_…_sm100f` (mlptui.trace.names.trtllm_gen).
 
 _TC_OPS = frozenset({
     "aten::_convolution", "aten::_convolution_nogroup", "aten::conv1d", "aten::conv2d", "aten::conv3d",
@@ -61,7 +66,7 @@ def uses_tensor_cores(kernel_name: str) -> bool:
         return False
     if any(marker in lower for marker in _TC_MARKERS):
         return True
-    return bool(_TENSILE_MFMA.search(kernel_name))
+    return bool(_TENSILE_MFMA.search(kernel_name)) or GEN_GEMM.match(kernel_name) is not None
 
 
 def tc_eligible(op_name: str) -> bool:

@@ -87,6 +87,22 @@ def element_dtype(raw: str) -> str | None:
     return short_dtype(m.group(1).replace("c10::", ""))
 
 
+def foreach_op(targs: list[str]) -> str | None:
+    """The op of a `multi_tensor_apply_kernel<Metadata, Functor, Op, ...>` (torch's `_foreach_*`): the Op
+    argument (`std::multiplies<float>`, `at::native::Sqrt<float>`, `LerpFunctor<float>`), read through the
+    functor's kind: a PointwiseOp functor computes addcmul (with multiplies) or addcdiv (with divides)."""
+    if len(targs) < 3:
+        return None
+    functor = last_component(targs[1].split("<", 1)[0])
+    base = last_component(targs[2].split("<", 1)[0])
+    if not base or base[0].isdigit() or base in ("float", "double", "int", "long", "bool"):
+        return None
+    op = _clean(base.removesuffix("Functor"))
+    if functor.startswith("PointwiseOp"):
+        op = {"mul": "addcmul", "div": "addcdiv"}.get(op, op)
+    return op
+
+
 def reduce_op(raw: str) -> str:
     m = _REDUCE_OPS.search(raw) or _REDUCE_FUNC.search(raw)
     if m:
@@ -121,7 +137,8 @@ def decode_aten(raw: str, fn: str, targs: list[str]) -> KernelName:
 def _decode_aten(raw: str, fn: str, targs: list[str]) -> KernelName:
     base = last_component(fn)
     if base in ("vectorized_elementwise_kernel", "elementwise_kernel", "unrolled_elementwise_kernel",
-                "elementwise_kernel_with_index", "vectorized_templated_elementwise_kernel"):
+                "elementwise_kernel_with_index", "vectorized_templated_elementwise_kernel",
+                "elementwise_kernel_manual_unroll", "unrolled_elementwise_kernel_for_multi_outputs"):
         op = elementwise_op(raw)
         if base == "elementwise_kernel_with_index":
             op = "arange" if "arange" in raw else (op or "index")
@@ -136,7 +153,7 @@ def _decode_aten(raw: str, fn: str, targs: list[str]) -> KernelName:
         return KernelName(raw=raw, short=f"{op} (ATen reduce)", family="reduction", library="ATen",
                           kind="reduction", ops=(op,))
     if base == "multi_tensor_apply_kernel":
-        op = elementwise_op(raw) or "foreach"
+        op = foreach_op(targs) or elementwise_op(raw) or "foreach"
         family = "reduction" if op == "norm" else "pointwise"
         return KernelName(raw=raw, short=f"foreach {op} (ATen)", family=family, library="ATen", kind="foreach",
                           ops=(op,))

@@ -10,7 +10,7 @@ import re
 from mlptui.trace.names.common import KernelName
 
 _ATTENTION_HINTS = re.compile(
-    r"flash_fwd|flash_bwd|flash::|pytorch_flash|FlashAttn|fmha|_attn_fwd|_attn_bwd|attention_kernel|"
+    r"flash_fwd|flash_bwd|flash::|pytorch_flash|FlashAttn|fmha|\battn_fwd|\battn_bwd|_attn_fwd|_attn_bwd|attention_kernel|"
     r"AttentionKernel|AttentionBackwardKernel|_sdpa|sdpa_|flashinfer|flash_attn|paged_attention|mha_fwd|mha_bwd",
     re.IGNORECASE,
 )

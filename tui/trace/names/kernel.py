@@ -35,6 +35,7 @@ from mlptui.trace.names.common import (
 )
 from mlptui.trace.names.libraries import decode_library
 from mlptui.trace.names.triton import decode_inductor, decode_user_triton
+from mlptui.trace.names.trtllm_gen import decode_trtllm_gen
 
 __all__ = ["FAMILIES", "KernelName", "decode_kernel"]
 
@@ -174,6 +175,9 @@ def _decode(raw: str) -> KernelName:
     known = decode_library(name)
     if known is not None:
         return known
+    gen = decode_trtllm_gen(name)
+    if gen is not None:
+        return gen
     if looks_like_attention(name):
         return decode_attention(name)
     if _ARCH_GEMM.match(name):

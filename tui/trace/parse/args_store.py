@@ -18,6 +18,7 @@ import msgspec
 from msgspec import Raw, Struct
 
 from mlptui.base.errors import TraceError
+from mlptui.base.regular_file import read_regular
 from mlptui.trace.parse.decode import event_args
 from mlptui.trace.parse.gzip_input import gunzip_bytes, is_gzip
 
@@ -101,7 +102,8 @@ class ArgsStore:
             if _stamp(self._path) != self._stamp:
                 self.problem = "args unavailable: the file changed after it was loaded"
                 return []
-            data: bytes = self._path.read_bytes()
+            # only the regular file it was loaded from, and no more of it than its size then
+            data: bytes = read_regular(self._path, limit=self._stamp[0])
         else:
             data = self._data or b""
         if is_gzip(data):

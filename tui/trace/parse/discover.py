@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mlptui.base.errors import TraceError
+from mlptui.base.regular_file import open_regular
 from mlptui.trace.parse.gzip_input import inflate_head, is_gzip
 
 _TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
@@ -32,9 +34,10 @@ def looks_like_trace(path: Path, *, trust_name: bool = True) -> bool:
     if trust_name and path.name.lower().endswith(_TRACE_SUFFIXES):
         return True
     try:
-        with open(path, "rb") as f:
+        f, _ = open_regular(path)       # a FIFO or a device in a folder is not a trace, and never read
+        with f:
             head = f.read(_SNIFF_BYTES)
-    except OSError:
+    except (OSError, TraceError):
         return False
     if is_gzip(head):
         inflated = inflate_head(head, _SNIFF_BYTES)

@@ -35,14 +35,15 @@ def inflate_head(data: bytes, limit: int) -> bytes | None:
 
 
 def read_gzip(f: Readable, total: int, source: str, progress: Progress | None) -> bytes:
-    """All of the stream, within the inflate budget of a `total`-byte file (trace.parse.limits)."""
+    """All of the stream, within the inflate budget of a `total`-byte file (trace.parse.limits); no more
+    than `total` compressed bytes are read (a file that grows while it is read is not followed)."""
     out: list[bytes] = []
     d = zlib.decompressobj(wbits=31)
     budget = InflateBudget(total, source)
     done = 0
     try:
-        while True:
-            chunk = f.read(GZIP_CHUNK)
+        while done < total:
+            chunk = f.read(min(GZIP_CHUNK, total - done))
             if not chunk:
                 break
             done += len(chunk)

@@ -21,6 +21,7 @@ than 64 bits are read as missing, as the tolerant decoder reads them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -220,7 +221,7 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
     gdur_ns = _durations(b.gpu_dur, warnings)
     gorder = np.argsort(gstart, kind="stable")
     stream_of, stream_raw = _first_seen(gpu.kind[gorder], links.kinds)
-    stream_keys = [(_id_of(p, string_ids), _id_of(t, string_ids)) for p, t in stream_raw]
+    stream_keys = [(_id_of(p, string_ids), _stream_id(t, string_ids)) for p, t in stream_raw]
     sids = np.asarray(stream_keys, dtype=np.int64).reshape(-1, 2)
     g_dev, g_stream = sids[stream_of, 0], sids[stream_of, 1]
     n_gpu = len(gorder)
@@ -379,6 +380,19 @@ def _id_of(value: int | str, names: dict[str, int]) -> int:
     return names.setdefault(str(value), -2 - len(names))
 
 
+_STREAM_TID = re.compile(r"stream\s+(\d{1,18})")
+
+
+def _stream_id(tid: int | str, names: dict[str, int]) -> int:
+    """A GPU event's stream: its tid, which torch 1.9 writes as text, `stream 7`, from the same number
+    as the event's `args.stream` (read here from the text, without decoding every kernel's args)."""
+    if isinstance(tid, str):
+        found = _STREAM_TID.fullmatch(tid.strip())
+        if found:
+            return int(found.group(1))
+    return _id_of(tid, names)
+
+
 def _ns(values: np.ndarray, origin_us: float) -> np.ndarray:
     """µs -> integer ns from `origin_us`. Subtract first: epoch µs times 1000 would exceed 2**53."""
     arr = values - origin_us if origin_us else values
@@ -402,8 +416,10 @@ def _flow_index(flows: Iterable[tuple[str, Any, Any, float, int]], string_ids: d
     starts: dict[FlowKey, int] = {}
     ends: dict[FlowKey, int] = {}
     for ph, pid, tid, ts, fid in flows:
-        key = (_id_of(pid, string_ids), _id_of(tid, string_ids), ts)
-        (starts if ph == "s" else ends)[key] = fid
+        if ph == "s":          # on the launching thread
+            starts[(_id_of(pid, string_ids), _id_of(tid, string_ids), ts)] = fid
+        else:                  # on the GPU event's stream
+            ends[(_id_of(pid, string_ids), _stream_id(tid, string_ids), ts)] = fid
     return starts, ends
 
 

@@ -6,11 +6,16 @@
 Where: `$XDG_CACHE_HOME/mlptui/index` (default `~/.cache/mlptui/index`), never beside the trace; one
 `<sha of the real path>.npz` per trace file (numpy's own format, columns from mlptui.trace.parse.columns,
 read with allow_pickle=False). An entry is used only if its key matches the file now: the cache format,
-the indexing code (a hash of the modules that build the index, so any change to them rebuilds), the
-file's size and mtime, and a hash of its first and last MiB. A damaged entry is treated as missing and
-rewritten; entries are written to a temp file in the same folder and renamed into place, so a reader
-never sees half an entry. `MLPTUI_NO_CACHE=1` turns the cache off. Traces under MIN_BYTES are not cached
-(they load faster than an entry is written).
+the indexing code (a hash of the modules that build the index, so any change to them rebuilds), and the
+file's identity as the kernel keeps it: device, inode, size, mtime_ns and ctime_ns. The ctime covers the
+whole file for the price of a stat: any write to the file (an edit in place that keeps its size and
+restores its mtime included) moves it, and no program can set it back. An entry whose key matches is
+still checked before use (cache_check: dtypes, shapes, every index in range); a damaged entry is deleted
+and the trace indexed and written anew. Entries are written to a temp file in the same folder and
+renamed into place, so a reader never sees half an entry; the folder is kept under a size cap, least
+recently used entries first (cache_folder). `MLPTUI_NO_CACHE=1` turns the cache off. Traces under
+MIN_BYTES are not cached (they load faster than an entry is written). A relative XDG_CACHE_HOME is
+ignored, as the XDG spec asks (the cache never lands in the current folder).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
+import stat
 import struct
 import zipfile
 from collections.abc import Iterator
@@ -32,19 +38,23 @@ import orjson
 
 from mlptui.base.files import atomic_writer
 from mlptui.trace.model import Trace
+from mlptui.trace.parse import cache_folder
 from mlptui.trace.parse.args_store import ArgsStore
+from mlptui.trace.parse.cache_check import check_entry
 from mlptui.trace.parse.columns import trace_columns, trace_from_columns
 
 FORMAT = 3                 # bump when the entry layout changes (2: memory events, 3: launch columns)
 MIN_BYTES = 1 << 20        # smaller traces load in a few ms: not worth an entry
-_EDGE = 1 << 20            # bytes hashed at each end of the file
 _CODE_MODULES = ("model", "store", "parse/columns", "parse/classify", "parse/decode", "parse/index", "parse/launch",
                  "parse/tree")
 
 
 def cache_dir() -> Path:
-    """`$XDG_CACHE_HOME/mlptui/index` (default `~/.cache/mlptui/index`)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    """`$XDG_CACHE_HOME/mlptui/index` (default `~/.cache/mlptui/index`; a relative XDG_CACHE_HOME is
+    invalid by the XDG spec and ignored)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "mlptui" / "index"
 
 
@@ -57,9 +67,10 @@ def entry_path(path: Path) -> Path:
     return cache_dir() / (hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".npz")
 
 
-def load_cached(path: Path, source: str) -> Trace | None:
-    """The trace at `path` from its cache entry, with an args reader for the file, or None."""
-    hit = lookup(path, source)
+def load_cached(path: Path, source: str, st: os.stat_result | None = None) -> Trace | None:
+    """The trace at `path` from its cache entry, with an args reader for the file, or None. `st`: the
+    file's stat when the caller holds it open (the key is then of the very file it reads)."""
+    hit = lookup(path, source, st)
     if hit is None:
         return None
     trace, facts = hit
@@ -81,15 +92,19 @@ def remember(path: Path, trace: Trace) -> bool:
     return facts is not None and store(path, trace, facts)
 
 
-def lookup(path: Path, source: str) -> tuple[Trace, dict[str, Any]] | None:
-    """(trace, args_facts) from the cache when an entry matches the file as it is now, else None."""
+def lookup(path: Path, source: str, st: os.stat_result | None = None) -> tuple[Trace, dict[str, Any]] | None:
+    """(trace, args_facts) from the cache when an entry matches the file as it is now and passes its
+    checks, else None (a damaged entry is deleted on the way)."""
     if not enabled():
         return None
     try:
-        key = file_key(path)
-        if key["size"] < MIN_BYTES:
-            return None
-        entry = entry_path(path)
+        key = file_key(path, st)
+    except OSError:
+        return None
+    if key["size"] < MIN_BYTES:
+        return None
+    entry = entry_path(path)
+    try:
         with np.load(entry, allow_pickle=False) as npz:
             stored = orjson.loads(npz["key"].tobytes())
             if stored != key:
@@ -101,10 +116,16 @@ def lookup(path: Path, source: str) -> tuple[Trace, dict[str, Any]] | None:
                 cols = {name: npz[name] for name in npz.files}
             cols.pop("key", None)
             cols.pop("args", None)
-        facts["key"] = key
-        return trace_from_columns(cols, source), facts
-    except UNREADABLE:
-        return None      # missing, unreadable or damaged: load the trace and write the entry anew
+        check_entry(cols, facts)
+        trace = trace_from_columns(cols, source)
+    except FileNotFoundError:
+        return None
+    except (*UNREADABLE, MemoryError, OverflowError):
+        cache_folder.discard(entry)      # damaged: never trusted, never read again
+        return None
+    facts["key"] = key
+    cache_folder.touch(entry)
+    return trace, facts
 
 
 def map_above() -> int:
@@ -168,7 +189,10 @@ def store(path: Path, trace: Trace, args_facts: dict[str, Any]) -> bool:
         cols = trace_columns(trace)
         cols["key"] = np.frombuffer(orjson.dumps(key), dtype=np.uint8)
         cols["args"] = np.frombuffer(orjson.dumps(args_facts), dtype=np.uint8)
-        return _write(entry_path(path), cols)
+        target = entry_path(path)
+        written = _write(target, cols)
+        cache_folder.keep_under_cap(cache_dir(), keep=target)
+        return written
     except (OSError, ValueError, TypeError):
         return False
 
@@ -181,9 +205,6 @@ def _write(target: Path, arrays: dict[str, np.ndarray]) -> bool:
     return True
 
 
-# Keys already computed in this block of work, by the file's identity (device, inode, size, mtime, ctime):
-# see `keys_remembered`.
-_KNOWN_KEYS: ContextVar[dict[tuple[int, ...], dict[str, Any]] | None] = ContextVar("known_keys", default=None)
 _READ_ONLY: ContextVar[bool] = ContextVar("read_only", default=False)
 
 
@@ -198,18 +219,20 @@ def read_only() -> Iterator[None]:
         _READ_ONLY.reset(token)
 
 
+_KNOWN_KEYS: ContextVar[dict[tuple[int, ...], dict[str, Any]] | None] = ContextVar("known_keys", default=None)
+
+
 @contextmanager
 def keys_remembered(known: dict[Path, dict[str, Any]] | None = None) -> Iterator[None]:
-    """Within the block, hash each file once: a file whose identity has not changed since its key was
-    computed (here, or by the caller: `known`, path -> key) gets that key back. Any write to the file
-    changes its ctime, so a changed file is hashed again."""
+    """Within the block, compute each file's key once: a file whose identity has not changed since its key
+    was computed (here, or by the caller: `known`, path -> key) gets that key back."""
     memo: dict[tuple[int, ...], dict[str, Any]] = {}
     for path, key in (known or {}).items():
         try:
             ident = _identity(os.stat(path))
         except OSError:
             continue
-        if (key.get("size"), key.get("mtime_ns")) == (ident[2], ident[3]):
+        if (key.get("size"), key.get("mtime_ns"), key.get("ctime_ns")) == (ident[2], ident[3], ident[4]):
             memo[ident] = key
     token = _KNOWN_KEYS.set(memo)
     try:
@@ -222,32 +245,31 @@ def _identity(st: os.stat_result) -> tuple[int, ...]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def file_key(path: Path) -> dict[str, Any]:
-    """What identifies the file's content for the cache (see the module docstring)."""
+def file_key(path: Path, st: os.stat_result | None = None) -> dict[str, Any]:
+    """What identifies the file's content for the cache (see the module docstring): a stat, never a read
+    (`st`: the stat of the file as the caller holds it open). Raises OSError for a missing file or one that
+    is not a regular file."""
     memo = _KNOWN_KEYS.get()
     if memo is not None:
         try:
-            hit = memo.get(_identity(os.stat(path)))
+            hit = memo.get(_identity(st if st is not None else os.stat(path)))
         except OSError:
             hit = None
         if hit is not None:
             return hit
-    key, ident = _hash_key(path)
+    key, ident = _compute_key(path, st)
     if memo is not None:
         memo[ident] = key
     return key
 
 
-def _hash_key(path: Path) -> tuple[dict[str, Any], tuple[int, ...]]:
-    with open(path, "rb") as f:
-        st = os.fstat(f.fileno())
-        h = hashlib.blake2b(digest_size=16)
-        h.update(f.read(_EDGE))
-        if st.st_size > _EDGE:
-            f.seek(max(st.st_size - _EDGE, _EDGE))
-            h.update(f.read(_EDGE))
+def _compute_key(path: Path, st: os.stat_result | None = None) -> tuple[dict[str, Any], tuple[int, ...]]:
+    if st is None:
+        st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(f"{path}: not a regular file")
     return ({"format": FORMAT, "code": _code_stamp(), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-             "edges": h.hexdigest()}, _identity(st))
+             "ctime_ns": st.st_ctime_ns, "inode": st.st_ino, "device": st.st_dev}, _identity(st))
 
 
 _CODE: str | None = None

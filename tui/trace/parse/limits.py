@@ -9,11 +9,17 @@
 - Density: any JSON holding more than one object per MIN_BYTES_PER_OBJECT bytes (real traces: one
   per 96-600) is refused once it is big enough to matter (an event costs ~700 bytes once indexed).
 - Names: kernel names are decoded from their first MAX_DECODED_NAME characters (the raw name is kept).
+- Size: a file is looked at before it is read whole: its first bytes must be able to start JSON (or
+  gzip), and it may be no larger than the machine's memory (max_input_bytes); a gzip stream may inflate
+  to no more than that either. A 10 GB sparse file or a multi-gigabyte gzip bomb costs a stat and a
+  few kB of reading.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import re
 from typing import Any
 
 from mlptui.base.errors import TraceError
@@ -46,7 +52,7 @@ class InflateBudget:
     def __init__(self, compressed: int, source: str) -> None:
         self.source = source
         self.compressed = compressed
-        self.max_bytes = max(GZIP_MIN_INFLATED, GZIP_RATIO * compressed)
+        self.max_bytes = min(max(GZIP_MIN_INFLATED, GZIP_RATIO * compressed), max_input_bytes())
         self.max_objects = max(GZIP_MIN_OBJECTS, compressed // GZIP_BYTES_PER_OBJECT)
         self.inflated = 0
         self.objects = 0
@@ -67,6 +73,43 @@ class InflateBudget:
                              f"indexing would need ~{_human(self.objects * BYTES_PER_INDEXED_OBJECT)}): "
                              "refused as a decompression bomb")
         return out
+
+
+def max_input_bytes() -> int:
+    """The most bytes of JSON one trace may hold: the machine's physical memory (indexing needs more than
+    the text itself, so a larger trace could never open here). `MLPTUI_MAX_INPUT_MB` lowers it."""
+    try:
+        limit = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        limit = 1 << 40
+    wanted = os.environ.get("MLPTUI_MAX_INPUT_MB", "")
+    if wanted.isascii() and wanted.isdigit():
+        limit = min(limit, int(wanted) << 20)
+    return limit
+
+
+_CONTENT = re.compile(rb"[^ \t\r\n]")
+SPARSE_MIN_BYTES = 64 << 20
+SPARSE_RATIO = 100
+
+
+def check_input(head: bytes, size: int, source: str, allocated: int | None = None) -> None:
+    """Refuse, from the file's first bytes, its size and the bytes the disk holds for it (`allocated`, from
+    st_blocks), what could never be a trace before reading it whole: bytes that cannot start JSON or gzip,
+    more than max_input_bytes, or a big file that is mostly holes (a sparse file reads as zero bytes, which
+    JSON never holds; even a compressing file system stores JSON in more than 1/SPARSE_RATIO of its size)."""
+    limit = max_input_bytes()
+    if size > limit:
+        raise TraceError(f"{source}: {_human(size)}, more than this machine's {_human(limit)} of memory could "
+                         "index; refused before reading it")
+    if allocated is not None and size >= SPARSE_MIN_BYTES and allocated * SPARSE_RATIO < size:
+        raise TraceError(f"{source}: a sparse file ({_human(size)} with {_human(allocated)} on disk, the rest "
+                         "holes that read as zero bytes): not a trace; refused before reading it")
+    if head[:2] == b"\x1f\x8b":
+        return
+    m = _CONTENT.search(head, 3 if head[:3] == b"\xef\xbb\xbf" else 0)
+    if m is not None and head[m.start()] not in b"{[":
+        raise TraceError(f"{source}: not JSON (starts with {bytes(head[m.start():m.start() + 12])!r})")
 
 
 def count_objects(data: bytes | bytearray | memoryview) -> int:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from mlptui.base.errors import TraceError
 from mlptui.base.progress import Progress
+from mlptui.base.regular_file import open_regular, path_problem
 from mlptui.contract.manifest import manifest_for
 from mlptui.trace.model import Trace
 from mlptui.trace.parse import index_cache
@@ -26,10 +27,11 @@ from mlptui.trace.parse.classify import Classifier
 from mlptui.trace.parse.decode import Decoded, decode_document, decode_in_pieces
 from mlptui.trace.parse.gzip_input import GzipTruncated, gunzip_bytes, is_gzip, read_gzip
 from mlptui.trace.parse.index import build_trace
-from mlptui.trace.parse.limits import check_density
+from mlptui.trace.parse.limits import check_density, check_input
 from mlptui.trace.parse.not_a_trace import refusal
 
 _CHUNK = 8 << 20
+_SNIFF = 1 << 16          # bytes read before the whole file: enough to tell JSON from anything else
 
 
 def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
@@ -38,30 +40,23 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
     `notes`: warnings about how the file was fetched, added to the trace's own."""
     p = Path(path)
     name = source if source is not None else str(path)
-    if p.is_dir():
-        raise TraceError(f"{name}: is a folder, not a trace file")
     data: bytes | bytearray | memoryview
-    cached = index_cache.load_cached(p, name)
-    if cached is not None:
-        return _opened(cached, p, cached.meta.get("file_bytes", 0), progress, notes)
-    try:
-        with open(p, "rb") as f:
-            st = os.fstat(f.fileno())
-            total = st.st_size
-            head = f.read(2)
+    f, st = open_regular(p, name)          # a FIFO, a device or a folder is refused here, before any read
+    with f:
+        cached = index_cache.load_cached(p, name, st)
+        if cached is not None:
+            return _opened(cached, p, cached.meta.get("file_bytes", 0), progress, notes)
+        total = st.st_size
+        try:
+            head = f.read(_SNIFF)
+            check_input(head, total, name, getattr(st, "st_blocks", None) and st.st_blocks * 512)
             f.seek(0)
             if is_gzip(head):
                 data = read_gzip(f, total, name, progress)
             else:
                 data = _read_plain(f, total, progress)
-    except FileNotFoundError:
-        raise TraceError(f"{name}: no such file") from None
-    except PermissionError:
-        raise TraceError(f"{name}: permission denied") from None
-    except IsADirectoryError:
-        raise TraceError(f"{name}: is a folder, not a trace file") from None
-    except OSError as exc:
-        raise TraceError(f"{name}: cannot read ({exc.strerror or exc})") from None
+        except OSError as exc:
+            raise path_problem(exc, name) from None
     holder: list[bytes | bytearray | memoryview] = [data]
     del data
     trace = _build(holder, name, total, progress, lambda d: ArgsStore(
@@ -142,7 +137,7 @@ def _build(holder: list[bytes | bytearray | memoryview], source: str, total: int
     return replace(trace, meta=meta, _args=store)
 
 
-def _read_plain(f: io.BufferedIOBase, total: int, progress: Progress | None) -> memoryview:
+def _read_plain(f: io.BufferedReader, total: int, progress: Progress | None) -> memoryview:
     """The file's bytes, in an anonymous memory map: unlike a bytearray it is not zeroed first, and unlike a
     numpy buffer it is not advised onto huge pages, whose first allocation on a long-running machine waits
     for the kernel to compact memory (0.03-0.25 s per 100 MB and 0.9-2.2 s per GB measured on the

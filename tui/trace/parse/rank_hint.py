@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from mlptui.base.errors import TraceError
+from mlptui.base.regular_file import open_regular
 from mlptui.trace.parse.gzip_input import inflate_head, is_gzip
 
 _NAME_RANK = re.compile(r"(?:^|[^a-z0-9])(?:rank[-_]?|worker)(\d+)(?![0-9])", re.IGNORECASE)
@@ -80,7 +82,8 @@ _BACKEND = re.compile(rb'"backend"\s*:\s*"([^"]*)"')
 
 
 def _head(path: Path) -> bytes:
-    with open(path, "rb") as f:
+    f, _ = open_regular(path)
+    with f:
         head = f.read(_HEAD_BYTES)
     if is_gzip(head):
         return inflate_head(head, 4 * _HEAD_BYTES) or b""
@@ -91,7 +94,7 @@ def rank_hint(path: str | Path) -> RankInfo:
     p = Path(path)
     try:
         head = _head(p)
-    except OSError:
+    except (OSError, TraceError):
         head = b""
     m = _INFO.search(head)
     if m:

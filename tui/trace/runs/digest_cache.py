@@ -5,7 +5,7 @@ parsing any rank.
     store(path, key, digest) -> bool       never raises; an unwritable folder is skipped
 
 `<sha of the real path>.digest.json` in the index cache folder (mlptui.trace.parse.index_cache), holding
-the file's key (size, mtime, hash of its ends, the indexing code), the digest's version and a hash of the
+the file's key (device, inode, size, mtime, ctime, the indexing code), the digest's version and a hash of the
 modules that compute it, and the digest as plain JSON. Any difference is a miss; a damaged entry is a miss
 and is written anew. Written atomically. `MLPTUI_NO_CACHE=1` turns it off with the index cache.
 """

@@ -1,0 +1,51 @@
+"""Device work the trace does not link to the host: no launch call (by correlation or flow) and no op
+(by External id). It ran, so it counts in device busy and in the timeline, but in no step's own GPU
+work, no op's device time and no launch count: every pane attributes work by the same link, and this
+line says what is left out, so panes that differ by it can be told apart (MTIA traces leave their DMA
+copies unlinked).
+
+    unlinked_line(trace) -> str | None
+    outside_operators_line(trace) -> str | None   linked work no operator owns: in no operator-view row
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlptui.trace.analysis.op_owner import owners
+from mlptui.trace.analysis.tables import tables
+from mlptui.trace.model import Trace
+
+TOP_NAMES = 3
+
+
+def _time(us: float) -> str:
+    return f"{us / 1e6:.2f} s" if us >= 1e6 else f"{us / 1e3:.2f} ms" if us >= 1e3 else f"{us:.1f} µs"
+
+
+def unlinked_line(trace: Trace) -> str | None:
+    t = tables(trace)
+    lost = np.flatnonzero((t.gpu_launch < 0) & (t.gpu_op < 0))
+    if not len(lost):
+        return None
+    names, counts = np.unique(t.gpu_name[lost], return_counts=True)
+    top = ", ".join(f"{t.strings[int(n)]} ×{int(c):,}"
+                    for c, n in sorted(zip(counts.tolist(), names.tolist(), strict=True), reverse=True)[:TOP_NAMES])
+    seconds = _time(float(t.gpu_dur[lost].sum()))
+    return (f"not linked: {len(lost):,} of {t.n_gpu:,} device ops ({seconds} of device time; {top}) have no "
+            "launch call or op in the trace: counted in device busy, not in any step's own GPU work, op or launch")
+
+
+def outside_operators_line(trace: Trace) -> str | None:
+    """Device work linked to the host but launched under no operator (under a `record_function`
+    annotation or Python frames alone, as a hand-written Triton kernel is): the operator view has no row
+    for it, so its device self times add up to less than the linked device time by this much."""
+    t = tables(trace)
+    outside = np.flatnonzero((t.gpu_op >= 0) & (owners(trace).gpu_owner < 0))
+    if not len(outside):
+        return None
+    names, weights = np.unique(t.op_name[t.gpu_op[outside]], return_inverse=True)
+    us = np.bincount(weights.reshape(-1), weights=t.gpu_dur[outside], minlength=len(names))
+    top = ", ".join(f"{t.strings[int(names[k])]} {_time(float(us[k]))}" for k in np.argsort(-us)[:TOP_NAMES].tolist())
+    return (f"outside every operator: {_time(float(t.gpu_dur[outside].sum()))} of device time was launched under "
+            f"annotations or Python frames alone ({top}): in no operator row")
