@@ -35,15 +35,12 @@ def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 CONFIGS = [
     dict(bm=128, bn=64, bk=64, stages=5, pingpong=False),
-    dict(bm=128, bn=64, bk=64, stages=5),
-    dict(bm=128, bn=64, bk=64, stages=4),
     dict(bm=128, bn=64, bk=64, stages=6, pingpong=False),
-    dict(bm=128, bn=64, bk=128, stages=3, pingpong=False),
-    dict(bm=128, bn=128, bk=64, stages=4, pingpong=False, consumer_regs=232),
-    dict(bm=64, bn=128, bk=64, stages=4),
-    dict(bm=128, bn=64, bk=64, stages=5, maxnreg=None),
-    dict(bm=128, bn=64, bk=64, stages=5, group_m=16),
-    dict(bm=128, bn=64, bk=128, stages=3),
+    dict(bm=128, bn=64, bk=64, stages=3),
+    dict(bm=128, bn=64, bk=64, stages=2),
+    dict(bm=128, bn=64, bk=64, stages=3, group_m=16),
+    dict(bm=128, bn=64, bk=64, stages=3, maxnreg=None),
+    dict(bm=64, bn=128, bk=64, stages=2),
 ]
 
 

@@ -14,6 +14,10 @@ transaction bytes), `empty[s]` when the consumer that read it has retired the wg
 sides count slots with one running index g (slot g % STAGES, phase (g // STAGES) & 1); the producer walks
 the program's tiles in order and consumer c takes tiles c, c + 2, …, so the indices agree.
 
+Measured at the article shape (benchmarks/FUSED_NOTES.md, run 18): correct in both forms, and slower than
+the portable kernel (130 µs one consumer, 149 µs ping-pong, against 124-125 µs and cuBLAS's 117-119 µs on
+an H100), so nothing routes to it yet.
+
 Only Hopper runs it (Gluon's warp specialization and wgmma); Ampere, Blackwell and AMD keep the portable
 kernel. Imports Gluon at module import: import this module only where capability 9.x was checked.
 """
@@ -46,32 +50,47 @@ def _tile(t, num_pid_m, num_pid_n, GROUP_M: gl.constexpr):
 
 
 @gluon.jit
-def _produce(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M):
+def _produce(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M,
+             RINGS: gl.constexpr):
     # values handed to a partition arrive as runtime values: the tile shape is read off the descriptors
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BN: gl.constexpr = wg_desc.block_type.shape[0]
-    STAGES: gl.constexpr = a_bufs.type.shape[0]
+    RING: gl.constexpr = a_bufs.type.shape[0] // RINGS
     NUM_PROGRAMS = gl.num_programs(0)
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     ksteps = gl.cdiv(K, BK)
     nbytes: gl.constexpr = x_desc.block_type.nbytes + wg_desc.block_type.nbytes + wu_desc.block_type.nbytes
-    g = 0
+    i = 0  # the tile's place in this program's sequence: ring i % RINGS, that ring's (i // RINGS)-th tile
     for t in range(gl.program_id(0), num_pid_m * num_pid_n, NUM_PROGRAMS):
         pid_m, pid_n = _tile(t, num_pid_m, num_pid_n, GROUP_M)
         off_m = pid_m * BM
         off_n = pid_n * BN
+        first = (i // RINGS) * ksteps
         for kk in range(ksteps):
-            s = g % STAGES
+            c = first + kk
+            s = (i % RINGS) * RING + c % RING
             # a fresh mbarrier counts as having completed phase 1, so the first round passes at once
-            mbarrier.wait(empty.index(s), ((g // STAGES) & 1) ^ 1)
+            mbarrier.wait(empty.index(s), ((c // RING) & 1) ^ 1)
             bar = ready.index(s)
             mbarrier.expect(bar, nbytes)
             tma.async_copy_global_to_shared(x_desc, [off_m, kk * BK], bar, a_bufs.index(s))
             tma.async_copy_global_to_shared(wg_desc, [off_n, kk * BK], bar, g_bufs.index(s))
             tma.async_copy_global_to_shared(wu_desc, [off_n, kk * BK], bar, u_bufs.index(s))
-            g += 1
+        i += 1
+
+
+@gluon.jit
+def _produce_one_ring(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K,
+                      GROUP_M):
+    _produce(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M, 1)
+
+
+@gluon.jit
+def _produce_two_rings(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K,
+                       GROUP_M):
+    _produce(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M, 2)
 
 
 @gluon.jit
@@ -80,31 +99,31 @@ def _consume(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_b
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BN: gl.constexpr = wg_desc.block_type.shape[0]
-    STAGES: gl.constexpr = a_bufs.type.shape[0]
-    NUM_PROGRAMS = gl.num_programs(0)
+    RING: gl.constexpr = a_bufs.type.shape[0] // CONSUMERS  # this consumer's own ring of slots
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BN, 256 // x_desc.dtype.primitive_bitwidth])
+    NUM_PROGRAMS = gl.num_programs(0)
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     ksteps = gl.cdiv(K, BK)
     h_smem = h_bufs.index(CONSUMER)
-    i = CONSUMER  # this tile's place in the program's sequence (the producer's order)
+    j = 0  # this consumer's j-th tile: its ring's slots count on from j * ksteps
     for t in range(gl.program_id(0) + CONSUMER * NUM_PROGRAMS, num_pid_m * num_pid_n, CONSUMERS * NUM_PROGRAMS):
         pid_m, pid_n = _tile(t, num_pid_m, num_pid_n, GROUP_M)
         acc_g = gl.zeros([BM, BN], gl.float32, acc_layout)
         acc_u = gl.zeros([BM, BN], gl.float32, acc_layout)
-        g0 = i * ksteps
+        first = j * ksteps
         for kk in range(ksteps):
-            g = g0 + kk
-            s = g % STAGES
-            mbarrier.wait(ready.index(s), (g // STAGES) & 1)
+            c = first + kk
+            s = CONSUMER * RING + c % RING
+            mbarrier.wait(ready.index(s), (c // RING) & 1)
             acc_g = warpgroup_mma(a_bufs.index(s), g_bufs.index(s).permute((1, 0)), acc_g, is_async=True)
             acc_u = warpgroup_mma(a_bufs.index(s), u_bufs.index(s).permute((1, 0)), acc_u, is_async=True)
             # this step's two wgmmas stay in flight; the previous step's are retired: free its slot
             acc_g, acc_u = warpgroup_mma_wait(num_outstanding=2, deps=(acc_g, acc_u))
-            mbarrier.arrive(empty.index((g + STAGES - 1) % STAGES), count=1, pred=kk > 0)
+            mbarrier.arrive(empty.index(CONSUMER * RING + (c + RING - 1) % RING), count=1, pred=kk > 0)
         acc_g, acc_u = warpgroup_mma_wait(num_outstanding=0, deps=(acc_g, acc_u))
-        mbarrier.arrive(empty.index((g0 + ksteps - 1) % STAGES), count=1)
+        mbarrier.arrive(empty.index(CONSUMER * RING + (first + ksteps - 1) % RING), count=1)
 
         # gelu_tanh(g) * u = g * u * sigmoid(2 sqrt(2/pi) (g + 0.044715 g^3)), one exp2 and one division
         z = acc_g * (1.5957691216057308 + 0.07135481627159072 * acc_g * acc_g)
@@ -113,7 +132,7 @@ def _consume(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_b
         h_smem.store(h)
         fence_async_shared()
         tma.async_copy_shared_to_global(h_desc, [pid_m * BM, pid_n * BN], h_smem)
-        i += CONSUMERS
+        j += 1
     tma.store_wait(0)
 
 
@@ -141,33 +160,40 @@ def _consume_all(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs,
 @gluon.jit
 def gateup_ws_kernel(x_desc, wg_desc, wu_desc, h_desc, M, N, K, GROUP_M, STAGES: gl.constexpr,
                      PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr, PINGPONG: gl.constexpr):
-    a_bufs = gl.allocate_shared_memory(x_desc.dtype, [STAGES] + x_desc.block_type.shape, x_desc.layout)
-    g_bufs = gl.allocate_shared_memory(wg_desc.dtype, [STAGES] + wg_desc.block_type.shape, wg_desc.layout)
-    u_bufs = gl.allocate_shared_memory(wu_desc.dtype, [STAGES] + wu_desc.block_type.shape, wu_desc.layout)
+    # STAGES slots per consumer: each consumer has a ring of its own. With one ring shared, the second
+    # consumer waits on a slot a whole tile (more than STAGES k-steps) ahead of the first, where an mbarrier's
+    # phase parity cannot tell the phase it wants from one two laps earlier: it read stale slots and freed
+    # slots still in use (the ping-pong fault of benchmarks/FUSED_NOTES.md run 18)
+    SLOTS: gl.constexpr = STAGES * (2 if PINGPONG else 1)
+    a_bufs = gl.allocate_shared_memory(x_desc.dtype, [SLOTS] + x_desc.block_type.shape, x_desc.layout)
+    g_bufs = gl.allocate_shared_memory(wg_desc.dtype, [SLOTS] + wg_desc.block_type.shape, wg_desc.layout)
+    u_bufs = gl.allocate_shared_memory(wu_desc.dtype, [SLOTS] + wu_desc.block_type.shape, wu_desc.layout)
     h_bufs = gl.allocate_shared_memory(h_desc.dtype, [2] + h_desc.block_type.shape, h_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(STAGES):
+    ready = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(SLOTS):
         mbarrier.init(ready.index(s), count=1)
         mbarrier.init(empty.index(s), count=1)
     args = (x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M)
     if PINGPONG:
         # the producer gets a whole warpgroup: with one warp, the compiler may place the second consumer's
         # four warps across a warpgroup boundary, where wgmma cannot run
-        gl.warp_specialize([(_consume_even, args), (_consume_odd, args), (_produce, args)],
+        gl.warp_specialize([(_consume_even, args), (_consume_odd, args), (_produce_two_rings, args)],
                            [4, 4], [CONSUMER_REGS, PRODUCER_REGS])
     else:  # one consumer warpgroup: the producer runs ahead, the epilogue does not overlap the main loop
-        gl.warp_specialize([(_consume_all, args), (_produce, args)], [1], [PRODUCER_REGS])
+        gl.warp_specialize([(_consume_all, args), (_produce_one_ring, args)], [1], [PRODUCER_REGS])
 
 
 GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 
 
 def gateup_ws(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, *, bm: int = 128, bn: int = 64,
-              bk: int = 64, stages: int = 5, group_m: int = 8, producer_regs: int = 40,
+              bk: int = 64, stages: int | None = None, group_m: int = 8, producer_regs: int = 40,
               consumer_regs: int = 232, maxnreg: int | None = 168, pingpong: bool = True,
               out: torch.Tensor | None = None) -> torch.Tensor:
-    """h [M, N] for x [M, K] and weights [N, K] (bf16 or fp16, unit last stride, 16-byte aligned rows)."""
+    """h [M, N] for x [M, K] and weights [N, K] (bf16 or fp16, unit last stride, 16-byte aligned rows).
+    `stages`: shared-memory slots per consumer (default 5 for one consumer, 3 each for ping-pong)."""
+    stages = stages if stages is not None else (3 if pingpong else 5)
     m, k = x.shape
     n = w_gate.shape[0]
     h = out if out is not None else torch.empty((m, n), device=x.device, dtype=x.dtype)
