@@ -15,7 +15,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from mlptui.base.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
@@ -32,6 +32,7 @@ from mlptui.viewmodels.lanes import Lane
 from mlptui.viewmodels.scope import Scope
 from mlptui.viewmodels.table_export import trace_stem
 from mlptui.widgets.details import Details
+from mlptui.widgets.footer import KeyFooter
 from mlptui.widgets.kernels import KernelTable
 from mlptui.widgets.launches import LaunchTable, summary_line
 from mlptui.widgets.lines import LineList
@@ -132,7 +133,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         with Pane(id="timeline-pane", classes="pane"):
             yield Timeline(id="timeline")
         yield Input(placeholder="search op, call and kernel names (enter: go, esc: cancel)", id="search")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         titles = {"tree-pane": "2 CPU dispatch", "kernels-pane": "3 GPU kernels",
