@@ -11,6 +11,7 @@ of the name column (mlptui.viewmodels.dispatch_rows); the header holds the path 
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 from collections.abc import Iterator
 
@@ -45,8 +46,10 @@ class OpTree(LineList):
             id=id,
         )
         self.trace: Trace | None = None
-        self.ids: list[int] = []         # op id, or -1 - thread index for a thread's heading row
-        self.depths: list[int] = []
+        # The rows, as typed arrays: lists of a whole trace's ids would be walked by every full collection
+        # of the garbage collector (tens of milliseconds between two keys on a 1M-event trace).
+        self.ids: array[int] = array("q")         # op id, or -1 - thread index for a thread's heading row
+        self.depths: array[int] = array("q")
         self.expanded: set[int] = set()
         self._root_ts: list[list[float]] = []
         self._root_longest: list[float] = []
@@ -102,7 +105,7 @@ class OpTree(LineList):
             base = 1 if len(trace.threads) > 1 else 0
             ids.extend(roots)
             depths.extend([base] * len(roots))
-        self.ids, self.depths = ids, depths
+        self.ids, self.depths = array("q", ids), array("q", depths)
         self.expanded = set()
         at = 0
         if self._subtree_rows(ids, AUTO_EXPAND_ROWS) <= AUTO_EXPAND_ROWS:
@@ -127,8 +130,8 @@ class OpTree(LineList):
         for ancestor in chain[1:]:
             if self.ids[index] not in self.expanded:
                 ids, depths = self._children_rows(self.ids[index], self.depths[index])
-                self.ids[index + 1: index + 1] = ids
-                self.depths[index + 1: index + 1] = depths
+                self.ids[index + 1: index + 1] = array("q", ids)
+                self.depths[index + 1: index + 1] = array("q", depths)
                 self.expanded.add(self.ids[index])
             try:
                 index = self.ids.index(ancestor, index + 1, self._subtree_end(index))
@@ -234,8 +237,8 @@ class OpTree(LineList):
         if node < 0 or node in self.expanded or not self._loaded().ops[node].children:
             return
         ids, depths = self._children_rows(node, self.depths[index])
-        self.ids[index + 1: index + 1] = ids
-        self.depths[index + 1: index + 1] = depths
+        self.ids[index + 1: index + 1] = array("q", ids)
+        self.depths[index + 1: index + 1] = array("q", depths)
         self.expanded.add(node)
         self.rows_changed()
 
@@ -258,8 +261,8 @@ class OpTree(LineList):
             node = self.ids[index]
             if node >= 0 and node not in self.expanded and self._loaded().ops[node].children:
                 ids, depths = self._children_rows(node, self.depths[index])
-                self.ids[index + 1: index + 1] = ids
-                self.depths[index + 1: index + 1] = depths
+                self.ids[index + 1: index + 1] = array("q", ids)
+                self.depths[index + 1: index + 1] = array("q", depths)
                 self.expanded.add(node)
                 added += len(ids)
             index += 1
