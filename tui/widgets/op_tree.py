@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
+from collections import OrderedDict
 from collections.abc import Iterator
 
 from textual.strip import Strip
@@ -38,6 +39,7 @@ SIDE_STEP = 8               # columns `H` `L` slide the names by
 class OpTree(LineList):
     BINDINGS = [*TREE_KEYS]
     MEASURE = False
+    SCOPES_KEPT = 32
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(
@@ -51,6 +53,9 @@ class OpTree(LineList):
         self.ids: array[int] = array("q")         # op id, or -1 - thread index for a thread's heading row
         self.depths: array[int] = array("q")
         self.expanded: set[int] = set()
+        # a scope's first rows, kept: coming back to a step restores them instead of walking its ops again
+        self._opened: OrderedDict[tuple[object, ...], tuple[array[int], array[int], frozenset[int], int]] = (
+            OrderedDict())
         self._root_ts: list[list[float]] = []
         self._root_longest: list[float] = []
         self._scope: tuple[float, float] | None = None
@@ -62,6 +67,7 @@ class OpTree(LineList):
 
     def set_trace(self, trace: Trace) -> None:
         self.trace = trace
+        self._opened.clear()
         self._root_ts = [[trace.ops[r].ts for r in th.roots] for th in trace.threads]
         self._root_longest = [max((trace.ops[r].dur for r in th.roots), default=0.0) for th in trace.threads]
 
@@ -87,6 +93,13 @@ class OpTree(LineList):
         if trace is None:
             return
         self._scope = None if start is None or end is None else (start, end)
+        key = (self._scope, focus, self.hide_python)
+        kept = self._opened.get(key)
+        if kept is not None:
+            self._opened.move_to_end(key)
+            self.ids, self.depths, self.expanded = array("q", kept[0]), array("q", kept[1]), set(kept[2])
+            self.reset_rows(kept[3])
+            return
         ids: list[int] = []
         depths: list[int] = []
         for t, thread in enumerate(trace.threads):
@@ -119,6 +132,9 @@ class OpTree(LineList):
         # the cursor starts on the first real op (aten::linear), not on the step annotation
         ops = trace.ops
         first = next((i for i, n in enumerate(self.ids[at:at + 256], at) if n >= 0 and ops[n].cat == CPU_OP), at)
+        self._opened[key] = (array("q", self.ids), array("q", self.depths), frozenset(self.expanded), first)
+        if len(self._opened) > self.SCOPES_KEPT:
+            self._opened.popitem(last=False)
         self.reset_rows(first)
 
     def _open_to(self, op_id: int) -> bool:
