@@ -13,8 +13,7 @@ from fuzz import hostile
 from textual.widgets import Static
 
 from mlptui.app import make_app
-from mlptui.screens import loading as loading_module
-from mlptui.screens import picker as picker_module
+from mlptui.viewmodels import facts as facts_module  # the screens import build_facts after the first paint
 from mlptui.screens.loading import LoadingScreen
 from mlptui.screens.picker import PickerScreen, TraceList
 from mlptui.screens.trace_screen import TraceScreen
@@ -28,14 +27,14 @@ async def test_a_failing_trace_says_why_in_its_row_and_the_others_load(tmp_path:
     shutil.copy(good, tmp_path / "a-good.pt.trace.json.gz")
     shutil.copy(good, tmp_path / "b-bad.pt.trace.json.gz")
     shutil.copy(good, tmp_path / "c-good.pt.trace.json.gz")
-    real = picker_module.build_facts
+    real = facts_module.build_facts
 
     def build(trace):
         if "b-bad" in trace.source:
             raise RecursionError("maximum recursion depth exceeded")     # anything, not only MlptuiError
         return real(trace)
 
-    monkeypatch.setattr(picker_module, "build_facts", build)
+    monkeypatch.setattr(facts_module, "build_facts", build)
     app = make_app([str(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
         screen = await wait_for_screen(app, pilot, PickerScreen)
@@ -54,7 +53,7 @@ async def test_a_crashing_load_shows_its_error_instead_of_hanging(tmp_path: Path
     def boom(trace):
         raise TypeError("something no one expected")
 
-    monkeypatch.setattr(loading_module, "build_facts", boom)
+    monkeypatch.setattr(facts_module, "build_facts", boom)
     app = make_app([str(path)])
     async with app.run_test(size=SIZE) as pilot:
         screen = await wait_for_screen(app, pilot, LoadingScreen)

@@ -91,7 +91,8 @@ def test_device_architecture_in_the_vendors_words() -> None:
     assert device_arch(unnamed, {"hip_runtime_version": 60443483}).vendor == "AMD"
     line = _device_line({"device": unnamed, "device_arch": device_arch(unnamed, {"hip_runtime_version": 1}).to_dict(),
                          "counts": {"gpu_ops": 1}})
-    assert line.startswith("device: (unnamed device), AMD gfx9") and "sm" not in line and ", ," not in line
+    # an unnamed device is named from what the header has (its vendor and architecture), never left blank
+    assert line.startswith("device: AMD gfx9") and "sm" not in line and ", ," not in line and "CUs" in line
     h100 = {"name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0, "numSms": 132, "warpSize": 32}
     assert (device_arch(h100).arch, device_arch(h100).word, device_arch(h100).units) == ("sm_90", "sm90", "SMs")
 

@@ -29,12 +29,12 @@ async def test_a_failed_diff_alignment_is_shown(monkeypatch: pytest.MonkeyPatch)
 
 
 async def test_a_failed_load_is_shown_on_the_loading_screen(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mlptui.screens import loading
+    from mlptui.viewmodels import facts  # the loading screen imports build_facts after the first paint
 
     def broken(*args: object, **kwargs: object) -> None:
         raise KeyError("no such column")    # not an MlptuiError: the screen must still say why
 
-    monkeypatch.setattr(loading, "build_facts", broken)
+    monkeypatch.setattr(facts, "build_facts", broken)
     app = make_app([str(sample("mlp", "eager"))])
     async with app.run_test(size=(100, 30)) as pilot:
         for _ in range(100):
