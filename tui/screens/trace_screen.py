@@ -28,6 +28,7 @@ from mlptui.viewmodels import fmt
 from mlptui.viewmodels.detail_text import gpu_details, op_details
 from mlptui.viewmodels.expect_lines import expectation_lines
 from mlptui.viewmodels.facts import TraceFacts, add_launches, call_stats
+from mlptui.viewmodels.kernel_labels import every_kernel_labels
 from mlptui.viewmodels.lanes import Lane
 from mlptui.viewmodels.scope import Scope
 from mlptui.viewmodels.table_export import trace_stem
@@ -156,8 +157,11 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
 
     @work(thread=True, exit_on_error=False, group="prepare-views")
     def prepare_views(self) -> None:
-        """Import the profiler views ahead of their keys: the first `o` is then a paint, not an import."""
+        """Import the profiler views ahead of their keys: the first `o` is then a paint, not an import; and
+        the all-steps kernel labels ahead of the first `[` `]` there."""
         import mlptui.screens.profile_screen  # noqa: F401
+
+        self.facts.trace.derive(every_kernel_labels)
 
     # -- scope -------------------------------------------------------------------------------
     def set_scope(self, step: int | None) -> None:

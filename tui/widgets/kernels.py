@@ -19,7 +19,7 @@ from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import KernelName
 from mlptui.viewmodels import fmt
 from mlptui.viewmodels.kernel_facts import KernelFacts
-from mlptui.viewmodels.kernel_labels import distinct_labels
+from mlptui.viewmodels.kernel_labels import distinct_labels, every_kernel_labels
 from mlptui.widgets.lines import Cell, Column, LineList, SideScrolling
 from mlptui.widgets.worker_errors import ReportsWorkerErrors
 
@@ -97,8 +97,12 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
         if known is None or known[0] is not gpu_ids:
             if len(self._labels_of) >= 1024:     # lists made per call (an empty scope) must not pile up
                 self._labels_of.clear()
-            gpu = self._loaded().gpu
-            known = self._labels_of[id(gpu_ids)] = (gpu_ids, distinct_labels({gpu[g].name for g in gpu_ids}))
+            trace = self._loaded()
+            gpu = trace.gpu
+            # ids are distinct: as many as the trace has means all of them (made ahead, off this thread)
+            labels = (trace.derive(every_kernel_labels) if len(gpu_ids) == len(gpu)
+                      else distinct_labels({gpu[g].name for g in gpu_ids}))
+            known = self._labels_of[id(gpu_ids)] = (gpu_ids, labels)
         self.labels = known[1]
         self._apply_sort()
 
