@@ -13,10 +13,10 @@ from fuzz import hostile
 from textual.widgets import Static
 
 from mlptui.app import make_app
-from mlptui.viewmodels import facts as facts_module  # the screens import build_facts after the first paint
 from mlptui.screens.loading import LoadingScreen
 from mlptui.screens.picker import PickerScreen, TraceList
 from mlptui.screens.trace_screen import TraceScreen
+from mlptui.viewmodels import facts as facts_module  # the screens import build_facts after the first paint
 from mlptui.widgets.kernels import KernelTable
 
 SIZE = (120, 30)
