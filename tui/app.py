@@ -6,13 +6,14 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from mlptui.base.errors import MlptuiError
+from mlptui.gc_policy import IdleCollector
 from mlptui.keys import APP_KEYS, parse_user_keys
 from mlptui.screens.loading import LoadingScreen
 from mlptui.screens.picker import PickerScreen
@@ -47,8 +48,19 @@ class MlptuiApp(App[int]):
         self.user_keys, self.key_problems = parse_user_keys(os.environ.get("MLPTUI_KEYS", ""))
         if self.user_keys:
             self.set_keymap(self.user_keys)
+        self.idle_collector = IdleCollector()
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.InputEvent):
+            self.idle_collector.input_seen()
+        await super().on_event(event)
+
+    def on_unmount(self) -> None:
+        self.idle_collector.stop()
 
     def on_mount(self) -> None:
+        self.idle_collector.start()
+        self.set_interval(0.5, self.idle_collector.tick)
         if self.key_problems:       # one line, on top of whatever opens first
             self.notify("MLPTUI_KEYS: " + "; ".join(self.key_problems), severity="warning", timeout=12)
         if not self.specs:

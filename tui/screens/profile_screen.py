@@ -20,7 +20,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Footer, Input, Static
+from textual.widgets import ContentSwitcher, Input, Static
 
 from mlptui.base.text import markup_escape
 from mlptui.gc_policy import bulk_allocation
@@ -31,6 +31,7 @@ from mlptui.viewmodels.profile_details import memory_peaks, module_detail, opera
 from mlptui.viewmodels.profile_views import ProfileData, ProfileViews, overview_text, regrouped
 from mlptui.viewmodels.scope import Scope
 from mlptui.viewmodels.table_export import trace_stem
+from mlptui.widgets.footer import KeyFooter
 from mlptui.widgets.lines import LineList
 from mlptui.widgets.memory_plot import MemoryPlot
 from mlptui.widgets.profile_tables import (
@@ -109,7 +110,7 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
                 yield Static("", id="modules-detail", classes="profile-detail")
         yield Input(placeholder="filter rows by name (enter: apply, empty: every row, esc: cancel)",
                     id="profile-filter")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.query_one(KernelStatsTable).set_trace(self.facts.trace)

@@ -15,7 +15,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from mlptui.base.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
@@ -28,10 +28,12 @@ from mlptui.viewmodels import fmt
 from mlptui.viewmodels.detail_text import gpu_details, op_details
 from mlptui.viewmodels.expect_lines import expectation_lines
 from mlptui.viewmodels.facts import TraceFacts, add_launches, call_stats
+from mlptui.viewmodels.kernel_labels import every_kernel_labels
 from mlptui.viewmodels.lanes import Lane
 from mlptui.viewmodels.scope import Scope
 from mlptui.viewmodels.table_export import trace_stem
 from mlptui.widgets.details import Details
+from mlptui.widgets.footer import KeyFooter
 from mlptui.widgets.kernels import KernelTable
 from mlptui.widgets.launches import LaunchTable, summary_line
 from mlptui.widgets.lines import LineList
@@ -132,7 +134,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         with Pane(id="timeline-pane", classes="pane"):
             yield Timeline(id="timeline")
         yield Input(placeholder="search op, call and kernel names (enter: go, esc: cancel)", id="search")
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def on_mount(self) -> None:
         titles = {"tree-pane": "2 CPU dispatch", "kernels-pane": "3 GPU kernels",
@@ -155,8 +157,11 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
 
     @work(thread=True, exit_on_error=False, group="prepare-views")
     def prepare_views(self) -> None:
-        """Import the profiler views ahead of their keys: the first `o` is then a paint, not an import."""
+        """Import the profiler views ahead of their keys: the first `o` is then a paint, not an import; and
+        the all-steps kernel labels ahead of the first `[` `]` there."""
         import mlptui.screens.profile_screen  # noqa: F401
+
+        self.facts.trace.derive(every_kernel_labels)
 
     # -- scope -------------------------------------------------------------------------------
     def set_scope(self, step: int | None) -> None:

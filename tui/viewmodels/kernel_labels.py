@@ -8,6 +8,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
+from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import decode_kernel
 
 TAIL_MAX = 28       # columns of the distinguishing words at most (cut in their middle beyond that)
@@ -34,6 +35,12 @@ def distinct_labels(raw_names: Iterable[str]) -> dict[str, str]:
                 label = f"{label} #{numbered[label]}"
             labels[raw] = label
     return labels
+
+
+def every_kernel_labels(trace: Trace) -> dict[str, str]:
+    """The labels of all the trace's GPU ops together (the all-steps scope); through `Trace.derive`, so a
+    worker can make them before the scope is first shown."""
+    return distinct_labels({g.name for g in trace.gpu})
 
 
 def _differing(raws: list[str]) -> list[str]:

@@ -19,7 +19,7 @@ from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import KernelName
 from mlptui.viewmodels import fmt
 from mlptui.viewmodels.kernel_facts import KernelFacts
-from mlptui.viewmodels.kernel_labels import distinct_labels
+from mlptui.viewmodels.kernel_labels import distinct_labels, every_kernel_labels
 from mlptui.widgets.lines import Cell, Column, LineList, SideScrolling
 from mlptui.widgets.worker_errors import ReportsWorkerErrors
 
@@ -77,10 +77,14 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
         self._groups: dict[str, tuple[int, int, float]] = {}   # raw name -> (first GpuOp id, count, total µs)
         self._grouped_order: list[int] | None = None
         self.labels: dict[str, str] = {}     # raw name -> short name, told apart from others alike
+        # the labels of each id list shown (a step's list is one object for the trace's life): coming back
+        # to a step costs no pass over its kernels (every kernel of the trace, for all steps)
+        self._labels_of: dict[int, tuple[list[int], dict[str, str]]] = {}
 
     def set_trace(self, trace: Trace) -> None:
         self.trace = trace
         self.facts = KernelFacts(trace)
+        self._labels_of.clear()
 
     def _loaded(self) -> Trace:
         """The trace: there are kernels to show only once set_trace has run."""
@@ -89,8 +93,17 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
 
     def show(self, gpu_ids: list[int]) -> None:
         self.order = gpu_ids
-        gpu = self._loaded().gpu
-        self.labels = distinct_labels({gpu[g].name for g in gpu_ids})
+        known = self._labels_of.get(id(gpu_ids))
+        if known is None or known[0] is not gpu_ids:
+            if len(self._labels_of) >= 1024:     # lists made per call (an empty scope) must not pile up
+                self._labels_of.clear()
+            trace = self._loaded()
+            gpu = trace.gpu
+            # ids are distinct: as many as the trace has means all of them (made ahead, off this thread)
+            labels = (trace.derive(every_kernel_labels) if len(gpu_ids) == len(gpu)
+                      else distinct_labels({gpu[g].name for g in gpu_ids}))
+            known = self._labels_of[id(gpu_ids)] = (gpu_ids, labels)
+        self.labels = known[1]
         self._apply_sort()
 
     def label(self, gid: int) -> str:

@@ -11,7 +11,9 @@ of the name column (mlptui.viewmodels.dispatch_rows); the header holds the path 
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
+from collections import OrderedDict
 from collections.abc import Iterator
 
 from textual.strip import Strip
@@ -37,6 +39,7 @@ SIDE_STEP = 8               # columns `H` `L` slide the names by
 class OpTree(LineList):
     BINDINGS = [*TREE_KEYS]
     MEASURE = False
+    SCOPES_KEPT = 32
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(
@@ -45,9 +48,14 @@ class OpTree(LineList):
             id=id,
         )
         self.trace: Trace | None = None
-        self.ids: list[int] = []         # op id, or -1 - thread index for a thread's heading row
-        self.depths: list[int] = []
+        # The rows, as typed arrays: lists of a whole trace's ids would be walked by every full collection
+        # of the garbage collector (tens of milliseconds between two keys on a 1M-event trace).
+        self.ids: array[int] = array("q")         # op id, or -1 - thread index for a thread's heading row
+        self.depths: array[int] = array("q")
         self.expanded: set[int] = set()
+        # a scope's first rows, kept: coming back to a step restores them instead of walking its ops again
+        self._opened: OrderedDict[tuple[object, ...], tuple[array[int], array[int], frozenset[int], int]] = (
+            OrderedDict())
         self._root_ts: list[list[float]] = []
         self._root_longest: list[float] = []
         self._scope: tuple[float, float] | None = None
@@ -59,6 +67,7 @@ class OpTree(LineList):
 
     def set_trace(self, trace: Trace) -> None:
         self.trace = trace
+        self._opened.clear()
         self._root_ts = [[trace.ops[r].ts for r in th.roots] for th in trace.threads]
         self._root_longest = [max((trace.ops[r].dur for r in th.roots), default=0.0) for th in trace.threads]
 
@@ -84,6 +93,13 @@ class OpTree(LineList):
         if trace is None:
             return
         self._scope = None if start is None or end is None else (start, end)
+        key = (self._scope, focus, self.hide_python)
+        kept = self._opened.get(key)
+        if kept is not None:
+            self._opened.move_to_end(key)
+            self.ids, self.depths, self.expanded = array("q", kept[0]), array("q", kept[1]), set(kept[2])
+            self.reset_rows(kept[3])
+            return
         ids: list[int] = []
         depths: list[int] = []
         for t, thread in enumerate(trace.threads):
@@ -102,7 +118,7 @@ class OpTree(LineList):
             base = 1 if len(trace.threads) > 1 else 0
             ids.extend(roots)
             depths.extend([base] * len(roots))
-        self.ids, self.depths = ids, depths
+        self.ids, self.depths = array("q", ids), array("q", depths)
         self.expanded = set()
         at = 0
         if self._subtree_rows(ids, AUTO_EXPAND_ROWS) <= AUTO_EXPAND_ROWS:
@@ -116,6 +132,9 @@ class OpTree(LineList):
         # the cursor starts on the first real op (aten::linear), not on the step annotation
         ops = trace.ops
         first = next((i for i, n in enumerate(self.ids[at:at + 256], at) if n >= 0 and ops[n].cat == CPU_OP), at)
+        self._opened[key] = (array("q", self.ids), array("q", self.depths), frozenset(self.expanded), first)
+        if len(self._opened) > self.SCOPES_KEPT:
+            self._opened.popitem(last=False)
         self.reset_rows(first)
 
     def _open_to(self, op_id: int) -> bool:
@@ -127,8 +146,8 @@ class OpTree(LineList):
         for ancestor in chain[1:]:
             if self.ids[index] not in self.expanded:
                 ids, depths = self._children_rows(self.ids[index], self.depths[index])
-                self.ids[index + 1: index + 1] = ids
-                self.depths[index + 1: index + 1] = depths
+                self.ids[index + 1: index + 1] = array("q", ids)
+                self.depths[index + 1: index + 1] = array("q", depths)
                 self.expanded.add(self.ids[index])
             try:
                 index = self.ids.index(ancestor, index + 1, self._subtree_end(index))
@@ -234,8 +253,8 @@ class OpTree(LineList):
         if node < 0 or node in self.expanded or not self._loaded().ops[node].children:
             return
         ids, depths = self._children_rows(node, self.depths[index])
-        self.ids[index + 1: index + 1] = ids
-        self.depths[index + 1: index + 1] = depths
+        self.ids[index + 1: index + 1] = array("q", ids)
+        self.depths[index + 1: index + 1] = array("q", depths)
         self.expanded.add(node)
         self.rows_changed()
 
@@ -258,8 +277,8 @@ class OpTree(LineList):
             node = self.ids[index]
             if node >= 0 and node not in self.expanded and self._loaded().ops[node].children:
                 ids, depths = self._children_rows(node, self.depths[index])
-                self.ids[index + 1: index + 1] = ids
-                self.depths[index + 1: index + 1] = depths
+                self.ids[index + 1: index + 1] = array("q", ids)
+                self.depths[index + 1: index + 1] = array("q", depths)
                 self.expanded.add(node)
                 added += len(ids)
             index += 1
