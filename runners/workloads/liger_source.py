@@ -11,6 +11,7 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from mlptui.base.errors import MlptuiError
 
@@ -131,13 +132,24 @@ CHAIN: tuple[tuple[str, Callable[[], tuple[type, str]]], ...] = (
 )
 
 
-def load_liger_geglu_mlp() -> Found:
+T = TypeVar("T")
+
+
+def first_source(chain: tuple[tuple[str, Callable[[], tuple[T, str]]], ...],
+                 width: int = 200) -> tuple[tuple[T, str] | None, tuple[str, ...]]:
+    """Try each (name, step) of a fallback chain in order: the first step's (value, source) and what was
+    tried before it ("name: reason"), or None and every reason where no step loaded."""
     tried: list[str] = []
-    for name, step in CHAIN:
+    for name, step in chain:
         try:
-            cls, source = step()
+            return step(), tuple(tried)
         except Exception as exc:  # any failure of one source moves on to the next
-            tried.append(f"{name}: {one_line(exc)}")
-            continue
-        return Found(cls, source, tuple(tried))
-    raise MlptuiError("no LigerGEGLUMLP could be loaded; tried " + "; ".join(tried))
+            tried.append(f"{name}: {one_line(exc, width)}")
+    return None, tuple(tried)
+
+
+def load_liger_geglu_mlp() -> Found:
+    found, tried = first_source(CHAIN)
+    if found is None:
+        raise MlptuiError("no LigerGEGLUMLP could be loaded; tried " + "; ".join(tried))
+    return Found(found[0], found[1], tried)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlptui.runners.record.skipped import Skipped
-from mlptui.runners.workloads.liger_source import Unavailable, _env_offline, _hub_env, one_line
+from mlptui.runners.workloads.liger_source import Unavailable, _env_offline, _hub_env, first_source, one_line
 
 REPO_ID = "kernels-community/flash-attn2"
 REPO_VERSION = 3
@@ -110,14 +110,9 @@ CHAIN: tuple[tuple[str, Callable[[], tuple[Callable[..., Any], str]]], ...] = (
 
 
 def load_flash_attn_func() -> FoundFlash:
-    tried: list[str] = []
-    for name, step in CHAIN:
-        try:
-            func, source = step()
-        except Exception as exc:  # any failure of one source moves on to the next
-            tried.append(f"{name}: {one_line(exc, 160)}")
-            continue
-        return FoundFlash(func, source, tuple(tried))
+    found, tried = first_source(CHAIN, 160)
+    if found is not None:
+        return FoundFlash(found[0], found[1], tried)
     lead = ("the Hugging Face Hub is unreachable and no other source of " if "unreachable" in tried[0]
             else "no source of ")
     raise Skipped(f"{lead}FlashAttention ({REPO_ID}) is here; tried " + "; ".join(tried))
