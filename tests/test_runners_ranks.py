@@ -33,7 +33,7 @@ def one_run(out: Path) -> tuple[Path, dict]:
 def test_tp_mlp_on_two_gloo_ranks(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     res = mlptui("run", "tp-mlp", "--device", "cpu", "--nproc", "2", "--dtype", "fp32", *TINY,
-                 "--delay-rank", "1", "--delay-ms", "20", "--out", "runs", cwd=tmp_path)
+                 "--delay-rank", "1", "--delay-ms", "60", "--out", "runs", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     folder, manifest = one_run(tmp_path / "runs")
     assert folder.name.startswith("tp-mlp-eager-2x8x32x64-fp32-cpu-x2-")
@@ -49,10 +49,11 @@ def test_tp_mlp_on_two_gloo_ranks(tmp_path: Path) -> None:
     for t in traces:
         names = [op.name for op in t.ops]
         assert names.count("tp_mlp_fwd") == 3 and names.count("gloo:all_reduce") == 3  # one per step
-    # rank 1 slept 20 ms before each step: rank 0 waited for it in every all-reduce
-    assert dist["delay"] == {"rank": 1, "ms": 20.0} and "--delay-rank 1 --delay-ms 20" in dist["command"]
+    # rank 1 slept 60 ms before each step: rank 0 waited for it in every all-reduce. The line between the two
+    # is half the delay, so a loaded machine's slower steps (a 20 ms delay left too little room) cannot cross it
+    assert dist["delay"] == {"rank": 1, "ms": 60.0} and "--delay-rank 1 --delay-ms 60" in dist["command"]
     waited = [op.dur for op in traces[0].ops if op.name == "gloo:all_reduce"]
-    assert min(waited) > 15_000 > max(op.dur for op in traces[1].ops if op.name == "gloo:all_reduce")
+    assert min(waited) > 30_000 > max(op.dur for op in traces[1].ops if op.name == "gloo:all_reduce")
 
 
 def test_ddp_train_on_two_gloo_ranks(tmp_path: Path) -> None:
