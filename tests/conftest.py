@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import os
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import orjson
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+GENERATOR = ROOT.parent / "shared" / "tools" / "gen_kineto_trace.py"
 SAMPLES = ROOT / "sample_traces"
 # CI clones the repository with shared/ beside it, as on the development machine.
 CORPUS = ROOT.parent / "shared" / "corpus" / "hta"
@@ -96,3 +99,15 @@ def trace_bytes(events: list[dict[str, Any]], *, gz: bool = False, **top: Any) -
     doc = {"schemaVersion": 1, "traceEvents": events, **top}
     data = orjson.dumps(doc)
     return gzip.compress(data) if gz else data
+
+
+def kineto_generator() -> ModuleType:
+    """The shared synthetic-trace tool (../shared/tools/gen_kineto_trace.py), imported rather than run in a
+    subprocess; the test is skipped where it is absent."""
+    if not GENERATOR.exists():
+        pytest.skip(f"generator not found at {GENERATOR}")
+    spec = importlib.util.spec_from_file_location("gen_kineto_trace", GENERATOR)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

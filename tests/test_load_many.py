@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import ROOT, find_sample, trace_bytes, x
+from conftest import GENERATOR, find_sample, trace_bytes, x
 
 from mlptui.base.errors import MlptuiError
 from mlptui.trace.analysis.rank_digest import rank_digest
@@ -20,8 +20,6 @@ from mlptui.trace.parse import index_cache
 from mlptui.trace.parse import load_many as load_many_module
 from mlptui.trace.parse.load import load_trace
 from mlptui.trace.parse.load_many import load_many
-
-GENERATOR = ROOT.parent / "shared" / "tools" / "gen_kineto_trace.py"
 
 
 def _rank_trace(rank: int, step_us: list[float], arrive_us: list[float] | None = None) -> bytes:

@@ -5,12 +5,11 @@ why it opens as a file list."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 from app_support import wait_for_screen
-from conftest import ROOT, trace_bytes, x
+from conftest import kineto_generator, trace_bytes, x
 from textual.widgets import Static
 
 from mlptui.app import make_app
@@ -18,18 +17,6 @@ from mlptui.screens.picker import PickerScreen
 from mlptui.screens.ranks_screen import RanksScreen
 from mlptui.trace.parse import index_cache
 from mlptui.trace.parse import load_many as load_many_module
-
-GENERATOR = ROOT.parent / "shared" / "tools" / "gen_kineto_trace.py"
-
-
-def _generator():  # the shared synthetic-trace tool, imported rather than run in a subprocess
-    if not GENERATOR.exists():
-        pytest.skip(f"generator not found at {GENERATOR}")
-    spec = importlib.util.spec_from_file_location("gen_kineto_trace", GENERATOR)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _tiny_rank(rank: int, world: int) -> bytes:
@@ -41,7 +28,7 @@ def _tiny_rank(rank: int, world: int) -> bytes:
 
 async def test_two_12_mb_ranks_open_through_the_worker_pool_on_a_cold_cache(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    gen = _generator()
+    gen = kineto_generator()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("MLPTUI_NO_CACHE", raising=False)
     run = tmp_path / "run"

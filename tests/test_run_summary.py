@@ -4,7 +4,6 @@ worker processes give the same report as this process and none is left running a
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import ROOT, trace_bytes, x
+from conftest import kineto_generator, trace_bytes, x
 
 from mlptui.cli import main
 from mlptui.trace.parse import index_cache
@@ -22,18 +21,6 @@ from mlptui.trace.parse import load as load_module
 from mlptui.trace.parse.rank_hint import rank_files
 from mlptui.trace.runs import local_map
 from mlptui.trace.runs.run_summary import summarize_run
-
-GENERATOR = ROOT.parent / "shared" / "tools" / "gen_kineto_trace.py"
-
-
-def generator():
-    if not GENERATOR.exists():
-        pytest.skip(f"generator not found at {GENERATOR}")
-    spec = importlib.util.spec_from_file_location("gen_kineto_trace", GENERATOR)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def tiny_rank(rank: int, world: int, arrive: float = 10.0) -> bytes:
@@ -74,7 +61,7 @@ def test_a_folder_that_is_not_one_run_says_why(tmp_path: Path, capsys: pytest.Ca
 
 
 def _big_ranks(folder: Path, mb: int, n: int = 2) -> list[Path]:
-    gen = generator()
+    gen = kineto_generator()
     folder.mkdir(exist_ok=True)
     paths = [folder / f"rank-{r}.pt.trace.json" for r in range(n)]
     for r, p in enumerate(paths):
