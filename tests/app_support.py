@@ -25,6 +25,22 @@ async def wait_for_screen(app: App, pilot: Pilot, kind: type[Screen], timeout: f
     return app.screen
 
 
+async def settle(pilot: Pilot, quiet: int = 3, timeout: float = 15.0) -> None:
+    """Before a snapshot: wait until workers are done and the screen reads the same `quiet` times in a row,
+    50 ms apart. A fixed pause is not enough on a loaded 2-core machine, where a cursor message can land
+    after it. Gives up silently at `timeout` (a cursor that blinks never settles); the comparison decides."""
+    app = pilot.app
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    last, same = "", 0
+    while same < quiet and loop.time() < deadline:
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.05)
+        now = app.export_screenshot()
+        same = same + 1 if now == last else 0
+        last = now
+
+
 def row_text(pane: LineList, index: int) -> str:
     cells = pane.cells(index)
     return " | ".join(c if isinstance(c, str) else c[0] for c in cells)

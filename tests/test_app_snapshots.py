@@ -4,7 +4,7 @@ zoomed (`z`), at 80×24 and 160×48. Regenerate with `pytest --snapshot-update` 
 from __future__ import annotations
 
 import pytest
-from app_support import wait_for_screen
+from app_support import settle, wait_for_screen
 from conftest import find_sample
 
 from mlptui.app import make_app
@@ -14,10 +14,11 @@ from mlptui.screens.trace_screen import TraceScreen
 SIZES = pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 
 
-def waiting_for(kind):
+def waiting_for(kind, *keys: str):
     async def run_before(pilot) -> None:
         await wait_for_screen(pilot.app, pilot, kind)
-        await pilot.pause(0.1)
+        await pilot.press(*keys)
+        await settle(pilot)
     return run_before
 
 
@@ -47,7 +48,7 @@ PANES = {
 @pytest.mark.parametrize("pane", list(PANES))
 def test_snapshot_pane(snap_compare, size, pane) -> None:
     app = make_app([str(find_sample("mlp", "eager"))])
-    assert snap_compare(app, press=[*PANES[pane], "z"], terminal_size=size, run_before=waiting_for(TraceScreen))
+    assert snap_compare(app, terminal_size=size, run_before=waiting_for(TraceScreen, *PANES[pane], "z"))
 
 
 # the profiler views on the training sample (memory and modules recorded)
@@ -64,7 +65,6 @@ def test_snapshot_profile_view(snap_compare, size, key) -> None:
         await wait_for_screen(pilot.app, pilot, TraceScreen)
         await pilot.press(key)
         await wait_for_screen(pilot.app, pilot, ProfileScreen)
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause(0.2)
+        await settle(pilot)
 
     assert snap_compare(make_app([str(path)]), terminal_size=size, run_before=run_before)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from app_support import settle
 from diff_harness import DiffHarness
 from diff_support import load, sample
 
@@ -204,19 +205,26 @@ async def test_swap_raw_names_step_switch_and_help() -> None:
         assert isinstance(app.screen, DiffScreen)
 
 
+def pressing(*keys: str):
+    async def run_before(pilot) -> None:
+        await pilot.press(*keys)
+        await settle(pilot)
+    return run_before
+
+
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 def test_snapshot_mlp_eager_vs_compile(snap_compare, size) -> None:
-    assert snap_compare(mlp_app(), press=["n"], terminal_size=size)
+    assert snap_compare(mlp_app(), terminal_size=size, run_before=pressing("n"))
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 def test_snapshot_linear_cpu_side(snap_compare, size) -> None:
-    assert snap_compare(linear_app(), press=["c"], terminal_size=size)
+    assert snap_compare(linear_app(), terminal_size=size, run_before=pressing("c"))
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 def test_snapshot_pair_details(snap_compare, size) -> None:
-    assert snap_compare(liger_app(), press=["n", "enter"], terminal_size=size)
+    assert snap_compare(liger_app(), terminal_size=size, run_before=pressing("n", "enter"))
 
 
 async def test_big_pair_aligns_in_a_worker_then_walks() -> None:

@@ -7,7 +7,7 @@ Regenerate with `pytest --snapshot-update tests/test_legible_snapshots.py` and l
 from __future__ import annotations
 
 import pytest
-from app_support import wait_for_screen
+from app_support import settle, wait_for_screen
 from conftest import ROOT, SAMPLES, find_sample
 
 from mlptui.app import make_app
@@ -56,7 +56,6 @@ def test_snapshot_legible(snap_compare, monkeypatch, size, colours, screen) -> N
             await pilot.press(key)
             if key in ("p", "K"):
                 await wait_for_screen(pilot.app, pilot, ProfileScreen)
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause(0.2)
+        await settle(pilot)
 
     assert snap_compare(make(colours, path, monkeypatch), terminal_size=size, run_before=run_before)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app_support import rows_text, wait_for_screen
+from app_support import rows_text, settle, wait_for_screen
 from test_ranks_samples import delayed
 from textual.widgets import Static
 
@@ -64,6 +64,6 @@ def _header(screen: RankTraceScreen) -> str:
 def test_snapshot_ranks_view(snap_compare) -> None:
     async def ready(pilot) -> None:
         await wait_for_screen(pilot.app, pilot, RanksScreen)
-        await pilot.pause(0.1)
+        await settle(pilot)
 
     assert snap_compare(make_app([tp_run()]), terminal_size=(80, 24), run_before=ready)

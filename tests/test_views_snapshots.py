@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_support import wait_for_screen
+from app_support import settle, wait_for_screen
 
 from mlptui.app import make_app
 from mlptui.screens.help_screen import HelpScreen
@@ -40,7 +40,7 @@ def _ready(first, kind, *keys: str):
             await pilot.press(key)
             await pilot.pause(0.05)
         await wait_for_screen(pilot.app, pilot, kind)
-        await pilot.pause(0.1)
+        await settle(pilot)
     return run_before
 
 
