@@ -519,7 +519,7 @@ def _calibration_results() -> list[dict]:
                 "mode": mode, "median_us": us}
     return [cell(64, "eager", "fwd", 20), cell(64, "fused-forced", "fwd", 25),       # forced fused slower
             cell(8192, "eager", "fwd", 250), cell(8192, "fused-forced", "fwd", 190),
-            cell(64, "eager", "fwd+bwd", 90), cell(64, "fused-forced", "fwd+bwd", 88),  # within the margin
+            cell(64, "eager", "fwd+bwd", 90), cell(64, "fused-forced", "fwd+bwd", 88.5),  # 1.7 %: inside the allowance
             cell(8192, "eager", "fwd+bwd", 800), cell(8192, "fused-forced", "fwd+bwd", 650)]
 
 
@@ -540,7 +540,7 @@ def test_calibration_routes_by_the_forced_fused_path_measured_against_eager() ->
     results = _calibration_results() + routed
     model = cx.with_calibration(base, results)
     assert not model.use_fused(64, 768, 3072) and model.use_fused(8192, 768, 3072)
-    assert not model.use_fused(64, 768, 3072, train=True)  # 2 % faster is inside the training margin
+    assert not model.use_fused(64, 768, 3072, train=True)  # 1.7 % faster: inside the 2 % drift allowance
     assert model.use_fused(8192, 768, 3072, train=True)
     assert model.families[1] == base.families[1]  # a family the calibration did not measure is kept
 
@@ -548,7 +548,7 @@ def test_calibration_routes_by_the_forced_fused_path_measured_against_eager() ->
     fams = folded["devices"]["GPU"]["families"]
     assert fams[0]["bench_rows"] == [64, 8192]
     assert fams[0]["fwd_bench_us"] == [[25.0, 20.0], [190.0, 250.0]]
-    assert fams[0]["train_bench_us"] == [[88.0, 90.0], [650.0, 800.0]]
+    assert fams[0]["train_bench_us"] == [[88.5, 90.0], [650.0, 800.0]]
     assert fams[1]["fwd_bench_us"] == [[1.0, 2.0]]  # kept: this report did not measure it
     again = cx.model_from_table(folded, "GPU")
     for r in (64, 8192):

@@ -24,16 +24,31 @@ def fused_over_eager(row: dict[str, Any]) -> float:
     return float(paired[0]) if paired else 1 / float(row["vs_eager"])
 
 
+def over_best(row: dict[str, Any], forced: dict[str, Any] | None) -> float | None:
+    """The routed module's time against the better of its two choices, eager and the fused path forced on,
+    both timed in the same group as it (paired ratios against eager); None where the cell has no forced
+    timing (reports before run 19)."""
+    if forced is None or not forced.get("paired_vs_eager") or not row.get("paired_vs_eager"):
+        return None
+    return fused_over_eager(row) / min(1.0, float(forced["paired_vs_eager"][0]))
+
+
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Per pass: the worst fused/eager ratio over the verified cells, those slower than eager by > 2 %, and
     of them those slower beyond the timing's resolution (the paired ratio's interval above 1.02, or, in
-    older reports, the ratio beyond eager's spread against itself in the same cell)."""
+    older reports, the ratio beyond eager's spread against itself in the same cell). Where the cells timed
+    the fused path forced on beside the routed module: the worst ratio of the routed module to the better
+    of eager and the forced path, and the cells more than 2 % behind it (the route left a gain unused, or
+    took a loss)."""
     out: dict[str, Any] = {}
     for ps in ("fwd", "fwd+bwd"):
         cells = [r for r in results if r.get("sweep") and r["mode"] == "fused" and r["pass"] == ps
                  and "vs_eager" in r]
         if not cells:
             continue
+        forced = {(r["shape"], r["rows"]): r for r in results
+                  if r.get("sweep") and r["mode"] == "fused-forced" and r["pass"] == ps}
+        to_best = [(r, q) for r in cells if (q := over_best(r, forced.get((r["shape"], r["rows"])))) is not None]
         worst = max(cells, key=fused_over_eager)
 
         def beyond(r: dict[str, Any]) -> bool:
@@ -54,6 +69,13 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
                    "slower_than_eager_by_2pct": [label(r) for r in cells if fused_over_eager(r) > 1.02],
                    "slower_beyond_noise": [label(r) for r in cells if fused_over_eager(r) > 1.02 and beyond(r)],
                    "fused_path_cells": sum(1 for r in cells if r.get("path") == "fused")}
+        if to_best:
+            worst_r, worst_q = max(to_best, key=lambda t: t[1])
+            out[ps].update(worst_over_best=round(worst_q, 3),
+                           worst_over_best_cell=f"{worst_r['shape']} rows {worst_r['rows']}",
+                           behind_best_by_2pct=[f"{r['shape']} rows {r['rows']} ({q:.3f}x the better of eager "
+                                                f"and forced fused, {r.get('path')} path)"
+                                                for r, q in to_best if q > 1.02])
     return out
 
 
@@ -119,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{ps}: {s['cells']} cells ({s['fused_path_cells']} on the fused path), worst fused/eager "
               f"{s['worst_fused_over_eager']} ({s['worst_cell']}), slower than eager by >2%: "
               f"{len(s['slower_than_eager_by_2pct'])}, of them beyond the cell's noise: {len(s['slower_beyond_noise'])}")
+        if "worst_over_best" in s:
+            print(f"{ps}: worst routed/better of eager and forced fused {s['worst_over_best']} "
+                  f"({s['worst_over_best_cell']}), behind it by >2%: {len(s['behind_best_by_2pct'])}")
     return 0
 
 

@@ -14,8 +14,9 @@ Liger, forward and forward+backward; and, first, the crossover table the fused m
    decides nothing.
 3. Verification: per family and pass, each mode's time at every row count (timed_cell: medians of
    alternating synchronized calls), the fused module routing by the model just folded, eager timed
-   twice; the fused module, eager and its twin in one group, torch.compile and Liger with eager in
-   another (verification_groups says why). torch.compile is built once per family, dynamic=True.
+   twice; the fused module, eager, its twin and the fused path forced on in one group, torch.compile
+   and Liger with eager in another (verification_groups says why). torch.compile is built once per
+   family, dynamic=True.
 
 Every result row: shape ("DIMxHIDDEN"), rows, dim, hidden, mode, pass, median_us, every mode but eager its
 paired ratio against eager (paired_vs_eager: median, low, high), and the fused row the ratios of the other
@@ -280,12 +281,15 @@ def timed_cell(fns: dict[str, Callable[[], Any]]) -> tuple[dict[str, float], dic
     return best, paired
 
 
-HEAD_TO_HEAD = ("eager", EAGER_AGAIN, "fused")
+FORCED = "fused-forced"  # the fused module with its fused path forced on: the route's other choice
+HEAD_TO_HEAD = ("eager", EAGER_AGAIN, "fused", FORCED)
 
 
 def verification_groups(modes: list[str]) -> list[list[str]]:
-    """The timing groups of a verification cell: the fused module head to head with eager and eager's
-    twin, then the other modes with eager (all modes in one group where that split leaves nothing to pair).
+    """The timing groups of a verification cell: the fused module head to head with eager, eager's twin
+    and the fused path forced on (so the route is judged against both of its choices timed in the same
+    moments), then the other modes with eager (all modes in one group where that split leaves nothing to
+    pair).
 
     Why: a call of torch.compile's or Liger's MLP between two calls of the fused path slowed its kernel
     against eager by 2-5 % in weight-bound cells (5120x13824 at 1 row: 0.984 alone, 1.024 after
@@ -340,15 +344,21 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {msg[:200]}"
 
 
-def calibrate(dim: int, hidden: int, eager: torch.nn.Module, again: torch.nn.Module, rows: tuple[int, ...],
-              passes: tuple[str, ...], dtype: torch.dtype, note: Callable[[str], None],
-              errors: list[dict[str, str]]) -> list[dict[str, Any]]:
-    """Per pass and row count, the fused path forced on and eager (and eager's twin `again`, with its own
-    weights: see mode_modules), timed as the sweep times them."""
+def forced_module(dim: int, hidden: int, dtype: torch.dtype, eager: torch.nn.Module) -> torch.nn.Module:
+    """The fused module with its fused path forced on, with eager's weights (its own copy)."""
     from mlptui.runners.fused import FusedGeGLUMLP
 
     forced = FusedGeGLUMLP(dim, hidden, policy="fused", device="cuda", dtype=dtype)
     forced.load_state_dict(eager.state_dict())
+    return forced
+
+
+def calibrate(dim: int, hidden: int, eager: torch.nn.Module, again: torch.nn.Module, forced: torch.nn.Module,
+              rows: tuple[int, ...], passes: tuple[str, ...], note: Callable[[str], None],
+              errors: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """Per pass and row count, the fused path forced on and eager (and eager's twin `again`, with its own
+    weights: see mode_modules), timed as the sweep times them."""
+    dtype = next(eager.parameters()).dtype
     shape = f"{dim}x{hidden}"
     out: list[dict[str, Any]] = []
     for ps in passes:
@@ -360,18 +370,17 @@ def calibrate(dim: int, hidden: int, eager: torch.nn.Module, again: torch.nn.Mod
                 try:
                     fn = pass_call(forced, x, bwd)
                     fn()  # tunes this bucket
-                    fns["fused-forced"] = fn
+                    fns[FORCED] = fn
                 except Exception as exc:
-                    errors.append({"mode": "fused-forced", "shape": shape, "rows": str(r), "pass": ps,
+                    errors.append({"mode": FORCED, "shape": shape, "rows": str(r), "pass": ps,
                                    "kind": "failed", "error": _first_line(exc)})
                 best, paired = timed_cell(fns)
                 spread = noise(paired)
                 out.extend(cell_rows(best, paired, {"shape": shape, "rows": r, "dim": dim, "hidden": hidden,
                                                     "pass": ps, "calibration": True, "noise": spread}))
-                if "fused-forced" in best:
-                    note(f"calibration {shape} {ps} rows {r}: fused {best['fused-forced']:.1f} us, "
+                if FORCED in best:
+                    note(f"calibration {shape} {ps} rows {r}: fused {best[FORCED]:.1f} us, "
                          f"eager {best['eager']:.1f} / {best[EAGER_AGAIN]:.1f} us")
-    del forced
     return out
 
 
@@ -400,8 +409,9 @@ def sweep(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], modes: t
         start = time.perf_counter()
         mods = mode_modules(dim, hidden, dtype, modes, info, shared)
         if "fused" in mods:
-            calibration = calibrate(dim, hidden, mods["eager"], mods[EAGER_AGAIN], rows, passes, dtype, note,
-                                    errors)
+            mods[FORCED] = forced_module(dim, hidden, dtype, mods["eager"])
+            calibration = calibrate(dim, hidden, mods["eager"], mods[EAGER_AGAIN], mods[FORCED], rows, passes,
+                                    note, errors)
             results.extend(calibration)
             _install_calibration(calibration, note)
         ref = seeded(functools.partial(SimpleGeGLUMLP, dim, hidden)).to("cuda")

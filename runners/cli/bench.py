@@ -215,8 +215,8 @@ def run(args: argparse.Namespace) -> int:
                                      f"L2 flushed before each, after {sweep.BURN_S} s of the cell's own work; collector "
                                      f"paused; verdicts: each mode's paired ratio against eager (median over rounds of the round's "
                                      f"ratio, ~95 % order-statistic interval: paired_vs_eager); a second eager module with its "
-                                     f"own weights (eager-again) as the cell's noise; the fused module, eager and eager-again "
-                                     f"timed as one group, compile and kernels with eager as another (their "
+                                     f"own weights (eager-again) as the cell's noise; the fused module, eager, eager-again and "
+                                     f"the fused path forced on (fused-forced) timed as one group, compile and kernels with eager as another (their "
                                      f"vs_ ratios meet through eager); compile: "
                                      f"torch.compile(dynamic=True) per family",
                            "summary": summarize(rows)}
