@@ -13,8 +13,9 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.reactive import reactive
+from textual.reactive import Reactive, reactive
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Input, Static
 
 from mlptui.base.text import markup_escape as escape
@@ -99,7 +100,10 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
     # The step every pane shows; set once in on_mount, then by the step list, `[` `]`, a jump to work
     # in another step, or the profiler views. The step list follows it by data binding, the other panes
     # through watch_scope. always_update: the first value may equal the default (a trace without steps).
-    scope: reactive[Scope] = reactive(Scope.every(0), always_update=True, init=False)
+    # No repaint of the whole screen: each pane repaints what the scope changed in it.
+    scope: reactive[Scope] = reactive(Scope.every(0), always_update=True, init=False, repaint=False)
+    # A focus move repaints the panes whose focus styles change, not the whole screen.
+    focused: Reactive[Widget | None] = Reactive(None, repaint=False)
 
     def __init__(self, facts: TraceFacts) -> None:
         super().__init__()

@@ -33,8 +33,12 @@ class Details(ScrollView, can_focus=True):
         self._content = Text()
         self._lines: list[Strip] = []
         self._wrapped_at = -1
+        self._drawn: dict[tuple[int, int], Strip] = {}      # lines fitted and styled, by (index, width)
 
     def show_text(self, markup: str) -> None:
+        if markup == self.text and self._wrapped_at >= 0:    # the same item again: back to its top only
+            self.scroll_to(y=0, animate=False, immediate=True)
+            return
         self.text = markup
         # Names inside come from files: control characters are shown as escapes, never sent raw.
         markup = "\n".join(printable(line) for line in markup.split("\n"))
@@ -52,7 +56,12 @@ class Details(ScrollView, can_focus=True):
         lines: Iterable[Text] = self._content.wrap(console, width, overflow="fold") if self._content else []
         self._lines = [Strip(list(line.render(console, "")), line.cell_len) for line in lines]
         self._wrapped_at = width
+        self._drawn = {}
         self.virtual_size = Size(width, len(self._lines))
+
+    def notify_style_update(self) -> None:
+        self._drawn = {}
+        super().notify_style_update()
 
     def on_resize(self) -> None:
         self._wrapped_at = -1
@@ -62,6 +71,11 @@ class Details(ScrollView, can_focus=True):
         self._wrap()
         index = round(self.scroll_offset.y) + y
         width = self.scrollable_content_region.width
-        if index >= len(self._lines):
-            return Strip.blank(width, self.rich_style)
-        return self._lines[index].adjust_cell_length(width).apply_style(self.rich_style)
+        key = (index if index < len(self._lines) else -1, width)
+        strip = self._drawn.get(key)
+        if strip is None:
+            style = self.rich_style
+            strip = (self._lines[index].adjust_cell_length(width).apply_style(style) if key[0] >= 0
+                     else Strip.blank(width, style))
+            self._drawn[key] = strip
+        return strip

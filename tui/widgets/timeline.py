@@ -85,6 +85,7 @@ class Timeline(ScrollView, can_focus=True):
         self._rows_key: tuple[object, ...] = ()     # what the cached rows were drawn for
         self.namer: Callable[[Lane, int], str] = lambda lane, i: ""
         self.cursor: tuple[int, int] | None = None     # (lane, interval) of the event cursor
+        self._styles: dict[str, Style] = {}     # component styles, made once per style change
 
     def set_lanes(self, lanes: list[Lane], namer: Callable[[Lane, int], str] | None = None) -> None:
         """The lanes, and how to name interval i of a lane (its op's or kernel's name)."""
@@ -105,6 +106,8 @@ class Timeline(ScrollView, can_focus=True):
     def set_marks(self, cpu: list[tuple[tuple[int, int], float, float]],
                   gpu: list[tuple[tuple[int, int], float, float]], caption: str = "") -> None:
         """Highlight the selection: CPU spans on their thread's lane, GPU spans on their stream's."""
+        if (cpu, gpu, caption) == (self.cpu_marks, self.gpu_marks, self.caption):
+            return
         self.cpu_marks, self.gpu_marks = cpu, gpu
         self.caption = caption
         self.refresh()
@@ -141,8 +144,20 @@ class Timeline(ScrollView, can_focus=True):
         self.refresh()
 
     # -- drawing -----------------------------------------------------------------------------
+    def notify_style_update(self) -> None:
+        self._styles.clear()
+        self._rows_key = ()
+        super().notify_style_update()
+
     def _style(self, name: str) -> Style:
-        return self.rich_style + self.get_component_rich_style(f"timeline--{name}", partial=True)
+        """The widget's style with a component's over it ("": the widget's own)."""
+        style = self._styles.get(name)
+        if style is None:
+            style = self.rich_style
+            if name:
+                style += self.get_component_rich_style(f"timeline--{name}", partial=True)
+            self._styles[name] = style
+        return style
 
     def _axis(self, width: int) -> Strip:
         """Ticks at round times since the trace's first event, labelled with that time."""
@@ -168,7 +183,7 @@ class Timeline(ScrollView, can_focus=True):
             return Strip([Segment(" " * LABEL, self._style("axis")), Segment(text.ljust(width - LABEL), self._style("axis"))])
         index = round(self.scroll_offset.y) + y - 1
         if index >= len(self.lanes) or width <= LABEL:
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, self._style(""))
         key = (width, self.start, self.span, id(self.lanes), len(self.cpu_marks), tuple(self.cpu_marks[:4]),
                tuple(self.gpu_marks[:16]), self.cursor)
         if key != self._rows_key:
