@@ -50,6 +50,19 @@ TITLES = {"overview": "o overview", "operators": "p operators", "kernels": "K ke
 VIEW_KEYS = [b for b in TRACE_KEYS if b.id and b.id.startswith("view-")]
 
 
+def compose_ahead(host: Screen[Any], facts: TraceFacts) -> ProfileScreen | None:
+    """A views screen composed and mounted now, while nothing else happens, without being shown: the
+    next `o` `p` `K` `M` `u` pushes it instead of composing one (a new screen's compose and mount is
+    most of what opening costs). It is used once, as a new one would be. None where this version of
+    Textual starts screens otherwise."""
+    register = getattr(host.app, "_register", None)
+    if register is None:
+        return None
+    screen = ProfileScreen(facts, ahead=True)
+    register(host.app, screen)
+    return screen
+
+
 class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
     """Dismissed with its scope, for the trace screen to follow."""
 
@@ -65,12 +78,15 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
     # The step the views are computed over; `[` `]` move it, watch_scope recomputes or repaints.
     scope: reactive[Scope] = reactive(Scope.every(0), init=False)
 
-    def __init__(self, facts: TraceFacts, view: str = "overview", scope: Scope | None = None) -> None:
+    def __init__(self, facts: TraceFacts, view: str = "overview", scope: Scope | None = None, *,
+                 ahead: bool = False) -> None:
+        """`ahead`: made before it is asked for (composed in the background by `compose_ahead`); `aim`
+        says which view and scope it opens on, just before it is pushed."""
         super().__init__()
         self.facts = facts
-        self.view = view if view in VIEWS else "overview"
-        count = len(facts.trace.steps)
-        self.set_reactive(ProfileScreen.scope, Scope.of_step(None if scope is None else scope.step, count))
+        self.ahead = ahead
+        self.mounted = False
+        self.aim(view, scope)
         self.grouped = {"operators": False, "kernels": False}
         self.device = 0                     # the memory curve shown: index into the scope's devices
         self._filled: set[str] = set()      # views built for this scope: each is built when first shown
@@ -112,8 +128,20 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
                     id="profile-filter")
         yield KeyFooter(compact=True)
 
+    def aim(self, view: str, scope: Scope | None) -> None:
+        """The view and scope to open on (before the screen is first shown)."""
+        self.view = view if view in VIEWS else "overview"
+        count = len(self.facts.trace.steps)
+        self.set_reactive(ProfileScreen.scope, Scope.of_step(None if scope is None else scope.step, count))
+
     def on_mount(self) -> None:
         self.query_one(KernelStatsTable).set_trace(self.facts.trace)
+        self.mounted = True
+        if not self.ahead:
+            self.open_views()
+
+    def open_views(self) -> None:
+        """Show the view aimed at; its figures are computed after the first paint when not known yet."""
         self._switch(self.view)
         if self.data is None:
             self._start_compute()

@@ -8,6 +8,7 @@ proportional to the screen, not to the trace (the lists were computed by `facts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import ComposeResult
@@ -44,7 +45,11 @@ from mlptui.widgets.table_csv import export_table
 from mlptui.widgets.timeline import Timeline
 from mlptui.widgets.worker_errors import ReportsWorkerErrors
 
+if TYPE_CHECKING:
+    from mlptui.screens.profile_screen import ProfileScreen
+
 MARKED_KERNELS_CAP = 2000
+VIEWS_AHEAD_AFTER_S = 0.3       # a views screen is composed this long after the last one closed
 PANES = {"steps": "#steps", "tree": "#tree", "kernels": "#kernels", "launches": "#launches",
          "timeline": "#timeline", "details": "#details"}
 
@@ -95,6 +100,9 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
 
     class LaunchesReady(Message):
         """The launch lists of a big trace are ready (computed after the screen showed)."""
+
+    class ViewsImportable(Message):
+        """The profiler views' module is imported: a views screen can be composed ahead of its key."""
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
 
     # The step every pane shows; set once in on_mount, then by the step list, `[` `]`, a jump to work
@@ -112,6 +120,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         self.matches: list[tuple[str, int]] = []
         self.match_index = -1
         self._walk: JumpWalk | None = None      # where `g` is in its walk from an op through its kernels
+        self._views_ahead: ProfileScreen | None = None     # the next views screen, composed ahead
         self.header_label = ""          # what comes before the device line (a rank's screen: which rank)
 
     def compose(self) -> ComposeResult:
@@ -166,6 +175,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         import mlptui.screens.profile_screen  # noqa: F401
 
         self.facts.trace.derive(every_kernel_labels)
+        self.post_message(self.ViewsImportable())
 
     # -- scope -------------------------------------------------------------------------------
     def set_scope(self, step: int | None) -> None:
@@ -505,9 +515,32 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
     def action_profile_view(self, view: str) -> None:
         from mlptui.screens.profile_screen import ProfileScreen
 
+        views, self._views_ahead = self._views_ahead, None
+        if views is not None and views.mounted:
+            views.aim(view, self.scope)
+            self.app.push_screen(views, self._scope_from_views)
+            views.open_views()      # on the screen now: its figures wait for its first paint
+            return
+        if views is not None:       # still composing: it goes, a new one opens
+            views.remove()
         self.app.push_screen(ProfileScreen(self.facts, view, self.scope), self._scope_from_views)
 
     def _scope_from_views(self, scope: Scope | None) -> None:
         """The views' scope (changed there with `[` `]`) becomes this screen's."""
         if scope is not None and scope != self.scope:
             self.scope = scope
+        self.set_timer(VIEWS_AHEAD_AFTER_S, self._compose_views_ahead)
+
+    def on_trace_screen_views_importable(self, message: ViewsImportable) -> None:
+        self.set_timer(VIEWS_AHEAD_AFTER_S, self._compose_views_ahead)
+
+    def _compose_views_ahead(self) -> None:
+        if self._views_ahead is None and self.is_current:
+            from mlptui.screens.profile_screen import compose_ahead
+
+            self._views_ahead = compose_ahead(self, self.facts)
+
+    def on_unmount(self) -> None:
+        if self._views_ahead is not None:
+            self._views_ahead.remove()
+            self._views_ahead = None
