@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from mlptui import give_way
 from mlptui.base.errors import MlptuiError
 from mlptui.gc_policy import IdleCollector
 from mlptui.keys import APP_KEYS, parse_user_keys
@@ -23,6 +25,9 @@ if TYPE_CHECKING:      # the trace and diff screens (and numpy under them) are i
     from mlptui.screens.diff_screen import DiffScreen
     from mlptui.screens.trace_screen import TraceScreen
     from mlptui.viewmodels.facts import TraceFacts
+
+
+GIVE_WAY_TO = (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)
 
 
 class MlptuiApp(App[int]):
@@ -53,6 +58,8 @@ class MlptuiApp(App[int]):
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.InputEvent):
             self.idle_collector.input_seen()
+            if isinstance(event, GIVE_WAY_TO):      # not mouse moves: workers pause while a key is handled
+                self.set_timer(give_way.QUIET_S, partial(give_way.quiet, give_way.input_seen()))
         await super().on_event(event)
 
     def on_unmount(self) -> None:

@@ -24,6 +24,7 @@ from textual.widgets import ContentSwitcher, Input, Static
 
 from mlptui.base.text import markup_escape
 from mlptui.gc_policy import bulk_allocation
+from mlptui.give_way import giving_way
 from mlptui.keys import PROFILE_KEYS, TRACE_KEYS
 from mlptui.trace.analysis.breakdown import scope_label
 from mlptui.viewmodels.facts import TraceFacts
@@ -156,9 +157,12 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
         # The key's repaint first: the computation holds the interpreter lock that painting needs.
         painted.wait(timeout=1.0)
         # Many small objects over a big trace: full collections would hold the interpreter while keys wait.
-        with bulk_allocation():
-            self.views.build(step)
+        with bulk_allocation(), giving_way():
+            self.views.build(step, groupings=False)
         self.post_message(self.Ready(step))
+        # then the other groupings, ahead of `a` (shown as they are: a view never waits for them)
+        with bulk_allocation(), giving_way():
+            self.views.build_groupings(step)
 
     def on_profile_screen_ready(self, message: Ready) -> None:
         if message.step == self.step:
@@ -376,7 +380,7 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
     def regroup(self, which: str) -> None:
         data = self.data
         if data is not None:
-            with bulk_allocation():
+            with bulk_allocation(), giving_way():
                 regrouped(data, which)
             self.post_message(self.Regrouped("operators" if which == "operators-shapes" else "kernels"))
 

@@ -21,6 +21,7 @@ from textual.widgets import Input, Static
 
 from mlptui.base.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
+from mlptui.give_way import giving_way
 from mlptui.keys import TRACE_KEYS
 from mlptui.screens.host import host
 from mlptui.trace.analysis.device_arch import device_arch
@@ -174,7 +175,8 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         the all-steps kernel labels ahead of the first `[` `]` there."""
         import mlptui.screens.profile_screen  # noqa: F401
 
-        self.facts.trace.derive(every_kernel_labels)
+        with giving_way():
+            self.facts.trace.derive(every_kernel_labels)
         self.post_message(self.ViewsImportable())
 
     # -- scope -------------------------------------------------------------------------------
@@ -223,7 +225,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="launches")
     def link_launches(self) -> None:
-        with bulk_allocation():
+        with bulk_allocation(), giving_way():
             add_launches(self.facts)
         self.post_message(self.LaunchesReady())
 

@@ -61,25 +61,37 @@ class ProfileViews:
     def get(self, step: int | None) -> ProfileData | None:
         return self.scopes.get(step)
 
-    def build(self, step: int | None) -> ProfileData:
+    def build(self, step: int | None, groupings: bool = True) -> ProfileData:
+        """The scope's views; `groupings=False` leaves the other groupings to `build_groupings` (the
+        views can show before them: the operators by input shapes read every op's args)."""
         data = self.scopes.get(step)
         if data is None:
             if self._spans is None:
                 self._spans = category_intervals(self.trace)
-            data = self.scopes[step] = build_profile(self.trace, step, self._spans)
+            data = self.scopes[step] = build_profile(self.trace, step, self._spans, groupings=groupings)
+        elif groupings:
+            self.build_groupings(step)
         return data
 
+    def build_groupings(self, step: int | None) -> None:
+        data = self.scopes.get(step)
+        if data is not None:
+            regrouped(data, "operators-shapes")
+            regrouped(data, "kernels-op")
 
-def build_profile(trace: Trace, step: int | None = None, spans: Spans | None = None) -> ProfileData:
-    """Every view's rows over the scope, both groupings included: `a` then costs a repaint, not a pass
-    over the trace while the keys wait for the interpreter lock."""
+
+def build_profile(trace: Trace, step: int | None = None, spans: Spans | None = None, *,
+                  groupings: bool = True) -> ProfileData:
+    """Every view's rows over the scope, both groupings included (unless `groupings` is False): `a` then
+    costs a repaint, not a pass over the trace while the keys wait for the interpreter lock."""
     ov = overview(trace, step=step, spans=spans)
     ops = operators_in_steps(trace, step=step)
     data = ProfileData(trace, step, ov, recommendations(trace, ov, ops, step), ops,
                        kernel_stats(trace, step, steps_only=bool(trace.steps)), memory_report(trace, step),
                        module_tree(trace, step))
-    regrouped(data, "operators-shapes")
-    regrouped(data, "kernels-op")
+    if groupings:
+        regrouped(data, "operators-shapes")
+        regrouped(data, "kernels-op")
     return data
 
 

@@ -1,0 +1,80 @@
+"""Workers give way to key presses: a worker inside `giving_way` stops at its next call while input is
+being handled, for at most PAUSE_CAP_S, and runs on once the app says input is quiet."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import pytest
+
+from mlptui import give_way
+
+# Under a coverage run or a debugger the worker keeps their trace function and does not give way.
+traced_elsewhere = pytest.mark.skipif(sys.gettrace() is not None, reason="a trace function is already set")
+
+
+def _step() -> None:
+    """A Python call: where a worker giving way may pause."""
+
+
+def _count_calls(stop: threading.Event, counts: list[int], ready: threading.Event) -> None:
+    with give_way.giving_way():
+        ready.set()
+        while not stop.is_set():
+            _step()
+            counts[0] += 1
+
+
+def _calls_during(counts: list[int], seconds: float) -> int:
+    before = counts[0]
+    time.sleep(seconds)
+    return counts[0] - before
+
+
+@traced_elsewhere
+def test_a_worker_pauses_while_input_is_handled_and_resumes_after() -> None:
+    interval = sys.getswitchinterval()
+    stop, ready, counts = threading.Event(), threading.Event(), [0]
+    worker = threading.Thread(target=_count_calls, args=(stop, counts, ready))
+    worker.start()
+    try:
+        assert ready.wait(5)
+        assert sys.getswitchinterval() == min(interval, give_way.SWITCH_S)
+        assert _calls_during(counts, 0.05) > 100                  # running freely
+        generation = give_way.input_seen()
+        time.sleep(0.01)                                         # it reaches its next call and stops there
+        assert _calls_during(counts, 0.05) <= 1
+        give_way.quiet(generation)
+        assert _calls_during(counts, 0.05) > 100                  # input quiet: running again
+    finally:
+        give_way.quiet(give_way.input_seen())
+        stop.set()
+        worker.join(5)
+    assert sys.getswitchinterval() == interval                  # restored with the last such worker
+
+
+@traced_elsewhere
+def test_a_pause_never_outlasts_its_cap() -> None:
+    stop, ready, counts = threading.Event(), threading.Event(), [0]
+    worker = threading.Thread(target=_count_calls, args=(stop, counts, ready))
+    worker.start()
+    try:
+        assert ready.wait(5)
+        give_way.input_seen()                                   # never followed by quiet
+        time.sleep(0.01)
+        assert _calls_during(counts, 2.5 * give_way.PAUSE_CAP_S) >= 1
+    finally:
+        give_way.quiet(give_way.input_seen())
+        stop.set()
+        worker.join(5)
+
+
+def test_an_older_quiet_does_not_end_a_newer_key() -> None:
+    first = give_way.input_seen()
+    second = give_way.input_seen()
+    give_way.quiet(first)
+    assert give_way._busy[0]
+    give_way.quiet(second)
+    assert not give_way._busy[0]
