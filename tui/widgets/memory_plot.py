@@ -3,10 +3,18 @@ textual-plotext. Two markers, not two colours, tell the lines apart, so it reads
 
 from __future__ import annotations
 
+import threading
+
+from rich.text import Text
+from textual import work
+from textual.app import RenderResult
+from textual.message import Message
 from textual_plotext import PlotextPlot
 
+from mlptui.give_way import giving_way
 from mlptui.trace.analysis.memory import DeviceMemory
 
+DrawKey = tuple[int, int, str, int]       # width, height, theme, generation of the curve
 MAX_POINTS = 4000          # plotext draws every point it is given; the screen has far fewer cells
 MIB = float(1 << 20)
 
@@ -27,10 +35,66 @@ def _thin(xs: list[float], ys: list[float], limit: int = MAX_POINTS) -> tuple[li
 
 
 class MemoryPlot(PlotextPlot):
+    """plotext draws the whole canvas as text (10-25 ms at 200 columns, the interpreter held): the text
+    is drawn in a worker, once per curve, size and theme, and the pane is blank until it is ready, so
+    the key that shows the memory view repaints at once and the curve follows. Showing the same curve
+    again, or the view again, draws nothing."""
+
     shown: DeviceMemory | None = None
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._drawn: tuple[DeviceMemory | None, tuple[int, int]] | None = None   # what the plot holds
+        self._generation = 0
+        self._lock = threading.Lock()       # the plot's data and its drawing, between show and the worker
+        self._text: tuple[DrawKey, Text] | None = None
+        self._drawing: DrawKey | None = None
+
+    def render(self) -> RenderResult:
+        key: DrawKey = (self.size.width, self.size.height, str(self.app.theme), self._generation)
+        if self._text is not None and self._text[0] == key:
+            return self._text[1]
+        if self._drawing != key and self.size.width and self.size.height:
+            self._drawing = key
+            self._draw(key)
+        return Text()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="memory-plot")
+    def _draw(self, key: DrawKey) -> None:
+        width, height, theme, generation = key
+        with self._lock, giving_way():
+            if generation != self._generation:
+                return
+            self._plot.plotsize(width, height)
+            self._plot._set_size(width, height)      # as PlotextPlot.render does: the size takes only so
+            self._plot.theme(self._get_plotext_theme_name(theme))
+            text = Text.from_ansi(self._plot.build())
+        self.post_message(self.Drawn(key, text))
+
+    class Drawn(Message):
+        def __init__(self, key: DrawKey, text: Text) -> None:
+            self.key = key
+            self.text = text
+            super().__init__()
+
+    def on_memory_plot_drawn(self, message: Drawn) -> None:
+        message.stop()
+        if message.key[3] == self._generation:      # not a curve shown before the last
+            self._text = (message.key, message.text)
+            self.refresh()
+        if self._drawing == message.key:
+            self._drawing = None
 
     def show(self, dev: DeviceMemory | None, position: tuple[int, int] = (0, 1)) -> None:
         """One device's curve; `position` (its index, how many devices) names the others in the title."""
+        if self._drawn is not None and self._drawn[0] is dev and self._drawn[1] == position:
+            return
+        with self._lock:
+            self._drawn = (dev, position)
+            self._generation += 1
+            self._show(dev, position)
+
+    def _show(self, dev: DeviceMemory | None, position: tuple[int, int]) -> None:
         self.shown = dev
         plt = self.plt
         plt.clear_data()
