@@ -36,7 +36,7 @@ from mlptui.trace.analysis.breakdown import (
 from mlptui.trace.analysis.device_arch import device_arch, device_label
 from mlptui.trace.analysis.kernel_figures import kernel_figures
 from mlptui.trace.analysis.occupancy import device_for
-from mlptui.trace.analysis.tables import tables
+from mlptui.trace.analysis.tables import tables, unique_ids
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.analysis.timeline_segments import Segments, to_ns
 from mlptui.trace.analysis.unlinked import outside_operators_line, unlinked_line
@@ -124,7 +124,7 @@ def kernel_facts(trace: Trace, window_us: tuple[float, float] | None = None) -> 
     figures = kernel_figures(trace)
     bps = figures.blocks_per_sm[at]
     names = t.gpu_name[at]
-    distinct, inverse = np.unique(names, return_inverse=True)
+    distinct, inverse = unique_ids(names, return_inverse=True)
     tc = np.fromiter((uses_tensor_cores(t.strings[i]) for i in distinct.tolist()), dtype=bool, count=len(distinct))
     no_grid = figures.no_grid[at]
     return KernelFacts(at.tolist(), t.gpu_device[at], to_ns(t.gpu_ts[at]), to_ns(ends[at]),
@@ -180,7 +180,7 @@ def union_windows(windows: list[Window]) -> list[Window]:
 def main_device(trace: Trace, kf: KernelFacts) -> int | None:
     if not len(kf.device):
         return None
-    values, counts = np.unique(kf.device, return_counts=True)
+    values, counts = unique_ids(kf.device, return_counts=True)
     return int(values[int(np.argmax(counts))])
 
 
