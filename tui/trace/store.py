@@ -190,8 +190,9 @@ def unique_ids(values: np.ndarray, *, return_index: bool = False, return_inverse
     n = len(values)
     small = values.ndim == 1 and values.dtype.kind in "iu" and n > 0
     if not small or int(values.min()) < 0 or int(values.max()) >= 2 * n + 65536:
-        return tuple(np.unique(values, return_index=return_index, return_inverse=return_inverse,
-                               return_counts=return_counts))
+        found: Any = np.unique(values, return_index=return_index, return_inverse=return_inverse,   # type: ignore[call-overload]
+                               return_counts=return_counts)
+        return tuple(found) if isinstance(found, tuple) else (found,)
     counts = np.bincount(values)
     present = np.flatnonzero(counts)
     out = [present.astype(values.dtype, copy=False)]
