@@ -36,7 +36,7 @@ from mlptui.trace.analysis.breakdown import (
 from mlptui.trace.analysis.device_arch import device_arch, device_label
 from mlptui.trace.analysis.kernel_figures import kernel_figures
 from mlptui.trace.analysis.occupancy import device_for
-from mlptui.trace.analysis.tables import tables, unique_ids
+from mlptui.trace.analysis.tables import distinct, tables, unique_ids
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.analysis.timeline_segments import Segments, to_ns
 from mlptui.trace.analysis.unlinked import outside_operators_line, unlinked_line
@@ -195,7 +195,7 @@ def overview(trace: Trace, kf: KernelFacts | None = None, step: int | None = Non
     union = union_windows(windows)
     parts = breakdown(trace, windows + union, spans)
     main = main_device(trace, kf)
-    used = sorted({int(d) for d in kf.device.tolist()})
+    used = distinct(kf.device).tolist()
     per_device = {d: _device_figures(kf, d, windows + union) for d in used}
     figures: list[Figures] = per_device[main] if main is not None else [Figures(window_ns=w.dur_ns)
                                                                         for w in windows + union]
