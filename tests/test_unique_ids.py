@@ -1,6 +1,6 @@
-"""`store.unique_ids` counts where np.unique sorts: for every input kind the analyses hand it (ids of a small
-range, wide keys, negatives, narrow dtypes, nothing) it returns exactly what np.unique returns, dtypes and
-shapes included, for every combination of what is asked."""
+"""`store.unique_ids` and `store.distinct` count where np.unique sorts: for every input kind the analyses hand
+them (ids of a small range, wide keys, negatives, narrow dtypes, nothing) they return exactly what np.unique
+returns, dtypes and shapes included, for every combination of what is asked."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
-from mlptui.trace.store import unique_ids
+from mlptui.trace.store import distinct, unique_ids
 
 _RNG = np.random.default_rng(7)
 CASES = {
@@ -37,3 +37,12 @@ def test_unique_ids_is_np_unique(name: str, flags: tuple[bool, bool, bool]) -> N
     for w, g in zip(want, got, strict=True):
         assert g.dtype == w.dtype and g.shape == w.shape
         assert np.array_equal(g, w)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_distinct_is_plain_np_unique(name: str) -> None:
+    values = CASES[name]
+    want = np.unique(values)
+    got = distinct(values)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(got, want)
