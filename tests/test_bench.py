@@ -146,6 +146,15 @@ def test_committed_sweep_is_complete_and_its_ratios_hold(path: Path) -> None:
     for ps, summary in sw["summary"].items():
         worst = max(fused_over_eager(fused_rows[k]) for k in fused_rows if k[2] == ps)
         assert summary["worst_fused_over_eager"] == pytest.approx(worst, rel=1e-2)
+        # where the forced fused path was timed beside the routed module: the route against the better of
+        # its two choices, from the rows' own paired ratios
+        to_best = {k: paired[k]["fused"] / min(1.0, paired[k]["fused-forced"]) for k in fused_rows
+                   if k[2] == ps and "fused-forced" in paired[k]}
+        if to_best:
+            assert summary["worst_over_best"] == pytest.approx(max(to_best.values()), abs=1e-3)
+            assert len(summary["behind_best_by_2pct"]) == sum(q > 1.02 for q in to_best.values())
+        else:
+            assert "worst_over_best" not in summary
     assert doc["crossover"]["families"]  # the table the sweep's fused module routed by
 
 
