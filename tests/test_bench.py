@@ -146,7 +146,53 @@ def test_committed_sweep_is_complete_and_its_ratios_hold(path: Path) -> None:
     for ps, summary in sw["summary"].items():
         worst = max(fused_over_eager(fused_rows[k]) for k in fused_rows if k[2] == ps)
         assert summary["worst_fused_over_eager"] == pytest.approx(worst, rel=1e-2)
+        # where the forced fused path was timed beside the routed module: the route against the better of
+        # its two choices, from the rows' own paired ratios
+        to_best = {k: paired[k]["fused"] / min(1.0, paired[k]["fused-forced"]) for k in fused_rows
+                   if k[2] == ps and "fused-forced" in paired[k]}
+        if to_best:
+            assert summary["worst_over_best"] == pytest.approx(max(to_best.values()), abs=1e-3)
+            assert len(summary["behind_best_by_2pct"]) == sum(q > 1.02 for q in to_best.values())
+        else:
+            assert "worst_over_best" not in summary
     assert doc["crossover"]["families"]  # the table the sweep's fused module routed by
+
+
+@pytest.mark.parametrize("path", [p for p in REPORTS if "sweep" in json.loads(p.read_text())], ids=lambda p: p.stem)
+def test_committed_sweep_routes_to_the_better_choice_or_says_why_not(path: Path) -> None:
+    """Every verified cell: the routed module is never more than 2 % slower than eager; and where the forced
+    fused path was timed beside it, it is within 2 % of the better of eager and the forced path, except
+    where the calibration, read by the routing rule (at least 1 % faster at the slow end of its interval,
+    and by 12 µs or 2 % of eager's call, whichever is less), pointed the other way: there the gap is the
+    drift between the two timings, and the cell is listed in the summary."""
+    doc = json.loads(path.read_text())
+    cal: dict[tuple, dict[str, dict]] = {}
+    ver: dict[tuple, dict[str, dict]] = {}
+    for r in doc["results"]:
+        key = (r["shape"], r["rows"], r["pass"])
+        if r.get("calibration"):
+            cal.setdefault(key, {})[r["mode"]] = r
+        elif r.get("sweep"):
+            ver.setdefault(key, {})[r["mode"]] = r
+    judged = 0
+    for key, modes in ver.items():
+        routed = modes["fused"]["paired_vs_eager"][0]
+        assert routed <= 1.02, key
+        if "fused-forced" not in modes:
+            continue
+        judged += 1
+        forced = modes["fused-forced"]["paired_vs_eager"][0]
+        if routed / min(1.0, forced) <= 1.02:
+            continue
+        c = cal[key]
+        eager_us = c["eager"]["median_us"]
+        slow_end_us = eager_us * c["fused-forced"]["paired_vs_eager"][-1]
+        said_fused = slow_end_us <= min(0.99 * eager_us, eager_us - min(12.0, 0.02 * eager_us))
+        assert said_fused == (modes["fused"]["path"] == "fused"), key   # the route followed the calibration
+        listed = [c.split(" (")[0] for c in doc["sweep"]["summary"][key[2]]["behind_best_by_2pct"]]
+        assert f"{key[0]} rows {key[1]}" in listed
+    if any("fused-forced" in m for m in ver.values()):
+        assert judged == len(ver)
 
 
 def test_render_table_lists_every_row() -> None:

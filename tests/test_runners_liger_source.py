@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from mlptui.runners.workloads import liger_source
+from mlptui.runners.workloads.hub_sources import Unavailable, local_kernels_entry
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -136,11 +137,11 @@ def test_nothing_available_names_everything_tried(tmp_path: Path) -> None:
 def test_a_local_kernels_entry_for_another_repo_is_not_used(tmp_path: Path) -> None:
     """Stand-in: a LOCAL_KERNELS value naming only some other repo; the wheel then runs."""
     env_value = f"someone/other-kernel={tmp_path}"
-    assert liger_source.local_kernels_entry(env_value) is None
-    assert liger_source.local_kernels_entry(f"{env_value}:kernels-community/liger-kernels=/k") == "/k"
+    assert local_kernels_entry(env_value, liger_source.REPO_ID) is None
+    assert local_kernels_entry(f"{env_value}:kernels-community/liger-kernels=/k", liger_source.REPO_ID) == "/k"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LOCAL_KERNELS", env_value)
-        with pytest.raises(liger_source.Unavailable, match="no entry for kernels-community/liger-kernels"):
+        with pytest.raises(Unavailable, match="no entry for kernels-community/liger-kernels"):
             liger_source.from_local_kernels()
 
 

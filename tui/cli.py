@@ -25,6 +25,10 @@ COMMANDS: dict[str, str] = {
 }
 
 
+# Commands that run PyTorch workloads: the environment their libraries see is left as the user set it.
+_TORCH_COMMANDS = frozenset({"run", "bench"})
+
+
 class Command(Protocol):
     """What each command module defines."""
 
@@ -95,6 +99,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from mlptui.base.errors import MlptuiError
 
+    if name not in _TORCH_COMMANDS:
+        # numpy's OpenBLAS starts a thread per core at import (0.05 s of CPU per process on 2 cores) and no
+        # mlptui analysis multiplies matrices; a value the user set is kept.
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         module = command_module(name)
         parser = argparse.ArgumentParser(prog=f"mlptui {name}", description=COMMANDS[name])

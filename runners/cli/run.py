@@ -288,7 +288,7 @@ def _failing_as(title: str, what: str) -> Iterator[None]:
     except (MlptuiError, KeyboardInterrupt):
         raise
     except Exception as exc:
-        from mlptui.runners.workloads.liger_source import one_line
+        from mlptui.runners.workloads.hub_sources import one_line
 
         if type(exc).__name__ == "OutOfMemoryError":
             raise MlptuiError(f"{title}: out of GPU memory during {what}") from None

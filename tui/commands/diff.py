@@ -30,10 +30,10 @@ def run(args: argparse.Namespace) -> int:
     from mlptui.commands.output import dumps_json, safe_doc
     from mlptui.gc_policy import bulk_allocation
     from mlptui.sources.dispatch import open_trace
-    from mlptui.trace.diff.render import render_markdown, render_text
-    from mlptui.trace.diff.trace_diff import diff_traces, step_by_number
 
-    with bulk_allocation():
+    with bulk_allocation():      # the diff's imports too: the collector's passes over them free nothing
+        from mlptui.trace.diff.trace_diff import diff_traces, step_by_number
+
         a = open_trace(args.a)
         b = open_trace(args.b)
         step_a = None if args.step_a is None else step_by_number(a, args.step_a, "A")
@@ -48,10 +48,14 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         out = dumps_json(doc if checks is None else {**doc, "gate": [vars(c) for c in checks]})
     elif args.md or checks is not None:   # the gate's report is Markdown, for a pull request
+        from mlptui.trace.diff.render import render_markdown
+
         out = render_markdown(safe_doc(doc), raw=args.raw, only_diff=args.only_diff)
         if checks is not None:
             out = out.rstrip("\n") + "\n" + "\n".join(gate_lines(checks, pct)) + "\n"
     else:
+        from mlptui.trace.diff.render import render_text
+
         width = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
         out = render_text(safe_doc(doc), raw=args.raw, width=max(80, width), only_diff=args.only_diff)
     try:

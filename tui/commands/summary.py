@@ -53,9 +53,9 @@ def run(args: argparse.Namespace) -> int:
             print(safe_lines([f"{len(found)} trace(s) in {args.path}; `mlptui summary <one of them>` reports one:"]))
             print(safe_lines(found))
         return 0
-    from mlptui.trace.analysis.summary import summarize
+    with bulk_allocation():      # the report's imports too: the collector's passes over them free nothing
+        from mlptui.trace.analysis.summary import summarize
 
-    with bulk_allocation():
         trace = open_trace(args.path)
         report = summarize(trace)
     report["ranks"] = None  # one trace; a folder of rank traces has a "ranks" section

@@ -171,7 +171,12 @@ class TraceColumns:
 
 def distinct(values: np.ndarray) -> np.ndarray:
     """The distinct values of an integer array, sorted, as np.unique(values) gives them, without its
-    import of numpy.ma (a plain np.unique asks np.ma.is_masked: 10-20 ms in a fresh process)."""
+    import of numpy.ma (a plain np.unique asks np.ma.is_masked: 10-20 ms in a fresh process). Ids of a small
+    range (string ids) are counted instead of sorted, as in unique_ids."""
+    flat = values.reshape(-1)
+    if flat.dtype.kind in "iu" and len(flat) and int(flat.min()) >= 0 and int(flat.max()) < 2 * len(flat) + 65536:
+        found: np.ndarray = np.flatnonzero(np.bincount(flat)).astype(flat.dtype, copy=False)
+        return found
     ordered = np.sort(values, axis=None)
     if len(ordered) < 2:
         return ordered
@@ -179,6 +184,34 @@ def distinct(values: np.ndarray) -> np.ndarray:
     keep[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
     return ordered[keep]
+
+
+def unique_ids(values: np.ndarray, *, return_index: bool = False, return_inverse: bool = False,
+               return_counts: bool = False) -> tuple[np.ndarray, ...]:
+    """np.unique(values, return_...) for ids: what it returns (the distinct values, then the first index,
+    the inverse and the counts asked for, with its dtypes), by counting instead of sorting when `values`
+    are non-negative integers of a range not much wider than their number (string ids, small keys): 10-20x
+    faster on the 36,000-175,000 ids of a 100 MB trace. Anything else is np.unique's own work."""
+    n = len(values)
+    small = values.ndim == 1 and values.dtype.kind in "iu" and n > 0
+    if not small or int(values.min()) < 0 or int(values.max()) >= 2 * n + 65536:
+        found: Any = np.unique(values, return_index=return_index, return_inverse=return_inverse,   # type: ignore[call-overload]
+                               return_counts=return_counts)
+        return tuple(found) if isinstance(found, tuple) else (found,)
+    counts = np.bincount(values)
+    present = np.flatnonzero(counts)
+    out = [present.astype(values.dtype, copy=False)]
+    if return_index:
+        first = np.full(len(counts), n, dtype=np.intp)
+        np.minimum.at(first, values, np.arange(n, dtype=np.intp))
+        out.append(first[present])
+    if return_inverse:
+        rank = np.zeros(len(counts), dtype=np.intp)
+        rank[present] = np.arange(len(present), dtype=np.intp)
+        out.append(rank[values])
+    if return_counts:
+        out.append(counts[present])
+    return tuple(out)
 
 
 def _check_refs(c: dict[str, np.ndarray], n_strings: int, n_ops: int, n_gpu: int) -> None:

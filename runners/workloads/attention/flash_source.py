@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlptui.runners.record.skipped import Skipped
-from mlptui.runners.workloads.liger_source import Unavailable, _env_offline, _hub_env, first_source, one_line
+from mlptui.runners.workloads.hub_sources import (
+    Unavailable,
+    env_offline,
+    first_source,
+    hub_env,
+    local_kernels_entry,
+    one_line,
+)
 
 REPO_ID = "kernels-community/flash-attn2"
 REPO_VERSION = 3
@@ -54,9 +61,9 @@ def _get_flash_func() -> tuple[Callable[..., Any], str]:
 
 
 def from_hub() -> tuple[Callable[..., Any], str]:
-    if _env_offline():
+    if env_offline():
         raise Unavailable("HF_HUB_OFFLINE is set")
-    with _hub_env(offline=False, local_kernels=None):
+    with hub_env(offline=False, local_kernels=None):
         try:
             func, where = _get_flash_func()
         except Unavailable:
@@ -69,7 +76,7 @@ def from_hub() -> tuple[Callable[..., Any], str]:
 
 
 def from_hf_cache() -> tuple[Callable[..., Any], str]:
-    with _hub_env(offline=True, local_kernels=None):
+    with hub_env(offline=True, local_kernels=None):
         try:
             func, where = _get_flash_func()
         except Unavailable:
@@ -83,12 +90,12 @@ def from_local_kernels() -> tuple[Callable[..., Any], str]:
     value = os.environ.get("LOCAL_KERNELS")
     if not value:
         raise Unavailable("LOCAL_KERNELS is not set")
-    entries = dict(e.partition("=")[::2] for e in value.split(":") if "=" in e)
-    if not entries.get(REPO_ID):
+    path = local_kernels_entry(value, REPO_ID)
+    if path is None:
         raise Unavailable(f"LOCAL_KERNELS has no entry for {REPO_ID}")
-    with _hub_env(offline=True, local_kernels=value):
+    with hub_env(offline=True, local_kernels=value):
         func, where = _get_flash_func()
-    return func, f"LOCAL_KERNELS {REPO_ID}={entries[REPO_ID]} ({where})"
+    return func, f"LOCAL_KERNELS {REPO_ID}={path} ({where})"
 
 
 def from_wheel() -> tuple[Callable[..., Any], str]:

@@ -153,7 +153,7 @@ def check_backend(module: nn.Module, inputs: tuple[torch.Tensor, ...], backend: 
         try:
             module(*inputs)
         except RuntimeError as exc:
-            from mlptui.runners.workloads.liger_source import one_line
+            from mlptui.runners.workloads.hub_sources import one_line
 
             reasons = [one_line(RuntimeError(str(w.message))) for w in caught if "because" in str(w.message)
                        or "requires" in str(w.message) or "not" in str(w.message)]

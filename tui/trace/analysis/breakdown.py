@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlptui.trace.analysis.tables import tables
+from mlptui.trace.analysis.tables import tables, unique_ids
 from mlptui.trace.analysis.timeline_segments import Segments, to_ns
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, MEMCPY, MEMSET, PYTHON, Trace
 from mlptui.trace.parse.index import STEP_PREFIX
@@ -91,7 +91,7 @@ def category_intervals(trace: Trace) -> Spans:
         pick = t.gpu_cat == t.string_id(cat)
         out[key] = (to_ns(t.gpu_ts[pick]), to_ns(gpu_end[pick]))
     # Each op's category, decided once per distinct (category, name): names repeat across steps.
-    pairs, inverse = np.unique(t.op_cat * len(t.strings) + t.op_name, return_inverse=True)
+    pairs, inverse = unique_ids(t.op_cat * len(t.strings) + t.op_name, return_inverse=True)
     kinds = [_host_kind(t.strings[p // len(t.strings)], t.strings[p % len(t.strings)]) for p in pairs.tolist()]
     codes = np.asarray(kinds, dtype=np.int8)[inverse.reshape(-1)] if t.n_ops else np.zeros(0, dtype=np.int8)
     step_ops = {s.op for s in trace.steps}

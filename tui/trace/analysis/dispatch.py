@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from mlptui.trace.analysis.tables import Tables, tables
+from mlptui.trace.analysis.tables import Tables, tables, unique_ids
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, Trace
 
 
@@ -63,7 +63,7 @@ def dispatch_paths(trace: Trace) -> list[dict[str, Any]]:
     end_path = path_id[ends]
     bare = end_path < 0
     single = {p[0]: k for k, p in enumerate(paths) if len(p) == 1}
-    bare_names, bare_at = np.unique(t.op_name[ends[bare]], return_inverse=True)
+    bare_names, bare_at = unique_ids(t.op_name[ends[bare]], return_inverse=True)
     bare_ids = []
     for name in bare_names.tolist():
         if name not in single:
@@ -72,7 +72,7 @@ def dispatch_paths(trace: Trace) -> list[dict[str, Any]]:
     end_path[bare] = np.asarray(bare_ids, dtype=np.int64)[bare_at.reshape(-1)]
 
     key = end_path * (n_strings + len(seqs) + 1) + seq_of_end[ends] + 1
-    keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    keys, first, inverse = unique_ids(key, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
     counts = np.bincount(inverse, minlength=len(keys)).tolist()
     totals = np.bincount(inverse, weights=us_of_end[ends], minlength=len(keys)).astype(np.float64).tolist()
@@ -114,7 +114,7 @@ def _owners_and_paths(t: Tables, on_path: np.ndarray,
         if not len(at):
             continue
         above = np.where(up[here] >= 0, path_id[np.maximum(up[here], 0)], -1)
-        keys, first, inverse = np.unique((above + 1) * n_strings + t.op_name[at], return_index=True,
+        keys, first, inverse = unique_ids((above + 1) * n_strings + t.op_name[at], return_index=True,
                                          return_inverse=True)
         ids = []
         for a, name in zip(above[first].tolist(), t.op_name[at][first].tolist(), strict=True):

@@ -13,7 +13,7 @@ import numpy as np
 
 from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.analysis.graph_capture import graph_capture
-from mlptui.trace.analysis.tables import Tables, tables
+from mlptui.trace.analysis.tables import Tables, tables, unique_ids
 from mlptui.trace.analysis.unlinked import unlinked_line
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Trace
 from mlptui.trace.names.kernel import decode_kernel
@@ -119,7 +119,7 @@ def launch_line(trace: Trace, step: int | None) -> str:
     inside a CPU op or not (GPU-only traces record no CPU ops at all)."""
     t = tables(trace)
     at = t.op_name[t.op_is(LAUNCH_CATS) & _in_step(t, step)]
-    ids, first, counts = np.unique(at, return_index=True, return_counts=True)
+    ids, first, counts = unique_ids(at, return_index=True, return_counts=True)
     calls: Counter[str] = Counter()      # by first call, as most_common breaks ties
     kinds: Counter[str] = Counter()
     for k in np.argsort(first, kind="stable").tolist():

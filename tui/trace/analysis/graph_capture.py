@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlptui.trace.analysis.tables import tables
+from mlptui.trace.analysis.tables import tables, unique_ids
 from mlptui.trace.model import KERNEL, LAUNCH_CATS, Trace
 from mlptui.trace.names.runtime_calls import classify_call
 
@@ -51,20 +51,21 @@ def _graph_capture(trace: Trace) -> GraphCapture | None:
     t = tables(trace)                # read as columns: no Op object made for it
     rows = np.flatnonzero(t.op_is(LAUNCH_CATS))
     launched = np.diff(t.op_gpu_ptr)[rows] > 0
-    markers: Counter[str] = Counter()
-    launches = captured = 0
-    kinds: dict[int, tuple[bool, bool]] = {}      # per name id: (a capture marker, a launch call)
-    for name_id, has_gpu in zip(t.op_name[rows].tolist(), launched.tolist(), strict=True):
-        kind = kinds.get(name_id)
-        if kind is None:
-            name = t.strings[name_id]
-            marker = any(m in name for m in _MARKERS)
-            kind = kinds[name_id] = (marker, not marker and classify_call(name) == "launch")
-        if kind[0]:
-            markers[t.strings[name_id]] += 1
-        elif kind[1]:
-            launches += 1
-            captured += not has_gpu
+    # Each distinct call name decided once: a capture marker, or a kernel launch call.
+    ids, first, inverse, per_name = unique_ids(t.op_name[rows], return_index=True, return_inverse=True,
+                                               return_counts=True)
+    marker = np.zeros(len(ids), dtype=bool)
+    launch = np.zeros(len(ids), dtype=bool)
+    for k, name in enumerate(map(t.strings.__getitem__, ids.tolist())):
+        marker[k] = any(m in name for m in _MARKERS)
+        launch[k] = not marker[k] and classify_call(name) == "launch"
+    is_launch = launch[inverse]
+    launches = int(is_launch.sum())
+    captured = int((is_launch & ~launched).sum())
+    markers: Counter[str] = Counter()       # by name, in order of first call
+    for k in np.argsort(first, kind="stable").tolist():
+        if marker[k]:
+            markers[t.strings[int(ids[k])]] += int(per_name[k])
     found = None
     if markers and captured >= MIN_CAPTURED:
         kernels = int(t.gpu_is((KERNEL,)).sum())

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from mlptui.trace.analysis.occupancy import device_for, theoretical_occupancy
-from mlptui.trace.analysis.tables import distinct, tables
+from mlptui.trace.analysis.tables import distinct, tables, unique_ids
 from mlptui.trace.model import KERNEL, Trace
 from mlptui.trace.parse.launch import LaunchColumns, launches
 
@@ -96,11 +96,16 @@ def _theoretical(out: np.ndarray, rows: np.ndarray, launch: LaunchColumns, props
     rows = rows & (launch.threads >= 0) & (launch.registers >= 0) & (launch.shared_memory >= 0)
     if not rows.any():
         return
-    keys = np.stack((launch.threads[rows], launch.registers[rows], launch.shared_memory[rows]), axis=1)
-    # one 24-byte value per row: a 1-d unique, far faster than unique(axis=0)
-    packed = np.ascontiguousarray(keys).view(np.dtype((np.void, keys.itemsize * 3))).reshape(-1)
-    _, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
-    distinct = keys[first]
+    columns = (launch.threads[rows], launch.registers[rows], launch.shared_memory[rows])
+    # One id per distinct (threads, registers, shared memory): each column's rank among its distinct values
+    # folded in, the ids renumbered after each fold so that they stay below the number of rows (a counting
+    # unique of small ids: far faster than a unique of 24-byte rows).
+    packed = np.zeros(len(columns[0]), dtype=np.int64)
+    for column in columns:
+        values, rank = unique_ids(column, return_inverse=True)
+        _, packed = unique_ids(packed * len(values) + rank, return_inverse=True)
+    _, first, inverse = unique_ids(packed, return_index=True, return_inverse=True)
+    distinct = np.stack(columns, axis=1)[first]
     fraction = np.full(len(distinct), np.nan)
     for k, (threads, regs, smem) in enumerate(distinct.tolist()):
         occ = theoretical_occupancy(props, threads, regs, smem)

@@ -18,7 +18,7 @@ import numpy as np
 
 from mlptui.trace.analysis.kernel_figures import kernel_figures
 from mlptui.trace.analysis.op_owner import owners
-from mlptui.trace.analysis.tables import tables
+from mlptui.trace.analysis.tables import tables, unique_ids
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.model import KERNEL, Trace
 
@@ -78,7 +78,7 @@ def kernel_stats(trace: Trace, step: int | None = None, by_op: bool = False,
         op_name = np.full(len(at), n_strings, dtype=np.int64)       # n_strings: no op (a trace may have none)
         op_name[launcher >= 0] = t.op_name[launcher[launcher >= 0]]
         key = key + op_name
-    keys, first, group = np.unique(key, return_index=True, return_inverse=True)
+    keys, first, group = unique_ids(key, return_index=True, return_inverse=True)
     rank = np.empty(len(keys), dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(keys))     # groups by first kernel, as a dict fills
     group = rank[group.reshape(-1)]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlptui.trace.analysis.tables import distinct, tables
+from mlptui.trace.analysis.tables import distinct, tables, unique_ids
 from mlptui.trace.model import KERNEL, LAUNCH_CATS, Trace
 from mlptui.trace.names.runtime_calls import classify_call
 
@@ -67,7 +67,7 @@ def launch_calls(trace: Trace, step: int | None = None) -> list[LaunchCallStat]:
     """Count and total time of each runtime/driver call name (in `step`, or everywhere when None)."""
     t = tables(trace)
     at = np.flatnonzero(t.op_is(LAUNCH_CATS) & (True if step is None else t.op_step == step))
-    names, inverse = np.unique(t.op_name[at], return_inverse=True)
+    names, inverse = unique_ids(t.op_name[at], return_inverse=True)
     inverse = inverse.reshape(-1)
     counts = np.bincount(inverse, minlength=len(names)).tolist()
     totals = np.bincount(inverse, weights=t.op_dur[at], minlength=len(names)).tolist()   # in call order, as +=

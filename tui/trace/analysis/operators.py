@@ -22,7 +22,7 @@ import numpy as np
 
 from mlptui.trace.analysis.op_owner import owners
 from mlptui.trace.analysis.op_shapes import input_shapes
-from mlptui.trace.analysis.tables import Tables, tables
+from mlptui.trace.analysis.tables import Tables, tables, unique_ids
 from mlptui.trace.analysis.tensor_cores import tc_eligible, uses_tensor_cores
 from mlptui.trace.model import CPU_OP, KERNEL, PYTHON, Trace
 from mlptui.trace.parse.index import STEP_PREFIX
@@ -69,7 +69,7 @@ def operators(trace: Trace, step: int | None = None, by_shapes: bool = False,
         shapes = [shape_ids.setdefault(input_shapes(trace, o), len(shape_ids)) for o in ops.tolist()]
         key = key * max(len(shape_ids), 1) + np.asarray(shapes, dtype=np.int64)
         shape_of = list(shape_ids)
-    keys, first, group = np.unique(key, return_index=True, return_inverse=True)
+    keys, first, group = unique_ids(key, return_index=True, return_inverse=True)
     rank = np.empty(len(keys), dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(keys))    # groups by first call, as a dict fills
     group = rank[group.reshape(-1)]
@@ -130,7 +130,7 @@ def _fill_launched(rows: list[OpGroup], t: Tables, work_group: np.ndarray, work:
     if not len(work):
         return
     pair = work_group * len(t.strings) + t.gpu_name[work]
-    pairs, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
+    pairs, first, inverse = unique_ids(pair, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
     counts = np.bincount(inverse, minlength=len(pairs)).tolist()
     totals = np.bincount(inverse, weights=t.gpu_dur[work], minlength=len(pairs)).tolist()

@@ -36,7 +36,7 @@ from mlptui.trace.analysis.breakdown import (
 from mlptui.trace.analysis.device_arch import device_arch, device_label
 from mlptui.trace.analysis.kernel_figures import kernel_figures
 from mlptui.trace.analysis.occupancy import device_for
-from mlptui.trace.analysis.tables import tables
+from mlptui.trace.analysis.tables import distinct, tables, unique_ids
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.analysis.timeline_segments import Segments, to_ns
 from mlptui.trace.analysis.unlinked import outside_operators_line, unlinked_line
@@ -124,7 +124,7 @@ def kernel_facts(trace: Trace, window_us: tuple[float, float] | None = None) -> 
     figures = kernel_figures(trace)
     bps = figures.blocks_per_sm[at]
     names = t.gpu_name[at]
-    distinct, inverse = np.unique(names, return_inverse=True)
+    distinct, inverse = unique_ids(names, return_inverse=True)
     tc = np.fromiter((uses_tensor_cores(t.strings[i]) for i in distinct.tolist()), dtype=bool, count=len(distinct))
     no_grid = figures.no_grid[at]
     return KernelFacts(at.tolist(), t.gpu_device[at], to_ns(t.gpu_ts[at]), to_ns(ends[at]),
@@ -139,21 +139,28 @@ def _device_figures(kf: KernelFacts, device: int, windows: list[Window]) -> list
     seg = Segments.of(s, e, np.asarray([w.start_ns for w in windows], dtype=np.int64),
                       np.asarray([w.end_ns for w in windows], dtype=np.int64))
     lengths = seg.lengths
-    count = seg.depth(s, e)
-    sm = np.minimum(np.maximum(seg.depth(s, e, kf.sm_value[pick]), 0.0), 1.0)
+    at = seg.positions(s, e)           # searched once for the ten depths of subsets of these kernels
+
+    def depth(rows: np.ndarray | None = None, weights: np.ndarray | None = None) -> np.ndarray:
+        if rows is None:
+            return seg.depth(s, e, weights, at=at)
+        return seg.depth(s[rows], e[rows], None if weights is None else weights[rows], at=(at[0][rows], at[1][rows]))
+
+    count = depth()
+    sm = np.minimum(np.maximum(depth(None, kf.sm_value[pick]), 0.0), 1.0)
     occ_known = ~np.isnan(kf.occ_pct[pick])
     th_known = ~np.isnan(kf.th_frac[pick])
     p_busy = seg.prefix(np.where(count > 0, lengths, 0))
     p_sm = seg.prefix(sm * lengths)
     p_kernel = seg.prefix(count * lengths)
-    p_tc = seg.prefix(seg.depth(s[kf.tc[pick]], e[kf.tc[pick]]) * lengths)
-    p_occ_n = seg.prefix(seg.depth(s[occ_known], e[occ_known]) * lengths)
-    p_occ_w = seg.prefix(seg.depth(s[occ_known], e[occ_known], kf.occ_pct[pick][occ_known]) * lengths)
-    p_th_n = seg.prefix(seg.depth(s[th_known], e[th_known]) * lengths)
-    p_th_w = seg.prefix(seg.depth(s[th_known], e[th_known], kf.th_frac[pick][th_known]) * lengths)
+    p_tc = seg.prefix(depth(kf.tc[pick]) * lengths)
+    p_occ_n = seg.prefix(depth(occ_known) * lengths)
+    p_occ_w = seg.prefix(depth(occ_known, kf.occ_pct[pick]) * lengths)
+    p_th_n = seg.prefix(depth(th_known) * lengths)
+    p_th_w = seg.prefix(depth(th_known, kf.th_frac[pick]) * lengths)
     no_grid, no_sms = kf.no_grid[pick], kf.no_sms[pick]
-    p_no_grid = seg.prefix(seg.depth(s[no_grid], e[no_grid]) * lengths)
-    p_no_sms = seg.prefix(seg.depth(s[no_sms], e[no_sms]) * lengths)
+    p_no_grid = seg.prefix(depth(no_grid) * lengths)
+    p_no_sms = seg.prefix(depth(no_sms) * lengths)
     w_starts = np.asarray([w.start_ns for w in windows], dtype=np.int64)
     w_ends = np.asarray([w.end_ns for w in windows], dtype=np.int64)
     busy, sm_ns, kernel, tc, occ_n, occ_w, th_n, th_w, ng, ns = (
@@ -180,7 +187,7 @@ def union_windows(windows: list[Window]) -> list[Window]:
 def main_device(trace: Trace, kf: KernelFacts) -> int | None:
     if not len(kf.device):
         return None
-    values, counts = np.unique(kf.device, return_counts=True)
+    values, counts = unique_ids(kf.device, return_counts=True)
     return int(values[int(np.argmax(counts))])
 
 
@@ -195,7 +202,7 @@ def overview(trace: Trace, kf: KernelFacts | None = None, step: int | None = Non
     union = union_windows(windows)
     parts = breakdown(trace, windows + union, spans)
     main = main_device(trace, kf)
-    used = sorted({int(d) for d in kf.device.tolist()})
+    used = distinct(kf.device).tolist()
     per_device = {d: _device_figures(kf, d, windows + union) for d in used}
     figures: list[Figures] = per_device[main] if main is not None else [Figures(window_ns=w.dur_ns)
                                                                         for w in windows + union]

@@ -37,7 +37,7 @@ import numpy as np
 
 from mlptui.trace.analysis.intervals import merged, merged_arrays
 from mlptui.trace.analysis.launches import call_kinds
-from mlptui.trace.analysis.tables import Tables, tables
+from mlptui.trace.analysis.tables import Tables, tables, unique_ids
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Op, Step, Trace
 from mlptui.trace.parse.index import STEP_PREFIX
 
@@ -177,7 +177,7 @@ def _split(rows: np.ndarray, step: np.ndarray) -> dict[int, np.ndarray]:
     if not len(rows):
         return {}
     order = np.argsort(step, kind="stable")
-    keys, first = np.unique(step[order], return_index=True)
+    keys, first = unique_ids(step[order], return_index=True)
     parts = np.split(rows[order], first[1:])
     return dict(zip(keys.tolist(), parts, strict=True))
 

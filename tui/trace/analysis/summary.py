@@ -62,7 +62,7 @@ from mlptui.trace.analysis.profile_sections import (
     render_profile_text,
 )
 from mlptui.trace.analysis.steps import VERDICT_RULE, StepStats, all_step_stats, step_stats
-from mlptui.trace.analysis.tables import tables
+from mlptui.trace.analysis.tables import tables, unique_ids
 from mlptui.trace.model import KERNEL, MEMCPY, MEMSET, Trace
 from mlptui.trace.names.kernel import decode_kernel
 
@@ -88,7 +88,7 @@ def _grouped(trace: Trace, cats: frozenset[str]) -> list[tuple[str, str, int, fl
     """(name, category, count, total µs) of the GPU ops of `cats`, by name, most time first."""
     t = tables(trace)
     pick = np.flatnonzero(t.gpu_is(cats))
-    names, first, inverse = np.unique(t.gpu_name[pick], return_index=True, return_inverse=True)
+    names, first, inverse = unique_ids(t.gpu_name[pick], return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
     counts = np.bincount(inverse, minlength=len(names)).tolist()
     totals = np.bincount(inverse, weights=t.gpu_dur[pick], minlength=len(names)).tolist()   # in order, as +=

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from mlptui.trace.model import Trace
 from mlptui.trace.store import TraceColumns as Tables
-from mlptui.trace.store import distinct
+from mlptui.trace.store import distinct, unique_ids
 
-__all__ = ["Tables", "distinct", "tables"]
+__all__ = ["Tables", "distinct", "tables", "unique_ids"]
 
 
 def tables(trace: Trace) -> Tables:

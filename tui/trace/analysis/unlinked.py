@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from mlptui.trace.analysis.op_owner import owners
-from mlptui.trace.analysis.tables import tables
+from mlptui.trace.analysis.tables import tables, unique_ids
 from mlptui.trace.model import Trace
 
 TOP_NAMES = 3
@@ -28,7 +28,7 @@ def unlinked_line(trace: Trace) -> str | None:
     lost = np.flatnonzero((t.gpu_launch < 0) & (t.gpu_op < 0))
     if not len(lost):
         return None
-    names, counts = np.unique(t.gpu_name[lost], return_counts=True)
+    names, counts = unique_ids(t.gpu_name[lost], return_counts=True)
     top = ", ".join(f"{t.strings[int(n)]} ×{int(c):,}"
                     for c, n in sorted(zip(counts.tolist(), names.tolist(), strict=True), reverse=True)[:TOP_NAMES])
     seconds = _time(float(t.gpu_dur[lost].sum()))
@@ -44,7 +44,7 @@ def outside_operators_line(trace: Trace) -> str | None:
     outside = np.flatnonzero((t.gpu_op >= 0) & (owners(trace).gpu_owner < 0))
     if not len(outside):
         return None
-    names, weights = np.unique(t.op_name[t.gpu_op[outside]], return_inverse=True)
+    names, weights = unique_ids(t.op_name[t.gpu_op[outside]], return_inverse=True)
     us = np.bincount(weights.reshape(-1), weights=t.gpu_dur[outside], minlength=len(names))
     top = ", ".join(f"{t.strings[int(names[k])]} {_time(float(us[k]))}" for k in np.argsort(-us)[:TOP_NAMES].tolist())
     return (f"outside every operator: {_time(float(t.gpu_dur[outside].sum()))} of device time was launched under "

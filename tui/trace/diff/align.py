@@ -107,17 +107,29 @@ def _exact_pairs(a: Sequence[AlignItem], b: Sequence[AlignItem]) -> list[tuple[i
     ca = np.fromiter(map(code, a), np.int32, len(a))
     cb = np.fromiter(map(code, b), np.int32, len(b))
     table = np.zeros((len(reps), len(reps)), np.int32)
-    in_a = np.unique(ca).tolist()
-    in_b = np.unique(cb).tolist()
-    with_roles = len(in_a) * len(in_b) <= _MAX_ROLE_PAIRS
+    in_a = sorted(set(ca.tolist()))     # not np.unique: its plain form imports numpy.ma (10-20 ms)
+    in_b = sorted(set(cb.tolist()))
+    if len(in_a) * len(in_b) <= _MAX_ROLE_PAIRS:
+        # A role score depends on the role key only, and many classes share one: score each pair of
+        # distinct keys once, then spread the scores over the classes' pairs.
+        keys: dict[tuple[str, str, str, frozenset[str]], int] = {}
+        role_a = [keys.setdefault(_role_key(reps[p]), len(keys)) for p in in_a]
+        role_b = [keys.setdefault(_role_key(reps[q]), len(keys)) for q in in_b]
+        ka, kb = sorted(set(role_a)), sorted(set(role_b))
+        key_list = list(keys)
+        scores = np.zeros((len(keys), len(keys)), np.int32)
+        for u in ka:
+            for v in kb:
+                scores[u, v] = min(_role_score(key_list[u], key_list[v]), _ROLE_CAP)
+        table[np.ix_(in_a, in_b)] = scores[np.ix_(role_a, role_b)]
+    named: dict[tuple[str, str], list[int]] = {}
+    for q in in_b:
+        named.setdefault((reps[q].name, reps[q].kind), []).append(q)
     for p in in_a:
         x = reps[p]
-        for q in in_b:
-            y = reps[q]
-            if x.name == y.name and x.kind == y.kind:
-                table[p, q] = _EXACT_KERNEL if x.kind == KERNEL else _EXACT_OTHER
-            elif with_roles:
-                table[p, q] = min(_role_score(_role_key(x), _role_key(y)), _ROLE_CAP)
+        same = named.get((x.name, x.kind))
+        if same:
+            table[p, same] = _EXACT_KERNEL if x.kind == KERNEL else _EXACT_OTHER
     pairs = _align_codes(ca, cb, table, 0, 0)
     return [(i, j) for i, j in pairs if a[i].name == b[j].name and a[i].kind == b[j].kind]
 

@@ -7,8 +7,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from mlptui.trace.model import ANNOTATION, CPU_OP, Trace
 from mlptui.trace.parse.index import STEP_PREFIX
+from mlptui.trace.store import unique_ids
 
 # Names that carry a per-compilation hash: compared without it so two compiled runs line up.
 _HASHED = re.compile(r"(## Call CompiledFxGraph )\w+( ##)")
@@ -59,10 +62,15 @@ def step_op_counts(trace: Trace, step: int | None) -> Counter[str]:
     rows = c.op_is((CPU_OP, ANNOTATION))
     if step is not None:
         rows = rows & (c.op_step == step)
+    # Counted by name id, then keyed once per distinct name in order of first appearance: a key's first
+    # name is where the key first appears, so the counter's order is the ops' order.
+    names, first, per_name = unique_ids(c.op_name[rows], return_index=True, return_counts=True)
+    order = np.argsort(first, kind="stable")
     counts: Counter[str] = Counter()
-    for name in map(c.strings.__getitem__, c.op_name[rows].tolist()):
+    for name_id, n in zip(names[order].tolist(), per_name[order].tolist(), strict=True):
+        name = c.strings[name_id]
         if not name.startswith(STEP_PREFIX):          # as is_cpu_op: the ProfilerStep#N marks left out
-            counts[op_key(name)] += 1
+            counts[op_key(name)] += n
     return counts
 
 

@@ -50,7 +50,10 @@ def launch_columns(launches: list[LinkArgs]) -> LaunchColumns:
     blocks = list(map(attrgetter("block"), launches))
     registers = _counts(list(map(attrgetter("registers"), launches)))
     # not recorded (or recorded as 0, null, false): no shared memory; anything else must be a count
-    shared = _counts([v or 0 for v in map(attrgetter("shared_memory"), launches)])
+    shared_raw = list(map(attrgetter("shared_memory"), launches))
+    if not _NUMBERS.issuperset(map(type, shared_raw)):     # a None (most traces: none) or another value
+        shared_raw = [v or 0 for v in shared_raw]
+    shared = _counts(shared_raw)
     bps = _floats(list(map(attrgetter("blocks_per_sm"), launches)))
     bps[~(np.isfinite(bps) & (bps > 0) & (bps <= float(1 << 62)))] = np.nan
     occ = _floats(list(map(attrgetter("occupancy_pct"), launches)))
@@ -58,8 +61,16 @@ def launch_columns(launches: list[LinkArgs]) -> LaunchColumns:
     return LaunchColumns(_grid_blocks(grids), _threads(blocks), registers, shared, bps, occ)
 
 
+_NUMBERS = frozenset({int, float})
+
+
 def _floats(values: list[Any]) -> np.ndarray:
     """Numbers as float64 (a bool is not one); NaN for anything else."""
+    if _NUMBERS.issuperset(map(type, values)):     # every value a number (the common case): at C speed
+        try:
+            return np.fromiter(values, dtype=np.float64, count=len(values))
+        except OverflowError:                       # an int beyond any float: as below
+            pass
     return np.array([v if type(v) is float or type(v) is int else np.nan for v in values], dtype=np.float64)
 
 

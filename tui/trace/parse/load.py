@@ -137,13 +137,23 @@ def _build(holder: list[bytes | bytearray | memoryview], source: str, total: int
     return replace(trace, meta=meta, _args=store)
 
 
+def _anonymous_map(size: int) -> mmap.mmap:
+    """`size` bytes of private anonymous memory. Private, not the default shared mapping: a shared anonymous
+    map is backed by shared memory, whose page faults cost more (filling 100 MB: 0.045-0.062 s of system
+    time against 0.061-0.082 s, eight runs each on the development box)."""
+    private = getattr(mmap, "MAP_PRIVATE", None)
+    if private is None:      # no mmap flags on this platform
+        return mmap.mmap(-1, size)
+    return mmap.mmap(-1, size, flags=private | mmap.MAP_ANONYMOUS)
+
+
 def _read_plain(f: io.BufferedReader, total: int, progress: Progress | None) -> memoryview:
     """The file's bytes, in an anonymous memory map: unlike a bytearray it is not zeroed first, and unlike a
     numpy buffer it is not advised onto huge pages, whose first allocation on a long-running machine waits
     for the kernel to compact memory (0.03-0.25 s per 100 MB and 0.9-2.2 s per GB measured on the
     development box, against a steady 0.06 s and 0.55 s here). Writable: the decode writes its brackets
     into it (mlptui.trace.parse.decode.decode_in_pieces)."""
-    view = memoryview(mmap.mmap(-1, total)) if total else memoryview(bytearray())
+    view = memoryview(_anonymous_map(total)) if total else memoryview(bytearray())
     done = 0
     while done < total:
         n = f.readinto(view[done:done + _CHUNK])

