@@ -3,9 +3,10 @@
 A worker thread computing a view's figures holds the interpreter lock in 5 ms turns with the UI thread,
 so a key pressed meanwhile took about twice its time to repaint. Inside `giving_way()` a worker pauses
 at its next Python call while the app says input is being handled (`busy`, cleared QUIET_S after the
-last key by the app), for at most PAUSE_CAP_S at a time: a pause never outlasts a key's handling even
-if the UI thread waits on something the worker holds. The figures take longer to arrive (the check
-runs on every call the worker makes); the keys keep their own speed.
+last key by the app), for at most PAUSE_CAP_S in all per key: should the UI thread wait on something
+the worker holds (a figure it is computing), the worker goes on after that and pauses no more for that
+key. The figures take longer to arrive (the check runs on every call the worker makes); the keys keep
+their own speed.
 """
 
 from __future__ import annotations
@@ -39,11 +40,20 @@ def quiet(generation: int) -> None:
         _busy[0] = False
 
 
+_thread = threading.local()      # per worker: the key whose pause it has used up
+
+
 def _pause(frame: FrameType, event: str, arg: Any) -> None:
     if _busy[0]:
+        generation = _generation[0]
+        if getattr(_thread, "spent", -1) == generation:
+            return None
         deadline = time.monotonic() + PAUSE_CAP_S
-        while _busy[0] and time.monotonic() < deadline:
+        while _busy[0] and _generation[0] == generation and time.monotonic() < deadline:
             time.sleep(0.002)
+        if _busy[0] and _generation[0] == generation:
+            # the UI thread may be waiting on something this worker holds: no more pauses for this key
+            _thread.spent = generation
     return None
 
 

@@ -3,13 +3,12 @@ textual-plotext. Two markers, not two colours, tell the lines apart, so it reads
 
 from __future__ import annotations
 
-import threading
-
 from rich.text import Text
 from textual import work
 from textual.app import RenderResult
 from textual.message import Message
 from textual_plotext import PlotextPlot
+from textual_plotext.plot import Plot
 
 from mlptui.give_way import giving_way
 from mlptui.trace.analysis.memory import DeviceMemory
@@ -36,17 +35,16 @@ def _thin(xs: list[float], ys: list[float], limit: int = MAX_POINTS) -> tuple[li
 
 class MemoryPlot(PlotextPlot):
     """plotext draws the whole canvas as text (10-25 ms at 200 columns, the interpreter held): the text
-    is drawn in a worker, once per curve, size and theme, and the pane is blank until it is ready, so
-    the key that shows the memory view repaints at once and the curve follows. Showing the same curve
-    again, or the view again, draws nothing."""
+    is drawn in a worker, on a figure of its own, once per curve, size and theme, and the pane is blank
+    until it is ready, so the key that shows the memory view repaints at once and the curve follows.
+    Showing the same curve again, or the view again, draws nothing."""
 
     shown: DeviceMemory | None = None
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._drawn: tuple[DeviceMemory | None, tuple[int, int]] | None = None   # what the plot holds
+        self._curve: tuple[DeviceMemory | None, tuple[int, int]] | None = None     # what is shown
         self._generation = 0
-        self._lock = threading.Lock()       # the plot's data and its drawing, between show and the worker
         self._text: tuple[DrawKey, Text] | None = None
         self._drawing: DrawKey | None = None
 
@@ -56,19 +54,21 @@ class MemoryPlot(PlotextPlot):
             return self._text[1]
         if self._drawing != key and self.size.width and self.size.height:
             self._drawing = key
-            self._draw(key)
+            dev, position = self._curve or (None, None)     # none shown yet: an empty figure
+            self._draw(key, dev, position, self._get_plotext_theme_name(self.app.theme))
         return Text()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="memory-plot")
-    def _draw(self, key: DrawKey) -> None:
-        width, height, theme, generation = key
-        with self._lock, giving_way():
-            if generation != self._generation:
-                return
-            self._plot.plotsize(width, height)
-            self._plot._set_size(width, height)      # as PlotextPlot.render does: the size takes only so
-            self._plot.theme(self._get_plotext_theme_name(theme))
-            text = Text.from_ansi(self._plot.build())
+    def _draw(self, key: DrawKey, dev: DeviceMemory | None, position: tuple[int, int] | None, theme: str) -> None:
+        width, height = key[0], key[1]
+        with giving_way():
+            plot = Plot()
+            if position is not None:
+                _plot_curve(plot, dev, position)
+            plot.plotsize(width, height)
+            plot._set_size(width, height)        # as PlotextPlot.render does: the size takes only so
+            plot.theme(theme)
+            text = Text.from_ansi(plot.build())
         self.post_message(self.Drawn(key, text))
 
     class Drawn(Message):
@@ -87,32 +87,27 @@ class MemoryPlot(PlotextPlot):
 
     def show(self, dev: DeviceMemory | None, position: tuple[int, int] = (0, 1)) -> None:
         """One device's curve; `position` (its index, how many devices) names the others in the title."""
-        if self._drawn is not None and self._drawn[0] is dev and self._drawn[1] == position:
+        if self._curve is not None and self._curve[0] is dev and self._curve[1] == position:
             return
-        with self._lock:
-            self._drawn = (dev, position)
-            self._generation += 1
-            self._show(dev, position)
-
-    def _show(self, dev: DeviceMemory | None, position: tuple[int, int]) -> None:
+        self._curve = (dev, position)
+        self._generation += 1
         self.shown = dev
-        plt = self.plt
-        plt.clear_data()
-        plt.clear_figure()
-        if dev is None or not dev.ts:
-            plt.title("no memory events")
-            self.refresh()
-            return
-        xs = [t / 1000.0 for t in dev.ts]
-        x, y = _thin(xs, [a / MIB for a in dev.allocated])
-        plt.plot(x, y, marker="braille", label="allocated")
-        reserved = [(t, r / MIB) for t, r in zip(xs, dev.reserved, strict=True) if r is not None]
-        if reserved:
-            rx, ry = _thin([t for t, _ in reserved], [r for _, r in reserved])
-            plt.plot(rx, ry, marker="·", label="reserved")
-        plt.xlabel("ms")
-        plt.ylabel("MiB")
-        basis = "" if dev.totals_recorded else " (Σ Bytes since recording began)"
-        others = f"  (device {position[0] + 1} of {position[1]}, v: next)" if position[1] > 1 else ""
-        plt.title(f"{dev.label} allocated{basis}{others}")
         self.refresh()
+
+
+def _plot_curve(plt: Plot, dev: DeviceMemory | None, position: tuple[int, int]) -> None:
+    if dev is None or not dev.ts:
+        plt.title("no memory events")
+        return
+    xs = [t / 1000.0 for t in dev.ts]
+    x, y = _thin(xs, [a / MIB for a in dev.allocated])
+    plt.plot(x, y, marker="braille", label="allocated")
+    reserved = [(t, r / MIB) for t, r in zip(xs, dev.reserved, strict=True) if r is not None]
+    if reserved:
+        rx, ry = _thin([t for t, _ in reserved], [r for _, r in reserved])
+        plt.plot(rx, ry, marker="·", label="reserved")
+    plt.xlabel("ms")
+    plt.ylabel("MiB")
+    basis = "" if dev.totals_recorded else " (Σ Bytes since recording began)"
+    others = f"  (device {position[0] + 1} of {position[1]}, v: next)" if position[1] > 1 else ""
+    plt.title(f"{dev.label} allocated{basis}{others}")
