@@ -169,12 +169,19 @@ class TraceColumns:
         return self._children[0]
 
 
+def _countable(flat: np.ndarray) -> bool:
+    """Non-empty non-negative integers of a range not much wider than their number (string ids, small keys):
+    their distinct values are found by counting (np.bincount) instead of sorting."""
+    return flat.dtype.kind in "iu" and len(flat) > 0 and int(flat.min()) >= 0 \
+        and int(flat.max()) < 2 * len(flat) + 65536
+
+
 def distinct(values: np.ndarray) -> np.ndarray:
     """The distinct values of an integer array, sorted, as np.unique(values) gives them, without its
     import of numpy.ma (a plain np.unique asks np.ma.is_masked: 10-20 ms in a fresh process). Ids of a small
     range (string ids) are counted instead of sorted, as in unique_ids."""
     flat = values.reshape(-1)
-    if flat.dtype.kind in "iu" and len(flat) and int(flat.min()) >= 0 and int(flat.max()) < 2 * len(flat) + 65536:
+    if _countable(flat):
         found: np.ndarray = np.flatnonzero(np.bincount(flat)).astype(flat.dtype, copy=False)
         return found
     ordered = np.sort(values, axis=None)
@@ -193,8 +200,7 @@ def unique_ids(values: np.ndarray, *, return_index: bool = False, return_inverse
     are non-negative integers of a range not much wider than their number (string ids, small keys): 10-20x
     faster on the 36,000-175,000 ids of a 100 MB trace. Anything else is np.unique's own work."""
     n = len(values)
-    small = values.ndim == 1 and values.dtype.kind in "iu" and n > 0
-    if not small or int(values.min()) < 0 or int(values.max()) >= 2 * n + 65536:
+    if values.ndim != 1 or not _countable(values):
         found: Any = np.unique(values, return_index=return_index, return_inverse=return_inverse,   # type: ignore[call-overload]
                                return_counts=return_counts)
         return tuple(found) if isinstance(found, tuple) else (found,)

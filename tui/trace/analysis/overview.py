@@ -136,8 +136,9 @@ def kernel_facts(trace: Trace, window_us: tuple[float, float] | None = None) -> 
 def _device_figures(kf: KernelFacts, device: int, windows: list[Window]) -> list[Figures]:
     pick = kf.device == device
     s, e = kf.start[pick], kf.end[pick]
-    seg = Segments.of(s, e, np.asarray([w.start_ns for w in windows], dtype=np.int64),
-                      np.asarray([w.end_ns for w in windows], dtype=np.int64))
+    w_starts = np.asarray([w.start_ns for w in windows], dtype=np.int64)
+    w_ends = np.asarray([w.end_ns for w in windows], dtype=np.int64)
+    seg = Segments.of(s, e, w_starts, w_ends)
     lengths = seg.lengths
     at = seg.positions(s, e)           # searched once for the ten depths of subsets of these kernels
 
@@ -161,8 +162,6 @@ def _device_figures(kf: KernelFacts, device: int, windows: list[Window]) -> list
     no_grid, no_sms = kf.no_grid[pick], kf.no_sms[pick]
     p_no_grid = seg.prefix(depth(no_grid) * lengths)
     p_no_sms = seg.prefix(depth(no_sms) * lengths)
-    w_starts = np.asarray([w.start_ns for w in windows], dtype=np.int64)
-    w_ends = np.asarray([w.end_ns for w in windows], dtype=np.int64)
     busy, sm_ns, kernel, tc, occ_n, occ_w, th_n, th_w, ng, ns = (
         seg.window_sums(p, w_starts, w_ends)
         for p in (p_busy, p_sm, p_kernel, p_tc, p_occ_n, p_occ_w, p_th_n, p_th_w, p_no_grid, p_no_sms))
