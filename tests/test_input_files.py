@@ -89,21 +89,21 @@ def test_a_10_gb_sparse_file_is_refused_without_reading_it(tmp_path: Path, gz: b
     _refused_fast(path, "a sparse file")
 
 
-def test_a_sparse_file_that_starts_like_a_trace_is_refused_without_reading_it(tmp_path: Path) -> None:
-    path = tmp_path / "holes.pt.trace.json"
+def _trace_start_then_holes(path: Path, size: int) -> Path:
+    """A file that starts like a trace and is `size` bytes long, all but its start a hole (no data written)."""
     with open(path, "wb") as f:
         f.write(b'{"traceEvents": [')
-        f.truncate(10 << 30)
-    _refused_fast(path, "a sparse file")
+        f.truncate(size)
+    return path
+
+
+def test_a_sparse_file_that_starts_like_a_trace_is_refused_without_reading_it(tmp_path: Path) -> None:
+    _refused_fast(_trace_start_then_holes(tmp_path / "holes.pt.trace.json", 10 << 30), "a sparse file")
 
 
 def test_a_file_larger_than_memory_is_refused_before_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MLPTUI_MAX_INPUT_MB", "1")
-    path = tmp_path / "t.json"
-    with open(path, "wb") as f:
-        f.write(b'{"traceEvents": [')
-        f.truncate(3 << 20)
-    _refused_fast(path, "refused before reading it")
+    _refused_fast(_trace_start_then_holes(tmp_path / "t.json", 3 << 20), "refused before reading it")
 
 
 def test_a_gzip_stream_inflating_past_memory_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

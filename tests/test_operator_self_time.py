@@ -180,12 +180,17 @@ def _named(name: str) -> Path:
     return path
 
 
-def test_a_custom_op_owns_the_kernels_its_python_code_launched() -> None:
-    """B200 serving step recorded with_stack: `vllm::moe_forward` launches its kernels from Python code."""
-    path = _named("AMD-AGI__TraceLens__b200_eager_trace.json.gz")
+def _row_and_events(trace_name: str, op: str) -> tuple[Any, list[dict[str, Any]]]:
+    """The operator view's row of `op` in a corpus trace, and the trace's raw events to check it against."""
+    path = _named(trace_name)
     events = _events(path)
     assert events is not None
-    row = next(r for r in operators(load_trace(path)) if r.name == "vllm::moe_forward")
+    return next(r for r in operators(load_trace(path)) if r.name == op), events
+
+
+def test_a_custom_op_owns_the_kernels_its_python_code_launched() -> None:
+    """B200 serving step recorded with_stack: `vllm::moe_forward` launches its kernels from Python code."""
+    row, events = _row_and_events("AMD-AGI__TraceLens__b200_eager_trace.json.gz", "vllm::moe_forward")
     want = raw_device_self(events)["vllm::moe_forward"]
     assert want > 0.9 * row.device_total_us > 0          # nearly all of its GPU time is its own
     assert row.device_self_us == pytest.approx(want, rel=1e-6)
@@ -193,10 +198,7 @@ def test_a_custom_op_owns_the_kernels_its_python_code_launched() -> None:
 
 def test_nccl_kernels_belong_to_record_param_comms() -> None:
     """DDP rank on MI300X: the all-reduce kernels are launched under `nccl:all_reduce` annotations."""
-    path = _named("AMD-AGI__TraceLens__mi300_resnet_act_checkpoint.json.gz")
-    events = _events(path)
-    assert events is not None
-    row = next(r for r in operators(load_trace(path)) if r.name == "record_param_comms")
+    row, events = _row_and_events("AMD-AGI__TraceLens__mi300_resnet_act_checkpoint.json.gz", "record_param_comms")
     want = raw_device_self(events)["record_param_comms"]
     assert want > 0
     assert row.device_self_us == pytest.approx(want, rel=1e-6)
@@ -224,11 +226,8 @@ def test_kernels_by_op_add_up_to_each_operators_kernel_self_time(path: Path) -> 
 def test_host_self_time_looks_through_python_frames() -> None:
     """B200 serving step recorded with_stack: `vllm::unified_attention_with_output` runs Python code whose
     frames sit between it and the ops it calls; those frames are its own time, not children to subtract."""
-    path = _named("AMD-AGI__TraceLens__b200_eager_trace.json.gz")
-    events = _events(path)
-    assert events is not None
     name = "vllm::unified_attention_with_output"
-    row = next(r for r in operators(load_trace(path)) if r.name == name)
+    row, events = _row_and_events("AMD-AGI__TraceLens__b200_eager_trace.json.gz", name)
     frames_subtracted = _host_self_with_frames(events)[name]
     want = raw_host_self(events)[name]
     assert want > 10 * frames_subtracted        # the frames hid most of its own time

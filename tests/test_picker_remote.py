@@ -64,14 +64,19 @@ def _kernels(path: Path) -> int:
     return sum(1 for e in events if e.get("cat") == "kernel" and e["args"].get("correlation") in corr)
 
 
+async def _picker_rows(app, pilot) -> tuple[PickerScreen, TraceList, list[list[str]]]:
+    """The picker once its workers are done: the screen, its table and each row's cells."""
+    screen = await wait_for_screen(app, pilot, PickerScreen, timeout=60)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    table = screen.query_one(TraceList)
+    return screen, table, [r.split(" | ") for r in rows_text(table)]
+
+
 async def test_a_remote_folder_fills_its_rows_with_the_manifest_labels(remote_folder: Path) -> None:
     app = make_app([f"testbox:{remote_folder}/"])
     async with app.run_test(size=(160, 40)) as pilot:
-        screen = await wait_for_screen(app, pilot, PickerScreen, timeout=60)
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        table = screen.query_one(TraceList)
-        rows = [r.split(" | ") for r in rows_text(table)]
+        screen, table, rows = await _picker_rows(app, pilot)
         labels = _expected_labels(remote_folder)
         assert sorted(r[1] for r in rows) == sorted(labels.values())
         for r in rows:
@@ -86,11 +91,7 @@ async def test_a_large_remote_file_is_labelled_and_fills_once_opened(remote_fold
     app = make_app([f"testbox:{remote_folder}/"])
     labels = _expected_labels(remote_folder)
     async with app.run_test(size=(160, 40)) as pilot:
-        screen = await wait_for_screen(app, pilot, PickerScreen, timeout=60)
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        table = screen.query_one(TraceList)
-        rows = [r.split(" | ") for r in rows_text(table)]
+        screen, table, rows = await _picker_rows(app, pilot)
         assert sorted(r[1] for r in rows) == sorted(labels.values())
         assert all(r[3] == "large: enter opens" for r in rows), rows
         assert not any((Path(remote_ssh.remote_cache.cache_root())).rglob("*.json.gz"))   # nothing fetched
