@@ -39,14 +39,17 @@ class MemoryPlot(PlotextPlot):
     until it is ready, so the key that shows the memory view repaints at once and the curve follows.
     Showing the same curve again, or the view again, draws nothing."""
 
-    shown: DeviceMemory | None = None
-
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._curve: tuple[DeviceMemory | None, tuple[int, int]] | None = None     # what is shown
         self._generation = 0
         self._text: tuple[DrawKey, Text] | None = None
         self._drawing: DrawKey | None = None
+
+    @property
+    def shown(self) -> DeviceMemory | None:
+        """The device whose curve is shown (None: none yet, or a scope without memory events)."""
+        return None if self._curve is None else self._curve[0]
 
     def render(self) -> RenderResult:
         key: DrawKey = (self.size.width, self.size.height, str(self.app.theme), self._generation)
@@ -91,7 +94,6 @@ class MemoryPlot(PlotextPlot):
             return
         self._curve = (dev, position)
         self._generation += 1
-        self.shown = dev
         self.refresh()
 
 
