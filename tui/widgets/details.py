@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
+from rich.containers import Lines
 from rich.text import Text
 from textual.binding import Binding
 from textual.geometry import Size
@@ -11,6 +10,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from mlptui.base.text import printable
+from mlptui.widgets.scroll_range import set_scroll_range
 
 
 class Details(ScrollView, can_focus=True):
@@ -32,39 +32,49 @@ class Details(ScrollView, can_focus=True):
         self.text = ""
         self._content = Text()
         self._lines: list[Strip] = []
-        self._wrapped_at = -1
+        self._wrapped_for = -1
         self._drawn: dict[tuple[int, int], Strip] = {}      # lines fitted and styled, by (index, width)
 
     def show_text(self, markup: str) -> None:
-        if markup == self.text and self._wrapped_at >= 0:    # the same item again: back to its top only
+        if markup == self.text and self._wrapped_for >= 0:    # the same item again: back to its top only
             self.scroll_to(y=0, animate=False, immediate=True)
             return
         self.text = markup
         # Names inside come from files: control characters are shown as escapes, never sent raw.
         markup = "\n".join(printable(line) for line in markup.split("\n"))
         self._content = Text.from_markup(markup) if markup else Text()
-        self._wrapped_at = -1
+        self._wrapped_for = -1
         self.scroll_to(y=0, animate=False, immediate=True)
         self._wrap()
         self.refresh()
 
     def _wrap(self) -> None:
-        width = max(self.scrollable_content_region.width, 10)
-        if width == self._wrapped_at:
+        # Wrapped for the width the text will have: narrower by the scrollbar when the lines will not fit.
+        # Wrapped at the full width first, a long text would be wrapped again once the layout has shown
+        # the scrollbar, and laid out a second time.
+        bar = self.styles.scrollbar_size_vertical
+        room = max(self.scrollable_content_region.width + (bar if self.show_vertical_scrollbar else 0), 10)
+        if room == self._wrapped_for:
             return
         console = self.app.console
-        lines: Iterable[Text] = self._content.wrap(console, width, overflow="fold") if self._content else []
+        lines = self._content.wrap(console, room, overflow="fold") if self._content else Lines()
+        width = room
+        overflow = self.styles.overflow_y
+        if bar and room - bar >= 10 and (
+                overflow == "scroll" or overflow == "auto" and len(lines) > self.container_size.height):
+            width = room - bar
+            lines = self._content.wrap(console, width, overflow="fold")
         self._lines = [Strip(list(line.render(console, "")), line.cell_len) for line in lines]
-        self._wrapped_at = width
+        self._wrapped_for = room
         self._drawn = {}
-        self.virtual_size = Size(width, len(self._lines))
+        set_scroll_range(self, Size(width, len(self._lines)))
 
     def notify_style_update(self) -> None:
         self._drawn = {}
         super().notify_style_update()
 
     def on_resize(self) -> None:
-        self._wrapped_at = -1
+        self._wrapped_for = -1
         self._wrap()
 
     def render_line(self, y: int) -> Strip:

@@ -22,6 +22,7 @@ from textual.strip import Strip
 
 from mlptui.base.text import printable
 from mlptui.keys import LIST_KEYS
+from mlptui.widgets.scroll_range import set_scroll_range
 
 # A cell is its text, or (text, tone) where tone names a component class suffix: dim, warn, good, hot.
 Cell = str | tuple[str, str]
@@ -196,19 +197,7 @@ class LineList(ScrollView, can_focus=True):
     def _set_virtual_size(self) -> None:
         widths = self._layout_widths()
         width = 1 + sum(widths) + len(self.SEPARATOR) * (sum(1 for w in widths if w) - 1)
-        size = Size(width, self.row_count() + (1 if self.header else 0))
-        if size == self.virtual_size:
-            return
-        room = self.container_size.height
-        if self.is_mounted and room and (size.height > room) == (self.virtual_size.height > room) \
-                and size.width <= self.container_size.width >= self.virtual_size.width:
-            # The scrollbars stay as they are: no layout of the screen (every pane's size is fixed by
-            # the CSS), only this pane's scroll range and its scrollbar's thumb change.
-            self.set_reactive(LineList.virtual_size, size)
-            self._scroll_update(size)
-            self.refresh()
-        else:
-            self.virtual_size = size
+        set_scroll_range(self, Size(width, self.row_count() + (1 if self.header else 0)))
 
     def on_resize(self) -> None:
         self._set_virtual_size()
