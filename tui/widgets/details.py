@@ -11,9 +11,10 @@ from textual.strip import Strip
 
 from mlptui.base.text import printable
 from mlptui.widgets.scroll_range import set_scroll_range
+from mlptui.widgets.steady_scrollbar import SteadyScrollbars
 
 
-class Details(ScrollView, can_focus=True):
+class Details(SteadyScrollbars, ScrollView, can_focus=True):
     """The selected item's facts as text lines, wrapped to the pane and rendered line by line, so a
     new selection repaints this pane only (no layout pass over the screen)."""
 

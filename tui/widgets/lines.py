@@ -23,6 +23,7 @@ from textual.strip import Strip
 from mlptui.base.text import printable
 from mlptui.keys import LIST_KEYS
 from mlptui.widgets.scroll_range import set_scroll_range
+from mlptui.widgets.steady_scrollbar import SteadyScrollbars
 
 # A cell is its text, or (text, tone) where tone names a component class suffix: dim, warn, good, hot.
 Cell = str | tuple[str, str]
@@ -37,7 +38,7 @@ class Column:
     drop: int = 0           # when the pane is too narrow, columns with the highest `drop` go first (0: never)
 
 
-class LineList(ScrollView, can_focus=True):
+class LineList(SteadyScrollbars, ScrollView, can_focus=True):
     """Rows of cells, a cursor, an optional header line; only visible lines are rendered."""
 
     DEFAULT_CSS = """

@@ -1,0 +1,83 @@
+"""A vertical scrollbar whose drawn lines are kept per look, so a repaint with the thumb where it was costs
+a lookup instead of Textual styling each of its lines again.
+
+Textual repaints a pane's scrollbar whenever the pane's scroll range is set or a style cascades into it
+(a scope change sets every pane's range, a focus move restyles two panes), and nearly always the thumb is
+drawn on the cells it was: the same lines, styled again at 50-100 us each. The look is everything the lines
+are made from: the size and the cut asked for, the bar's segments, the colours beneath and the line filters;
+the first time a look is asked for, Textual draws it.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable
+from typing import TYPE_CHECKING
+
+from rich.color import Color
+from rich.style import Style
+from textual.geometry import Region
+from textual.scrollbar import ScrollBar, ScrollBarRender
+from textual.strip import Strip
+
+if TYPE_CHECKING:
+    from textual.widget import Widget
+
+LOOKS_KEPT = 8
+DEFAULT_BACK, DEFAULT_BAR = Color.parse("#555555"), Color.parse("bright_magenta")    # ScrollBarRender's
+
+
+class SteadyScrollBar(ScrollBar):
+    def __init__(self, vertical: bool = True, name: str | None = None, *, thickness: int = 1) -> None:
+        super().__init__(vertical, name, thickness=thickness)
+        self._looks: OrderedDict[Hashable, list[Strip]] = OrderedDict()
+
+    def look(self) -> Hashable | None:
+        """What the lines are made from: the bar ScrollBar.render draws (its segments, as ScrollBarRender
+        makes them for this size, so ranges that put the thumb on the same cells look the same), and what
+        Textual styles them with. None for another renderer: nothing is known of what it draws."""
+        bar = self.render()
+        if not isinstance(bar, ScrollBarRender) or type(bar) is not ScrollBarRender:
+            return None
+        style = bar.style if isinstance(bar.style, Style) else Style.parse(bar.style)
+        width, height = self.size
+        drawn = bar.render_bar(
+            size=height if bar.vertical else width, virtual_size=bar.virtual_size, window_size=bar.window_size,
+            position=bar.position, thickness=width if bar.vertical else height, vertical=bar.vertical,
+            back_color=style.bgcolor or DEFAULT_BACK, bar_color=style.color or DEFAULT_BAR)
+        return (tuple(drawn.segments), self.size, self.background_colors, tuple(self.get_line_filters()),
+                self.opacity, id(self.app.ansi_theme))
+
+    def notify_style_update(self) -> None:
+        self._looks.clear()         # a style or theme change: every kept look may be drawn otherwise
+        super().notify_style_update()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        look = self.look()
+        if look is None:
+            return super().render_lines(crop)
+        key = (crop, look)
+        strips = self._looks.get(key)
+        if strips is None:
+            strips = super().render_lines(crop)
+            self._looks[key] = strips
+            if len(self._looks) > LOOKS_KEPT:
+                self._looks.popitem(last=False)
+        else:
+            self._looks.move_to_end(key)
+        return strips
+
+
+class SteadyScrollbars:
+    """For a scrolling pane: its vertical scrollbar is a SteadyScrollBar (made as Textual makes its own)."""
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        pane: Widget = self  # type: ignore[assignment]
+        if pane._vertical_scrollbar is None:
+            bar = SteadyScrollBar(vertical=True, name="vertical", thickness=pane.scrollbar_size_vertical)
+            pane._vertical_scrollbar = bar
+            bar.display = False
+            pane.app._start_widget(pane, bar)
+        return pane._vertical_scrollbar
+
