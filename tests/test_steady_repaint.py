@@ -143,24 +143,26 @@ async def test_details_text_that_brings_the_scrollbar_is_laid_out_once() -> None
     app = Panes()
     async with app.run_test(size=(80, 40)) as pilot:
         details = app.query_one(Details)
-        long = "\n".join(f"line {i}: " + "word " * 9 for i in range(HEIGHT + 5))
-        for text in (long, "short"):    # a scrollbar shown the first time is laid out once more, by Textual
-            details.show_text(text)
+        # more text lines than the pane holds, and two text lines that only wrapped exceed it
+        for long in ("\n".join(f"line {i}: " + "word " * 9 for i in range(HEIGHT + 5)),
+                     "\n".join(f"paragraph {i}: " + "word " * 40 for i in range(2))):
+            for text in (long, "short"):    # a scrollbar shown the first time is laid out once more, by Textual
+                details.show_text(text)
+                await pilot.pause()
+                await pilot.pause()
+            assert not details.show_vertical_scrollbar
+            count = layouts(app)
+            details.show_text(long)
             await pilot.pause()
             await pilot.pause()
-        assert not details.show_vertical_scrollbar
-        count = layouts(app)
-        details.show_text(long)
-        await pilot.pause()
-        await pilot.pause()
-        assert details.show_vertical_scrollbar
-        assert count[0] == 1
-        width = details.scrollable_content_region.width
-        expected = Text(long).wrap(app.console, width, overflow="fold")
-        assert [strip.text for strip in details._lines] == [line.plain for line in expected]
-        assert details.virtual_size.height == len(expected) > HEIGHT
-        details.show_text("short again")
-        await pilot.pause()
-        await pilot.pause()
-        assert not details.show_vertical_scrollbar and count[0] == 2
-        assert [strip.text for strip in details._lines] == ["short again"]
+            assert details.show_vertical_scrollbar
+            assert count[0] == 1
+            width = details.scrollable_content_region.width
+            expected = Text(long).wrap(app.console, width, overflow="fold")
+            assert [strip.text for strip in details._lines] == [line.plain for line in expected]
+            assert details.virtual_size.height == len(expected) > HEIGHT
+            details.show_text("short again")
+            await pilot.pause()
+            await pilot.pause()
+            assert not details.show_vertical_scrollbar and count[0] == 2
+            assert [strip.text for strip in details._lines] == ["short again"]

@@ -58,11 +58,13 @@ class Details(SteadyScrollbars, ScrollView, can_focus=True):
         if room == self._wrapped_for:
             return
         console = self.app.console
-        lines = self._content.wrap(console, room, overflow="fold") if self._content else Lines()
-        width = room
-        overflow = self.styles.overflow_y
-        if bar and room - bar >= 10 and (
-                overflow == "scroll" or overflow == "auto" and len(lines) > self.container_size.height):
+        overflow, height = self.styles.overflow_y, self.container_size.height
+        narrow = bool(bar) and room - bar >= 10 and overflow in ("scroll", "auto")
+        # more text lines than the pane holds need the scrollbar at any width: one wrap, at the narrow one
+        width = room - bar if narrow and (overflow == "scroll" or self._content.plain.count("\n") >= height) \
+            else room
+        lines = self._content.wrap(console, width, overflow="fold") if self._content else Lines()
+        if narrow and width == room and len(lines) > height:
             width = room - bar
             lines = self._content.wrap(console, width, overflow="fold")
         self._lines = [Strip(list(line.render(console, "")), line.cell_len) for line in lines]
