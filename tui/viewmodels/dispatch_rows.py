@@ -17,21 +17,22 @@ INDENT_SHARE = 0.4        # indentation never takes more than this share of the 
 
 
 def shown_children(ops: list[Op], node: int, hide_python: bool,
-                   keep: Callable[[int], bool] = lambda _: True) -> list[int]:
+                   keep: Callable[[int], bool] | None = None) -> list[int]:
     """`node`'s children in the pane: Python frames replaced by their shown children when hidden."""
     return shown_nodes(ops, ops[node].children, hide_python, keep)
 
 
 def shown_nodes(ops: list[Op], nodes: list[int], hide_python: bool,
-                keep: Callable[[int], bool] = lambda _: True) -> list[int]:
-    """`nodes` (siblings in time order) as the pane shows them: a hidden frame gives way to what it holds."""
+                keep: Callable[[int], bool] | None = None) -> list[int]:
+    """`nodes` (siblings in time order) as the pane shows them: a hidden frame gives way to what it holds;
+    only those `keep` accepts (None: all, without a call per node: all steps' roots are tens of thousands)."""
     if not hide_python:
-        return [n for n in nodes if keep(n)]
+        return list(nodes) if keep is None else [n for n in nodes if keep(n)]
     out: list[int] = []
     stack = list(reversed(nodes))
     while stack:
         n = stack.pop()
-        if not keep(n):
+        if keep is not None and not keep(n):
             continue
         if ops[n].cat == PYTHON:
             stack.extend(reversed(ops[n].children))

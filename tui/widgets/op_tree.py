@@ -14,7 +14,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from textual.strip import Strip
 
@@ -80,6 +80,10 @@ class OpTree(LineList):
         op = self._loaded().ops[op_id]
         return op.ts < end - 1e-3 and (op.end > start + 1e-3 or op.ts >= start - 1e-3)
 
+    def _keep(self) -> Callable[[int], bool] | None:
+        """The filter of the rows in scope: none for every step."""
+        return None if self._scope is None else self._overlaps
+
     def _loaded(self) -> Trace:
         """The trace: there are rows to act on only once set_trace has run."""
         assert self.trace is not None, "OpTree used before set_trace"
@@ -109,7 +113,7 @@ class OpTree(LineList):
                 ts = self._root_ts[t]
                 lo = bisect_left(ts, start - self._root_longest[t] - 1e-3)
                 roots = [r for r in thread.roots[lo: bisect_left(ts, end - 1e-3)] if self._overlaps(r)]
-            roots = shown_nodes(trace.ops, roots, self.hide_python, self._overlaps)
+            roots = shown_nodes(trace.ops, roots, self.hide_python, self._keep())
             if not roots:
                 continue
             if len(trace.threads) > 1:
@@ -157,11 +161,14 @@ class OpTree(LineList):
 
     def _subtree_rows(self, roots: list[int], cap: int) -> int:
         ops = self._loaded().ops
+        if len(roots) - len(self._loaded().threads) > cap:     # more roots than the cap (thread rows aside)
+            return cap + 1
+        keep = self._keep()
         n, stack = 0, [r for r in roots if r >= 0]
         while stack and n <= cap:
             op = stack.pop()
             n += 1
-            stack.extend(shown_children(ops, op, self.hide_python, self._overlaps))
+            stack.extend(shown_children(ops, op, self.hide_python, keep))
         return n
 
     # -- rows --------------------------------------------------------------------------------
@@ -239,7 +246,7 @@ class OpTree(LineList):
 
     # -- expansion ---------------------------------------------------------------------------
     def _children_rows(self, node: int, depth: int) -> tuple[list[int], list[int]]:
-        children = shown_children(self._loaded().ops, node, self.hide_python, self._overlaps)
+        children = shown_children(self._loaded().ops, node, self.hide_python, self._keep())
         return children, [depth + 1] * len(children)
 
     def _subtree_end(self, index: int) -> int:
