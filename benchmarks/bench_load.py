@@ -46,15 +46,20 @@ GENERATOR = ROOT.parent / "shared" / "tools" / "gen_kineto_trace.py"
 
 # Each child prints one JSON line: wall seconds, CPU seconds, peak RSS in bytes, and what it built.
 OURS = r"""
-import json, resource, sys, time
+import json, os, resource, sys, time
 from mlptui.gc_policy import bulk_allocation
+from mlptui.trace.parse.decode_parallel import workers_for as decode_workers
 from mlptui.trace.parse.load import load_trace
 t0 = time.perf_counter(); c0 = time.process_time()
 with bulk_allocation():
     trace = load_trace(sys.argv[1])
-wall = time.perf_counter() - t0; cpu = time.process_time() - c0
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print(json.dumps({"wall": wall, "cpu": cpu, "rss": rss,   # the stored form: no Op objects made
+wall = time.perf_counter() - t0
+kids = resource.getrusage(resource.RUSAGE_CHILDREN)     # the decode's worker processes, if it started any
+cpu = time.process_time() - c0 + kids.ru_utime + kids.ru_stime
+# peak RSS: this process's, plus the largest worker's once per worker (an upper bound of their sum)
+workers = decode_workers(os.stat(sys.argv[1]).st_size)
+rss = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss + workers * kids.ru_maxrss) * 1024
+print(json.dumps({"wall": wall, "cpu": cpu, "rss": rss, "workers": workers,   # the stored form: no Op objects
                   "what": f"{trace.columns.n_ops} ops, {trace.columns.n_gpu} GPU ops, {len(trace.steps)} steps"}))
 """
 # The typed-decode floor: the file read as the loader reads it, and the whole document decoded by msgspec into
