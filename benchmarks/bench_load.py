@@ -282,6 +282,27 @@ def report(path: Path, runs: int) -> None:
               "times are inflated; CPU times are the fairer comparison")
 
 
+def scaling(path: Path, workers: list[int], runs: int) -> None:
+    """Load + index with each number of decode workers, interleaved with the floor (median of `runs`)."""
+    size = path.stat().st_size
+    rows: dict[int, list[dict]] = {n: [] for n in workers}
+    floor: list[dict] = []
+    for _ in range(runs):
+        floor.append(measure(FLOOR, path, 1))
+        for n in workers:
+            rows[n].append(measure(OURS, path, 1, {**UNCACHED, "MLPTUI_DECODE_WORKERS": str(n)}))
+    f_wall = statistics.median(f["wall_median"] for f in floor)
+    f_cpu = statistics.median(f["cpu_median"] for f in floor)
+    print(f"\n{path.name}: {size / 1e6:.1f} MB, {runs} run(s) each, {os.cpu_count()} CPU(s); typed-decode floor "
+          f"{f_wall:.3f}s wall, {f_cpu:.3f}s CPU, peak RSS {max(f['rss'] for f in floor) / size:.2f}x the file")
+    print(f"  {'workers':>7} {'wall':>8} {'CPU (all)':>10} {'wall/floor':>11} {'CPU/floor':>10} {'peak RSS/file':>14}")
+    for n, got in rows.items():
+        wall = statistics.median(r["wall_median"] for r in got)
+        cpu = statistics.median(r["cpu_median"] for r in got)
+        print(f"  {n:7d} {wall:7.3f}s {cpu:9.3f}s {wall / f_wall:10.2f}x {cpu / f_cpu:9.2f}x "
+              f"{max(r['rss'] for r in got) / size:13.2f}x")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mb", type=int, nargs="*", default=[100], help="synthetic trace sizes to build (MB)")
@@ -291,6 +312,9 @@ def main() -> int:
     parser.add_argument("--diff", type=Path, nargs=2, metavar=("A", "B"),
                         help="time `mlptui diff A B --json` against decoding both files")
     parser.add_argument("--start", action="store_true", help="time the cold start against a bare Textual app")
+    parser.add_argument("--workers", type=int, nargs="+", metavar="N",
+                        help="only load + index of each --trace with N decode workers (MLPTUI_DECODE_WORKERS), "
+                             "against the typed-decode floor")
     parser.add_argument("--only-pairs", action="store_true",
                         help="only the whole-process pairs: --diff, --start, and `summary --json` of each --trace")
     args = parser.parse_args()
@@ -307,6 +331,10 @@ def main() -> int:
         from bench_app import cold_start
         print()
         cold_start(args.runs)
+    if args.workers:
+        for path in args.trace:
+            scaling(path, args.workers, args.runs)
+        return 0
     if args.only_pairs:
         for path in args.trace:
             print(f"\nsummary {path.name} ({path.stat().st_size / 1e6:.1f} MB)")

@@ -10,6 +10,8 @@ import gzip
 import json
 import multiprocessing
 import os
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +41,9 @@ def _plain(path: Path, tmp_path: Path) -> Path:
     return plain
 
 
-def _load_both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Trace | str, Trace | str, bool]:
-    """(decoded in about 64 ranges (4 KiB or more) by this process and one worker, decoded sequentially, whether the ranges
+def _load_both(path: Path, monkeypatch: pytest.MonkeyPatch, workers: int = 1) -> tuple[Trace | str, Trace | str, bool]:
+    """(decoded in about 64 ranges (4 KiB or more) by `workers` worker processes (one: with this process;
+    more: this process receives their parts as they are made), decoded sequentially, whether the ranges
     were used)."""
     used: list[bool] = []
     real = decode_parallel.decode_file_in_parallel
@@ -58,7 +61,7 @@ def _load_both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Trace | str
     monkeypatch.setenv("MLPTUI_NO_CACHE", "1")
     monkeypatch.setattr(decode_parallel, "TASK_BYTES", max(4096, path.stat().st_size // 64))
     monkeypatch.setattr(load_module, "decode_file_in_parallel", spy)
-    monkeypatch.setattr(load_module, "workers_for", lambda size: 1)
+    monkeypatch.setattr(load_module, "workers_for", lambda size: workers)
     parallel = one()
     monkeypatch.setattr(load_module, "workers_for", lambda size: 0)
     sequential = one()
@@ -69,7 +72,7 @@ def _load_both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Trace | str
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_traces(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     plain = _plain(path, tmp_path)
-    parallel, sequential, used = _load_both(plain, monkeypatch)
+    parallel, sequential, used = _load_both(plain, monkeypatch, workers=1 + FILES.index(path) % 2)
     _same(parallel, sequential)
     assert used or isinstance(sequential, str) or plain.stat().st_size < 2 * 4096
 
@@ -80,9 +83,11 @@ def _write(tmp_path: Path, name: str, data: bytes) -> Path:
     return path
 
 
+@pytest.mark.parametrize("workers", [1, 3])
 @pytest.mark.parametrize("shape", ["keys after the array", "bare array", "traceEvents in a string first",
                                    "truncated", "bad utf-8", "long tail after the array", "dense"])
-def test_files_that_mislead_the_cutting(shape: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_files_that_mislead_the_cutting(shape: str, workers: int, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
     evs = _events(300)
     doc: dict[str, Any] = {"schemaVersion": 1}
     if shape == "traceEvents in a string first":
@@ -100,7 +105,7 @@ def test_files_that_mislead_the_cutting(shape: str, tmp_path: Path, monkeypatch:
         data = data[:at] + b"\xff" + data[at + 1:]
     elif shape == "dense":                         # '{' every few bytes: refused, by the sequential path
         data = b'{"traceEvents": [' + b", ".join([b"{}"] * 500_000) + b"]}"
-    parallel, sequential, used = _load_both(_write(tmp_path, shape, data), monkeypatch)
+    parallel, sequential, used = _load_both(_write(tmp_path, shape, data), monkeypatch, workers)
     _same(parallel, sequential)
     readable = shape in ("keys after the array", "bare array", "traceEvents in a string first")
     assert used == readable
@@ -115,7 +120,7 @@ def test_files_that_mislead_the_cutting(shape: str, tmp_path: Path, monkeypatch:
 
 @pytest.mark.parametrize("name", sorted(hostile.cases()))
 def test_hostile_files(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    parallel, sequential, _ = _load_both(_write(tmp_path, name, hostile.cases()[name]), monkeypatch)
+    parallel, sequential, _ = _load_both(_write(tmp_path, name, hostile.cases()[name]), monkeypatch, workers=2)
     _same(parallel, sequential)
 
 
@@ -145,3 +150,25 @@ def test_no_workers_inside_a_worker() -> None:
     """A rank run's worker process decodes its rank alone: its CPUs are the other ranks'."""
     with multiprocessing.get_context("fork").Pool(1) as pool:
         assert pool.apply(decode_parallel.workers_for, (1 << 30,)) == 0
+
+
+@pytest.mark.parametrize("how", ["raises", "dies"])
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_worker_that_fails_leaves_the_file_to_the_sequential_path(
+        how: str, workers: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _write(tmp_path, "trace", json.dumps({"traceEvents": _events(300)}).encode())
+    real = decode_parallel.decode_range
+
+    def failing(*args: Any) -> Any:
+        if multiprocessing.parent_process() is not None:       # in the worker only
+            if how == "dies":
+                os._exit(3)
+            raise RuntimeError("a fault in the worker")
+        time.sleep(0.02)          # this process goes slowly: the worker surely takes a range
+        return real(*args)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)      # forked: the worker has `failing`
+    monkeypatch.setattr(decode_parallel, "decode_range", failing)
+    parallel, sequential, used = _load_both(path, monkeypatch, workers)
+    assert not used
+    _same(parallel, sequential)
+    assert isinstance(parallel, Trace) and len(parallel.ops) == 300

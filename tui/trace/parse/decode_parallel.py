@@ -20,8 +20,9 @@ import multiprocessing
 import os
 import threading
 from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import msgspec
 
@@ -200,10 +201,12 @@ def _run(path: Path, same: _Identity, ranges: list[_Range], workers: int,
          progress: Progress | None) -> list[_Part] | None:
     """Every range's part, in order, or None as soon as one cannot be decoded here.
 
-    Ranges are claimed through two shared counters: the workers take the next one from the front, this
-    process the next one from the back, until they meet; each worker sends its parts back once, at the
-    end. (A pool's task queue would be fed by a thread of this process, which waits for the interpreter
-    lock while this process decodes: the workers stood idle a third of the time.)"""
+    Ranges are claimed through two shared counters, the workers taking the next one from the front. With
+    one worker, this process takes the next one from the back until they meet, and the worker sends its
+    parts back at the end (this process reads no pipe while it decodes). With more, this process only
+    receives, each part as it is made, so no worker keeps its parts. (A pool's task queue would be fed by
+    a thread of this process, which waits for the interpreter lock while this process decodes: the
+    workers stood idle a third of the time.)"""
     forkable = threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
     method = "fork" if forkable else start_method()
     if method != "fork":
@@ -211,35 +214,43 @@ def _run(path: Path, same: _Identity, ranges: list[_Range], workers: int,
     context: Any = multiprocessing.get_context(method)      # typeshed's BaseContext lacks Process
     claims = context.Array("q", [0, len(ranges)])
     pipes = [context.Pipe(duplex=False) for _ in range(workers)]
-    procs = [context.Process(target=_worker, args=(str(path), same, ranges, claims, sender), daemon=True)
+    stream = workers > 1
+    procs = [context.Process(target=_worker, args=(str(path), same, ranges, claims, sender, stream), daemon=True)
              for _, sender in pipes]
     parts: list[_Part | None] = [None] * len(ranges)
+    done = 0
+
+    def take(got: list[tuple[int, _Part]]) -> bool:
+        nonlocal done
+        for i, part in got:
+            if part.classified is None:
+                return False
+            parts[i] = part
+            done += ranges[i].end - ranges[i].start
+        if progress is not None:
+            progress(min(done, same.size), same.size)
+        return True
+
     try:
         for proc in procs:
             proc.start()
         for _, sender in pipes:
             sender.close()            # the worker holds its own end; EOF here once it is gone
-        done = 0
-        while (i := _claim(claims, from_back=True)) is not None:
-            part = decode_range(str(path), same, ranges[i])
-            if part.classified is None:
+        while not stream and (i := _claim(claims, from_back=True)) is not None:
+            if not take([(i, decode_range(str(path), same, ranges[i]))]):
                 return None
-            parts[i] = part
-            done += ranges[i].end - ranges[i].start
-            if progress is not None:
-                progress(done, same.size)
-        for receiver, _ in pipes:
-            try:
-                got: list[tuple[int, _Part]] = receiver.recv()
-            except EOFError:          # the worker died before it sent its parts
-                return None
-            for i, part in got:
-                if part.classified is None:
+        waiting: list[Connection] = [receiver for receiver, _ in pipes]
+        while waiting:
+            for ready in wait(waiting):
+                receiver = cast(Connection, ready)
+                try:
+                    got: list[tuple[int, _Part]] | None = receiver.recv()
+                except EOFError:      # the worker died before it said it was done
                     return None
-                parts[i] = part
-                done += ranges[i].end - ranges[i].start
-            if progress is not None:
-                progress(min(done, same.size), same.size)
+                if got is None:
+                    waiting.remove(receiver)
+                elif not take(got):
+                    return None
     finally:
         _stop(claims)                 # when this process gave up first: the workers take no more ranges
         for receiver, _ in pipes:
@@ -268,20 +279,26 @@ def _claim(claims: Any, from_back: bool) -> int | None:
         return int(front)
 
 
-def _worker(path: str, same: _Identity, ranges: list[_Range], claims: Any, sender: Any) -> None:
+def _worker(path: str, same: _Identity, ranges: list[_Range], claims: Any, sender: Any, stream: bool) -> None:
+    """Decode ranges from the front until none is left, and send their parts: each as soon as it is made
+    (`stream`), or all at the end; then None to say it is done."""
     got: list[tuple[int, _Part]] = []
     try:
         try:
             while (i := _claim(claims, from_back=False)) is not None:
-                part = decode_range(path, same, ranges[i])
-                got.append((i, part))
-                if part.classified is None:
+                got.append((i, decode_range(path, same, ranges[i])))
+                if got[-1][1].classified is None:
                     break
+                if stream:
+                    sender.send(got)
+                    got = []
         except Exception:                 # anything else unexpected: the sequential path meets it and says so
             got.append((-1, _Part(None)))
         if got and got[-1][1].classified is None:
             _stop(claims)                 # no use going on: the file is decoded the sequential way
-        sender.send(got)
+        if got:
+            sender.send(got)
+        sender.send(None)
     except (BrokenPipeError, OSError):
         pass                              # this process gave up on the parts: nothing to send them to
     finally:
