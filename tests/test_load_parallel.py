@@ -172,3 +172,26 @@ def test_a_worker_that_fails_leaves_the_file_to_the_sequential_path(
     assert not used
     _same(parallel, sequential)
     assert isinstance(parallel, Trace) and len(parallel.ops) == 300
+
+
+def test_with_threads_running_workers_come_from_the_fork_server(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The explorer loads in a thread: forking then could copy a lock another thread holds."""
+    path = _write(tmp_path, "trace", json.dumps({"traceEvents": _events(300)}).encode())
+    started: list[str] = []
+    real = multiprocessing.get_context
+
+    def spy(method: str | None = None) -> Any:
+        started.append(str(method))
+        return real(method)
+    monkeypatch.setattr(multiprocessing, "get_context", spy)
+    idle = threading.Event()
+    other = threading.Thread(target=idle.wait)
+    other.start()
+    try:
+        parallel, sequential, used = _load_both(path, monkeypatch, workers=2)
+    finally:
+        idle.set()
+        other.join()
+    assert used and "fork" not in started and started
+    _same(parallel, sequential)
