@@ -16,13 +16,11 @@ process.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import threading
 from dataclasses import dataclass
-from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 import msgspec
 
@@ -40,7 +38,12 @@ from mlptui.trace.parse.decode import (
     _meta_of,
 )
 from mlptui.trace.parse.limits import DENSITY_MIN_OBJECTS, MIN_BYTES_PER_OBJECT, count_objects
-from mlptui.trace.parse.process_pool import start_helpers, start_method
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
+# multiprocessing is imported where workers are started or asked about, not with this module: the loader
+# imports it, and `summary` of a small trace would pay 20-30 ms for nothing.
 
 # Below this size the sequential decode is done before workers would have started.
 MIN_FILE_BYTES = 48 << 20
@@ -57,7 +60,11 @@ def workers_for(size: int) -> int:
     """Worker processes for a file of `size` bytes: 0 (decode here, sequentially) when it is small, when
     this is itself a worker, or when MLPTUI_DECODE_WORKERS says 0; else one less than the CPUs this
     process may use (this process decodes too), at most MLPTUI_DECODE_WORKERS."""
-    if size < MIN_FILE_BYTES or multiprocessing.parent_process() is not None:
+    if size < MIN_FILE_BYTES:
+        return 0
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None:
         return 0
     try:
         cpus = len(os.sched_getaffinity(0))
@@ -207,6 +214,11 @@ def _run(path: Path, same: _Identity, ranges: list[_Range], workers: int,
     receives, each part as it is made, so no worker keeps its parts. (A pool's task queue would be fed by
     a thread of this process, which waits for the interpreter lock while this process decodes: the
     workers stood idle a third of the time.)"""
+    import multiprocessing
+    from multiprocessing.connection import Connection, wait
+
+    from mlptui.trace.parse.process_pool import start_helpers, start_method
+
     forkable = threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
     method = "fork" if forkable else start_method()
     if method != "fork":
