@@ -199,6 +199,29 @@ class Classifier:
                 self._mem.append((e.pid, e.tid, e.ts))
         self._begin_end += int((phase == _BEGIN_END).sum())
 
+    def absorb(self, part: Classifier) -> None:
+        """Take in what `part` read of the events that follow this one's (a range of the file classified
+        apart, its events and kinds numbered from 0): the result is as if they had been added here."""
+        base = self.n_events
+        remap = np.fromiter(map(self.kinds.__getitem__, part.kinds), dtype=np.int64, count=len(part.kinds))
+        self._grow_kinds()
+        self.n_events += part.n_events
+        self._x += [x + base for x in part._x]
+        self._xkind += [remap[k] for k in part._xkind]
+        self._ts += part._ts
+        self._dur += part._dur
+        self._ts_none += part._ts_none
+        self._dur_none += part._dur_none
+        self._links += part._links
+        self._gpu_launch += part._gpu_launch
+        self._meta_ev += [i + base for i in part._meta_ev]
+        self._meta += part._meta
+        self._flow_ev += [at + base for at in part._flow_ev]
+        self._flows += [Flows(remap[f.kind], f.ts, f.ts_none, f.ids) for f in part._flows]
+        self._mem_ev += [i + base for i in part._mem_ev]
+        self._mem += part._mem
+        self._begin_end += part._begin_end
+
     def _grow_kinds(self) -> None:
         table = list(self.kinds)
         new = table[len(self._kind_phase):]

@@ -25,6 +25,7 @@ from mlptui.trace.parse import index_cache
 from mlptui.trace.parse.args_store import ArgsStore
 from mlptui.trace.parse.classify import Classifier
 from mlptui.trace.parse.decode import Decoded, decode_document, decode_in_pieces
+from mlptui.trace.parse.decode_parallel import decode_file_in_parallel, workers_for
 from mlptui.trace.parse.gzip_input import GzipTruncated, gunzip_bytes, is_gzip, read_gzip
 from mlptui.trace.parse.index import build_trace
 from mlptui.trace.parse.limits import check_density, check_input
@@ -51,17 +52,27 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
             head = f.read(_SNIFF)
             check_input(head, total, name, getattr(st, "st_blocks", None) and st.st_blocks * 512)
             f.seek(0)
+            parallel = None
             if is_gzip(head):
                 data = read_gzip(f, total, name, progress)
             else:
-                data = _read_plain(f, total, progress)
+                workers = workers_for(total)
+                parallel = decode_file_in_parallel(p, st, workers, progress) if workers else None
+                if parallel is None:
+                    data = _read_plain(f, total, progress)
         except OSError as exc:
             raise path_problem(exc, name) from None
-    holder: list[bytes | bytearray | memoryview] = [data]
-    del data
-    trace = _build(holder, name, total, progress, lambda d: ArgsStore(
-        d.n_events, path=p, stamp=(st.st_size, st.st_mtime_ns), repair_utf8=d.repaired_utf8, cut=d.cut,
-        suffix=d.suffix))
+
+    def store(d: Decoded) -> ArgsStore:
+        return ArgsStore(d.n_events, path=p, stamp=(st.st_size, st.st_mtime_ns), repair_utf8=d.repaired_utf8,
+                         cut=d.cut, suffix=d.suffix)
+
+    if parallel is not None:
+        trace = _index(parallel, name, total, progress, store)
+    else:
+        holder: list[bytes | bytearray | memoryview] = [data]
+        del data
+        trace = _build(holder, name, total, progress, store)
     index_cache.remember(p, trace)
     return _opened(trace, p, total, None, notes)
 
@@ -117,6 +128,12 @@ def _build(holder: list[bytes | bytearray | memoryview], source: str, total: int
     del data     # only what was read of the events is needed from here on; full args are re-read on demand
     if gzip_cut:
         decoded.warnings.insert(0, "the gzip stream ends early (truncated file); loaded what it holds")
+    return _index(decoded, source, total, progress, args_store)
+
+
+def _index(decoded: Decoded, source: str, total: int, progress: Progress | None,
+           args_store: Callable[[Decoded], ArgsStore]) -> Trace:
+    """Refuse what is not a profiler trace, else index the decoded events."""
     if "not_a_trace" in decoded.meta:
         if decoded.meta["not_a_trace"] == "execution":
             raise TraceError(f"{source}: this is a PyTorch execution trace, not a profiler trace "

@@ -1,0 +1,382 @@
+"""A big plain trace file's event array decoded by several processes at once.
+
+The file is cut, without reading it whole, after an event's closing brace near every TASK_BYTES (the same
+kind of cut as mlptui.trace.parse.decode.decode_in_pieces, found in a small window read at each offset).
+Each range is read, decoded and classified (mlptui.trace.parse.classify.Classifier) by whichever process
+takes it first: the worker processes take ranges from the front, and this process, while they start,
+takes ranges from the back. The parts are then joined in file order, so the result is the one the
+sequential decode gives. Anything unusual (a cut that does not decode, a value of an unexpected type, bad
+UTF-8, a truncated file, a range denser in objects than a trace) gives None, and the caller decodes the
+file the sequential way, which repairs or refuses it with the reason.
+
+Workers start by fork where this process runs no other thread (about 10 ms), else as
+mlptui.trace.parse.process_pool starts them (the fork server: about 0.2 s), and never inside a worker
+process.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
+
+import msgspec
+
+from mlptui.base.progress import Progress
+from mlptui.trace.parse.classify import Classifier
+from mlptui.trace.parse.decode import (
+    _AFTER_EVENT,
+    _ARRAY,
+    _ARRAY_END,
+    _CONTENT,
+    _DOC,
+    _EVENTS_KEY,
+    _TRAILING,
+    Decoded,
+    _meta_of,
+)
+from mlptui.trace.parse.limits import DENSITY_MIN_OBJECTS, MIN_BYTES_PER_OBJECT, count_objects
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
+# multiprocessing is imported where workers are started or asked about, not with this module: the loader
+# imports it, and `summary` of a small trace would pay 20-30 ms for nothing.
+
+# Below this size the sequential decode is done before workers would have started.
+MIN_FILE_BYTES = 48 << 20
+# Bytes per range: small enough that the processes share the work evenly, large enough that a range's
+# own costs (a read, a result sent back) stay small.
+TASK_BYTES = 2 << 20
+_HEAD_BYTES = 1 << 20          # where the "traceEvents" key must start for this path
+_WINDOW = 1 << 16              # first window read to find a cut; doubled up to _MAX_WINDOW
+_MAX_WINDOW = 16 << 20
+_DENSE_MIN_OBJECTS = 10_000    # a range with more '{' than this, one per < MIN_BYTES_PER_OBJECT bytes, is not decoded
+
+
+def workers_for(size: int) -> int:
+    """Worker processes for a file of `size` bytes: 0 (decode here, sequentially) when it is small, when
+    this is itself a worker, or when MLPTUI_DECODE_WORKERS says 0; else one less than the CPUs this
+    process may use (this process decodes too), at most MLPTUI_DECODE_WORKERS."""
+    if size < MIN_FILE_BYTES:
+        return 0
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None:
+        return 0
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    wanted = cpus - 1
+    setting = os.environ.get("MLPTUI_DECODE_WORKERS", "").strip()
+    if setting.isdigit():
+        wanted = min(wanted, int(setting))
+    return max(0, min(wanted, size // TASK_BYTES - 1))
+
+
+@dataclass(frozen=True)
+class _Identity:
+    """The file every process must read: the one opened (a file replaced meanwhile is not read)."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+
+
+def _identity(f: Any) -> _Identity:
+    st = os.fstat(f.fileno())
+    return _Identity(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@dataclass
+class _Range:
+    start: int          # first byte of the range's first event
+    end: int            # just after its last event's '}'; for the last range, the file's size
+    last: bool          # runs to the array's closing bracket (found while decoding)
+
+
+@dataclass
+class _Part:
+    classified: Classifier | None       # None: this range cannot be decoded here (see the module's docstring)
+    array_end: int = 0                  # last range: the offset just after the array's ']'
+    objects: int = 0                    # '{' in the range (mlptui.trace.parse.limits.check_density)
+
+
+def decode_file_in_parallel(path: Path, st: os.stat_result, workers: int,
+                            progress: Progress | None = None) -> Decoded | None:
+    """The decoded trace at `path` (plain JSON, `st` its status when opened), its events already classified
+    (`Decoded.classified`); None when the sequential decode must do it."""
+    size = st.st_size
+    path = Path(os.path.abspath(path))          # workers started by the fork server run in another folder
+    same = _Identity(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    with open(path, "rb") as f:
+        if _identity(f) != same:
+            return None
+        head = _pread(f, 0, min(size, _HEAD_BYTES))
+        found = _array_start(head)
+        if found is None:
+            return None
+        start, bare = found
+        ranges = _ranges(f, start, size)
+        if ranges is None:
+            return None
+        parts = _run(path, same, ranges, workers, progress)
+        if parts is None or _dense(sum(p.objects for p in parts), size):
+            return None
+        end = parts[-1].array_end
+        tail = _pread(f, end, size - end)
+    joined = Classifier()
+    for part in parts:
+        assert part.classified is not None
+        joined.absorb(part.classified)
+    if bare:
+        if _CONTENT.search(tail) is not None:
+            return None
+        return Decoded(events=[], meta={"bare_array": True}, n_events=joined.n_events, classified=joined)
+    try:
+        doc = _DOC.decode(head[:start] + b"]" + tail)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError, ValueError):
+        return None
+    if doc.traceEvents != []:
+        return None
+    return Decoded(events=[], meta=_meta_of(doc), n_events=joined.n_events, classified=joined)
+
+
+def _array_start(head: bytes) -> tuple[int, bool] | None:
+    """(offset of the event array's first byte after '[', whether the document is a bare array)."""
+    if head[:3] == b"\xef\xbb\xbf":
+        return None
+    m = _CONTENT.search(head)
+    if m is None:
+        return None
+    if head[m.start()] == ord("["):
+        return m.start() + 1, True
+    found = _EVENTS_KEY.search(head, m.start())
+    if head[m.start()] != ord("{") or found is None:
+        return None
+    return found.end(), False
+
+
+def _ranges(f: BinaryIO, start: int, size: int) -> list[_Range] | None:
+    """The ranges, cut after the first event end at or past every TASK_BYTES; the last one runs to the end of
+    the file and is at least TASK_BYTES long (past the array, text may look like an event end)."""
+    cuts = [start]
+    target = start + TASK_BYTES
+    while target + TASK_BYTES < size:
+        cut = _cut_after(f, target, size)
+        if cut is None:
+            return None
+        end, next_start = cut
+        cuts.append(end)
+        cuts.append(next_start)
+        target = next_start + TASK_BYTES
+    ranges = [_Range(cuts[i], cuts[i + 1], last=False) for i in range(0, len(cuts) - 1, 2)]
+    ranges.append(_Range(cuts[-1], size, last=True))
+    return ranges
+
+
+def _cut_after(f: BinaryIO, target: int, size: int) -> tuple[int, int] | None:
+    """(end of the first event that ends at or after `target`, start of the next one), from a window read
+    there; None when no event end lies within _MAX_WINDOW."""
+    window = _WINDOW
+    while True:
+        data = _pread(f, target, min(window, size - target))
+        m = _AFTER_EVENT.search(data)
+        if m is not None and m.end() < len(data):
+            return target + m.start() + 1, target + m.end()
+        if window >= _MAX_WINDOW or target + window >= size:
+            return None
+        window *= 2
+
+
+def _pread(f: BinaryIO, offset: int, n: int) -> bytes:
+    """`n` bytes from `offset` (fewer at the end of the file)."""
+    got = os.pread(f.fileno(), n, offset)
+    while len(got) < n:
+        more = os.pread(f.fileno(), n - len(got), offset + len(got))
+        if not more:
+            break
+        got += more
+    return got
+
+
+def _run(path: Path, same: _Identity, ranges: list[_Range], workers: int,
+         progress: Progress | None) -> list[_Part] | None:
+    """Every range's part, in order, or None as soon as one cannot be decoded here.
+
+    Ranges are claimed through two shared counters, the workers taking the next one from the front. With
+    one worker, this process takes the next one from the back until they meet, and the worker sends its
+    parts back at the end (this process reads no pipe while it decodes). With more, this process only
+    receives, each part as it is made, so no worker keeps its parts. (A pool's task queue would be fed by
+    a thread of this process, which waits for the interpreter lock while this process decodes: the
+    workers stood idle a third of the time.)"""
+    import multiprocessing
+    from multiprocessing.connection import Connection, wait
+
+    from mlptui.trace.parse.process_pool import start_helpers, start_method
+
+    forkable = threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
+    method = "fork" if forkable else start_method()
+    if method != "fork":
+        start_helpers(method)
+    context: Any = multiprocessing.get_context(method)      # typeshed's BaseContext lacks Process
+    claims = context.Array("q", [0, len(ranges)])
+    pipes = [context.Pipe(duplex=False) for _ in range(workers)]
+    stream = workers > 1
+    procs = [context.Process(target=_worker, args=(str(path), same, ranges, claims, sender, stream), daemon=True)
+             for _, sender in pipes]
+    parts: list[_Part | None] = [None] * len(ranges)
+    done = 0
+
+    def take(got: list[tuple[int, _Part]]) -> bool:
+        nonlocal done
+        for i, part in got:
+            if part.classified is None:
+                return False
+            parts[i] = part
+            done += ranges[i].end - ranges[i].start
+        if progress is not None:
+            progress(min(done, same.size), same.size)
+        return True
+
+    try:
+        for proc in procs:
+            proc.start()
+        for _, sender in pipes:
+            sender.close()            # the worker holds its own end; EOF here once it is gone
+        while not stream and (i := _claim(claims, from_back=True)) is not None:
+            if not take([(i, decode_range(str(path), same, ranges[i]))]):
+                return None
+        waiting: list[Connection] = [receiver for receiver, _ in pipes]
+        while waiting:
+            for ready in wait(waiting):
+                receiver = cast(Connection, ready)
+                try:
+                    got: list[tuple[int, _Part]] | None = receiver.recv()
+                except EOFError:      # the worker died before it said it was done
+                    return None
+                if got is None:
+                    waiting.remove(receiver)
+                elif not take(got):
+                    return None
+    finally:
+        _stop(claims)                 # when this process gave up first: the workers take no more ranges
+        for receiver, _ in pipes:
+            receiver.close()          # a worker still sending gets a broken pipe and ends
+        for proc in procs:
+            if proc.pid is not None:
+                proc.join(timeout=5)
+                if proc.is_alive():
+                    proc.kill()
+                    proc.join()
+    if any(p is None for p in parts):
+        return None
+    return [p for p in parts if p is not None]
+
+
+def _claim(claims: Any, from_back: bool) -> int | None:
+    """The next range to decode, from the front or the back; None when none is left."""
+    with claims.get_lock():
+        front, back = claims[0], claims[1]
+        if front >= back:
+            return None
+        if from_back:
+            claims[1] = back - 1
+            return int(back - 1)
+        claims[0] = front + 1
+        return int(front)
+
+
+def _worker(path: str, same: _Identity, ranges: list[_Range], claims: Any, sender: Any, stream: bool) -> None:
+    """Decode ranges from the front until none is left, and send their parts: each as soon as it is made
+    (`stream`), or all at the end; then None to say it is done."""
+    got: list[tuple[int, _Part]] = []
+    try:
+        try:
+            while (i := _claim(claims, from_back=False)) is not None:
+                got.append((i, decode_range(path, same, ranges[i])))
+                if got[-1][1].classified is None:
+                    break
+                if stream:
+                    sender.send(got)
+                    got = []
+        except Exception:                 # anything else unexpected: the sequential path meets it and says so
+            got.append((-1, _Part(None)))
+        if got and got[-1][1].classified is None:
+            _stop(claims)                 # no use going on: the file is decoded the sequential way
+        if got:
+            sender.send(got)
+        sender.send(None)
+    except (BrokenPipeError, OSError):
+        pass                              # this process gave up on the parts: nothing to send them to
+    finally:
+        sender.close()
+
+
+def _stop(claims: Any) -> None:
+    with claims.get_lock():
+        claims[0] = claims[1]
+
+
+def decode_range(path: str, same: _Identity, r: _Range) -> _Part:
+    """Read, decode and classify one range (in a worker process, or in this one)."""
+    with open(path, "rb") as f:
+        if _identity(f) != same:
+            return _Part(None)
+        n = r.end - r.start
+        buffer = bytearray(n + 2)       # '[' + the range + ']': the range decoded as one array
+        buffer[0] = ord("[")
+        f.seek(r.start)
+        with memoryview(buffer) as view:
+            got = f.readinto(view[1:n + 1]) if n else 0
+        if got != n:
+            return _Part(None)          # the file changed while read
+        buffer[n + 1] = ord("]")
+    objects = count_objects(buffer)
+    if _dense(objects, n, _DENSE_MIN_OBJECTS):
+        return _Part(None)              # refused, with the reason, by the sequential path, before decoding
+    array_end = 0
+    try:
+        if r.last:
+            events, array_end = _decode_last(buffer, r.start)
+        else:
+            events = _ARRAY.decode(buffer)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError, ValueError):
+        return _Part(None)
+    if events is None:
+        return _Part(None)
+    classified = Classifier()
+    classified.add(events)
+    return _Part(classified, array_end, objects)
+
+
+def _dense(objects: int, size: int, least: int = DENSITY_MIN_OBJECTS) -> bool:
+    """The density rule of mlptui.trace.parse.limits.check_density, which the sequential path applies."""
+    return objects > least and objects * MIN_BYTES_PER_OBJECT > size
+
+
+def _decode_last(buffer: bytearray, start: int) -> tuple[list | None, int]:
+    """The last range (buffer: '[' + the file from `start` to its end + ']'): its events up to and with the
+    array's ']', and the file offset just after that bracket; (None, 0) where the array does not end there.
+    The decoder, given everything after the range's start, names the first byte past the array."""
+    with memoryview(buffer) as view:
+        whole = view[:len(buffer) - 1]          # without the ']' added: the file's own bracket ends the array
+        if _ARRAY_END.match(whole, 1):
+            return None, 0                      # no event in the range
+        try:
+            return _ARRAY.decode(whole), start + len(whole) - 1
+        except msgspec.DecodeError as exc:
+            found = _TRAILING.search(str(exc))
+            if found is None:
+                return None, 0
+        end = int(found.group(1)) - 1           # in `whole`: the first byte after the array (N counts it)
+        while end > 1 and whole[end - 1] in b" \t\r\n":
+            end -= 1
+        if whole[end - 1] != ord("]"):
+            return None, 0
+        return _ARRAY.decode(whole[:end]), start + end - 1
+
