@@ -16,6 +16,7 @@ from textual.strip import Strip
 
 from mlptui.widgets.details import Details
 from mlptui.widgets.lines import Column, LineList
+from mlptui.widgets.scroll_range import set_scroll_range
 from mlptui.widgets.steady_scrollbar import SteadyScrollBar, SteadyScrollbars
 
 HEIGHT = 10
@@ -84,7 +85,7 @@ async def test_scrollbar_kept_per_look_draws_what_textuals_draws() -> None:
             assert steady.vertical_scrollbar.position == plain.vertical_scrollbar.position
             drawn = steady.vertical_scrollbar.render_lines(region)
             assert drawn == plain.vertical_scrollbar.render_lines(region), (rows, at)
-            assert any(s.text.strip() or s.style.reverse for strip in drawn for s in strip), "no thumb drawn"
+            assert any(s.text.strip() or (s.style and s.style.reverse) for strip in drawn for s in strip), "no thumb"
 
 
 async def test_a_thumb_on_the_same_cells_is_not_drawn_again() -> None:
@@ -166,3 +167,39 @@ async def test_details_text_that_brings_the_scrollbar_is_laid_out_once() -> None
             await pilot.pause()
             assert not details.show_vertical_scrollbar and count[0] == 2
             assert [strip.text for strip in details._lines] == ["short again"]
+
+
+async def test_a_range_that_leaves_the_thumb_in_place_repaints_no_scrollbar() -> None:
+    app = Panes()
+    async with app.run_test(size=(80, 40)) as pilot:
+        steady = app.query_one("#steady", Steady)
+        steady.virtual_size = Size(10, 400)
+        await pilot.pause()
+        await pilot.pause()
+        bar = steady.vertical_scrollbar
+        asked: list[Region] = []
+        drawn = bar.render_lines
+
+        def counted(crop: Region) -> list[Strip]:
+            asked.append(crop)
+            return drawn(crop)
+
+        bar.render_lines = counted  # type: ignore[method-assign]
+        # as the panes set a new range (no layout): the pane repaints, the bar with it, once; the bar asks
+        # for no repaint of its own (Textual's would, a paint of the bar's cells after the pane's)
+        for rows in (402, 405, 401):
+            asked.clear()
+            set_scroll_range(steady, Size(10, rows))
+            assert not bar._repaint_required        # Textual's flag: the bar asked for no repaint of its own
+            for _ in range(4):
+                await pilot.pause()
+            assert bar.window_virtual_size == rows and len(asked) == 1
+        set_scroll_range(steady, Size(10, 20))      # the thumb grows to half the bar: drawn anew
+        assert bar._repaint_required
+        await pilot.pause()
+        await pilot.pause()
+        # what the screen shows of the bar is what Textual's own scrollbar draws for this range
+        plain = app.query_one("#plain", Plain)
+        plain.virtual_size = Size(10, 20)
+        await pilot.pause()
+        assert drawn(Region(0, 0, 1, HEIGHT)) == plain.vertical_scrollbar.render_lines(Region(0, 0, 1, HEIGHT))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Hashable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from rich.color import Color
 from rich.style import Style
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from textual.widget import Widget
 
 LOOKS_KEPT = 8
+Bar = TypeVar("Bar", bound="SteadyScrollBar")
 DEFAULT_BACK, DEFAULT_BAR = Color.parse("#555555"), Color.parse("bright_magenta")    # ScrollBarRender's
 
 
@@ -31,6 +32,7 @@ class SteadyScrollBar(ScrollBar):
     def __init__(self, vertical: bool = True, name: str | None = None, *, thickness: int = 1) -> None:
         super().__init__(vertical, name, thickness=thickness)
         self._looks: OrderedDict[Hashable, list[Strip]] = OrderedDict()
+        self._shown: Hashable | None = None
 
     def look(self) -> Hashable | None:
         """What the lines are made from: the bar ScrollBar.render draws (its segments, as ScrollBarRender
@@ -50,10 +52,23 @@ class SteadyScrollBar(ScrollBar):
 
     def notify_style_update(self) -> None:
         self._looks.clear()         # a style or theme change: every kept look may be drawn otherwise
+        self._shown = None
         super().notify_style_update()
+
+    def refresh(self: Bar, *regions: Region, repaint: bool = True, layout: bool = False,
+                recompose: bool = False) -> Bar:
+        # Textual asks for a repaint on every new range, window or position, and on every range it sets
+        # during a layout, though the thumb is drawn where it is: the screen would redraw the bar's cells
+        # (from kept lines, still 2-4 ms of compositing) after the key's paint, inside the next key's time.
+        if repaint and not (regions or layout or recompose) and self._shown is not None \
+                and self._shown == self.look():
+            return self
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         look = self.look()
+        # what the screen shows of the bar, when it asked for all of it
+        self._shown = look if crop == self.size.region else None
         if look is None:
             return super().render_lines(crop)
         key = (crop, look)
