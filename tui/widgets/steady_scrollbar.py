@@ -15,6 +15,7 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING, TypeVar
 
 from rich.color import Color
+from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Region
 from textual.scrollbar import ScrollBar, ScrollBarRender
@@ -33,6 +34,8 @@ class SteadyScrollBar(ScrollBar):
         super().__init__(vertical, name, thickness=thickness)
         self._looks: OrderedDict[Hashable, list[Strip]] = OrderedDict()
         self._shown: Hashable | None = None
+        self._shown_for: tuple[object, ...] = ()
+        self._drawn: dict[tuple[object, ...], tuple[Segment, ...]] = {}     # the bar's segments per thumb
 
     def look(self) -> Hashable | None:
         """What the lines are made from: the bar ScrollBar.render draws (its segments, as ScrollBarRender
@@ -42,13 +45,20 @@ class SteadyScrollBar(ScrollBar):
         if not isinstance(bar, ScrollBarRender) or type(bar) is not ScrollBarRender:
             return None
         style = bar.style if isinstance(bar.style, Style) else Style.parse(bar.style)
-        width, height = self.size
-        drawn = bar.render_bar(
-            size=height if bar.vertical else width, virtual_size=bar.virtual_size, window_size=bar.window_size,
-            position=bar.position, thickness=width if bar.vertical else height, vertical=bar.vertical,
-            back_color=style.bgcolor or DEFAULT_BACK, bar_color=style.color or DEFAULT_BAR)
-        return (tuple(drawn.segments), self.size, self.background_colors, tuple(self.get_line_filters()),
-                self.opacity, id(self.app.ansi_theme))
+        inputs = (bar.virtual_size, bar.window_size, bar.position, bar.vertical, self.size, style)
+        drawn = self._drawn.get(inputs)
+        if drawn is None:
+            width, height = self.size
+            drawn = tuple(bar.render_bar(
+                size=height if bar.vertical else width, virtual_size=bar.virtual_size,
+                window_size=bar.window_size, position=bar.position, thickness=width if bar.vertical else height,
+                vertical=bar.vertical, back_color=style.bgcolor or DEFAULT_BACK,
+                bar_color=style.color or DEFAULT_BAR).segments)
+            if len(self._drawn) >= 64:
+                self._drawn.clear()
+            self._drawn[inputs] = drawn
+        return (drawn, self.size, self.background_colors, tuple(self.get_line_filters()), self.opacity,
+                id(self.app.ansi_theme))
 
     def notify_style_update(self) -> None:
         self._looks.clear()         # a style or theme change: every kept look may be drawn otherwise
@@ -60,15 +70,23 @@ class SteadyScrollBar(ScrollBar):
         # Textual asks for a repaint on every new range, window or position, and on every range it sets
         # during a layout, though the thumb is drawn where it is: the screen would redraw the bar's cells
         # (from kept lines, still 2-4 ms of compositing) after the key's paint, inside the next key's time.
-        if repaint and not (regions or layout or recompose) and self._shown is not None \
-                and self._shown == self.look():
-            return self
+        # No style has changed since the look was shown (that forgets it): the same thumb inputs need no
+        # look computed again (a focus move asks 6-8 times per bar).
+        if repaint and not (regions or layout or recompose) and self._shown is not None:
+            if self._shown_for == self._thumb_inputs() or self._shown == self.look():
+                return self
+            self._shown = None      # a repaint is asked for: until it is drawn, no look to compare with
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+    def _thumb_inputs(self) -> tuple[object, ...]:
+        return (self.window_virtual_size, self.window_size, self.position, self.size, self.mouse_over,
+                self.grabbed)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         look = self.look()
         # what the screen shows of the bar, when it asked for all of it
         self._shown = look if crop == self.size.region else None
+        self._shown_for = self._thumb_inputs()
         if look is None:
             return super().render_lines(crop)
         key = (crop, look)
