@@ -10,6 +10,8 @@ import gzip
 import json
 import multiprocessing
 import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -137,13 +139,32 @@ def test_a_file_replaced_after_it_was_opened_is_not_read(tmp_path: Path, monkeyp
 
 def test_how_many_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     big = 1 << 30
+    monkeypatch.setattr(decode_parallel, "_busy_cpus", lambda: 0)
     assert decode_parallel.workers_for(decode_parallel.MIN_FILE_BYTES - 1) == 0
     cpus = len(os.sched_getaffinity(0))
     assert decode_parallel.workers_for(big) == cpus - 1
+    monkeypatch.setattr(decode_parallel, "_busy_cpus", lambda: 1)    # another process keeps one CPU busy
+    assert decode_parallel.workers_for(big) == max(0, cpus - 2)
+    monkeypatch.setattr(decode_parallel, "_busy_cpus", lambda: 0)
     monkeypatch.setenv("MLPTUI_DECODE_WORKERS", "0")
     assert decode_parallel.workers_for(big) == 0
     monkeypatch.setenv("MLPTUI_DECODE_WORKERS", "1")
+    monkeypatch.setattr(decode_parallel, "_busy_cpus", lambda: cpus)      # a setting is taken as it is
     assert decode_parallel.workers_for(big) == min(1, cpus - 1)
+    monkeypatch.setenv("MLPTUI_DECODE_WORKERS", str(cpus + 5))
+    assert decode_parallel.workers_for(big) == cpus - 1
+
+
+def test_a_process_that_keeps_a_cpu_busy_is_seen() -> None:
+    if not Path("/proc/stat").exists():
+        pytest.skip("no /proc/stat here: no process is counted")
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)
+        assert decode_parallel._busy_cpus() >= 1
+    finally:
+        spinner.kill()
+        spinner.wait()
 
 
 def test_no_workers_inside_a_worker() -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
@@ -58,8 +59,10 @@ _DENSE_MIN_OBJECTS = 10_000    # a range with more '{' than this, one per < MIN_
 
 def workers_for(size: int) -> int:
     """Worker processes for a file of `size` bytes: 0 (decode here, sequentially) when it is small, when
-    this is itself a worker, or when MLPTUI_DECODE_WORKERS says 0; else one less than the CPUs this
-    process may use (this process decodes too), at most MLPTUI_DECODE_WORKERS."""
+    this is itself a worker, or when MLPTUI_DECODE_WORKERS says 0; else MLPTUI_DECODE_WORKERS, or by
+    default one less than the CPUs this process may use (this process decodes too) that no other process
+    keeps busy right now; never more than one less than those CPUs. (On a busy machine a worker only adds its start and its copying to the CPU
+    time: on the 2-core box with one other process running, 0.09 s more CPU for no less wall time.)"""
     if size < MIN_FILE_BYTES:
         return 0
     import multiprocessing
@@ -70,11 +73,27 @@ def workers_for(size: int) -> int:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    wanted = cpus - 1
     setting = os.environ.get("MLPTUI_DECODE_WORKERS", "").strip()
-    if setting.isdigit():
-        wanted = min(wanted, int(setting))
+    wanted = min(cpus - 1, int(setting)) if setting.isdigit() else cpus - 1 - _busy_cpus()
     return max(0, min(wanted, size // TASK_BYTES - 1))
+
+
+def _busy_cpus() -> int:
+    """How many other processes are running or ready to run, system-wide (Linux's `procs_running`, the
+    least of three readings 1 ms apart, so that a passing process does not count); 0 where unknown."""
+    seen = []
+    for attempt in range(3):
+        try:
+            with open("/proc/stat", "rb") as f:
+                running = next((line for line in f if line.startswith(b"procs_running ")), None)
+            if running is None:
+                return 0
+            seen.append(max(0, int(running.split()[1]) - 1))     # this process is one of them
+        except (OSError, ValueError, IndexError):
+            return 0
+        if attempt < 2:
+            time.sleep(0.001)
+    return min(seen)
 
 
 @dataclass(frozen=True)
