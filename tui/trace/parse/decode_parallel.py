@@ -1,7 +1,8 @@
-"""A big plain trace file's event array decoded by several processes at once.
+"""A big trace's event array decoded by several processes at once: a plain file, or bytes in memory.
 
 The file is cut, without reading it whole, after an event's closing brace near every TASK_BYTES (the same
 kind of cut as mlptui.trace.parse.decode.decode_in_pieces, found in a small window read at each offset).
+Bytes in memory (a gunzipped file) are cut the same way, and shared with workers forked after them.
 Each range is read, decoded and classified (mlptui.trace.parse.classify.Classifier) by whichever process
 takes it first: the worker processes take ranges from the front, and this process, while they start,
 takes ranges from the back. The parts are then joined in file order, so the result is the one the
