@@ -10,6 +10,8 @@ import gzip
 import json
 import multiprocessing
 import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -46,12 +48,13 @@ def _load_both(path: Path, monkeypatch: pytest.MonkeyPatch, workers: int = 1) ->
     more: this process receives their parts as they are made), decoded sequentially, whether the ranges
     were used)."""
     used: list[bool] = []
-    real = decode_parallel.decode_file_in_parallel
 
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        out = real(*args, **kwargs)
-        used.append(out is not None)
-        return out
+    def spied(real: Any) -> Any:
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            out = real(*args, **kwargs)
+            used.append(out is not None)
+            return out
+        return spy
 
     def one() -> Trace | str:
         try:
@@ -60,7 +63,8 @@ def _load_both(path: Path, monkeypatch: pytest.MonkeyPatch, workers: int = 1) ->
             return f"TraceError: {exc}"
     monkeypatch.setenv("MLPTUI_NO_CACHE", "1")
     monkeypatch.setattr(decode_parallel, "TASK_BYTES", max(4096, path.stat().st_size // 64))
-    monkeypatch.setattr(load_module, "decode_file_in_parallel", spy)
+    monkeypatch.setattr(load_module, "decode_file_in_parallel", spied(decode_parallel.decode_file_in_parallel))
+    monkeypatch.setattr(load_module, "decode_bytes_in_parallel", spied(decode_parallel.decode_bytes_in_parallel))
     monkeypatch.setattr(load_module, "workers_for", lambda size: workers)
     parallel = one()
     monkeypatch.setattr(load_module, "workers_for", lambda size: 0)
@@ -75,6 +79,15 @@ def test_traces(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     parallel, sequential, used = _load_both(plain, monkeypatch, workers=1 + FILES.index(path) % 2)
     _same(parallel, sequential)
     assert used or isinstance(sequential, str) or plain.stat().st_size < 2 * 4096
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if p.read_bytes()[:2] == b"\x1f\x8b"], ids=lambda p: p.name)
+def test_gzip_traces(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gzip trace is inflated here, then decoded from memory by workers forked after it (they share the
+    bytes): only where this process runs no other thread."""
+    parallel, sequential, used = _load_both(path, monkeypatch, workers=1 + FILES.index(path) % 2)
+    _same(parallel, sequential)
+    assert used or isinstance(sequential, str) or threading.active_count() > 1
 
 
 def _write(tmp_path: Path, name: str, data: bytes) -> Path:
@@ -137,13 +150,32 @@ def test_a_file_replaced_after_it_was_opened_is_not_read(tmp_path: Path, monkeyp
 
 def test_how_many_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     big = 1 << 30
+    monkeypatch.setattr(decode_parallel, "_busy_cpus", lambda: 0)
     assert decode_parallel.workers_for(decode_parallel.MIN_FILE_BYTES - 1) == 0
     cpus = len(os.sched_getaffinity(0))
     assert decode_parallel.workers_for(big) == cpus - 1
+    monkeypatch.setattr(decode_parallel, "_busy_cpus", lambda: 1)    # another process keeps one CPU busy
+    assert decode_parallel.workers_for(big) == max(0, cpus - 2)
+    monkeypatch.setattr(decode_parallel, "_busy_cpus", lambda: 0)
     monkeypatch.setenv("MLPTUI_DECODE_WORKERS", "0")
     assert decode_parallel.workers_for(big) == 0
     monkeypatch.setenv("MLPTUI_DECODE_WORKERS", "1")
+    monkeypatch.setattr(decode_parallel, "_busy_cpus", lambda: cpus)      # a setting is taken as it is
     assert decode_parallel.workers_for(big) == min(1, cpus - 1)
+    monkeypatch.setenv("MLPTUI_DECODE_WORKERS", str(cpus + 5))
+    assert decode_parallel.workers_for(big) == cpus - 1
+
+
+def test_a_process_that_keeps_a_cpu_busy_is_seen() -> None:
+    if not Path("/proc/stat").exists():
+        pytest.skip("no /proc/stat here: no process is counted")
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)
+        assert decode_parallel._busy_cpus() >= 1
+    finally:
+        spinner.kill()
+        spinner.wait()
 
 
 def test_no_workers_inside_a_worker() -> None:

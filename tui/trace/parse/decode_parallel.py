@@ -1,7 +1,8 @@
-"""A big plain trace file's event array decoded by several processes at once.
+"""A big trace's event array decoded by several processes at once: a plain file, or bytes in memory.
 
 The file is cut, without reading it whole, after an event's closing brace near every TASK_BYTES (the same
 kind of cut as mlptui.trace.parse.decode.decode_in_pieces, found in a small window read at each offset).
+Bytes in memory (a gunzipped file) are cut the same way, and shared with workers forked after them.
 Each range is read, decoded and classified (mlptui.trace.parse.classify.Classifier) by whichever process
 takes it first: the worker processes take ranges from the front, and this process, while they start,
 takes ranges from the back. The parts are then joined in file order, so the result is the one the
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
@@ -58,8 +61,10 @@ _DENSE_MIN_OBJECTS = 10_000    # a range with more '{' than this, one per < MIN_
 
 def workers_for(size: int) -> int:
     """Worker processes for a file of `size` bytes: 0 (decode here, sequentially) when it is small, when
-    this is itself a worker, or when MLPTUI_DECODE_WORKERS says 0; else one less than the CPUs this
-    process may use (this process decodes too), at most MLPTUI_DECODE_WORKERS."""
+    this is itself a worker, or when MLPTUI_DECODE_WORKERS says 0; else MLPTUI_DECODE_WORKERS, or by
+    default one less than the CPUs this process may use (this process decodes too) that no other process
+    keeps busy right now; never more than one less than those CPUs. (On a busy machine a worker only adds its start and its copying to the CPU
+    time: on the 2-core box with one other process running, 0.09 s more CPU for no less wall time.)"""
     if size < MIN_FILE_BYTES:
         return 0
     import multiprocessing
@@ -70,11 +75,35 @@ def workers_for(size: int) -> int:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    wanted = cpus - 1
     setting = os.environ.get("MLPTUI_DECODE_WORKERS", "").strip()
-    if setting.isdigit():
-        wanted = min(wanted, int(setting))
+    wanted = min(cpus - 1, int(setting)) if setting.isdigit() else cpus - 1 - _busy_cpus()
     return max(0, min(wanted, size // TASK_BYTES - 1))
+
+
+def _forkable() -> bool:
+    """Whether workers may start by fork: only where this process runs no other thread (a thread may hold a
+    lock that the forked copy could never take)."""
+    import multiprocessing
+
+    return threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
+
+
+def _busy_cpus() -> int:
+    """How many other processes are running or ready to run, system-wide (Linux's `procs_running`, the
+    least of three readings 1 ms apart, so that a passing process does not count); 0 where unknown."""
+    seen = []
+    for attempt in range(3):
+        try:
+            with open("/proc/stat", "rb") as f:
+                running = next((line for line in f if line.startswith(b"procs_running ")), None)
+            if running is None:
+                return 0
+            seen.append(max(0, int(running.split()[1]) - 1))     # this process is one of them
+        except (OSError, ValueError, IndexError):
+            return 0
+        if attempt < 2:
+            time.sleep(0.001)
+    return min(seen)
 
 
 @dataclass(frozen=True)
@@ -90,6 +119,16 @@ class _Identity:
 def _identity(f: Any) -> _Identity:
     st = os.fstat(f.fileno())
     return _Identity(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@dataclass(frozen=True)
+class _File:
+    path: str
+    same: _Identity
+
+
+# Where the ranges are read: a file, or bytes in memory that forked workers share with this process.
+Source = _File | memoryview
 
 
 @dataclass
@@ -110,25 +149,39 @@ def decode_file_in_parallel(path: Path, st: os.stat_result, workers: int,
                             progress: Progress | None = None) -> Decoded | None:
     """The decoded trace at `path` (plain JSON, `st` its status when opened), its events already classified
     (`Decoded.classified`); None when the sequential decode must do it."""
-    size = st.st_size
     path = Path(os.path.abspath(path))          # workers started by the fork server run in another folder
     same = _Identity(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     with open(path, "rb") as f:
         if _identity(f) != same:
             return None
-        head = _pread(f, 0, min(size, _HEAD_BYTES))
-        found = _array_start(head)
-        if found is None:
-            return None
-        start, bare = found
-        ranges = _ranges(f, start, size)
-        if ranges is None:
-            return None
-        parts = _run(path, same, ranges, workers, progress)
-        if parts is None or _dense(sum(p.objects for p in parts), size):
-            return None
-        end = parts[-1].array_end
-        tail = _pread(f, end, size - end)
+        return _decode(lambda at, n: _pread(f, at, n), st.st_size, _File(str(path), same), workers, progress)
+
+
+def decode_bytes_in_parallel(data: bytes | bytearray | memoryview, workers: int,
+                             progress: Progress | None = None) -> Decoded | None:
+    """The same for a trace already in memory (a gunzipped file, bytes fetched from elsewhere). The workers
+    must share the bytes: only where they start by fork (None otherwise)."""
+    if not _forkable():
+        return None
+    view = memoryview(data)
+    return _decode(lambda at, n: bytes(view[at:at + n]), len(view), view, workers, progress)
+
+
+def _decode(read: Callable[[int, int], bytes], size: int, source: Source, workers: int,
+            progress: Progress | None) -> Decoded | None:
+    head = read(0, min(size, _HEAD_BYTES))
+    found = _array_start(head)
+    if found is None:
+        return None
+    start, bare = found
+    ranges = _ranges(read, start, size)
+    if ranges is None:
+        return None
+    parts = _run(source, ranges, workers, progress, size)
+    if parts is None or _dense(sum(p.objects for p in parts), size):
+        return None
+    end = parts[-1].array_end
+    tail = read(end, size - end)
     joined = Classifier()
     for part in parts:
         assert part.classified is not None
@@ -161,13 +214,13 @@ def _array_start(head: bytes) -> tuple[int, bool] | None:
     return found.end(), False
 
 
-def _ranges(f: BinaryIO, start: int, size: int) -> list[_Range] | None:
+def _ranges(read: Callable[[int, int], bytes], start: int, size: int) -> list[_Range] | None:
     """The ranges, cut after the first event end at or past every TASK_BYTES; the last one runs to the end of
     the file and is at least TASK_BYTES long (past the array, text may look like an event end)."""
     cuts = [start]
     target = start + TASK_BYTES
     while target + TASK_BYTES < size:
-        cut = _cut_after(f, target, size)
+        cut = _cut_after(read, target, size)
         if cut is None:
             return None
         end, next_start = cut
@@ -179,12 +232,12 @@ def _ranges(f: BinaryIO, start: int, size: int) -> list[_Range] | None:
     return ranges
 
 
-def _cut_after(f: BinaryIO, target: int, size: int) -> tuple[int, int] | None:
+def _cut_after(read: Callable[[int, int], bytes], target: int, size: int) -> tuple[int, int] | None:
     """(end of the first event that ends at or after `target`, start of the next one), from a window read
     there; None when no event end lies within _MAX_WINDOW."""
     window = _WINDOW
     while True:
-        data = _pread(f, target, min(window, size - target))
+        data = read(target, min(window, size - target))
         m = _AFTER_EVENT.search(data)
         if m is not None and m.end() < len(data):
             return target + m.start() + 1, target + m.end()
@@ -204,8 +257,8 @@ def _pread(f: BinaryIO, offset: int, n: int) -> bytes:
     return got
 
 
-def _run(path: Path, same: _Identity, ranges: list[_Range], workers: int,
-         progress: Progress | None) -> list[_Part] | None:
+def _run(source: Source, ranges: list[_Range], workers: int, progress: Progress | None,
+         size: int) -> list[_Part] | None:
     """Every range's part, in order, or None as soon as one cannot be decoded here.
 
     Ranges are claimed through two shared counters, the workers taking the next one from the front. With
@@ -219,15 +272,14 @@ def _run(path: Path, same: _Identity, ranges: list[_Range], workers: int,
 
     from mlptui.trace.parse.process_pool import start_helpers, start_method
 
-    forkable = threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
-    method = "fork" if forkable else start_method()
+    method = "fork" if _forkable() else start_method()
     if method != "fork":
         start_helpers(method)
     context: Any = multiprocessing.get_context(method)      # typeshed's BaseContext lacks Process
     claims = context.Array("q", [0, len(ranges)])
     pipes = [context.Pipe(duplex=False) for _ in range(workers)]
     stream = workers > 1
-    procs = [context.Process(target=_worker, args=(str(path), same, ranges, claims, sender, stream), daemon=True)
+    procs = [context.Process(target=_worker, args=(source, ranges, claims, sender, stream), daemon=True)
              for _, sender in pipes]
     parts: list[_Part | None] = [None] * len(ranges)
     done = 0
@@ -240,7 +292,7 @@ def _run(path: Path, same: _Identity, ranges: list[_Range], workers: int,
             parts[i] = part
             done += ranges[i].end - ranges[i].start
         if progress is not None:
-            progress(min(done, same.size), same.size)
+            progress(min(done, size), size)
         return True
 
     try:
@@ -249,7 +301,7 @@ def _run(path: Path, same: _Identity, ranges: list[_Range], workers: int,
         for _, sender in pipes:
             sender.close()            # the worker holds its own end; EOF here once it is gone
         while not stream and (i := _claim(claims, from_back=True)) is not None:
-            if not take([(i, decode_range(str(path), same, ranges[i]))]):
+            if not take([(i, decode_range(source, ranges[i]))]):
                 return None
         waiting: list[Connection] = [receiver for receiver, _ in pipes]
         while waiting:
@@ -291,14 +343,14 @@ def _claim(claims: Any, from_back: bool) -> int | None:
         return int(front)
 
 
-def _worker(path: str, same: _Identity, ranges: list[_Range], claims: Any, sender: Any, stream: bool) -> None:
+def _worker(source: Source, ranges: list[_Range], claims: Any, sender: Any, stream: bool) -> None:
     """Decode ranges from the front until none is left, and send their parts: each as soon as it is made
     (`stream`), or all at the end; then None to say it is done."""
     got: list[tuple[int, _Part]] = []
     try:
         try:
             while (i := _claim(claims, from_back=False)) is not None:
-                got.append((i, decode_range(path, same, ranges[i])))
+                got.append((i, decode_range(source, ranges[i])))
                 if got[-1][1].classified is None:
                     break
                 if stream:
@@ -322,20 +374,22 @@ def _stop(claims: Any) -> None:
         claims[0] = claims[1]
 
 
-def decode_range(path: str, same: _Identity, r: _Range) -> _Part:
+def decode_range(source: Source, r: _Range) -> _Part:
     """Read, decode and classify one range (in a worker process, or in this one)."""
-    with open(path, "rb") as f:
-        if _identity(f) != same:
-            return _Part(None)
-        n = r.end - r.start
-        buffer = bytearray(n + 2)       # '[' + the range + ']': the range decoded as one array
-        buffer[0] = ord("[")
-        f.seek(r.start)
-        with memoryview(buffer) as view:
-            got = f.readinto(view[1:n + 1]) if n else 0
-        if got != n:
-            return _Part(None)          # the file changed while read
-        buffer[n + 1] = ord("]")
+    n = r.end - r.start
+    buffer = bytearray(n + 2)           # '[' + the range + ']': the range decoded as one array
+    buffer[0], buffer[n + 1] = ord("["), ord("]")
+    if isinstance(source, memoryview):
+        buffer[1:n + 1] = source[r.start:r.end]
+    else:
+        with open(source.path, "rb") as f:
+            if _identity(f) != source.same:
+                return _Part(None)
+            f.seek(r.start)
+            with memoryview(buffer) as view:
+                got = f.readinto(view[1:n + 1]) if n else 0
+            if got != n:
+                return _Part(None)      # the file changed while read
     objects = count_objects(buffer)
     if _dense(objects, n, _DENSE_MIN_OBJECTS):
         return _Part(None)              # refused, with the reason, by the sequential path, before decoding

@@ -25,7 +25,7 @@ from mlptui.trace.parse import index_cache
 from mlptui.trace.parse.args_store import ArgsStore
 from mlptui.trace.parse.classify import Classifier
 from mlptui.trace.parse.decode import Decoded, decode_document, decode_in_pieces
-from mlptui.trace.parse.decode_parallel import decode_file_in_parallel, workers_for
+from mlptui.trace.parse.decode_parallel import decode_bytes_in_parallel, decode_file_in_parallel, workers_for
 from mlptui.trace.parse.gzip_input import GzipTruncated, gunzip_bytes, is_gzip, read_gzip
 from mlptui.trace.parse.index import build_trace
 from mlptui.trace.parse.limits import check_density, check_input
@@ -72,7 +72,7 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
     else:
         holder: list[bytes | bytearray | memoryview] = [data]
         del data
-        trace = _build(holder, name, total, progress, store)
+        trace = _build(holder, name, total, progress, store, parallel_tried=not is_gzip(head))
     index_cache.remember(p, trace)
     return _opened(trace, p, total, None, notes)
 
@@ -105,17 +105,22 @@ def load_trace_bytes(data: bytes, *, source: str, progress: Progress | None = No
 
 
 def _build(holder: list[bytes | bytearray | memoryview], source: str, total: int, progress: Progress | None,
-           args_store: Callable[[Decoded], ArgsStore]) -> Trace:
+           args_store: Callable[[Decoded], ArgsStore], parallel_tried: bool = False) -> Trace:
     """Decode and index the bytes in `holder` (taken out of it, so that they are freed as soon as they are
-    decoded); `args_store` makes the on-demand reader of full args for this input."""
+    decoded); `args_store` makes the on-demand reader of full args for this input. Unless `parallel_tried`
+    (the file was offered to the parallel decode already), big bytes are decoded by several processes."""
     data = holder.pop()
     gzip_cut = isinstance(data, GzipTruncated)
     check_density(data, source)
+    decoded = None
+    if not gzip_cut and not parallel_tried and (workers := workers_for(len(data))):
+        decoded = decode_bytes_in_parallel(data, workers)
     classified = Classifier()
-    decoded = None if gzip_cut else decode_in_pieces(data, classified.add)
-    if decoded is not None:
-        decoded.classified = classified
-    else:
+    if decoded is None and not gzip_cut:
+        decoded = decode_in_pieces(data, classified.add)
+        if decoded is not None:
+            decoded.classified = classified
+    if decoded is None:
         del classified
         try:
             decoded = decode_document(data, source)
