@@ -38,6 +38,7 @@ from mlptui.trace.parse.decode import (
     _EVENTS_KEY,
     _TRAILING,
     Decoded,
+    RawEvent,
     _meta_of,
 )
 from mlptui.trace.parse.limits import DENSITY_MIN_OBJECTS, MIN_BYTES_PER_OBJECT, count_objects
@@ -413,7 +414,7 @@ def _dense(objects: int, size: int, least: int = DENSITY_MIN_OBJECTS) -> bool:
     return objects > least and objects * MIN_BYTES_PER_OBJECT > size
 
 
-def _decode_last(buffer: bytearray, start: int) -> tuple[list | None, int]:
+def _decode_last(buffer: bytearray, start: int) -> tuple[list[RawEvent] | None, int]:
     """The last range (buffer: '[' + the file from `start` to its end + ']'): its events up to and with the
     array's ']', and the file offset just after that bracket; (None, 0) where the array does not end there.
     The decoder, given everything after the range's start, names the first byte past the array."""
