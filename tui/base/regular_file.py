@@ -88,6 +88,12 @@ def open_regular(path: str | os.PathLike[str] | Path, source: str | None = None)
     return open(fd, "rb"), st
 
 
+def identity(st: os.stat_result) -> tuple[int, ...]:
+    """A file's identity as the kernel keeps it: device, inode, size, mtime and ctime (any write moves the
+    ctime, so an edit that keeps size and mtime changes it too)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 def read_exactly(f: io.BufferedReader, size: int) -> bytes:
     """The file's first `size` bytes (fewer when it shrank): a read bounded by the size it had when opened."""
     chunks: list[bytes] = []

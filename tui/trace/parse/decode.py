@@ -197,7 +197,7 @@ _ARRAY_END = re.compile(rb"[ \t\r\n]*\]")
 _TRIES = 4
 
 
-class _NoPieces(Exception):
+class NoPieces(Exception):
     """The event array cannot be cut here: decode the document whole instead."""
 
 
@@ -211,19 +211,10 @@ def decode_in_pieces(data: bytes | bytearray | memoryview, sink: Callable[[list[
     between two events of the array. What is around the array is decoded with the array emptied, which
     also checks that the "traceEvents" found is the document's own key."""
     n = len(data)
-    if n < 2 * PIECE_BYTES or data[:3] == b"\xef\xbb\xbf":
+    found = array_start(data) if n >= 2 * PIECE_BYTES else None
+    if found is None:
         return None
-    at = _first_at(data)
-    if at is None:
-        return None
-    bare = data[at] == ord("[")
-    if bare:
-        start = at + 1
-    else:
-        found = _EVENTS_KEY.search(data, at)
-        if data[at] != ord("{") or found is None:
-            return None
-        start = found.end()
+    start, bare = found
     count = 0
     scratch = bytearray()
     try:
@@ -236,20 +227,43 @@ def decode_in_pieces(data: bytes | bytearray | memoryview, sink: Callable[[list[
             count += len(events)
             sink(events)
             del events
-        events, end = _last_piece(data, pos, scratch)
+        events, end = last_piece(data, pos, scratch)
         count += len(events)
         sink(events)
         del events
-        if bare:
-            if _CONTENT.search(data, end) is not None:
-                return None
-            return Decoded(events=[], meta={"bare_array": True}, n_events=count)
-        doc = _DOC.decode(bytes(data[:start]) + b"]" + bytes(data[end:]))
-    except (_NoPieces, msgspec.DecodeError, UnicodeDecodeError, RecursionError, ValueError):
+    except (NoPieces, msgspec.DecodeError, UnicodeDecodeError, RecursionError, ValueError):
         return None
-    if doc.traceEvents != []:
+    meta = meta_around(memoryview(data)[:start], memoryview(data)[end:], bare)
+    return None if meta is None else Decoded(events=[], meta=meta, n_events=count)
+
+
+def array_start(data: bytes | bytearray | memoryview) -> tuple[int, bool] | None:
+    """(the offset just after the event array's '[', whether the document is a bare array), for cutting the
+    array into pieces; None where the document does not open as a trace does (a byte order mark, too)."""
+    if data[:3] == b"\xef\xbb\xbf":
         return None
-    return Decoded(events=[], meta=_meta_of(doc), n_events=count)
+    at = _first_at(data)
+    if at is None:
+        return None
+    if data[at] == ord("["):
+        return at + 1, True
+    found = _EVENTS_KEY.search(data, at)
+    if data[at] != ord("{") or found is None:
+        return None
+    return found.end(), False
+
+
+def meta_around(before: bytes | memoryview, after: bytes | memoryview, bare: bool) -> dict[str, Any] | None:
+    """The meta of what surrounds an event array decoded in pieces (`before` ends with its '[', `after`
+    starts after its ']'), decoded with the array emptied, which also checks that the "traceEvents" found
+    is the document's own key; None where the pieces cannot stand for the document."""
+    if bare:
+        return None if _CONTENT.search(after) is not None else {"bare_array": True}
+    try:
+        doc = _DOC.decode(bytes(before) + b"]" + bytes(after))
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError, ValueError):
+        return None
+    return _meta_of(doc) if doc.traceEvents == [] else None
 
 
 def _next_piece(data: Any, pos: int, target: int, scratch: bytearray) -> tuple[list[RawEvent], int] | None:
@@ -266,28 +280,28 @@ def _next_piece(data: Any, pos: int, target: int, scratch: bytearray) -> tuple[l
     return None
 
 
-def _last_piece(data: Any, pos: int, scratch: bytearray) -> tuple[list[RawEvent], int]:
+def last_piece(data: Any, pos: int, scratch: bytearray) -> tuple[list[RawEvent], int]:
     """(the events from `pos` to the end of the array, the offset just after its closing bracket). The
     decoder, given the rest of the document as an array, says where the array ends ("trailing
     characters (byte N)": the byte after the first one past the array); the piece up to there is then
     decoded, and only an array that decodes there is taken."""
     if _ARRAY_END.match(data, pos):        # an empty array, or one that ends here
-        raise _NoPieces
+        raise NoPieces
     try:
         return _decode_piece(data, pos, len(data), scratch, closed=True), len(data)
     except msgspec.DecodeError as exc:
         found = _TRAILING.search(str(exc))
         if found is None:
-            raise _NoPieces from None
+            raise NoPieces from None
         end = pos - 2 + int(found.group(1))          # the first trailing character (N counts it)
         while end > pos and data[end - 1] in b" \t\r\n":
             end -= 1
         if data[end - 1] != ord("]"):
-            raise _NoPieces from None
+            raise NoPieces from None
     try:
         return _decode_piece(data, pos, end, scratch, closed=True), end
     except msgspec.DecodeError:
-        raise _NoPieces from None
+        raise NoPieces from None
 
 
 def _decode_piece(data: Any, start: int, end: int, scratch: bytearray, closed: bool = False) -> list[RawEvent]:

@@ -23,25 +23,23 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
 from mlptui.base.progress import Progress
+from mlptui.base.regular_file import identity, read_exactly
 from mlptui.trace.parse.classify import Classifier
 from mlptui.trace.parse.decode import (
     _AFTER_EVENT,
     _ARRAY,
-    _ARRAY_END,
-    _CONTENT,
-    _DOC,
-    _EVENTS_KEY,
-    _TRAILING,
     Decoded,
-    RawEvent,
-    _meta_of,
+    NoPieces,
+    array_start,
+    last_piece,
+    meta_around,
 )
-from mlptui.trace.parse.limits import DENSITY_MIN_OBJECTS, MIN_BYTES_PER_OBJECT, count_objects
+from mlptui.trace.parse.limits import count_objects, too_dense
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -108,24 +106,9 @@ def _busy_cpus() -> int:
 
 
 @dataclass(frozen=True)
-class _Identity:
-    """The file every process must read: the one opened (a file replaced meanwhile is not read)."""
-
-    dev: int
-    ino: int
-    size: int
-    mtime_ns: int
-
-
-def _identity(f: Any) -> _Identity:
-    st = os.fstat(f.fileno())
-    return _Identity(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-@dataclass(frozen=True)
 class _File:
     path: str
-    same: _Identity
+    same: tuple[int, ...]       # its identity when opened: a file replaced or written meanwhile is not read
 
 
 # Where the ranges are read: a file, or bytes in memory that forked workers share with this process.
@@ -143,7 +126,7 @@ class _Range:
 class _Part:
     classified: Classifier | None       # None: this range cannot be decoded here (see the module's docstring)
     array_end: int = 0                  # last range: the offset just after the array's ']'
-    objects: int = 0                    # '{' in the range (mlptui.trace.parse.limits.check_density)
+    objects: int = 0                    # '{' in the range (mlptui.trace.parse.limits.too_dense)
 
 
 def decode_file_in_parallel(path: Path, st: os.stat_result, workers: int,
@@ -151,27 +134,29 @@ def decode_file_in_parallel(path: Path, st: os.stat_result, workers: int,
     """The decoded trace at `path` (plain JSON, `st` its status when opened), its events already classified
     (`Decoded.classified`); None when the sequential decode must do it."""
     path = Path(os.path.abspath(path))          # workers started by the fork server run in another folder
-    same = _Identity(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     with open(path, "rb") as f:
-        if _identity(f) != same:
+        if identity(os.fstat(f.fileno())) != identity(st):
             return None
-        return _decode(lambda at, n: _pread(f, at, n), st.st_size, _File(str(path), same), workers, progress)
+
+        def read(at: int, n: int) -> bytes:
+            f.seek(at)
+            return read_exactly(f, n)
+        return _decode(read, st.st_size, _File(str(path), identity(st)), workers, progress)
 
 
-def decode_bytes_in_parallel(data: bytes | bytearray | memoryview, workers: int,
-                             progress: Progress | None = None) -> Decoded | None:
+def decode_bytes_in_parallel(data: bytes | bytearray | memoryview, workers: int) -> Decoded | None:
     """The same for a trace already in memory (a gunzipped file, bytes fetched from elsewhere). The workers
     must share the bytes: only where they start by fork (None otherwise)."""
     if not _forkable():
         return None
     view = memoryview(data)
-    return _decode(lambda at, n: bytes(view[at:at + n]), len(view), view, workers, progress)
+    return _decode(lambda at, n: bytes(view[at:at + n]), len(view), view, workers, None)
 
 
 def _decode(read: Callable[[int, int], bytes], size: int, source: Source, workers: int,
             progress: Progress | None) -> Decoded | None:
     head = read(0, min(size, _HEAD_BYTES))
-    found = _array_start(head)
+    found = array_start(head)
     if found is None:
         return None
     start, bare = found
@@ -179,40 +164,17 @@ def _decode(read: Callable[[int, int], bytes], size: int, source: Source, worker
     if ranges is None:
         return None
     parts = _run(source, ranges, workers, progress, size)
-    if parts is None or _dense(sum(p.objects for p in parts), size):
+    if parts is None or too_dense(sum(p.objects for p in parts), size):
         return None
     end = parts[-1].array_end
-    tail = read(end, size - end)
+    meta = meta_around(head[:start], read(end, size - end), bare)
+    if meta is None:
+        return None
     joined = Classifier()
     for part in parts:
         assert part.classified is not None
         joined.absorb(part.classified)
-    if bare:
-        if _CONTENT.search(tail) is not None:
-            return None
-        return Decoded(events=[], meta={"bare_array": True}, n_events=joined.n_events, classified=joined)
-    try:
-        doc = _DOC.decode(head[:start] + b"]" + tail)
-    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError, ValueError):
-        return None
-    if doc.traceEvents != []:
-        return None
-    return Decoded(events=[], meta=_meta_of(doc), n_events=joined.n_events, classified=joined)
-
-
-def _array_start(head: bytes) -> tuple[int, bool] | None:
-    """(offset of the event array's first byte after '[', whether the document is a bare array)."""
-    if head[:3] == b"\xef\xbb\xbf":
-        return None
-    m = _CONTENT.search(head)
-    if m is None:
-        return None
-    if head[m.start()] == ord("["):
-        return m.start() + 1, True
-    found = _EVENTS_KEY.search(head, m.start())
-    if head[m.start()] != ord("{") or found is None:
-        return None
-    return found.end(), False
+    return Decoded(events=[], meta=meta, n_events=joined.n_events, classified=joined)
 
 
 def _ranges(read: Callable[[int, int], bytes], start: int, size: int) -> list[_Range] | None:
@@ -245,17 +207,6 @@ def _cut_after(read: Callable[[int, int], bytes], target: int, size: int) -> tup
         if window >= _MAX_WINDOW or target + window >= size:
             return None
         window *= 2
-
-
-def _pread(f: BinaryIO, offset: int, n: int) -> bytes:
-    """`n` bytes from `offset` (fewer at the end of the file)."""
-    got = os.pread(f.fileno(), n, offset)
-    while len(got) < n:
-        more = os.pread(f.fileno(), n - len(got), offset + len(got))
-        if not more:
-            break
-        got += more
-    return got
 
 
 def _run(source: Source, ranges: list[_Range], workers: int, progress: Progress | None,
@@ -378,13 +329,12 @@ def _stop(claims: Any) -> None:
 def decode_range(source: Source, r: _Range) -> _Part:
     """Read, decode and classify one range (in a worker process, or in this one)."""
     n = r.end - r.start
-    buffer = bytearray(n + 2)           # '[' + the range + ']': the range decoded as one array
-    buffer[0], buffer[n + 1] = ord("["), ord("]")
+    buffer = bytearray(n + 2)           # a byte before the range and one after, where brackets go
     if isinstance(source, memoryview):
         buffer[1:n + 1] = source[r.start:r.end]
     else:
         with open(source.path, "rb") as f:
-            if _identity(f) != source.same:
+            if identity(os.fstat(f.fileno())) != source.same:
                 return _Part(None)
             f.seek(r.start)
             with memoryview(buffer) as view:
@@ -392,46 +342,19 @@ def decode_range(source: Source, r: _Range) -> _Part:
             if got != n:
                 return _Part(None)      # the file changed while read
     objects = count_objects(buffer)
-    if _dense(objects, n, _DENSE_MIN_OBJECTS):
+    if too_dense(objects, n, _DENSE_MIN_OBJECTS):
         return _Part(None)              # refused, with the reason, by the sequential path, before decoding
     array_end = 0
     try:
-        if r.last:
-            events, array_end = _decode_last(buffer, r.start)
+        if r.last:                      # up to the array's own ']', found as the sequential path finds it
+            events, end = last_piece(memoryview(buffer)[:n + 1], 1, bytearray())
+            array_end = r.start - 1 + end
         else:
+            buffer[0], buffer[n + 1] = ord("["), ord("]")
             events = _ARRAY.decode(buffer)
-    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError, ValueError):
-        return _Part(None)
-    if events is None:
+    except (NoPieces, msgspec.DecodeError, UnicodeDecodeError, RecursionError, ValueError):
         return _Part(None)
     classified = Classifier()
     classified.add(events)
     return _Part(classified, array_end, objects)
-
-
-def _dense(objects: int, size: int, least: int = DENSITY_MIN_OBJECTS) -> bool:
-    """The density rule of mlptui.trace.parse.limits.check_density, which the sequential path applies."""
-    return objects > least and objects * MIN_BYTES_PER_OBJECT > size
-
-
-def _decode_last(buffer: bytearray, start: int) -> tuple[list[RawEvent] | None, int]:
-    """The last range (buffer: '[' + the file from `start` to its end + ']'): its events up to and with the
-    array's ']', and the file offset just after that bracket; (None, 0) where the array does not end there.
-    The decoder, given everything after the range's start, names the first byte past the array."""
-    with memoryview(buffer) as view:
-        whole = view[:len(buffer) - 1]          # without the ']' added: the file's own bracket ends the array
-        if _ARRAY_END.match(whole, 1):
-            return None, 0                      # no event in the range
-        try:
-            return _ARRAY.decode(whole), start + len(whole) - 1
-        except msgspec.DecodeError as exc:
-            found = _TRAILING.search(str(exc))
-            if found is None:
-                return None, 0
-        end = int(found.group(1)) - 1           # in `whole`: the first byte after the array (N counts it)
-        while end > 1 and whole[end - 1] in b" \t\r\n":
-            end -= 1
-        if whole[end - 1] != ord("]"):
-            return None, 0
-        return _ARRAY.decode(whole[:end]), start + end - 1
 

@@ -37,6 +37,7 @@ import numpy as np
 import orjson
 
 from mlptui.base.files import atomic_writer
+from mlptui.base.regular_file import identity
 from mlptui.trace.model import Trace
 from mlptui.trace.parse import cache_folder
 from mlptui.trace.parse.args_store import ArgsStore
@@ -229,7 +230,7 @@ def keys_remembered(known: dict[Path, dict[str, Any]] | None = None) -> Iterator
     memo: dict[tuple[int, ...], dict[str, Any]] = {}
     for path, key in (known or {}).items():
         try:
-            ident = _identity(os.stat(path))
+            ident = identity(os.stat(path))
         except OSError:
             continue
         if (key.get("size"), key.get("mtime_ns"), key.get("ctime_ns")) == (ident[2], ident[3], ident[4]):
@@ -241,10 +242,6 @@ def keys_remembered(known: dict[Path, dict[str, Any]] | None = None) -> Iterator
         _KNOWN_KEYS.reset(token)
 
 
-def _identity(st: os.stat_result) -> tuple[int, ...]:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
 def file_key(path: Path, st: os.stat_result | None = None) -> dict[str, Any]:
     """What identifies the file's content for the cache (see the module docstring): a stat, never a read
     (`st`: the stat of the file as the caller holds it open). Raises OSError for a missing file or one that
@@ -252,7 +249,7 @@ def file_key(path: Path, st: os.stat_result | None = None) -> dict[str, Any]:
     memo = _KNOWN_KEYS.get()
     if memo is not None:
         try:
-            hit = memo.get(_identity(st if st is not None else os.stat(path)))
+            hit = memo.get(identity(st if st is not None else os.stat(path)))
         except OSError:
             hit = None
         if hit is not None:
@@ -269,7 +266,7 @@ def _compute_key(path: Path, st: os.stat_result | None = None) -> tuple[dict[str
     if not stat.S_ISREG(st.st_mode):
         raise OSError(f"{path}: not a regular file")
     return ({"format": FORMAT, "code": _code_stamp(), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-             "ctime_ns": st.st_ctime_ns, "inode": st.st_ino, "device": st.st_dev}, _identity(st))
+             "ctime_ns": st.st_ctime_ns, "inode": st.st_ino, "device": st.st_dev}, identity(st))
 
 
 _CODE: str | None = None

@@ -128,13 +128,19 @@ def count_objects(data: bytes | bytearray | memoryview) -> int:
     return total
 
 
+def too_dense(objects: int, size: int, least: int = DENSITY_MIN_OBJECTS) -> bool:
+    """Whether `objects` JSON objects ('{') in `size` bytes are too many to index: more than `least`, and
+    one per fewer than MIN_BYTES_PER_OBJECT bytes."""
+    return objects > least and objects * MIN_BYTES_PER_OBJECT > size
+
+
 def check_density(data: bytes | bytearray | memoryview, source: str) -> None:
     """Refuse JSON so dense in objects that indexing it would cost far more memory than its size."""
     size = len(data)
     if size < DENSITY_MIN_OBJECTS * MIN_BYTES_PER_OBJECT // 8:
         return
     objects = count_objects(data)
-    if objects > DENSITY_MIN_OBJECTS and objects * MIN_BYTES_PER_OBJECT > size:
+    if too_dense(objects, size):
         raise TraceError(f"{source}: {objects} JSON objects in {_human(size)} (one per {size / objects:.0f} "
                          f"bytes; real traces: one per 96 or more): indexing would need "
                          f"~{_human(objects * BYTES_PER_INDEXED_OBJECT)}; refused")

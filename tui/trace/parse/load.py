@@ -115,13 +115,13 @@ def _build(holder: list[bytes | bytearray | memoryview], source: str, total: int
     decoded = None
     if not gzip_cut and not parallel_tried and (workers := workers_for(len(data))):
         decoded = decode_bytes_in_parallel(data, workers)
-    classified = Classifier()
     if decoded is None and not gzip_cut:
+        classified = Classifier()
         decoded = decode_in_pieces(data, classified.add)
         if decoded is not None:
             decoded.classified = classified
-    if decoded is None:
         del classified
+    if decoded is None:
         try:
             decoded = decode_document(data, source)
         except TraceError:
