@@ -15,13 +15,14 @@ from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from mlptui.base.text import printable
 from mlptui.keys import LIST_KEYS
+from mlptui.widgets.plain_paint import PlainPaint
 from mlptui.widgets.scroll_range import set_scroll_range
 from mlptui.widgets.steady_scrollbar import SteadyScrollbars
 
@@ -38,7 +39,7 @@ class Column:
     drop: int = 0           # when the pane is too narrow, columns with the highest `drop` go first (0: never)
 
 
-class LineList(SteadyScrollbars, ScrollView, can_focus=True):
+class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
     """Rows of cells, a cursor, an optional header line; only visible lines are rendered."""
 
     DEFAULT_CSS = """
@@ -89,6 +90,7 @@ class LineList(SteadyScrollbars, ScrollView, can_focus=True):
         self._widths: list[int] = []
         self._layout: tuple[int, list[int]] = (-1, [])
         self._styles: dict[str, Style] = {}
+        self._frame: tuple[int, int, int, list[int], int] | None = None    # while a paint runs
 
     # -- what subclasses provide -------------------------------------------------------------
     def row_count(self) -> int:
@@ -231,7 +233,13 @@ class LineList(SteadyScrollbars, ScrollView, can_focus=True):
         return max(1, self.scrollable_content_region.height - (1 if self.header else 0))
 
     def _line(self, texts: Sequence[Cell], widths: list[int], gutter: str, tone: str) -> list[Segment]:
-        segments = [Segment(gutter, self._style(tone))]
+        """The row's cells fitted to their widths, as few segments as styles: a run of cells in one style
+        is one segment, so every later step of the paint (cropping, colour filters, the terminal's bytes)
+        has a handful of pieces per line, not two per column."""
+        base = self._style(tone)
+        segments: list[Segment] = []
+        run: list[str] = [gutter]
+        run_style = base
         first = True
         for j, cell in enumerate(texts[: len(widths)]):
             width = widths[j]
@@ -239,25 +247,49 @@ class LineList(SteadyScrollbars, ScrollView, can_focus=True):
                 continue
             text, cell_tone = (cell, tone) if isinstance(cell, str) else (cell[0], cell[1])
             if cell_len(text) > width:
-                text = set_cell_size(text, width - 1) + "…" if width > 1 else text[:width]
+                text = set_cell_size(text, width - 1) + "…" if width > 1 else set_cell_size(text, width)
             pad = width - cell_len(text)
             text = text + " " * pad if self.columns[j].align == "<" else " " * pad + text
-            if not first:
-                segments.append(Segment(self.SEPARATOR, self._style(tone)))
-            first = False
-            style = self._style(tone)
-            if cell_tone != tone and tone == "base":
+            if cell_tone == tone:
+                style = base
+            elif tone == "base":
                 style = self._style(cell_tone)
-            elif cell_tone != tone:
-                style = self._style(cell_tone) + self._style(tone)
-            segments.append(Segment(text, style))
+            else:
+                style = self._style(cell_tone) + base
+            if not first:       # the separator takes the row's own style
+                if run_style != base:
+                    segments.append(Segment("".join(run), run_style))
+                    run, run_style = [], base
+                run.append(self.SEPARATOR)
+            first = False
+            if style != run_style:
+                if run:
+                    segments.append(Segment("".join(run), run_style))
+                run, run_style = [], style
+            run.append(text)
+        if run:
+            segments.append(Segment("".join(run), run_style))
         return segments
 
-    def render_line(self, y: int) -> Strip:
+    def _frame_geometry(self) -> tuple[int, int, int, list[int], int]:
+        """What every line of one paint shares: the scroll offset, the pane's width, the column widths and
+        the width the lines are drawn at."""
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
         widths = self._layout_widths()
         total = max(width, 1 + sum(widths) + len(self.SEPARATOR) * (sum(1 for w in widths if w) - 1))
+        return scroll_x, scroll_y, width, widths, total
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # the geometry is looked up once per paint, not once per line (each lookup walks Textual's styles)
+        self._frame = self._frame_geometry()
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y, width, widths, total = self._frame or self._frame_geometry()
         if self.header and y == 0:
             heads = self.header_cells()
             segments = self._line(heads, widths, " ", "header")

@@ -16,8 +16,6 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 
-from textual.strip import Strip
-
 from mlptui.keys import TREE_KEYS
 from mlptui.trace.model import ANNOTATION, CPU_OP, LAUNCH_CATS, PYTHON, Trace
 from mlptui.viewmodels import fmt
@@ -229,14 +227,14 @@ class OpTree(LineList):
         self._base = (-1, -1, 0)        # rows came or went: the shallowest row on screen is looked up again
         super()._forget()
 
-    def render_line(self, y: int) -> Strip:
+    def _frame_geometry(self) -> tuple[int, int, int, list[int], int]:
         # the rows' indentation depends on the rows on screen, the name column's width and the slide
         widths = self._layout_widths()
         drawn_for = (self._base_depth(), widths[0] if widths else 0, self.name_shift)
         if drawn_for != self._drawn_for:
             self._drawn_for = drawn_for
             super()._forget()
-        return super().render_line(y)
+        return super()._frame_geometry()
 
     def current_op(self) -> int:
         if not self.ids:

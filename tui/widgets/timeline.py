@@ -26,6 +26,7 @@ from textual.strip import Strip
 from mlptui.keys import TIMELINE_KEYS
 from mlptui.viewmodels import fmt
 from mlptui.viewmodels.lanes import LABEL, Lane
+from mlptui.widgets.plain_paint import PlainPaint
 
 SHADES = " ░▒▓█"
 NAME_MIN_COLS = 4          # a slice this many columns wide or more carries (the start of) its name
@@ -42,7 +43,7 @@ def tick_step(span: float, cols: int) -> float:
     return float(10 * power)
 
 
-class Timeline(ScrollView, can_focus=True):
+class Timeline(PlainPaint, ScrollView, can_focus=True):
     """The axis stays on the first line and the caption on the last; lanes scroll between them when
     a trace has more threads and streams than the pane has lines."""
 
