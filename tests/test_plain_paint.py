@@ -1,5 +1,5 @@
 """The panes that skip Textual's styling pass paint exactly what that pass paints: every line of the dispatch
-tree, the kernel, launch and step lists and the timeline is compared, cell by cell and style by style, with
+tree, the kernel, launch and step lists, the timeline and the details pane is compared, cell by cell and style by style, with
 the lines Textual's own `Widget.render_lines` makes for the same widget in the same state — at two terminal
 sizes, in truecolour, in the 16 ANSI colours and with NO_COLOR set, focused and not, scrolled down and sideways, with raw names,
 on a bundled sample trace. A widget given a rule the plain paint cannot draw (padding, a border, a tint)
@@ -18,6 +18,7 @@ from textual.widget import Widget
 from mlptui.app import make_app
 from mlptui.samples import sample_trace_paths
 from mlptui.screens.trace_screen import TraceScreen
+from mlptui.widgets.details import Details
 from mlptui.widgets.kernels import KernelTable
 from mlptui.widgets.launches import LaunchTable
 from mlptui.widgets.op_tree import OpTree
@@ -25,7 +26,7 @@ from mlptui.widgets.plain_paint import PlainPaint, paints_plain
 from mlptui.widgets.steps import StepList
 from mlptui.widgets.timeline import Timeline
 
-PANES = (OpTree, KernelTable, LaunchTable, StepList, Timeline)
+PANES = (OpTree, KernelTable, LaunchTable, StepList, Timeline, Details)
 
 
 def cells(strips: list[Strip]) -> list[list[tuple[str, object]]]:
@@ -70,7 +71,7 @@ async def test_plain_paint_draws_what_textual_draws(size: tuple[int, int], colou
         assert_same_as_textual(screen, "opened")
         for key, what in [("j", "cursor moved"), ("pagedown", "scrolled down"), ("3", "kernels focused"),
                           ("right", "kernels slid sideways"), ("4", "launches focused"), ("5", "timeline focused"),
-                          ("plus", "timeline zoomed"), ("r", "raw names"), ("left_square_bracket", "another step")]:
+                          ("plus", "timeline zoomed"), ("6", "details focused"), ("j", "details scrolled"), ("r", "raw names"), ("left_square_bracket", "another step")]:
             await pilot.press(key)
             await settle(pilot)
             assert_same_as_textual(screen, what)

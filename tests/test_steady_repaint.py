@@ -158,7 +158,7 @@ async def test_details_text_that_brings_the_scrollbar_is_laid_out_once() -> None
             await pilot.pause()
             assert details.show_vertical_scrollbar
             assert count[0] == 1
-            width = details.scrollable_content_region.width
+            width = details.scrollable_content_region.width - Details.MARGIN     # the margin is drawn in the lines
             expected = Text(long).wrap(app.console, width, overflow="fold")
             assert [strip.text for strip in details._lines] == [line.plain for line in expected]
             assert details.virtual_size.height == len(expected) > HEIGHT

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.containers import Lines
+from rich.segment import Segment
 from rich.text import Text
 from textual.binding import Binding
 from textual.geometry import Size
@@ -10,17 +11,20 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from mlptui.base.text import printable
+from mlptui.widgets.plain_paint import PlainPaint
 from mlptui.widgets.scroll_range import set_scroll_range
 from mlptui.widgets.steady_scrollbar import SteadyScrollbars
 
 
-class Details(SteadyScrollbars, ScrollView, can_focus=True):
+class Details(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
     """The selected item's facts as text lines, wrapped to the pane and rendered line by line, so a
-    new selection repaints this pane only (no layout pass over the screen)."""
+    new selection repaints this pane only (no layout pass over the screen). The lines draw their own
+    one-column margin (no CSS padding), so they are painted plain."""
 
     DEFAULT_CSS = """
-    Details { height: 1fr; overflow-x: hidden; padding-left: 1; }
+    Details { height: 1fr; overflow-x: hidden; }
     """
+    MARGIN = 1
     BINDINGS = [
         Binding("down,j", "scroll_down", "Down", show=False, id="details-down"),
         Binding("up,k", "scroll_up", "Up", show=False, id="details-up"),
@@ -54,7 +58,7 @@ class Details(SteadyScrollbars, ScrollView, can_focus=True):
         # Wrapped at the full width first, a long text would be wrapped again once the layout has shown
         # the scrollbar, and laid out a second time.
         bar = self.styles.scrollbar_size_vertical
-        room = max(self.scrollable_content_region.width + (bar if self.show_vertical_scrollbar else 0), 10)
+        room = max(self.scrollable_content_region.width - self.MARGIN + (bar if self.show_vertical_scrollbar else 0), 10)
         if room == self._wrapped_for:
             return
         console = self.app.console
@@ -70,7 +74,7 @@ class Details(SteadyScrollbars, ScrollView, can_focus=True):
         self._lines = [Strip(list(line.render(console, "")), line.cell_len) for line in lines]
         self._wrapped_for = room
         self._drawn = {}
-        set_scroll_range(self, Size(width, len(self._lines)))
+        set_scroll_range(self, Size(width + self.MARGIN, len(self._lines)))
 
     def notify_style_update(self) -> None:
         self._drawn = {}
@@ -88,7 +92,11 @@ class Details(SteadyScrollbars, ScrollView, can_focus=True):
         strip = self._drawn.get(key)
         if strip is None:
             style = self.rich_style
-            strip = (self._lines[index].adjust_cell_length(width).apply_style(style) if key[0] >= 0
-                     else Strip.blank(width, style))
+            text = max(0, width - self.MARGIN)
+            line = (self._lines[index].adjust_cell_length(text).apply_style(style) if key[0] >= 0
+                    else Strip.blank(text, style))
+            # the margin is drawn as Textual draws padding: the pane's background only
+            margin = self._styles_cache.get_inner_outer(*self.background_colors)[0].rich_style
+            strip = Strip([Segment(" " * min(self.MARGIN, width), margin), *line], width)
             self._drawn[key] = strip
         return strip

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 
 from mlptui.keys import TREE_KEYS
-from mlptui.trace.model import ANNOTATION, CPU_OP, LAUNCH_CATS, PYTHON, Trace
+from mlptui.trace.model import ANNOTATION, CPU_OP, LAUNCH_CATS, PYTHON, Op, Trace
 from mlptui.viewmodels import fmt
 from mlptui.viewmodels.dispatch_rows import (
     breadcrumb,
@@ -62,9 +62,11 @@ class OpTree(LineList):
         self._base = (-1, -1, 0)         # (first row on screen, page) -> shallowest depth on screen
         self._drawn_for: tuple[int, int, int] = (0, 0, 0)    # (base depth, name width, shift) of cached rows
         self._self_us: dict[int, float] = {}
+        self._ops: list[Op] = []         # trace.ops, looked up once: the scope walks call it per child
 
     def set_trace(self, trace: Trace) -> None:
         self.trace = trace
+        self._ops = trace.ops
         self._opened.clear()
         self._root_ts = [[trace.ops[r].ts for r in th.roots] for th in trace.threads]
         self._root_longest = [max((trace.ops[r].dur for r in th.roots), default=0.0) for th in trace.threads]
@@ -75,7 +77,7 @@ class OpTree(LineList):
         if self._scope is None:
             return True
         start, end = self._scope
-        op = self._loaded().ops[op_id]
+        op = self._ops[op_id]
         return op.ts < end - 1e-3 and (op.end > start + 1e-3 or op.ts >= start - 1e-3)
 
     def _keep(self) -> Callable[[int], bool] | None:
@@ -244,7 +246,7 @@ class OpTree(LineList):
 
     # -- expansion ---------------------------------------------------------------------------
     def _children_rows(self, node: int, depth: int) -> tuple[list[int], list[int]]:
-        children = shown_children(self._loaded().ops, node, self.hide_python, self._keep())
+        children = shown_children(self._ops, node, self.hide_python, self._keep())
         return children, [depth + 1] * len(children)
 
     def _subtree_end(self, index: int) -> int:
@@ -280,7 +282,7 @@ class OpTree(LineList):
         added, index = 0, start
         while index < stop + added and added < cap:
             node = self.ids[index]
-            if node >= 0 and node not in self.expanded and self._loaded().ops[node].children:
+            if node >= 0 and node not in self.expanded and self._ops[node].children:
                 ids, depths = self._children_rows(node, self.depths[index])
                 self.ids[index + 1: index + 1] = array("q", ids)
                 self.depths[index + 1: index + 1] = array("q", depths)
