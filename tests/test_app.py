@@ -249,8 +249,12 @@ async def test_details_text_keeps_clear_of_the_launches_pane() -> None:
         details = screen.query_one(Details)
         launches = screen.query_one("#launches-pane")
         assert details.text
-        # wrapped lines start one blank column to the right of the launches pane (and its scrollbar)
-        assert details.content_region.x >= launches.region.right + 1
+        # wrapped lines start one blank column to the right of the launches pane (and its scrollbar): the
+        # pane starts after it and draws a blank margin before each line's text
+        assert details.region.x >= launches.region.right
+        lines = [details.render_line(y).text for y in range(details.size.height)]
+        assert all(line[:Details.MARGIN] == " " * Details.MARGIN for line in lines)
+        assert any(line[Details.MARGIN:].strip() for line in lines)
 
 
 async def test_zoom_pane_help_and_quit() -> None:
