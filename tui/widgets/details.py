@@ -11,7 +11,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from mlptui.base.text import printable
-from mlptui.widgets.plain_paint import PlainPaint
+from mlptui.widgets.plain_paint import PlainPaint, bare_style
 from mlptui.widgets.scroll_range import set_scroll_range
 from mlptui.widgets.steady_scrollbar import SteadyScrollbars
 
@@ -96,7 +96,6 @@ class Details(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
             line = (self._lines[index].adjust_cell_length(text).apply_style(style) if key[0] >= 0
                     else Strip.blank(text, style))
             # the margin is drawn as Textual draws padding: the pane's background only
-            margin = self._styles_cache.get_inner_outer(*self.background_colors)[0].rich_style
-            strip = Strip([Segment(" " * min(self.MARGIN, width), margin), *line], width)
+            strip = Strip([Segment(" " * min(self.MARGIN, width), bare_style(self)), *line], width)
             self._drawn[key] = strip
         return strip

@@ -26,6 +26,9 @@ from mlptui.widgets.plain_paint import PlainPaint
 from mlptui.widgets.scroll_range import set_scroll_range
 from mlptui.widgets.steady_scrollbar import SteadyScrollbars
 
+# What every line of one paint shares: scroll x and y, the pane's width, the column widths, the lines' width.
+Frame = tuple[int, int, int, list[int], int]
+
 # A cell is its text, or (text, tone) where tone names a component class suffix: dim, warn, good, hot.
 Cell = str | tuple[str, str]
 
@@ -90,7 +93,7 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
         self._widths: list[int] = []
         self._layout: tuple[int, list[int]] = (-1, [])
         self._styles: dict[str, Style] = {}
-        self._frame: tuple[int, int, int, list[int], int] | None = None    # while a paint runs
+        self._frame: Frame | None = None    # while a paint runs
 
     # -- what subclasses provide -------------------------------------------------------------
     def row_count(self) -> int:
@@ -271,7 +274,7 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
             segments.append(Segment("".join(run), run_style))
         return segments
 
-    def _frame_geometry(self) -> tuple[int, int, int, list[int], int]:
+    def _frame_geometry(self) -> Frame:
         """What every line of one paint shares: the scroll offset, the pane's width, the column widths and
         the width the lines are drawn at."""
         scroll_x, scroll_y = self.scroll_offset

@@ -27,7 +27,7 @@ from mlptui.viewmodels.dispatch_rows import (
     shown_nodes,
     shown_self_us,
 )
-from mlptui.widgets.lines import Cell, Column, LineList
+from mlptui.widgets.lines import Cell, Column, Frame, LineList
 
 AUTO_EXPAND_ROWS = 400      # a scope whose whole tree is at most this many rows opens fully expanded
 EXPAND_ALL_CAP = 20_000     # `e` never splices in more rows than this at once
@@ -229,7 +229,7 @@ class OpTree(LineList):
         self._base = (-1, -1, 0)        # rows came or went: the shallowest row on screen is looked up again
         super()._forget()
 
-    def _frame_geometry(self) -> tuple[int, int, int, list[int], int]:
+    def _frame_geometry(self) -> Frame:
         # the rows' indentation depends on the rows on screen, the name column's width and the slide
         widths = self._layout_widths()
         drawn_for = (self._base_depth(), widths[0] if widths else 0, self.name_shift)

@@ -3,7 +3,7 @@
 For every line of every paint, Textual's styles cache reads the border, outline, padding, hatch, tint and
 opacity rules, then wraps the line in a new Strip. A new Strip each paint also throws away what the strip
 had kept: its colour-filtered copy and its cuts, which the screen asks for again on every paint. For a
-widget with none of those rules (the lists, the timeline) the pass changes nothing but the cost: here
+widget with none of those rules (the lists, the timeline, the details) the pass changes nothing but the cost: here
 each line is the widget's own kept strip, widened to the widget and filtered as Textual filters it, so a
 row that did not change costs a few lookups. A widget with any such rule takes Textual's own path.
 """
@@ -36,6 +36,12 @@ def paints_plain(widget: Widget) -> bool:
     return not (widget.auto_links and widget.hover_style._link_id)
 
 
+def bare_style(widget: Widget) -> Style:
+    """The style Textual gives a widget's cells that hold no text (padding, the room right of a short line):
+    the widget's background over what lies beneath it."""
+    return widget._styles_cache.get_inner_outer(*widget.background_colors)[0].rich_style
+
+
 class PlainPaint:
     """Mixin for a widget whose `render_line` returns kept strips: painted without the styling pass
     whenever `paints_plain` holds."""
@@ -47,8 +53,8 @@ class PlainPaint:
             lines: list[Strip] = super().render_lines(crop)  # type: ignore[misc]
             return lines
         width, height = widget.region.size
-        base_background, background = widget.background_colors
-        inner: Style = widget._styles_cache.get_inner_outer(base_background, background)[0].rich_style
+        background = widget.background_colors[1]
+        inner = bare_style(widget)
         filters = widget.get_line_filters()
         render_line = widget.render_line
         strips: list[Strip] = []
