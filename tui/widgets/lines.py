@@ -94,6 +94,7 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
         self._layout: tuple[int, list[int]] = (-1, [])
         self._styles: dict[str, Style] = {}
         self._frame: Frame | None = None    # while a paint runs
+        self._auto_top = True               # no key has moved the cursor since the rows were set
 
     # -- what subclasses provide -------------------------------------------------------------
     def row_count(self) -> int:
@@ -119,18 +120,39 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
         self._forget()
         self._measure()
         self.cursor = max(0, min(cursor, self.row_count() - 1))
-        self._scroll_to_cursor()
-        if not self.size.height:        # not laid out yet: scroll once it is
-            self.call_after_refresh(self._scroll_to_cursor)
+        self._auto_top = True
+        self._scroll_to_cursor()        # before layout, the first resize does it
         self.refresh()
         if self.has_focus and self.row_count():     # what the cursor is on changed under it
             self.post_message(self.CursorMoved(self, self.cursor))
 
     def _scroll_to_cursor(self) -> None:
+        """Fresh rows: the cursor's row in view, centred when it is past the first page."""
+        if not self.size.height:        # a page of one row before layout would scroll to the wrong place
+            return
         page = self._page()
         top = round(self.scroll_offset.y)
         if not top <= self.cursor < top + page:
             self.scroll_to(y=max(0, self.cursor - page // 2), animate=False, immediate=True)
+
+    def _keep_cursor_in_view(self) -> None:
+        """After a resize. Until a key moves the cursor, its place follows from the final page size alone
+        (top, or centred past the first page), whatever sizes the pane went through while the screen was
+        laid out; after that, the view scrolls only as far as the cursor needs."""
+        if not self.size.height:
+            return
+        page = self._page()
+        top = round(self.scroll_offset.y)
+        if self._auto_top:
+            want = 0 if self.cursor < page else self.cursor - page // 2
+        elif self.cursor < top:
+            want = self.cursor
+        elif self.cursor >= top + page:
+            want = self.cursor - page + 1
+        else:
+            return
+        if want != top:
+            self.scroll_to(y=want, animate=False, immediate=True)
 
     def rows_changed(self) -> None:
         """Rows were inserted or removed (tree expansion): only the row count and cache move."""
@@ -206,7 +228,10 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
         set_scroll_range(self, Size(width, self.row_count() + (1 if self.header else 0)))
 
     def on_resize(self) -> None:
+        """A new size (first layout, a terminal resize, a class that shrinks the pane): the scroll range
+        follows, and the cursor is brought back on screen, since the page it was centred in has changed."""
         self._set_virtual_size()
+        self._keep_cursor_in_view()
 
     # -- rendering ---------------------------------------------------------------------------
     def cells(self, index: int) -> list[Cell]:
@@ -319,6 +344,7 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
             return
         index = max(0, min(index, count - 1))
         previous, self.cursor = self.cursor, index
+        self._auto_top = False
         page = self._page()
         top = round(self.scroll_offset.y)
         if center and not top <= index < top + page:
