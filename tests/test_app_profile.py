@@ -13,6 +13,7 @@ from mlptui.screens.help_screen import HelpScreen
 from mlptui.screens.picker import PickerScreen
 from mlptui.screens.profile_screen import ProfileScreen
 from mlptui.screens.trace_screen import TraceScreen
+from mlptui.widgets.footer import KeyBar
 from mlptui.widgets.memory_plot import MemoryPlot
 from mlptui.widgets.profile_tables import KernelStatsTable, MemoryOpTable, ModuleTable, OperatorTable
 
@@ -128,12 +129,12 @@ async def test_device_key_shows_on_the_memory_view_only() -> None:
                          "modules": False}
         await pilot.press("M")
         await pilot.pause()
-        footer = " ".join(str(k.render()) for k in screen.query("FooterKey"))
+        footer = screen.query_one(KeyBar).render_line(0).text
         assert "Device" in footer
         assert "Group" not in footer  # `a` groups operators and kernels only
         await pilot.press("p")
         await pilot.pause()
-        footer = " ".join(str(k.render()) for k in screen.query("FooterKey"))
+        footer = screen.query_one(KeyBar).render_line(0).text
         assert "Device" not in footer and "Sort" in footer and "Group" in footer
 
 

@@ -35,6 +35,7 @@ class MlptuiApp(App[int]):
     TITLE = "mlptui"
     BINDINGS = [*APP_KEYS]
     ENABLE_COMMAND_PALETTE = False
+    ALLOW_IN_MAXIMIZED_VIEW = "Footer, KeyBar"      # a zoomed pane keeps the key bar below it
 
     class Listed(Message):
         def __init__(self, folder: str, specs: list[str] | None, error: str | None,

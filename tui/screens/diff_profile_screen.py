@@ -7,11 +7,12 @@ from textual import work
 from textual.app import ComposeResult
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from mlptui.keys import DIFF_PROFILE_KEYS
 from mlptui.trace.diff.profile_diff import overview_lines
 from mlptui.trace.diff.trace_diff import TraceDiff
+from mlptui.widgets.footer import KeyBar
 from mlptui.widgets.profile_tables import OperatorDiffTable
 
 
@@ -30,7 +31,7 @@ class DiffProfileScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static("computing both sides' overview and operators…", id="diff-profile-header", markup=False)
         yield OperatorDiffTable(id="diff-operators")
-        yield Footer(compact=True)
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one(OperatorDiffTable).focus()

@@ -18,13 +18,14 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from mlptui.base.errors import MlptuiError
 from mlptui.base.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
 from mlptui.keys import PICKER_KEYS
 from mlptui.screens.host import host
+from mlptui.widgets.footer import KeyBar
 from mlptui.widgets.lines import LineList
 from mlptui.widgets.trace_list import TraceList, ladder_key
 from mlptui.widgets.worker_errors import ReportsWorkerErrors
@@ -85,7 +86,7 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
             yield TraceList(self.specs, id="picker-list")
         with Vertical(id="picker-findings-pane", classes="pane"):
             yield Static("", id="picker-findings")
-        yield Footer(compact=True)
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#picker-list-pane").border_title = (

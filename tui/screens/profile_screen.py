@@ -32,7 +32,7 @@ from mlptui.viewmodels.profile_details import memory_peaks, module_detail, opera
 from mlptui.viewmodels.profile_views import ProfileData, ProfileViews, overview_text, regrouped
 from mlptui.viewmodels.scope import Scope
 from mlptui.viewmodels.table_export import trace_stem
-from mlptui.widgets.footer import KeyFooter
+from mlptui.widgets.footer import KeyBar
 from mlptui.widgets.lines import LineList
 from mlptui.widgets.memory_plot import MemoryPlot
 from mlptui.widgets.profile_tables import (
@@ -127,7 +127,7 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
                 yield Static("", id="modules-detail", classes="profile-detail")
         yield Input(placeholder="filter rows by name (enter: apply, empty: every row, esc: cancel)",
                     id="profile-filter")
-        yield KeyFooter(compact=True)
+        yield KeyBar()
 
     def aim(self, view: str, scope: Scope | None) -> None:
         """The view and scope to open on (before the screen is first shown)."""

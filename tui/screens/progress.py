@@ -7,9 +7,10 @@ from textual.app import ComposeResult
 from textual.containers import Center, Middle
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, ProgressBar, Static
+from textual.widgets import ProgressBar, Static
 
 from mlptui.base.text import markup_escape as escape
+from mlptui.widgets.footer import KeyBar
 from mlptui.widgets.worker_errors import ReportsWorkerErrors, WorkerFailed
 
 
@@ -29,7 +30,7 @@ class ProgressScreen(ReportsWorkerErrors, Screen[None]):
             yield Static(self.title_text, id="loading-title")
             yield ProgressBar(total=None, show_eta=False, id="loading-bar")
             yield Static("", id="loading-error")
-        yield Footer(compact=True)
+        yield KeyBar()
 
     def worker_failed(self, failed: WorkerFailed) -> None:
         self.post_message(self.Failed(failed.text))

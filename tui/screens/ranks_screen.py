@@ -8,12 +8,13 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from mlptui.base.text import markup_escape as escape
 from mlptui.base.units import bandwidth
 from mlptui.keys import RANKS_KEYS
 from mlptui.viewmodels.run_view import RunView
+from mlptui.widgets.footer import KeyBar
 from mlptui.widgets.lines import LineList
 from mlptui.widgets.text_table import TextTable
 
@@ -39,7 +40,7 @@ class RanksScreen(Screen[None]):
             yield TextTable(id="rank-list")
         with RanksPane(id="collectives-pane", classes="pane"):
             yield TextTable(id="collectives")
-        yield Footer(compact=True)
+        yield KeyBar()
 
     def on_mount(self) -> None:
         headers, rows = self.run.step_table()

@@ -36,7 +36,7 @@ from mlptui.viewmodels.lanes import Lane
 from mlptui.viewmodels.scope import Scope
 from mlptui.viewmodels.table_export import trace_stem
 from mlptui.widgets.details import Details
-from mlptui.widgets.footer import KeyFooter
+from mlptui.widgets.footer import KeyBar
 from mlptui.widgets.kernels import KernelTable
 from mlptui.widgets.launches import LaunchTable, summary_line
 from mlptui.widgets.lines import LineList
@@ -148,7 +148,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         with Pane(id="timeline-pane", classes="pane"):
             yield Timeline(id="timeline")
         yield Input(placeholder="search op, call and kernel names (enter: go, esc: cancel)", id="search")
-        yield KeyFooter(compact=True)
+        yield KeyBar()
 
     def on_mount(self) -> None:
         titles = {"tree-pane": "2 CPU dispatch", "kernels-pane": "3 GPU kernels",
