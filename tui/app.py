@@ -19,6 +19,7 @@ from mlptui.gc_policy import IdleCollector
 from mlptui.keys import APP_KEYS, parse_user_keys
 from mlptui.screens.loading import LoadingScreen
 from mlptui.screens.picker import PickerScreen
+from mlptui.widgets.lit_pane import light_focused_pane
 from mlptui.widgets.worker_errors import WorkerFailed
 
 if TYPE_CHECKING:      # the trace and diff screens (and numpy under them) are imported after the first paint
@@ -65,6 +66,12 @@ class MlptuiApp(App[int]):
 
     def on_unmount(self) -> None:
         self.idle_collector.stop()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        light_focused_pane(self.screen)
+
+    def on_descendant_blur(self, event: events.DescendantBlur) -> None:
+        light_focused_pane(self.screen)
 
     def on_mount(self) -> None:
         self.idle_collector.start()
