@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from dataclasses import dataclass
+
 from rich.containers import Lines
 from rich.segment import Segment
 from rich.text import Text
@@ -14,6 +17,18 @@ from mlptui.base.text import printable
 from mlptui.widgets.plain_paint import PlainPaint, bare_style
 from mlptui.widgets.scroll_range import set_scroll_range
 from mlptui.widgets.steady_scrollbar import SteadyScrollbars
+
+KEPT_TEXTS = 8
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A text as it was wrapped and drawn, kept to be shown again."""
+    content: Text
+    lines: list[Strip]
+    wrapped_for: int
+    drawn: dict[tuple[int, int], Strip]
+    size: Size
 
 
 class Details(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
@@ -39,12 +54,28 @@ class Details(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
         self._lines: list[Strip] = []
         self._wrapped_for = -1
         self._drawn: dict[tuple[int, int], Strip] = {}      # lines fitted and styled, by (index, width)
+        # the last texts shown, wrapped and drawn: going back to an item (the step shown before) redraws nothing
+        self._kept: OrderedDict[str, Shown] = OrderedDict()
 
     def show_text(self, markup: str) -> None:
         if markup == self.text and self._wrapped_for >= 0:    # the same item again: back to its top only
             self.scroll_to(y=0, animate=False, immediate=True)
             return
+        if self._wrapped_for >= 0:
+            self._kept[self.text] = Shown(self._content, self._lines, self._wrapped_for, self._drawn,
+                                          self.virtual_size)
+            self._kept.move_to_end(self.text)
+            if len(self._kept) > KEPT_TEXTS:
+                self._kept.popitem(last=False)
         self.text = markup
+        kept = self._kept.pop(markup, None)
+        if kept is not None and kept.wrapped_for == self._room():
+            self._content, self._lines, self._wrapped_for, self._drawn = (kept.content, kept.lines,
+                                                                          kept.wrapped_for, kept.drawn)
+            self.scroll_to(y=0, animate=False, immediate=True)
+            set_scroll_range(self, kept.size)
+            self.refresh()
+            return
         # Names inside come from files: control characters are shown as escapes, never sent raw.
         markup = "\n".join(printable(line) for line in markup.split("\n"))
         self._content = Text.from_markup(markup) if markup else Text()
@@ -58,7 +89,7 @@ class Details(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
         # Wrapped at the full width first, a long text would be wrapped again once the layout has shown
         # the scrollbar, and laid out a second time.
         bar = self.styles.scrollbar_size_vertical
-        room = max(self.scrollable_content_region.width - self.MARGIN + (bar if self.show_vertical_scrollbar else 0), 10)
+        room = self._room()
         if room == self._wrapped_for:
             return
         console = self.app.console
@@ -76,12 +107,19 @@ class Details(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
         self._drawn = {}
         set_scroll_range(self, Size(width + self.MARGIN, len(self._lines)))
 
+    def _room(self) -> int:
+        """The width the text is wrapped within: the pane's, scrollbar included, less the margin."""
+        bar = self.styles.scrollbar_size_vertical
+        return max(self.scrollable_content_region.width - self.MARGIN + (bar if self.show_vertical_scrollbar else 0), 10)
+
     def notify_style_update(self) -> None:
         self._drawn = {}
+        self._kept.clear()
         super().notify_style_update()
 
     def on_resize(self) -> None:
         self._wrapped_for = -1
+        self._kept.clear()
         self._wrap()
 
     def render_line(self, y: int) -> Strip:

@@ -7,7 +7,7 @@ the rows on screen only; a sort computes its one column for every row, once per 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from textual import work
@@ -161,6 +161,14 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
             f"{reported}%" if isinstance(reported, int | float) else "",
             perf, peak,
         ]
+
+    def row_key(self, index: int) -> Hashable | None:
+        # a kernel's row: the kernel, its place in the step's time order, and its label (made per step list);
+        # a grouped row's count and total are the scope's
+        if self.grouped:
+            return None
+        gid = self.rows[index]
+        return gid, self.order_index(gid), self.label(gid)
 
     def order_index(self, gid: int) -> int:
         """Position of a kernel in time order (`order` holds ascending GpuOp ids, which are in time order)."""

@@ -7,6 +7,8 @@ Hopper; cuLaunchKernel for Triton; cudaGraphLaunch for graphs. The rows come fro
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from mlptui.keys import TABLE_KEYS
 from mlptui.trace.analysis.launches import LaunchCallStat, OpLaunches
 from mlptui.trace.model import Trace
@@ -79,6 +81,11 @@ class LaunchTable(SideScrolling, LineList):
             op_name, (call_chain(trace, list(row.calls)), tone), ", ".join(names),
             fmt.us(sum(trace.ops[c].dur for c in row.calls)),
         ]
+
+    def row_key(self, index: int) -> Hashable:
+        # a launching op (or, with none, its first call) has one row, the same in every scope that shows it
+        row = self.rows[index]
+        return row.op, row.calls[0] if len(row.calls) else -1, len(row.calls), len(row.kernels)
 
     def current(self) -> OpLaunches | None:
         return self.rows[self.cursor] if self.rows else None

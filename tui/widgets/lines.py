@@ -8,7 +8,7 @@ Subclasses say how many rows there are and what is in each (`row_count`, `row_ce
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from rich.cells import cell_len, set_cell_size
@@ -40,6 +40,9 @@ class Column:
     align: str = "<"        # "<" or ">"
     min_width: int = 16
     drop: int = 0           # when the pane is too narrow, columns with the highest `drop` go first (0: never)
+
+
+KEPT_FRAMES = 4     # frames whose kept lines are kept
 
 
 class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
@@ -90,6 +93,13 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
         self.marked: set[int] = set()
         self._cells: OrderedDict[int, list[Cell]] = OrderedDict()
         self._strips: dict[tuple[int, str], Strip] = {}
+        # Lines of rows that have an identity (`row_key`), kept across row changes: a step shown again
+        # draws its rows from here, and Textual's cuts and colour filters kept on each line come with them.
+        # One set per frame (column widths, line width, the subclass's `frame_extra`), a few frames kept:
+        # two steps whose columns measure differently each keep their lines.
+        self._kept_frames: OrderedDict[Hashable, OrderedDict[Hashable, Strip]] = OrderedDict()
+        self._kept: OrderedDict[Hashable, Strip] = OrderedDict()
+        self._kept_for: Hashable = None
         self._widths: list[int] = []
         self._layout: tuple[int, list[int]] = (-1, [])
         self._styles: dict[str, Style] = {}
@@ -110,10 +120,39 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
         """Rows measured to size the fixed columns (a sample, never all rows)."""
         return range(min(self.row_count(), 200))
 
+    def row_key(self, index: int) -> Hashable | None:
+        """What the row's cells are a function of, when that is cheaper to say than the cells to make (and
+        the same key must always mean the same cells while the columns keep their widths); None: the row
+        is drawn again whenever the rows change."""
+        return None
+
     # -- data changes ------------------------------------------------------------------------
     def _forget(self) -> None:
         self._cells.clear()
         self._strips.clear()
+
+    def _drop_lines(self) -> None:
+        """Every drawn line is stale (new styles or text): the kept lines of every frame too."""
+        self._strips.clear()
+        self._kept_frames.clear()
+        self._kept = OrderedDict()
+        self._kept_for = None
+
+    def frame_extra(self) -> Hashable:
+        """What else than the column widths the lines are drawn for (the tree's indentation basis)."""
+        return None
+
+    def _keep_for(self, widths: list[int], total: int) -> None:
+        """Kept lines of the frame the lines are drawn for now."""
+        frame = (tuple(widths), total, self.frame_extra())
+        if frame != self._kept_for:
+            kept = self._kept_frames.get(frame)
+            if kept is None:
+                kept = self._kept_frames[frame] = OrderedDict()
+                if len(self._kept_frames) > KEPT_FRAMES:
+                    self._kept_frames.popitem(last=False)
+            self._kept_frames.move_to_end(frame)
+            self._kept, self._kept_for = kept, frame
 
     def reset_rows(self, cursor: int = 0) -> None:
         """The rows changed: forget cached text, re-measure a sample, keep the cursor in range."""
@@ -163,6 +202,7 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
     def refresh_text(self) -> None:
         """Cell text changed (raw names toggled) without the rows changing."""
         self._forget()
+        self._drop_lines()
         self._measure()
         self.refresh()
 
@@ -179,10 +219,10 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
 
     def _measure(self) -> None:
         widths = self.measured_widths()
-        if widths != self._widths:
+        if widths != self._widths:     # the same natural widths keep the fitted ones
             self._strips.clear()
+            self._layout = (-1, [])
         self._widths = widths
-        self._layout = (-1, [])
         self._set_virtual_size()
 
     def fit_widths(self, room: int, natural: list[int]) -> list[int]:
@@ -246,7 +286,7 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
 
     def notify_style_update(self) -> None:
         self._styles.clear()
-        self._strips.clear()
+        self._drop_lines()
         super().notify_style_update()
 
     def _style(self, name: str) -> Style:
@@ -306,6 +346,7 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         widths = self._layout_widths()
         total = max(width, 1 + sum(widths) + len(self.SEPARATOR) * (sum(1 for w in widths if w) - 1))
+        self._keep_for(widths, total)
         return scroll_x, scroll_y, width, widths, total
 
     def render_lines(self, crop: Region) -> list[Strip]:
@@ -329,9 +370,20 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
         tone = "cursor" if index == self.cursor else "mark" if index in self.marked else "base"
         strip = self._strips.get((index, tone))
         if strip is None:
-            gutter = ">" if index == self.cursor else "*" if index in self.marked else " "
-            segments = self._line(self.cells(index), widths, gutter, tone)
-            strip = Strip(segments).adjust_cell_length(total, self._style(tone))
+            key = self.row_key(index)
+            if key is not None:
+                key = (key, tone)
+                strip = self._kept.get(key)
+            if strip is None:
+                gutter = ">" if index == self.cursor else "*" if index in self.marked else " "
+                segments = self._line(self.cells(index), widths, gutter, tone)
+                strip = Strip(segments).adjust_cell_length(total, self._style(tone))
+                if key is not None:
+                    self._kept[key] = strip
+                    if len(self._kept) > self.CACHE_ROWS:
+                        self._kept.popitem(last=False)
+            else:
+                self._kept.move_to_end(key)
             if len(self._strips) > self.CACHE_ROWS:
                 self._strips.clear()
             self._strips[(index, tone)] = strip

@@ -14,7 +14,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 
 from mlptui.keys import TREE_KEYS
 from mlptui.trace.model import ANNOTATION, CPU_OP, LAUNCH_CATS, PYTHON, Op, Trace
@@ -196,6 +196,15 @@ class OpTree(LineList):
             gpu = ""
         shapes = fmt.dims(trace.op_args(node).get("Input Dims")) if op.cat == CPU_OP else ""
         return [(name, tone), fmt.us(op.dur), fmt.us(self._shown_self(node)), gpu, shapes]
+
+    def frame_extra(self) -> Hashable:
+        return self._drawn_for
+
+    def row_key(self, index: int) -> Hashable:
+        # the cells of a row: its op, its depth, whether it is open, Python frames shown or not (the
+        # indentation basis is the frame's, `frame_extra`)
+        node = self.ids[index]
+        return node, self.depths[index], node in self.expanded, self.hide_python
 
     def _shown_self(self, node: int) -> float:
         cached = self._self_us.get(node)

@@ -1,0 +1,104 @@
+"""Lines kept across a change of rows — a list's rows that have an identity (the dispatch tree's ops, the
+kernels, the launching ops) and the details pane's last texts — are drawn again when a step is shown again,
+and are always the lines a fresh draw of the same state makes: compared cell by cell and style by style
+with a draw from empty caches after every key of a walk over steps, raw names, Python frames, grouping,
+sorting and expanding, on the bundled training sample (several steps)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app_support import settle, wait_for_screen
+from rich.segment import Segment
+from textual.strip import Strip
+
+from mlptui.app import make_app
+from mlptui.samples import sample_trace_paths
+from mlptui.screens.trace_screen import TraceScreen
+from mlptui.widgets.details import Details
+from mlptui.widgets.kernels import KernelTable
+from mlptui.widgets.launches import LaunchTable
+from mlptui.widgets.lines import LineList
+from mlptui.widgets.op_tree import OpTree
+
+KEPT = (OpTree, KernelTable, LaunchTable)
+
+
+def cells(strips: list[Strip]) -> list[list[tuple[str, object]]]:
+    return [[(ch, seg.style) for seg in Segment.simplify(strip) for ch in seg.text] for strip in strips]
+
+
+def fresh(widget: Any) -> list[list[tuple[str, object]]]:
+    """What the widget draws from empty caches, its caches left as they were."""
+    full = widget.region.size.region
+    if isinstance(widget, LineList):
+        saved = (widget._strips, widget._kept, widget._cells)
+        widget._strips, widget._kept, widget._cells = {}, type(widget._kept)(), type(widget._cells)()
+        try:
+            return cells(widget.render_lines(full))
+        finally:
+            widget._strips, widget._kept, widget._cells = saved
+    saved_details = (widget._drawn, widget._lines, widget._wrapped_for, widget._kept)
+    widget._drawn, widget._wrapped_for, widget._kept = {}, -1, type(widget._kept)()
+    try:
+        return cells(widget.render_lines(full))
+    finally:
+        widget._drawn, widget._lines, widget._wrapped_for, widget._kept = saved_details
+
+
+def assert_fresh(screen: TraceScreen, what: str) -> None:
+    for kind in (*KEPT, Details):
+        widget = screen.query_one(kind)
+        drawn = cells(widget.render_lines(widget.region.size.region))
+        assert drawn == fresh(widget), f"{kind.__name__}: a kept line differs from a fresh one ({what})"
+
+
+def training_sample() -> str:
+    return str(sorted(p for p in sample_trace_paths() if p.name.startswith("mlp-train-eager-"))[-1])
+
+
+async def test_kept_lines_are_the_lines_a_fresh_draw_makes() -> None:
+    app = make_app([training_sample()])
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await wait_for_screen(app, pilot, TraceScreen)
+        await settle(pilot)
+        assert len(screen.facts.trace.steps) >= 2
+        assert_fresh(screen, "opened")
+        walk = ["right_square_bracket", "left_square_bracket", "right_square_bracket", "right_square_bracket",
+                "left_square_bracket", "r", "left_square_bracket", "r", "f", "right_square_bracket", "f",
+                "3", "a", "right_square_bracket", "a", "s", "left_square_bracket", "s", "2", "e",
+                "right_square_bracket", "left_square_bracket", "j", "j", "h", "left_square_bracket",
+                "right_square_bracket"]
+        for key in walk:
+            await pilot.press(key)
+            await settle(pilot)
+            assert_fresh(screen, f"after {key}")
+
+
+async def test_a_step_shown_again_draws_from_kept_lines() -> None:
+    """Back on a step: every row of the three lists on screen is a line drawn for it before, and the details
+    pane's lines are those drawn for its text before (the same objects, with what Textual kept on them)."""
+    app = make_app([training_sample()])
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await wait_for_screen(app, pilot, TraceScreen)
+        await settle(pilot)
+        lists = [screen.query_one(kind) for kind in KEPT]
+        details = screen.query_one(Details)
+        full = {id(w): w.region.size.region for w in [*lists, details]}
+        first = {id(w): w.render_lines(full[id(w)]) for w in lists}
+        kept_before = {id(w): {id(s) for s in w._kept.values()} for w in lists}
+        details_lines = [id(s) for s in details._drawn.values()]
+        text = details.text
+        await pilot.press("right_square_bracket")
+        await settle(pilot)
+        assert details.text != text
+        await pilot.press("left_square_bracket")
+        await settle(pilot)
+        assert details.text == text
+        assert [id(s) for s in details._drawn.values()] == details_lines
+        for widget in lists:
+            assert widget.row_count() > 0
+            again = widget.render_lines(full[id(widget)])
+            assert cells(again) == cells(first[id(widget)])
+            shown = [s for (index, tone), s in widget._strips.items() if tone == "base"]
+            assert shown and all(id(s) in kept_before[id(widget)] for s in shown), type(widget).__name__
