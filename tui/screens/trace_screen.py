@@ -24,6 +24,7 @@ from mlptui.gc_policy import bulk_allocation
 from mlptui.give_way import giving_way
 from mlptui.keys import TRACE_KEYS
 from mlptui.screens.host import host
+from mlptui.screens.step_ahead import StepAhead
 from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.model import LAUNCH_CATS
 from mlptui.trace.names.kernel import decode_kernel
@@ -123,6 +124,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         self._walk: JumpWalk | None = None      # where `g` is in its walk from an op through its kernels
         self._views_ahead: ProfileScreen | None = None     # the next views screen, composed ahead
         self.header_label = ""          # what comes before the device line (a rank's screen: which rank)
+        self._ahead = StepAhead(self)   # the next step, prepared after each step is shown
 
     def compose(self) -> ComposeResult:
         header = [f"[b]{escape(self.header_label + device_line(self.facts))}[/b]"]
@@ -212,6 +214,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         if pane.border_title != title:
             pane.border_title = title
         self._select_from(self.query_one(OpTree))
+        self._ahead.shown(scope)
 
     def _show_launches(self) -> None:
         summary = self.query_one("#launch-summary", Static)

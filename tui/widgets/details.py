@@ -29,6 +29,7 @@ class Shown:
     wrapped_for: int
     drawn: dict[tuple[int, int], Strip]
     size: Size
+    width: int = 0          # the width it was wrapped at
 
 
 class Details(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
@@ -69,6 +70,9 @@ class Details(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
                 self._kept.popitem(last=False)
         self.text = markup
         kept = self._kept.pop(markup, None)
+        if kept is not None and kept.wrapped_for == self._room() and not kept.size:    # wrapped ahead
+            kept = Shown(kept.content, kept.lines, kept.wrapped_for, kept.drawn,
+                         Size(kept.width + self.MARGIN, len(kept.lines)))
         if kept is not None and kept.wrapped_for == self._room():
             self._content, self._lines, self._wrapped_for, self._drawn = (kept.content, kept.lines,
                                                                           kept.wrapped_for, kept.drawn)
@@ -76,36 +80,56 @@ class Details(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
             set_scroll_range(self, kept.size)
             self.refresh()
             return
-        # Names inside come from files: control characters are shown as escapes, never sent raw.
-        markup = "\n".join(printable(line) for line in markup.split("\n"))
-        self._content = Text.from_markup(markup) if markup else Text()
+        self._content = self._parsed(markup)
         self._wrapped_for = -1
         self.scroll_to(y=0, animate=False, immediate=True)
         self._wrap()
         self.refresh()
 
+    def prepare(self, markup: str) -> None:
+        """Parse and wrap a text ahead (what the step a key is likely to show next will select) and keep it
+        for show_text; what is shown is left as it is."""
+        if markup == self.text or markup in self._kept or self._wrapped_for < 0:
+            return
+        room = self._room()
+        content = self._parsed(markup)
+        lines, width = self._wrapped(content, room)
+        # no size yet: show_text makes it (Size(0, 0) is falsy), the width kept in `width`
+        self._kept[markup] = Shown(content, lines, room, {}, Size(0, 0), width)
+        if len(self._kept) > KEPT_TEXTS:
+            self._kept.popitem(last=False)
+
+    @staticmethod
+    def _parsed(markup: str) -> Text:
+        # Names inside come from files: control characters are shown as escapes, never sent raw.
+        markup = "\n".join(printable(line) for line in markup.split("\n"))
+        return Text.from_markup(markup) if markup else Text()
+
     def _wrap(self) -> None:
-        # Wrapped for the width the text will have: narrower by the scrollbar when the lines will not fit.
-        # Wrapped at the full width first, a long text would be wrapped again once the layout has shown
-        # the scrollbar, and laid out a second time.
-        bar = self.styles.scrollbar_size_vertical
         room = self._room()
         if room == self._wrapped_for:
             return
+        self._lines, width = self._wrapped(self._content, room)
+        self._wrapped_for = room
+        self._drawn = {}
+        set_scroll_range(self, Size(width + self.MARGIN, len(self._lines)))
+
+    def _wrapped(self, content: Text, room: int) -> tuple[list[Strip], int]:
+        """The text's lines and the width they were wrapped at. Wrapped for the width the text will have:
+        narrower by the scrollbar when the lines will not fit. Wrapped at the full width first, a long text
+        would be wrapped again once the layout has shown the scrollbar, and laid out a second time."""
+        bar = self.styles.scrollbar_size_vertical
         console = self.app.console
         overflow, height = self.styles.overflow_y, self.container_size.height
         narrow = bool(bar) and room - bar >= 10 and overflow in ("scroll", "auto")
         # more text lines than the pane holds need the scrollbar at any width: one wrap, at the narrow one
-        width = room - bar if narrow and (overflow == "scroll" or self._content.plain.count("\n") >= height) \
+        width = room - bar if narrow and (overflow == "scroll" or content.plain.count("\n") >= height) \
             else room
-        lines = self._content.wrap(console, width, overflow="fold") if self._content else Lines()
+        lines = content.wrap(console, width, overflow="fold") if content else Lines()
         if narrow and width == room and len(lines) > height:
             width = room - bar
-            lines = self._content.wrap(console, width, overflow="fold")
-        self._lines = [Strip(list(line.render(console, "")), line.cell_len) for line in lines]
-        self._wrapped_for = room
-        self._drawn = {}
-        set_scroll_range(self, Size(width + self.MARGIN, len(self._lines)))
+            lines = content.wrap(console, width, overflow="fold")
+        return [Strip(list(line.render(console, "")), line.cell_len) for line in lines], width
 
     def _room(self) -> int:
         """The width the text is wrapped within: the pane's, scrollbar included, less the margin."""

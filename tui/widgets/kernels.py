@@ -93,6 +93,21 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
 
     def show(self, gpu_ids: list[int]) -> None:
         self.order = gpu_ids
+        self.labels = self._labels_for(gpu_ids)
+        self._apply_sort()
+
+    def prepare(self, gpu_ids: list[int], count: int) -> None:
+        """Work out ahead what the first `count` rows of a list will show (the step a key is likely to show
+        next): its labels and those kernels' decoded names, args, occupancy and roofline, kept."""
+        self._labels_for(gpu_ids)
+        trace, facts = self._loaded(), self._facts()
+        for gid in gpu_ids[:count]:
+            trace.gpu_args(gid)
+            facts.decoded(gid)
+            facts.occupancy(gid)
+            facts.perf(gid)
+
+    def _labels_for(self, gpu_ids: list[int]) -> dict[str, str]:
         known = self._labels_of.get(id(gpu_ids))
         if known is None or known[0] is not gpu_ids:
             if len(self._labels_of) >= 1024:     # lists made per call (an empty scope) must not pile up
@@ -103,8 +118,7 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
             labels = (trace.derive(every_kernel_labels) if len(gpu_ids) == len(gpu)
                       else distinct_labels({gpu[g].name for g in gpu_ids}))
             known = self._labels_of[id(gpu_ids)] = (gpu_ids, labels)
-        self.labels = known[1]
-        self._apply_sort()
+        return known[1]
 
     def label(self, gid: int) -> str:
         raw = self._loaded().gpu[gid].name

@@ -66,7 +66,14 @@ class LaunchTable(SideScrolling, LineList):
         return len(self.rows)
 
     def row_cells(self, index: int) -> list[Cell]:
-        row = self.rows[index]
+        return self._cells_of(self.rows[index])
+
+    def prepare(self, rows: list[OpLaunches], count: int) -> None:
+        """Draw ahead the first `count` rows of a list (the step a key is likely to show next), kept as the
+        lines of rows with an identity are."""
+        self.predraw((self._key_of(row), self._cells_of(row)) for row in rows[:count])
+
+    def _cells_of(self, row: OpLaunches) -> list[Cell]:
         trace = self._loaded()
         kinds = {classify_call(trace.ops[c].name) for c in row.calls}
         tone = "warn" if "occupancy" in kinds else "base"
@@ -83,8 +90,11 @@ class LaunchTable(SideScrolling, LineList):
         ]
 
     def row_key(self, index: int) -> Hashable:
+        return self._key_of(self.rows[index])
+
+    @staticmethod
+    def _key_of(row: OpLaunches) -> Hashable:
         # a launching op (or, with none, its first call) has one row, the same in every scope that shows it
-        row = self.rows[index]
         return row.op, row.calls[0] if len(row.calls) else -1, len(row.calls), len(row.kernels)
 
     def current(self) -> OpLaunches | None:

@@ -8,7 +8,7 @@ Subclasses say how many rows there are and what is in each (`row_count`, `row_ce
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 from rich.cells import cell_len, set_cell_size
@@ -43,6 +43,11 @@ class Column:
 
 
 KEPT_FRAMES = 4     # frames whose kept lines are kept
+
+
+def _printable_cells(cells: list[Cell]) -> list[Cell]:
+    # Names come from files: control characters are shown as escapes, never sent to the terminal.
+    return [printable(c) if isinstance(c, str) else (printable(c[0]), c[1]) for c in cells]
 
 
 class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
@@ -277,9 +282,7 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
     def cells(self, index: int) -> list[Cell]:
         cached = self._cells.get(index)
         if cached is None:
-            # Names come from files: control characters are shown as escapes, never sent to the terminal.
-            cached = [printable(c) if isinstance(c, str) else (printable(c[0]), c[1]) for c in self.row_cells(index)]
-            self._cells[index] = cached
+            cached = self._cells[index] = _printable_cells(self.row_cells(index))
             if len(self._cells) > self.CACHE_ROWS:
                 self._cells.popitem(last=False)
         return cached
@@ -338,6 +341,21 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
         if run:
             segments.append(Segment("".join(run), run_style))
         return segments
+
+    def predraw(self, rows: Iterable[tuple[Hashable, list[Cell]]]) -> None:
+        """Draw rows ahead, by their `row_key` and cells, into the kept lines of the frame shown now: rows
+        about to be shown (a neighbour step) then cost nothing to draw, when they come in the same frame."""
+        if not self.size.width or not self._widths:
+            return
+        _, _, _, widths, total = self._frame_geometry()
+        style = self._style("base")
+        for key, cells in rows:
+            kept_key = (key, "base")
+            if kept_key not in self._kept:
+                line = self._line(_printable_cells(cells), widths, " ", "base")
+                self._kept[kept_key] = Strip(line).adjust_cell_length(total, style)
+                if len(self._kept) > self.CACHE_ROWS:
+                    self._kept.popitem(last=False)
 
     def _frame_geometry(self) -> Frame:
         """What every line of one paint shares: the scroll offset, the pane's width, the column widths and

@@ -99,11 +99,34 @@ class OpTree(LineList):
         self._scope = None if start is None or end is None else (start, end)
         key = (self._scope, focus, self.hide_python)
         kept = self._opened.get(key)
-        if kept is not None:
+        if kept is None:
+            kept = self._open_scope(key, focus)
+        else:
             self._opened.move_to_end(key)
-            self.ids, self.depths, self.expanded = array("q", kept[0]), array("q", kept[1]), set(kept[2])
-            self.reset_rows(kept[3])
+        self.ids, self.depths, self.expanded = array("q", kept[0]), array("q", kept[1]), set(kept[2])
+        self.reset_rows(kept[3])
+
+    def prepare_scope(self, start: float | None, end: float | None, focus: int = -1) -> None:
+        """Walk a scope's first rows ahead (the step a key is likely to show next) and keep them for
+        show_scope; the rows shown are left as they are."""
+        if self.trace is None:
             return
+        scope = None if start is None or end is None else (start, end)
+        key = (scope, focus, self.hide_python)
+        if key in self._opened:
+            return
+        shown = (self._scope, self.ids, self.depths, self.expanded)
+        try:
+            self._scope = scope
+            self._open_scope(key, focus)
+        finally:
+            self._scope, self.ids, self.depths, self.expanded = shown
+
+    def _open_scope(self, key: tuple[object, ...], focus: int) -> tuple[array[int], array[int], frozenset[int], int]:
+        """The first rows of the scope set in `_scope` (roots, auto-expanded), and the cursor's row, kept.
+        Works in `ids`, `depths` and `expanded`, which the caller sets afterwards."""
+        trace = self._loaded()
+        start, end = self._scope if self._scope is not None else (None, None)
         ids: list[int] = []
         depths: list[int] = []
         for t, thread in enumerate(trace.threads):
@@ -136,10 +159,19 @@ class OpTree(LineList):
         # the cursor starts on the first real op (aten::linear), not on the step annotation
         ops = trace.ops
         first = next((i for i, n in enumerate(self.ids[at:at + 256], at) if n >= 0 and ops[n].cat == CPU_OP), at)
-        self._opened[key] = (array("q", self.ids), array("q", self.depths), frozenset(self.expanded), first)
+        kept = self._opened[key] = (self.ids, self.depths, frozenset(self.expanded), first)
         if len(self._opened) > self.SCOPES_KEPT:
             self._opened.popitem(last=False)
-        self.reset_rows(first)
+        return kept
+
+    def first_op(self, start: float | None, end: float | None, focus: int = -1) -> int:
+        """The op the cursor starts on in a scope walked before (-1: not walked, or no op)."""
+        scope = None if start is None or end is None else (start, end)
+        kept = self._opened.get((scope, focus, self.hide_python))
+        if kept is None or not len(kept[0]):
+            return -1
+        node = kept[0][min(kept[3], len(kept[0]) - 1)]
+        return node if node >= 0 else -1
 
     def _open_to(self, op_id: int) -> bool:
         """Expand the ancestors of `op_id` so that it has a row; False when it is not in the tree."""

@@ -1,0 +1,78 @@
+"""The step a key is likely to show next, worked out ahead.
+
+A step not shown before costs its key the walk of its ops, its kernels' figures, its details text and the
+drawing of its rows. Right after a step is painted, the next step in the direction of travel is prepared,
+one pane at a time, each a message of its own so that a key pressed meanwhile waits for one piece at most:
+its dispatch-tree rows, its kernels' labels and figures for a page of rows, its launch rows drawn, the
+details text of the op its cursor will start on, parsed and wrapped. The step shown then takes all of it
+from the panes' caches; nothing shown changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from mlptui.viewmodels.detail_text import op_details
+from mlptui.viewmodels.facts import call_stats
+from mlptui.viewmodels.scope import Scope
+from mlptui.widgets.details import Details
+from mlptui.widgets.kernels import KernelTable
+from mlptui.widgets.launches import LaunchTable
+from mlptui.widgets.op_tree import OpTree
+
+if TYPE_CHECKING:
+    from mlptui.screens.trace_screen import TraceScreen
+
+
+class StepAhead:
+    def __init__(self, screen: TraceScreen) -> None:
+        self.screen = screen
+        self.direction = 1
+        self.last: Scope | None = None
+        self.generation = 0
+        self.pieces: list[Callable[[], Any]] = []
+
+    def shown(self, scope: Scope) -> None:
+        """`scope` was just set: plan its neighbour's pieces, to run after the next paint."""
+        last, self.last = self.last, scope
+        if last is not None and last.step is not None and scope.step is not None and scope.step != last.step:
+            self.direction = 1 if scope.step > last.step else -1
+        self.generation += 1
+        self.pieces = self._plan(scope.moved(self.direction))
+        if self.pieces:
+            self.screen.call_after_refresh(self._run_next, self.generation)
+
+    def _plan(self, scope: Scope) -> list[Callable[[], Any]]:
+        screen = self.screen
+        facts = screen.facts
+        trace = facts.trace
+        if scope.step is None or scope == self.last:    # every step: computed once shown, and kept
+            return []
+        step = trace.steps[scope.step]
+        start, end, focus = step.ts, step.ts + step.dur, step.op
+        tree, kernels = screen.query_one(OpTree), screen.query_one(KernelTable)
+        launches, details = screen.query_one(LaunchTable), screen.query_one(Details)
+        pieces: list[Callable[[], Any]] = [
+            partial(tree.prepare_scope, start, end, focus),
+            partial(kernels.prepare, facts.gpu_by_step.get(scope.step, []), kernels.size.height),
+        ]
+        if facts.launches_by_step is not None:
+            rows = facts.launches_by_step.get(scope.step, [])
+            pieces.append(partial(launches.prepare, rows, launches.size.height))
+            pieces.append(partial(call_stats, facts, scope.step))
+        pieces.append(partial(self._details, tree, details, start, end, focus))
+        return pieces
+
+    def _details(self, tree: OpTree, details: Details, start: float, end: float, focus: int) -> None:
+        op = tree.first_op(start, end, focus)
+        if op >= 0:
+            details.prepare(op_details(self.screen.facts.trace, op))
+
+    def _run_next(self, generation: int) -> None:
+        if generation != self.generation or not self.pieces:    # a newer step was shown: its own plan runs
+            return
+        self.pieces.pop(0)()
+        if self.pieces:
+            self.screen.call_later(self._run_next, generation)
