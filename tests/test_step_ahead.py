@@ -1,7 +1,8 @@
-"""The next step in the direction of travel is prepared after each step is shown: once the screen is idle its
-dispatch-tree rows, details text and launch rows are in the panes' caches, showing it walks nothing, and what
-it shows is what the panes make with no step prepared (rows, cursor, details lines compared with a fresh
-walk), going forward and back, on the bundled training sample and on a real multi-step trace."""
+"""The steps next to the one shown (ahead in the direction of travel, and behind) are prepared after each
+step is shown: once the screen is idle their dispatch-tree rows, details text and launch rows are in the
+panes' caches, showing one walks nothing, and what it shows is what the panes make with no step prepared
+(rows, cursor, details lines compared with a fresh walk), going forward and back, on the bundled training
+sample and on two real multi-step traces."""
 
 from __future__ import annotations
 
@@ -75,8 +76,9 @@ async def walk_and_check(path: str, keys: list[str]) -> None:
             before = screen.scope
             ahead = before.moved(screen._ahead.direction)
             await settle(pilot)
-            if ahead.step is not None and ahead != before:
-                assert scope_key(screen, ahead.step) in tree._opened, f"step {ahead.step} not prepared"
+            for near in (ahead, before.moved(-screen._ahead.direction)):     # ahead, and behind
+                if near.step is not None and near != before:
+                    assert scope_key(screen, near.step) in tree._opened, f"step {near.step} not prepared"
             walks.clear()
             await pilot.press(key)
             await settle(pilot)

@@ -1,11 +1,11 @@
-"""The step a key is likely to show next, worked out ahead.
+"""The steps a key is likely to show next, worked out ahead.
 
 A step not shown before costs its key the walk of its ops, its kernels' figures, its details text and the
 drawing of its rows. Right after a step is painted, the next step in the direction of travel is prepared,
-one pane at a time, each a message of its own so that a key pressed meanwhile waits for one piece at most:
-its dispatch-tree rows, its kernels' labels and figures for a page of rows, its launch rows drawn, the
-details text of the op its cursor will start on, parsed and wrapped. The step shown then takes all of it
-from the panes' caches; nothing shown changes.
+then the one behind it, one pane at a time, each a message of its own so that a key pressed meanwhile waits
+for one piece at most: its dispatch-tree rows, its kernels' labels and figures for a page of rows, its launch
+rows drawn, the details text of the op its cursor will start on, parsed and wrapped. The step shown then
+takes all of it from the panes' caches; nothing shown changes.
 """
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ class StepAhead:
         if last is not None and last.step is not None and scope.step is not None and scope.step != last.step:
             self.direction = 1 if scope.step > last.step else -1
         self.generation += 1
-        self.pieces = self._plan(scope.moved(self.direction))
+        # the step in the direction of travel first, then the one behind (a key back, or a first move)
+        ahead, behind = scope.moved(self.direction), scope.moved(-self.direction)
+        self.pieces = self._plan(ahead) + (self._plan(behind) if behind != ahead else [])
         if self.pieces:
             self.screen.call_after_refresh(self._run_next, self.generation)
 
