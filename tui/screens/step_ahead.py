@@ -23,12 +23,15 @@ from mlptui.widgets.launches import LaunchTable
 from mlptui.widgets.op_tree import OpTree
 
 if TYPE_CHECKING:
-    from mlptui.screens.trace_screen import TraceScreen
+    from textual.screen import Screen
+
+    from mlptui.viewmodels.facts import TraceFacts
 
 
 class StepAhead:
-    def __init__(self, screen: TraceScreen) -> None:
+    def __init__(self, screen: Screen[Any], facts: TraceFacts) -> None:
         self.screen = screen
+        self.facts = facts
         self.direction = 1
         self.last: Scope | None = None
         self.generation = 0
@@ -48,7 +51,7 @@ class StepAhead:
 
     def _plan(self, scope: Scope) -> list[Callable[[], Any]]:
         screen = self.screen
-        facts = screen.facts
+        facts = self.facts
         trace = facts.trace
         if scope.step is None or scope == self.last:    # every step: computed once shown, and kept
             return []
@@ -70,7 +73,7 @@ class StepAhead:
     def _details(self, tree: OpTree, details: Details, start: float, end: float, focus: int) -> None:
         op = tree.first_op(start, end, focus)
         if op >= 0:
-            details.prepare(op_details(self.screen.facts.trace, op))
+            details.prepare(op_details(self.facts.trace, op))
 
     def _run_next(self, generation: int) -> None:
         if generation != self.generation or not self.pieces:    # a newer step was shown: its own plan runs

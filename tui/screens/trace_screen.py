@@ -124,7 +124,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         self._walk: JumpWalk | None = None      # where `g` is in its walk from an op through its kernels
         self._views_ahead: ProfileScreen | None = None     # the next views screen, composed ahead
         self.header_label = ""          # what comes before the device line (a rank's screen: which rank)
-        self._ahead = StepAhead(self)   # the next step, prepared after each step is shown
+        self._ahead = StepAhead(self, facts)    # the steps next to the one shown, prepared after it is
 
     def compose(self) -> ComposeResult:
         header = [f"[b]{escape(self.header_label + device_line(self.facts))}[/b]"]
