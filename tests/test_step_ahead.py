@@ -138,3 +138,28 @@ async def test_prepared_launch_rows_are_the_rows_drawn() -> None:
         launches._drop_lines()
         launches._cells.clear()
         assert [strip.text for strip in launches.render_lines(full)] == shown
+
+
+async def test_a_step_too_large_is_left_to_its_own_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step with more kernels or dispatch-tree roots than the cap is not prepared (its walk would hold the
+    keyboard between keys); it is still shown when its key comes."""
+    from mlptui.screens import step_ahead
+
+    app = make_app([training_sample()])
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await wait_for_screen(app, pilot, TraceScreen)
+        await settle(pilot)
+        await app.workers.wait_for_complete()
+        tree = screen.query_one(OpTree)
+        step = screen.scope.moved(-1).step
+        assert step is not None
+        s = screen.facts.trace.steps[step]
+        assert tree.roots_in(s.ts, s.ts + s.dur) >= 1
+        monkeypatch.setattr(step_ahead, "LARGEST_STEP", 0)
+        tree._opened.clear()
+        await pilot.press("right_square_bracket", "left_square_bracket")     # every step, then the last again
+        await settle(pilot)
+        assert scope_key(screen, step) not in tree._opened
+        await pilot.press("left_square_bracket")
+        await settle(pilot)
+        assert screen.scope.step == step and scope_key(screen, step) in tree._opened

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from mlptui.viewmodels.facts import TraceFacts
 
 
+LARGEST_STEP = 20_000       # kernels, or dispatch-tree roots, of a step prepared ahead
+
+
 class StepAhead:
     def __init__(self, screen: Screen[Any], facts: TraceFacts) -> None:
         self.screen = screen
@@ -58,10 +61,14 @@ class StepAhead:
         step = trace.steps[scope.step]
         start, end, focus = step.ts, step.ts + step.dur, step.op
         tree, kernels = screen.query_one(OpTree), screen.query_one(KernelTable)
+        gpu_ids = facts.gpu_by_step.get(scope.step, [])
+        # a huge step's walk or labels would hold the keyboard for tens of milliseconds: left to its own key
+        if len(gpu_ids) > LARGEST_STEP or tree.roots_in(start, end) > LARGEST_STEP:
+            return []
         launches, details = screen.query_one(LaunchTable), screen.query_one(Details)
         pieces: list[Callable[[], Any]] = [
             partial(tree.prepare_scope, start, end, focus),
-            partial(kernels.prepare, facts.gpu_by_step.get(scope.step, []), kernels.size.height),
+            partial(kernels.prepare, gpu_ids, kernels.size.height),
         ]
         if facts.launches_by_step is not None:
             rows = facts.launches_by_step.get(scope.step, [])

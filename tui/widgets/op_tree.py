@@ -122,6 +122,11 @@ class OpTree(LineList):
         finally:
             self._scope, self.ids, self.depths, self.expanded = shown
 
+    def roots_in(self, start: float, end: float) -> int:
+        """How many roots start in [start, end) (an upper bound of the rows a scope's walk lists first)."""
+        return sum(bisect_left(ts, end - 1e-3) - bisect_left(ts, start - self._root_longest[t] - 1e-3)
+                   for t, ts in enumerate(self._root_ts))
+
     def _open_scope(self, key: tuple[object, ...], focus: int) -> tuple[array[int], array[int], frozenset[int], int]:
         """The first rows of the scope set in `_scope` (roots, auto-expanded), and the cursor's row, kept.
         Works in `ids`, `depths` and `expanded`, which the caller sets afterwards."""
