@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from textual.app import App
 from textual.pilot import Pilot
 from textual.screen import Screen
@@ -52,3 +53,11 @@ def rows_text(pane: LineList) -> list[str]:
 
 def cursor_text(pane: LineList) -> str:
     return row_text(pane, pane.cursor)
+
+
+def no_color(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
+    """NO_COLOR as the next app made will read it (Textual reads it, and removes it, when an app is made)."""
+    if on:
+        monkeypatch.setenv("NO_COLOR", "1")
+    else:
+        monkeypatch.delenv("NO_COLOR", raising=False)

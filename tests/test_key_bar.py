@@ -7,6 +7,7 @@ disabled one rings the bell), the mouse's key shows its tooltip, the wheel slide
 from __future__ import annotations
 
 import pytest
+from app_support import no_color
 from rich.segment import Segment
 from textual import events
 from textual.app import App, ComposeResult
@@ -68,10 +69,7 @@ def bottom(app: App[None]) -> list[tuple[str, object]]:
 
 async def drawn(bar: str, colours: str, width: int, monkeypatch: pytest.MonkeyPatch, *,
                 hover_x: int | None = None, export_on: bool = False) -> list[tuple[str, object]]:
-    if colours == "no-color":
-        monkeypatch.setenv("NO_COLOR", "1")
-    else:
-        monkeypatch.delenv("NO_COLOR", raising=False)
+    no_color(monkeypatch, colours == "no-color")
     app = Keys(bar)
     if colours == "ansi16":
         app.theme = "ansi-dark"

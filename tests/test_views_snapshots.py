@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_support import settle, wait_for_screen
+from app_support import no_color, settle, wait_for_screen
 
 from mlptui.app import make_app
 from mlptui.screens.help_screen import HelpScreen
@@ -22,10 +22,7 @@ COLOURS = pytest.mark.parametrize("colours", ["full", "16", "none"])
 
 
 def _app(specs: list[str], colours: str, monkeypatch: pytest.MonkeyPatch):
-    if colours == "none":
-        monkeypatch.setenv("NO_COLOR", "1")
-    else:
-        monkeypatch.delenv("NO_COLOR", raising=False)
+    no_color(monkeypatch, colours == "none")
     app = make_app(specs)
     if colours == "16":
         app.ansi_color = True
