@@ -38,12 +38,12 @@ def fresh(widget: Any) -> list[list[tuple[str, object]]]:
             return cells(widget.render_lines(full))
         finally:
             widget._strips, widget._kept, widget._cells = saved
-    saved_details = (widget._drawn, widget._lines, widget._wrapped_for, widget._kept)
+    saved_details = (widget._drawn, widget._lines, widget._wrapped_for, widget._width, widget._kept)
     widget._drawn, widget._wrapped_for, widget._kept = {}, -1, type(widget._kept)()
     try:
         return cells(widget.render_lines(full))
     finally:
-        widget._drawn, widget._lines, widget._wrapped_for, widget._kept = saved_details
+        widget._drawn, widget._lines, widget._wrapped_for, widget._width, widget._kept = saved_details
 
 
 def assert_fresh(screen: TraceScreen, what: str) -> None:

@@ -28,8 +28,7 @@ class Shown:
     lines: list[Strip]
     wrapped_for: int
     drawn: dict[tuple[int, int], Strip]
-    size: Size
-    width: int = 0          # the width it was wrapped at
+    width: int              # the width it was wrapped at
 
 
 class Details(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
@@ -54,6 +53,7 @@ class Details(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
         self._content = Text()
         self._lines: list[Strip] = []
         self._wrapped_for = -1
+        self._width = 0                                      # the width the lines were wrapped at
         self._drawn: dict[tuple[int, int], Strip] = {}      # lines fitted and styled, by (index, width)
         # the last texts shown, wrapped and drawn: going back to an item (the step shown before) redraws nothing
         self._kept: OrderedDict[str, Shown] = OrderedDict()
@@ -63,21 +63,14 @@ class Details(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
             self.scroll_to(y=0, animate=False, immediate=True)
             return
         if self._wrapped_for >= 0:
-            self._kept[self.text] = Shown(self._content, self._lines, self._wrapped_for, self._drawn,
-                                          self.virtual_size)
-            self._kept.move_to_end(self.text)
-            if len(self._kept) > KEPT_TEXTS:
-                self._kept.popitem(last=False)
+            self._keep(self.text, Shown(self._content, self._lines, self._wrapped_for, self._drawn, self._width))
         self.text = markup
         kept = self._kept.pop(markup, None)
-        if kept is not None and kept.wrapped_for == self._room() and not kept.size:    # wrapped ahead
-            kept = Shown(kept.content, kept.lines, kept.wrapped_for, kept.drawn,
-                         Size(kept.width + self.MARGIN, len(kept.lines)))
         if kept is not None and kept.wrapped_for == self._room():
-            self._content, self._lines, self._wrapped_for, self._drawn = (kept.content, kept.lines,
-                                                                          kept.wrapped_for, kept.drawn)
+            self._content, self._lines, self._wrapped_for, self._drawn, self._width = (
+                kept.content, kept.lines, kept.wrapped_for, kept.drawn, kept.width)
             self.scroll_to(y=0, animate=False, immediate=True)
-            set_scroll_range(self, kept.size)
+            self._set_range()
             self.refresh()
             return
         self._content = self._parsed(markup)
@@ -94,8 +87,11 @@ class Details(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
         room = self._room()
         content = self._parsed(markup)
         lines, width = self._wrapped(content, room)
-        # no size yet: show_text makes it (Size(0, 0) is falsy), the width kept in `width`
-        self._kept[markup] = Shown(content, lines, room, {}, Size(0, 0), width)
+        self._keep(markup, Shown(content, lines, room, {}, width))
+
+    def _keep(self, markup: str, shown: Shown) -> None:
+        self._kept[markup] = shown
+        self._kept.move_to_end(markup)
         if len(self._kept) > KEPT_TEXTS:
             self._kept.popitem(last=False)
 
@@ -109,10 +105,13 @@ class Details(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
         room = self._room()
         if room == self._wrapped_for:
             return
-        self._lines, width = self._wrapped(self._content, room)
+        self._lines, self._width = self._wrapped(self._content, room)
         self._wrapped_for = room
         self._drawn = {}
-        set_scroll_range(self, Size(width + self.MARGIN, len(self._lines)))
+        self._set_range()
+
+    def _set_range(self) -> None:
+        set_scroll_range(self, Size(self._width + self.MARGIN, len(self._lines)))
 
     def _wrapped(self, content: Text, room: int) -> tuple[list[Strip], int]:
         """The text's lines and the width they were wrapped at. Wrapped for the width the text will have:

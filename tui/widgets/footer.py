@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -152,7 +153,7 @@ class KeyBar(PlainPaint, Widget, can_focus=False):
                 segments.append(Segment(key.display, look.key))
                 if key.description:
                     segments.append(Segment(" " + key.description, look.description))
-                width = Strip(segments[-2:] if key.description else segments[-1:]).cell_length
+                width = cell_len(key.display) + (1 + cell_len(key.description) if key.description else 0)
                 spans.append((x, x + width))
                 segments.append(Segment(" ", gap))
                 x += width + 1

@@ -43,6 +43,7 @@ class Column:
 
 
 KEPT_FRAMES = 4     # frames whose kept lines are kept
+GUTTERS = {"cursor": ">", "mark": "*"}      # the first cell of a row, by its tone (others: blank)
 
 
 def _printable_cells(cells: list[Cell]) -> list[Cell]:
@@ -348,14 +349,19 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
         if not self.size.width or not self._widths:
             return
         _, _, _, widths, total = self._frame_geometry()
-        style = self._style("base")
         for key, cells in rows:
-            kept_key = (key, "base")
-            if kept_key not in self._kept:
-                line = self._line(_printable_cells(cells), widths, " ", "base")
-                self._kept[kept_key] = Strip(line).adjust_cell_length(total, style)
-                if len(self._kept) > self.CACHE_ROWS:
-                    self._kept.popitem(last=False)
+            if (key, "base") not in self._kept:
+                self._keep_line((key, "base"), self._drawn_row(_printable_cells(cells), widths, total, "base"))
+
+    def _drawn_row(self, cells: Sequence[Cell], widths: list[int], total: int, tone: str) -> Strip:
+        """One line: the gutter (the cursor's `>`, a mark's `*`), the cells, widened to `total` cells."""
+        segments = self._line(cells, widths, GUTTERS.get(tone, " "), tone)
+        return Strip(segments).adjust_cell_length(total, self._style(tone))
+
+    def _keep_line(self, key: Hashable, strip: Strip) -> None:
+        self._kept[key] = strip
+        if len(self._kept) > self.CACHE_ROWS:
+            self._kept.popitem(last=False)
 
     def _frame_geometry(self) -> Frame:
         """What every line of one paint shares: the scroll offset, the pane's width, the column widths and
@@ -378,10 +384,7 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y, width, widths, total = self._frame or self._frame_geometry()
         if self.header and y == 0:
-            heads = self.header_cells()
-            segments = self._line(heads, widths, " ", "header")
-            head = Strip(segments).adjust_cell_length(total, self._style("header"))
-            return head.crop(scroll_x, scroll_x + width)
+            return self._drawn_row(self.header_cells(), widths, total, "header").crop(scroll_x, scroll_x + width)
         index = scroll_y + y - (1 if self.header else 0)
         if index >= self.row_count() or index < 0:
             return Strip.blank(width, self._style("base"))
@@ -393,13 +396,9 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
                 key = (key, tone)
                 strip = self._kept.get(key)
             if strip is None:
-                gutter = ">" if index == self.cursor else "*" if index in self.marked else " "
-                segments = self._line(self.cells(index), widths, gutter, tone)
-                strip = Strip(segments).adjust_cell_length(total, self._style(tone))
+                strip = self._drawn_row(self.cells(index), widths, total, tone)
                 if key is not None:
-                    self._kept[key] = strip
-                    if len(self._kept) > self.CACHE_ROWS:
-                        self._kept.popitem(last=False)
+                    self._keep_line(key, strip)
             else:
                 self._kept.move_to_end(key)
             if len(self._strips) > self.CACHE_ROWS:
