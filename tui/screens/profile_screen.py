@@ -92,6 +92,7 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
         self.device = 0                     # the memory curve shown: index into the scope's devices
         self._filled: set[str] = set()      # views built for this scope: each is built when first shown
         self._details: dict[tuple[str, int], Text] = {}   # drill-down texts of this scope, by table and row
+        self.follow: Callable[[Scope], None] | None = None   # told each new scope (the screen beneath takes it)
 
     @property
     def views(self) -> ProfileViews:
@@ -349,6 +350,8 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
             self._start_compute()
         else:
             self._fill()
+        if self.follow is not None:
+            self.follow(scope)
 
     def _table(self) -> SortedTable | None:
         focused = self.focused

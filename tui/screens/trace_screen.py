@@ -23,6 +23,7 @@ from mlptui.base.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
 from mlptui.give_way import giving_way
 from mlptui.keys import TRACE_KEYS
+from mlptui.screens.hidden_draw import HiddenDraw
 from mlptui.screens.host import host
 from mlptui.screens.step_ahead import StepAhead
 from mlptui.trace.analysis.device_arch import device_arch
@@ -125,6 +126,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         self._views_ahead: ProfileScreen | None = None     # the next views screen, composed ahead
         self.header_label = ""          # what comes before the device line (a rank's screen: which rank)
         self._ahead = StepAhead(self, facts)    # the steps next to the one shown, prepared after it is
+        self._hidden_draw = HiddenDraw(self)    # drawn under the views when they change its scope
 
     def compose(self) -> ComposeResult:
         header = [f"[b]{escape(self.header_label + device_line(self.facts))}[/b]"]
@@ -523,12 +525,27 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         views, self._views_ahead = self._views_ahead, None
         if views is not None and views.mounted:
             views.aim(view, self.scope)
+            views.follow = self.follow_views
             self.app.push_screen(views, self._scope_from_views)
             views.open_views()      # on the screen now: its figures wait for its first paint
             return
         if views is not None:       # still composing: it goes, a new one opens
             views.remove()
-        self.app.push_screen(ProfileScreen(self.facts, view, self.scope), self._scope_from_views)
+        views = ProfileScreen(self.facts, view, self.scope)
+        views.follow = self.follow_views
+        self.app.push_screen(views, self._scope_from_views)
+
+    def follow_views(self, scope: Scope) -> None:
+        """The views on top moved to `scope`: after their repaint, this screen takes it, hidden, and is drawn
+        for it between keys, so that `esc` shows it at once."""
+        self.call_after_refresh(self._follow, scope)
+
+    def _follow(self, scope: Scope) -> None:
+        if self.app.screen is self or not self.is_attached:     # back on top already: `esc` set the scope
+            return
+        if scope != self.scope:
+            self.scope = scope
+        self._hidden_draw.start()
 
     def _scope_from_views(self, scope: Scope | None) -> None:
         """The views' scope (changed there with `[` `]`) becomes this screen's."""
