@@ -1,5 +1,5 @@
-"""The steps next to the one shown (ahead in the direction of travel, and behind) are prepared after each
-step is shown: once the screen is idle their dispatch-tree rows, details text and launch rows are in the
+"""The scopes next to the one shown (ahead in the direction of travel, and behind; a step, or every step)
+are prepared after each scope is shown: once the screen is idle their dispatch-tree rows, details text and launch rows are in the
 panes' caches, showing one walks nothing, and what it shows is what the panes make with no step prepared
 (rows, cursor, details lines compared with a fresh walk), going forward and back, on the bundled training
 sample and on two real multi-step traces."""
@@ -26,20 +26,28 @@ def training_sample() -> str:
     return str(sorted(p for p in sample_trace_paths() if p.name.startswith("mlp-train-eager-"))[-1])
 
 
-def scope_key(screen: TraceScreen, step: int) -> tuple[object, ...]:
-    s = screen.facts.trace.steps[step]
+def scope_key(screen: TraceScreen, step: int | None) -> tuple[object, ...]:
     tree = screen.query_one(OpTree)
+    if step is None:        # every step
+        return (None, -1, tree.hide_python)
+    s = screen.facts.trace.steps[step]
     return ((s.ts, s.ts + s.dur), s.op, tree.hide_python)
 
 
-def fresh_rows(tree: OpTree, screen: TraceScreen, step: int) -> tuple[list[int], list[int], set[int], int]:
-    """The rows show_scope makes for a step from nothing kept (the tree's caches put back after)."""
+def span(screen: TraceScreen, step: int | None) -> tuple[float | None, float | None, int]:
+    if step is None:
+        return None, None, -1
     s = screen.facts.trace.steps[step]
+    return s.ts, s.ts + s.dur, s.op
+
+
+def fresh_rows(tree: OpTree, screen: TraceScreen, step: int | None) -> tuple[list[int], list[int], set[int], int]:
+    """The rows show_scope makes for a scope from nothing kept (the tree's caches put back after)."""
     kept, shown = tree._opened.copy(), (array("q", tree.ids), array("q", tree.depths), set(tree.expanded),
                                          tree.cursor, tree._scope)
     tree._opened.clear()
     try:
-        tree.show_scope(s.ts, s.ts + s.dur, s.op)
+        tree.show_scope(*span(screen, step))
         return list(tree.ids), list(tree.depths), set(tree.expanded), tree.cursor
     finally:
         tree._opened = kept
@@ -77,14 +85,12 @@ async def walk_and_check(path: str, keys: list[str]) -> None:
             ahead = before.moved(screen._ahead.direction)
             await settle(pilot)
             for near in (ahead, before.moved(-screen._ahead.direction)):     # ahead, and behind
-                if near.step is not None and near != before:
+                if near != before:
                     assert scope_key(screen, near.step) in tree._opened, f"step {near.step} not prepared"
             walks.clear()
             await pilot.press(key)
             await settle(pilot)
             step = screen.scope.step
-            if step is None:
-                continue
             if screen.scope == ahead:
                 assert not walks, "the prepared step was walked again"
             ids, depths, expanded, cursor = fresh_rows(tree, screen, step)

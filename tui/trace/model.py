@@ -194,6 +194,10 @@ class Trace:
         is the key, so pass a module-level function, not a lambda made anew per call."""
         return self._derived.get(self, compute)
 
+    def derived(self, compute: Callable[[Trace], Any]) -> bool:
+        """Whether `compute` was derived already (asking for it now costs nothing)."""
+        return self._derived.has(compute)
+
     @property
     def ops(self) -> list[Op]:
         """Every CPU slice as an Op (made from the columns on first use; treat as read-only)."""

@@ -122,8 +122,11 @@ class OpTree(LineList):
         finally:
             self._scope, self.ids, self.depths, self.expanded = shown
 
-    def roots_in(self, start: float, end: float) -> int:
-        """How many roots start in [start, end) (an upper bound of the rows a scope's walk lists first)."""
+    def roots_in(self, start: float | None, end: float | None) -> int:
+        """How many roots start in [start, end) (an upper bound of the rows a scope's walk lists first);
+        every root when None."""
+        if start is None or end is None:
+            return sum(len(ts) for ts in self._root_ts)
         return sum(bisect_left(ts, end - 1e-3) - bisect_left(ts, start - self._root_longest[t] - 1e-3)
                    for t, ts in enumerate(self._root_ts))
 
