@@ -145,3 +145,36 @@ async def test_device_key_is_dimmed_without_memory_events() -> None:
         screen = await open_view(pilot, app, "M")
         assert screen.data is not None and screen.data.memory is None
         assert _footer_device_key(screen) is None
+
+
+async def test_kernels_view_reads_each_rows_launch_figures_once(monkeypatch) -> None:
+    """`a` back and forth: each row's grid, block, registers and shared memory (read from its kernels'
+    args) are worked out the first time the row is shown, and the rows read the same when they come back."""
+    import mlptui.widgets.profile_tables as tables
+
+    made: list[int] = []
+    real = tables.group_launch
+
+    def counted(trace, ids):      # type: ignore[no-untyped-def]
+        made.append(len(ids))
+        return real(trace, ids)
+
+    monkeypatch.setattr(tables, "group_launch", counted)
+    app = make_app([training_sample()])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_screen(app, pilot, TraceScreen)
+        screen = await open_view(pilot, app, "K")
+        table = screen.query_one(KernelStatsTable)
+        shown = []
+        for _ in range(2):                              # by kernel, then by kernel and launching op
+            shown.append(rows_text(table))
+            await pilot.press("a")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        assert made and shown[0] != shown[1] and rows_text(table) == shown[0]
+        first_round = len(made)
+        for again in range(4):
+            assert rows_text(table) == shown[again % 2]
+            await pilot.press("a")
+            await pilot.pause()
+        assert len(made) == first_round, "launch figures were read again for rows shown before"

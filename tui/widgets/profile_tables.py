@@ -20,6 +20,8 @@ from mlptui.viewmodels.group_launch import GroupLaunch, group_launch
 from mlptui.viewmodels.kernel_labels import distinct_labels
 from mlptui.widgets.lines import Cell, Column, LineList, SideScrolling
 
+KEPT_LAUNCHES = 8192        # rows whose launch figures the kernels view keeps
+
 
 def _opt(value: float | None, digits: int = 2) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
@@ -156,27 +158,32 @@ class KernelStatsTable(SortedTable):
         self.trace: Trace | None = None
         self.raw = False
         self.labels: dict[str, str] = {}
-        self._launches: dict[int, GroupLaunch] = {}
+        # each row's launch figures (they read its kernels' args), kept across shows: `a` and `[` `]` come
+        # back to the same rows; by id, with the row itself, so a new row at a reused id is never misread
+        self._launches: dict[int, tuple[KernelGroup, GroupLaunch]] = {}
         # launch figures sort as text ("varies" after the numbers); they are read for the rows asked only
         self.KEYS = [*type(self).KEYS, *(lambda k, f=f: getattr(self._launch(k), f) for f in
                                         ("grid", "block", "registers", "shared_memory"))]
 
     def set_trace(self, trace: Trace) -> None:
         self.trace = trace
+        self._launches.clear()
 
     def show(self, rows: list[Any]) -> None:
         self.labels = distinct_labels(k.name for k in rows)
-        self._launches = {}
+        if len(self._launches) > KEPT_LAUNCHES:
+            self._launches.clear()
         super().show(rows)
 
     def label(self, k: KernelGroup) -> str:
         return k.name if self.raw else self.labels.get(k.name) or k.name
 
     def _launch(self, k: KernelGroup) -> GroupLaunch:
-        found = self._launches.get(id(k))
-        if found is None:
-            found = GroupLaunch("", "", "", "") if self.trace is None else group_launch(self.trace, k.ids)
-            self._launches[id(k)] = found
+        kept = self._launches.get(id(k))
+        if kept is not None and kept[0] is k:
+            return kept[1]
+        found = GroupLaunch("", "", "", "") if self.trace is None else group_launch(self.trace, k.ids)
+        self._launches[id(k)] = (k, found)
         return found
 
     def row_cells(self, index: int) -> list[Cell]:
