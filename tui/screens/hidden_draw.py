@@ -23,13 +23,11 @@ class HiddenDraw:
     def __init__(self, screen: Screen[Any]) -> None:
         self.screen = screen
         self.generation = 0
-        self.drawn = 0                              # panes drawn ahead since the last start (for tests)
         self._renders: Iterator[Any] | None = None
 
     def start(self) -> None:
         """Lay out and draw the screen after the current screen's next paint (and any earlier plan stops)."""
         self.generation += 1
-        self.drawn = 0
         self._renders = None
         self.screen.call_after_refresh(self._layout, self.generation)
 
@@ -63,7 +61,6 @@ class HiddenDraw:
             return
         deadline = time.perf_counter() + PIECE_S
         for _ in self._renders:
-            self.drawn += 1
             if time.perf_counter() > deadline:
                 screen.call_after_refresh(self._draw, generation)
                 return

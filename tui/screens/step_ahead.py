@@ -2,10 +2,10 @@
 
 A scope not shown before (a step, or every step) costs its key the walk of its ops, its kernels' figures,
 its details text and the drawing of its rows. Right after a scope is painted, the next one in the direction
-of travel is prepared, then the one behind it, one pane at a time, each a message of its own so that a key pressed meanwhile waits
-for one piece at most: its dispatch-tree rows, its kernels' labels and figures for a page of rows, its launch
-rows drawn, the details text of the op its cursor will start on, parsed and wrapped. The step shown then
-takes all of it from the panes' caches; nothing shown changes.
+of travel is prepared, then the one behind it, one pane at a time, each a message of its own so that a key
+pressed meanwhile waits for one piece at most: its dispatch-tree rows, its kernels' labels and figures for a
+page of rows, its launch rows drawn, the details text of the op its cursor will start on, parsed and
+wrapped. The scope shown then takes all of it from the panes' caches; nothing shown changes.
 """
 
 from __future__ import annotations
