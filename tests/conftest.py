@@ -81,6 +81,11 @@ def find_sample(workload: str, mode: str, dtype: str | None = None) -> Path:
     return matches[-1]
 
 
+def training_sample() -> str:
+    """The bundled training-step recording (several steps, memory events and nn.Module frames)."""
+    return str(find_sample("mlp-train", "eager"))
+
+
 @pytest.fixture(scope="session")
 def sample_trace() -> Callable[..., Path]:
     """sample_trace(workload, mode, dtype=None) -> Path of the bundled trace."""

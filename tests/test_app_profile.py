@@ -4,7 +4,7 @@ and on an inference sample (neither): each view opens within two presses of the 
 from __future__ import annotations
 
 from app_support import rows_text, wait_for_screen
-from conftest import SAMPLES, find_sample
+from conftest import find_sample, training_sample
 from textual.widgets import Static
 
 from mlptui import keys
@@ -19,9 +19,6 @@ from mlptui.widgets.profile_tables import KernelStatsTable, MemoryOpTable, Modul
 
 SIZE = (120, 40)
 
-
-def training_sample() -> str:
-    return str(sorted(SAMPLES.glob("mlp-train-*.pt.trace.json.gz"))[-1])
 
 
 async def open_view(pilot, app, key: str) -> ProfileScreen:

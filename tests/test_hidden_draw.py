@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 from app_support import settle, wait_for_screen
-from conftest import ROOT
+from conftest import ROOT, training_sample
 from textual.geometry import Region
 
 from mlptui.app import make_app
-from mlptui.samples import sample_trace_paths
 from mlptui.screens.hidden_draw import HiddenDraw
 from mlptui.screens.profile_screen import ProfileScreen
 from mlptui.screens.trace_screen import TraceScreen
@@ -26,9 +25,6 @@ from mlptui.widgets.timeline import Timeline
 REAL = ROOT.parent / "shared" / "corpus" / "real" / "pytorch__kineto__worker0.1623143089861.pt.trace.json.gz"
 MOVES = ["right_square_bracket", "right_square_bracket"]       # the last step → every step → the first
 
-
-def training_sample() -> str:
-    return str(sorted(p for p in sample_trace_paths() if p.name.startswith("mlp-train-eager-"))[-1])
 
 
 def panes_text(screen: TraceScreen) -> dict[str, list[str]]:

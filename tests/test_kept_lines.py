@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from app_support import settle, wait_for_screen
+from conftest import training_sample
 from rich.segment import Segment
 from textual.strip import Strip
 
 from mlptui.app import make_app
-from mlptui.samples import sample_trace_paths
 from mlptui.screens.trace_screen import TraceScreen
 from mlptui.widgets.details import Details
 from mlptui.widgets.kernels import KernelTable
@@ -52,9 +52,6 @@ def assert_fresh(screen: TraceScreen, what: str) -> None:
         drawn = cells(widget.render_lines(widget.region.size.region))
         assert drawn == fresh(widget), f"{kind.__name__}: a kept line differs from a fresh one ({what})"
 
-
-def training_sample() -> str:
-    return str(sorted(p for p in sample_trace_paths() if p.name.startswith("mlp-train-eager-"))[-1])
 
 
 async def test_kept_lines_are_the_lines_a_fresh_draw_makes() -> None:

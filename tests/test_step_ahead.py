@@ -10,10 +10,9 @@ from array import array
 
 import pytest
 from app_support import settle, wait_for_screen
-from conftest import ROOT
+from conftest import ROOT, training_sample
 
 from mlptui.app import make_app
-from mlptui.samples import sample_trace_paths
 from mlptui.screens.trace_screen import TraceScreen
 from mlptui.widgets.details import Details
 from mlptui.widgets.launches import LaunchTable
@@ -21,9 +20,6 @@ from mlptui.widgets.op_tree import OpTree
 
 REAL = ROOT.parent / "shared" / "corpus" / "real"
 
-
-def training_sample() -> str:
-    return str(sorted(p for p in sample_trace_paths() if p.name.startswith("mlp-train-eager-"))[-1])
 
 
 def scope_key(screen: TraceScreen, step: int | None) -> tuple[object, ...]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from app_support import settle, wait_for_screen
-from conftest import SAMPLES
+from conftest import training_sample
 
 from mlptui.app import make_app
 from mlptui.screens.picker import PickerScreen
@@ -16,9 +16,6 @@ from mlptui.widgets.profile_tables import OperatorTable
 
 SIZE = (120, 40)
 
-
-def training_sample() -> str:
-    return str(sorted(SAMPLES.glob("mlp-train-*.pt.trace.json.gz"))[-1])
 
 
 async def composed_ahead(app, pilot, trace: TraceScreen) -> ProfileScreen:
