@@ -96,8 +96,8 @@ class OpTree(LineList):
         trace = self.trace
         if trace is None:
             return
-        self._scope = None if start is None or end is None else (start, end)
-        key = (self._scope, focus, self.hide_python)
+        key = self._scope_key(start, end, focus)
+        self._scope = key[0]
         kept = self._opened.get(key)
         if kept is None:
             kept = self._open_scope(key, focus)
@@ -106,18 +106,21 @@ class OpTree(LineList):
         self.ids, self.depths, self.expanded = array("q", kept[0]), array("q", kept[1]), set(kept[2])
         self.reset_rows(kept[3])
 
+    def _scope_key(self, start: float | None, end: float | None, focus: int) -> tuple[tuple[float, float] | None, int, bool]:
+        """How a scope's walk is kept: its span (None: everything), the op it opens to, Python frames shown."""
+        return (None if start is None or end is None else (start, end)), focus, self.hide_python
+
     def prepare_scope(self, start: float | None, end: float | None, focus: int = -1) -> None:
         """Walk a scope's first rows ahead (the step a key is likely to show next) and keep them for
         show_scope; the rows shown are left as they are."""
         if self.trace is None:
             return
-        scope = None if start is None or end is None else (start, end)
-        key = (scope, focus, self.hide_python)
+        key = self._scope_key(start, end, focus)
         if key in self._opened:
             return
         shown = (self._scope, self.ids, self.depths, self.expanded)
         try:
-            self._scope = scope
+            self._scope = key[0]
             self._open_scope(key, focus)
         finally:
             self._scope, self.ids, self.depths, self.expanded = shown
@@ -174,8 +177,7 @@ class OpTree(LineList):
 
     def first_op(self, start: float | None, end: float | None, focus: int = -1) -> int:
         """The op the cursor starts on in a scope walked before (-1: not walked, or no op)."""
-        scope = None if start is None or end is None else (start, end)
-        kept = self._opened.get((scope, focus, self.hide_python))
+        kept = self._opened.get(self._scope_key(start, end, focus))
         if kept is None or not len(kept[0]):
             return -1
         node = kept[0][min(kept[3], len(kept[0]) - 1)]
