@@ -135,9 +135,7 @@ class KeyBar(PlainPaint, Widget, can_focus=False):
         look = self._looks.get((enabled, hover))
         if look is None:
             item = ["key-bar--item"] + ([] if enabled else ["key-bar--disabled"]) + (["key-bar--hover"] if hover else [])
-            base = self._stacked(*item)
-            look = Look(base + self._stacked(*item, "key-bar--key"),
-                        base + self._stacked(*item, "key-bar--description"))
+            look = Look(self._stacked(*item, "key-bar--key"), self._stacked(*item, "key-bar--description"))
             self._looks[(enabled, hover)] = look
         return look
 
