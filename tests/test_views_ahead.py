@@ -85,3 +85,22 @@ async def test_the_screen_composed_ahead_goes_with_its_trace_screen() -> None:
         assert await wait_for_screen(app, pilot, PickerScreen) is picker
         await pilot.pause()
         assert not trace.is_attached and not ahead.is_attached and trace._views_ahead is None
+
+
+async def test_a_screen_removed_while_composed_ahead_leaves_quietly() -> None:
+    """The trace screen may go (or the app close) between a views screen's start and its mount: its
+    children are then never mounted, and its mount must not look for them."""
+    for closing in ("removed", "app exits"):
+        app = make_app([training_sample()])
+        async with app.run_test(size=SIZE) as pilot:
+            trace = await wait_for_screen(app, pilot, TraceScreen)
+            assert isinstance(trace, TraceScreen)
+            trace._compose_views_ahead()
+            ahead = trace._views_ahead
+            assert ahead is not None and not ahead.mounted
+            if closing == "removed":
+                ahead.remove()
+                trace._views_ahead = None
+                await pilot.pause()
+                assert not ahead.is_attached and isinstance(app.screen, TraceScreen)
+        assert app.return_code in (0, None), closing      # run_test re-raises a handler's exception

@@ -137,7 +137,10 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
         self.set_reactive(ProfileScreen.scope, Scope.of_step(None if scope is None else scope.step, count))
 
     def on_mount(self) -> None:
-        self.query_one(KernelStatsTable).set_trace(self.facts.trace)
+        tables = self.query(KernelStatsTable)
+        if not tables:      # removed while it was composed ahead (its trace screen left, the app closed)
+            return
+        tables.first().set_trace(self.facts.trace)
         self.mounted = True
         if not self.ahead:
             self.open_views()
