@@ -10,6 +10,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from mlptui.keys import DIFF_PROFILE_KEYS
+from mlptui.screens.when_composed import when_composed
 from mlptui.trace.diff.profile_diff import overview_lines
 from mlptui.trace.diff.trace_diff import TraceDiff
 from mlptui.widgets.footer import KeyBar
@@ -33,6 +34,7 @@ class DiffProfileScreen(Screen):
         yield OperatorDiffTable(id="diff-operators")
         yield KeyBar()
 
+    @when_composed
     def on_mount(self) -> None:
         self.query_one(OperatorDiffTable).focus()
         self.compute()

@@ -24,6 +24,7 @@ from mlptui.base.units import MISSING
 from mlptui.keys import DIFF_KEYS
 from mlptui.screens.help_screen import HelpScreen, binding_lines, help_text
 from mlptui.screens.host import host
+from mlptui.screens.when_composed import when_composed
 from mlptui.trace.diff.cpu import op_key
 from mlptui.trace.diff.render import MARKERS, fmt_speedup
 from mlptui.trace.diff.trace_diff import Side, TraceDiff, diff_traces
@@ -123,6 +124,7 @@ class DiffScreen(ReportsWorkerErrors, Screen[None]):
         yield Static("", id="diff-status", markup=False)
         yield Footer()
 
+    @when_composed
     def on_mount(self) -> None:
         if self.diff is None:
             self._first_alignment()

@@ -15,6 +15,7 @@ from mlptui.base.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
 from mlptui.screens.host import host
 from mlptui.screens.progress import ProgressScreen
+from mlptui.screens.when_composed import when_composed
 
 if TYPE_CHECKING:      # numpy and the analyses come with it: not before the first paint
     from mlptui.viewmodels.facts import TraceFacts
@@ -39,6 +40,7 @@ class LoadingScreen(ProgressScreen):
         self.specs = specs
         self.with_facts = with_facts      # the trace already open on the other side of a diff
 
+    @when_composed
     def on_mount(self) -> None:
         self.load()
 

@@ -13,6 +13,7 @@ from textual.widgets import Static
 from mlptui.base.errors import MlptuiError
 from mlptui.base.text import markup_escape as escape
 from mlptui.screens.host import host
+from mlptui.screens.when_composed import when_composed
 from mlptui.widgets.lines import LineList
 from mlptui.widgets.trace_list import TraceList, ladder_key
 from mlptui.widgets.worker_errors import ReportsWorkerErrors
@@ -38,6 +39,7 @@ class PartnerScreen(ReportsWorkerErrors, ModalScreen[str | None]):
                          "enter: choose, esc: cancel", id="partner-title")
             yield TraceList([], id="partner-list")
 
+    @when_composed
     def on_mount(self) -> None:
         self.query_one("#partner-box").border_title = f"traces in {self.folder}"
         self.query_one(TraceList).facts.update(host(self.app).facts_cache)

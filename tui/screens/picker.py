@@ -25,6 +25,7 @@ from mlptui.base.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
 from mlptui.keys import PICKER_KEYS
 from mlptui.screens.host import host
+from mlptui.screens.when_composed import when_composed
 from mlptui.widgets.footer import KeyBar
 from mlptui.widgets.lines import LineList
 from mlptui.widgets.trace_list import TraceList, ladder_key
@@ -88,6 +89,7 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
             yield Static("", id="picker-findings")
         yield KeyBar()
 
+    @when_composed
     def on_mount(self) -> None:
         self.query_one("#picker-list-pane").border_title = (
             f"{len(self.specs)} traces · per-step figures of the last profiled step")
@@ -143,6 +145,7 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
         if table.specs and table.specs[table.cursor] == message.spec:
             self._show_findings()
 
+    @when_composed
     def on_screen_resume(self) -> None:
         """Back from a trace: what was loaded meanwhile (a large or remote one opened with enter) fills its row."""
         table = self.query_one(TraceList)

@@ -26,6 +26,7 @@ from mlptui.base.text import markup_escape
 from mlptui.gc_policy import bulk_allocation
 from mlptui.give_way import giving_way
 from mlptui.keys import PROFILE_KEYS, TRACE_KEYS
+from mlptui.screens.when_composed import when_composed
 from mlptui.trace.analysis.breakdown import scope_label
 from mlptui.viewmodels.facts import TraceFacts
 from mlptui.viewmodels.profile_details import memory_peaks, module_detail, operator_detail
@@ -136,11 +137,9 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
         count = len(self.facts.trace.steps)
         self.set_reactive(ProfileScreen.scope, Scope.of_step(None if scope is None else scope.step, count))
 
+    @when_composed
     def on_mount(self) -> None:
-        tables = self.query(KernelStatsTable)
-        if not tables:      # removed while it was composed ahead (its trace screen left, the app closed)
-            return
-        tables.first().set_trace(self.facts.trace)
+        self.query_one(KernelStatsTable).set_trace(self.facts.trace)
         self.mounted = True
         if not self.ahead:
             self.open_views()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from mlptui.keys import RANK_SWITCH_KEYS
 from mlptui.screens.trace_screen import TraceScreen
+from mlptui.screens.when_composed import when_composed
 from mlptui.viewmodels.run_view import RunView
 
 
@@ -17,6 +18,7 @@ class RankTraceScreen(TraceScreen):
         self.position = position
         self.header_label = f"{run.rank_label(position)} · "     # first on the header: which rank this is
 
+    @when_composed
     def on_mount(self) -> None:
         super().on_mount()
         self.sub_title = self.run.rank_label(self.position)

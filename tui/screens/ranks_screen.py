@@ -13,6 +13,7 @@ from textual.widgets import Static
 from mlptui.base.text import markup_escape as escape
 from mlptui.base.units import bandwidth
 from mlptui.keys import RANKS_KEYS
+from mlptui.screens.when_composed import when_composed
 from mlptui.viewmodels.run_view import RunView
 from mlptui.widgets.footer import KeyBar
 from mlptui.widgets.lines import LineList
@@ -42,6 +43,7 @@ class RanksScreen(Screen[None]):
             yield TextTable(id="collectives")
         yield KeyBar()
 
+    @when_composed
     def on_mount(self) -> None:
         headers, rows = self.run.step_table()
         self.query_one("#rank-steps", TextTable).show(headers, rows, set(range(1, len(headers) - 1)))

@@ -16,6 +16,7 @@ from mlptui.base.errors import MlptuiError
 from mlptui.base.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
 from mlptui.screens.progress import ProgressScreen
+from mlptui.screens.when_composed import when_composed
 from mlptui.viewmodels.facts import TraceFacts, build_facts
 from mlptui.viewmodels.run_view import RunView, build_run_view
 
@@ -38,6 +39,7 @@ class RunLoadingScreen(ProgressScreen):
         self.folder = folder
         self.rank_paths = ranks
 
+    @when_composed
     def on_mount(self) -> None:
         self.load()
 

@@ -26,6 +26,7 @@ from mlptui.keys import TRACE_KEYS
 from mlptui.screens.hidden_draw import HiddenDraw
 from mlptui.screens.host import host
 from mlptui.screens.step_ahead import StepAhead
+from mlptui.screens.when_composed import when_composed
 from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.model import LAUNCH_CATS
 from mlptui.trace.names.kernel import decode_kernel
@@ -154,6 +155,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         yield Input(placeholder="search op, call and kernel names (enter: go, esc: cancel)", id="search")
         yield KeyBar()
 
+    @when_composed
     def on_mount(self) -> None:
         titles = {"tree-pane": "2 CPU dispatch", "kernels-pane": "3 GPU kernels",
                   "launches-pane": "4 launches & occupancy queries", "details-pane": "6 details",
