@@ -1,8 +1,8 @@
 """Lines kept across a change of rows — a list's rows that have an identity (the dispatch tree's ops, the
-kernels, the launching ops) and the details pane's last texts — are drawn again when a step is shown again,
+kernels, the launching ops), the details pane's last texts and the timeline's lanes — are drawn again when a step is shown again,
 and are always the lines a fresh draw of the same state makes: compared cell by cell and style by style
 with a draw from empty caches after every key of a walk over steps, raw names, Python frames, grouping,
-sorting and expanding, on the bundled training sample (several steps)."""
+sorting, expanding, zooming and panning, on the bundled training sample (several steps)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from mlptui.widgets.kernels import KernelTable
 from mlptui.widgets.launches import LaunchTable
 from mlptui.widgets.lines import LineList
 from mlptui.widgets.op_tree import OpTree
+from mlptui.widgets.timeline import Timeline
 
 KEPT = (OpTree, KernelTable, LaunchTable)
 
@@ -38,6 +39,13 @@ def fresh(widget: Any) -> list[list[tuple[str, object]]]:
             return cells(widget.render_lines(full))
         finally:
             widget._strips, widget._kept, widget._cells = saved
+    if isinstance(widget, Timeline):
+        saved_lanes = widget._kept
+        widget._kept = type(saved_lanes)()
+        try:
+            return cells(widget.render_lines(full))
+        finally:
+            widget._kept = saved_lanes
     saved_details = (widget._drawn, widget._lines, widget._wrapped_for, widget._width, widget._kept)
     widget._drawn, widget._wrapped_for, widget._kept = {}, -1, type(widget._kept)()
     try:
@@ -47,7 +55,7 @@ def fresh(widget: Any) -> list[list[tuple[str, object]]]:
 
 
 def assert_fresh(screen: TraceScreen, what: str) -> None:
-    for kind in (*KEPT, Details):
+    for kind in (*KEPT, Details, Timeline):
         widget = screen.query_one(kind)
         drawn = cells(widget.render_lines(widget.region.size.region))
         assert drawn == fresh(widget), f"{kind.__name__}: a kept line differs from a fresh one ({what})"
@@ -65,7 +73,8 @@ async def test_kept_lines_are_the_lines_a_fresh_draw_makes() -> None:
                 "left_square_bracket", "r", "left_square_bracket", "r", "f", "right_square_bracket", "f",
                 "3", "a", "right_square_bracket", "a", "s", "left_square_bracket", "s", "2", "e",
                 "right_square_bracket", "left_square_bracket", "j", "j", "h", "left_square_bracket",
-                "right_square_bracket"]
+                "right_square_bracket", "5", "plus", "l", "left_square_bracket", "right_square_bracket", "h",
+                "minus", "full_stop", "left_square_bracket", "right_square_bracket"]
         for key in walk:
             await pilot.press(key)
             await settle(pilot)
@@ -73,8 +82,9 @@ async def test_kept_lines_are_the_lines_a_fresh_draw_makes() -> None:
 
 
 async def test_a_step_shown_again_draws_from_kept_lines() -> None:
-    """Back on a step: every row of the three lists on screen is a line drawn for it before, and the details
-    pane's lines are those drawn for its text before (the same objects, with what Textual kept on them)."""
+    """Back on a step: every row of the three lists on screen is a line drawn for it before, the details
+    pane's lines are those drawn for its text before, and so are the timeline's lanes (the same objects,
+    with what Textual kept on them)."""
     app = make_app([training_sample()])
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await wait_for_screen(app, pilot, TraceScreen)
@@ -86,6 +96,8 @@ async def test_a_step_shown_again_draws_from_kept_lines() -> None:
         kept_before = {id(w): {id(s) for s in w._kept.values()} for w in lists}
         details_lines = [id(s) for s in details._drawn.values()]
         text = details.text
+        timeline = screen.query_one(Timeline)
+        lanes_before = {id(s) for lines in timeline._kept.values() for s in lines.values()}
         await pilot.press("right_square_bracket")
         await settle(pilot)
         assert details.text != text
@@ -99,3 +111,6 @@ async def test_a_step_shown_again_draws_from_kept_lines() -> None:
             assert cells(again) == cells(first[id(widget)])
             shown = [s for (index, tone), s in widget._strips.items() if tone == "base"]
             assert shown and all(id(s) in kept_before[id(widget)] for s in shown), type(widget).__name__
+        shown_lanes = range(1, min(len(timeline.lanes), timeline.scrollable_content_region.height - 2) + 1)
+        lanes_again = {id(timeline.render_line(y)) for y in shown_lanes}
+        assert lanes_again and lanes_again <= lanes_before

@@ -12,6 +12,7 @@ and above, at the same time); each move posts `EventChosen` for the screen to se
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 
 import numpy as np
@@ -30,6 +31,7 @@ from mlptui.widgets.plain_paint import PlainPaint
 
 SHADES = " ░▒▓█"
 NAME_MIN_COLS = 4          # a slice this many columns wide or more carries (the start of) its name
+KEPT_VIEWS = 16            # timeline views (scope, zoom, selection) whose lane lines are kept
 TICK_COLS = 14             # about one ruler tick per this many columns
 
 
@@ -82,8 +84,8 @@ class Timeline(PlainPaint, ScrollView, can_focus=True):
         self.cpu_marks: list[tuple[tuple[int, int], float, float]] = []
         self.gpu_marks: list[tuple[tuple[int, int], float, float]] = []
         self.caption = ""
-        self._rows: dict[int, list[Segment]] = {}
-        self._rows_key: tuple[object, ...] = ()     # what the cached rows were drawn for
+        # lane lines drawn, by what they were drawn for (a step shown again draws from these), newest last
+        self._kept: OrderedDict[tuple[object, ...], dict[int, Strip]] = OrderedDict()
         self.namer: Callable[[Lane, int], str] = lambda lane, i: ""
         self.cursor: tuple[int, int] | None = None     # (lane, interval) of the event cursor
         self._styles: dict[str, Style] = {}     # component styles, made once per style change
@@ -92,6 +94,7 @@ class Timeline(PlainPaint, ScrollView, can_focus=True):
         """The lanes, and how to name interval i of a lane (its op's or kernel's name)."""
         self.lanes = lanes
         self.cursor = None
+        self._kept.clear()      # the kept lines are keyed by the lanes' id, which a new list may reuse
         if namer is not None:
             self.namer = namer
         self.virtual_size = Size(max(self.size.width, LABEL + 1), len(lanes) + 2)
@@ -147,7 +150,7 @@ class Timeline(PlainPaint, ScrollView, can_focus=True):
     # -- drawing -----------------------------------------------------------------------------
     def notify_style_update(self) -> None:
         self._styles.clear()
-        self._rows_key = ()
+        self._kept.clear()
         super().notify_style_update()
 
     def _style(self, name: str) -> Style:
@@ -187,13 +190,18 @@ class Timeline(PlainPaint, ScrollView, can_focus=True):
             return Strip.blank(width, self._style(""))
         key = (width, self.start, self.span, id(self.lanes), len(self.cpu_marks), tuple(self.cpu_marks[:4]),
                tuple(self.gpu_marks[:16]), self.cursor)
-        if key != self._rows_key:
-            self._rows, self._rows_key = {}, key
-        segments = self._rows.get(index)
-        if segments is None:
-            segments = self._lane_segments(self.lanes[index], width - LABEL, index)
-            self._rows[index] = segments
-        return Strip([Segment(self.lanes[index].label.ljust(LABEL), self._style("label")), *segments])
+        rows = self._kept.get(key)
+        if rows is None:
+            rows = self._kept[key] = {}
+            if len(self._kept) > KEPT_VIEWS:
+                self._kept.popitem(last=False)
+        else:
+            self._kept.move_to_end(key)
+        strip = rows.get(index)
+        if strip is None:
+            label = Segment(self.lanes[index].label.ljust(LABEL), self._style("label"))
+            strip = rows[index] = Strip([label, *self._lane_segments(self.lanes[index], width - LABEL, index)])
+        return strip
 
     def _lane_segments(self, lane: Lane, cols: int, index: int) -> list[Segment]:
         edges = self.start + self.span * np.arange(cols + 1) / cols
