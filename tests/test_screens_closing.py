@@ -47,7 +47,7 @@ CASES = {
 
 
 def _argv(names: list[str]) -> list[str]:
-    paths = {"training": lambda: training_sample(), "eager": lambda: str(find_sample("mlp", "eager")),
+    paths = {"training": training_sample, "eager": lambda: str(find_sample("mlp", "eager")),
              "compile": lambda: str(find_sample("mlp", "compile")), "ranks": tp_run}
     return [str(paths[n]()) for n in names]
 
