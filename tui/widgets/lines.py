@@ -22,6 +22,7 @@ from textual.strip import Strip
 
 from mlptui.base.text import printable
 from mlptui.keys import LIST_KEYS
+from mlptui.widgets.kept import kept
 from mlptui.widgets.plain_paint import PlainPaint
 from mlptui.widgets.scroll_range import set_scroll_range
 from mlptui.widgets.steady_scrollbar import SteadyScrollbars
@@ -152,13 +153,8 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
         """Kept lines of the frame the lines are drawn for now."""
         frame = (tuple(widths), total, self.frame_extra())
         if frame != self._kept_for:
-            kept = self._kept_frames.get(frame)
-            if kept is None:
-                kept = self._kept_frames[frame] = OrderedDict()
-                if len(self._kept_frames) > KEPT_FRAMES:
-                    self._kept_frames.popitem(last=False)
-            self._kept_frames.move_to_end(frame)
-            self._kept, self._kept_for = kept, frame
+            self._kept = kept(self._kept_frames, frame, OrderedDict, KEPT_FRAMES)
+            self._kept_for = frame
 
     def reset_rows(self, cursor: int = 0) -> None:
         """The rows changed: forget cached text, re-measure a sample, keep the cursor in range."""

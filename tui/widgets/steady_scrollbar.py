@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Hashable
+from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
 from rich.color import Color
@@ -20,6 +21,8 @@ from rich.style import Style
 from textual.geometry import Region
 from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
+
+from mlptui.widgets.kept import kept
 
 if TYPE_CHECKING:
     from textual.widget import Widget
@@ -89,16 +92,7 @@ class SteadyScrollBar(ScrollBar):
         self._shown_for = self._thumb_inputs()
         if look is None:
             return super().render_lines(crop)
-        key = (crop, look)
-        strips = self._looks.get(key)
-        if strips is None:
-            strips = super().render_lines(crop)
-            self._looks[key] = strips
-            if len(self._looks) > LOOKS_KEPT:
-                self._looks.popitem(last=False)
-        else:
-            self._looks.move_to_end(key)
-        return strips
+        return kept(self._looks, (crop, look), partial(super().render_lines, crop), LOOKS_KEPT)
 
 
 class SteadyScrollbars:
