@@ -124,7 +124,7 @@ def decode_document(data: bytes | bytearray | memoryview, source: str) -> Decode
     try:
         try:
             return _decode_any(data, first, source)
-        except UnicodeDecodeError:
+        except (UnicodeDecodeError, _BadUtf8):
             # A stray byte in a name or an args string should not cost the whole trace.
             raw = bytes(data)
             try:
@@ -141,12 +141,23 @@ def decode_document(data: bytes | bytearray | memoryview, source: str) -> Decode
                          f"10 levels; values deeper than {MAX_NESTING} are cut)") from None
 
 
+# msgspec up to 0.22 raised UnicodeDecodeError on invalid UTF-8; from 0.23 it raises DecodeError with this
+# message. Both mean the same damage, which decode_document repairs.
+_INVALID_UTF8 = "Invalid UTF-8"
+
+
+class _BadUtf8(Exception):
+    """The document holds invalid UTF-8 (whichever way the installed msgspec says so)."""
+
+
 def _decode_any(data: Any, first: int, source: str) -> Decoded:
     try:
         return _decode_fast(data, first)
     except msgspec.ValidationError:
         return _decode_tolerant(data, source)
     except msgspec.DecodeError as exc:
+        if _INVALID_UTF8 in str(exc):
+            raise _BadUtf8 from None
         if "truncated" in str(exc):
             salvaged = _salvage(data, first, source)
             if salvaged is not None:
