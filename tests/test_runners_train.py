@@ -6,15 +6,16 @@ from __future__ import annotations
 import argparse
 
 import pytest
-import torch
-from test_runners_cli import SMALL_MLP, mlptui, only_run
 
-from mlptui.runners.cli import run as cli_run
-from mlptui.runners.workloads.training import make_optimizer, train_step
-from mlptui.trace.analysis.memory import memory_report
-from mlptui.trace.analysis.modules import module_tree
-from mlptui.trace.analysis.operators import operators
-from mlptui.trace.parse.load import load_trace
+torch = pytest.importorskip("torch", reason="runs a real training step (the gpu extra, or CPU torch)")
+from test_runners_cli import SMALL_MLP, mlptui, only_run  # noqa: E402
+
+from mlptui.runners.cli import run as cli_run  # noqa: E402
+from mlptui.runners.workloads.training import make_optimizer, train_step  # noqa: E402
+from mlptui.trace.analysis.memory import memory_report  # noqa: E402
+from mlptui.trace.analysis.modules import module_tree  # noqa: E402
+from mlptui.trace.analysis.operators import operators  # noqa: E402
+from mlptui.trace.parse.load import load_trace  # noqa: E402
 
 
 def test_train_step_updates_every_weight_and_lowers_the_loss() -> None:

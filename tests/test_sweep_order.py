@@ -1,4 +1,4 @@
-"""The sweep's call orders (runners/bench/sweep.py::balanced_orders): every mode runs right after every other mode
+"""The sweep's call orders (runners/bench/pairing.py::balanced_orders): every mode runs right after every other mode
 equally often, and in every position equally often, so neither the warmth one call leaves for the next
 nor a round's position favours a mode."""
 
@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from mlptui.runners.bench.sweep import balanced_orders
+from mlptui.runners.bench.pairing import balanced_orders
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7])

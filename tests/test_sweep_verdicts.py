@@ -9,8 +9,8 @@ from dataclasses import replace
 
 import pytest
 
+from mlptui.runners.bench.pairing import noise, paired_ratio
 from mlptui.runners.bench.report import summarize
-from mlptui.runners.bench.sweep import noise, paired_ratio
 from mlptui.runners.fused import crossover as cx
 
 
@@ -110,7 +110,7 @@ def test_calibration_pairs_take_the_paired_ratio() -> None:
 def test_shared_weights_are_eagers_very_tensors() -> None:
     """`--sweep-weights shared`: every mode's parameters are eager's tensors, so placement is no difference
     between modes; a module whose parameters eager lacks is refused."""
-    import torch
+    torch = pytest.importorskip("torch", reason="the sweep's modules need torch")
 
     from mlptui.runners.bench.sweep import share_parameters
     from mlptui.runners.fused import FusedGeGLUMLP
@@ -127,6 +127,7 @@ def test_shared_weights_are_eagers_very_tensors() -> None:
 
 
 def test_a_cells_rows_carry_each_modes_paired_ratio_but_eagers() -> None:
+    pytest.importorskip("torch", reason="sweep.py needs torch")
     from mlptui.runners.bench.sweep import cell_rows
 
     rows = cell_rows({"eager": 100.004, "fused": 80.0}, {"fused": [0.8, 0.79, 0.81]}, {"rows": 64, "pass": "fwd"})
@@ -189,6 +190,7 @@ def test_training_is_routed_by_the_same_margins_as_inference() -> None:
 
 
 def test_verification_times_the_fused_module_head_to_head_with_eager() -> None:
+    pytest.importorskip("torch", reason="sweep.py needs torch")
     from mlptui.runners.bench.sweep import verification_groups
 
     assert verification_groups(["eager", "eager-again", "fused", "compile", "kernels"]) == \
@@ -205,6 +207,7 @@ def test_groups_meet_through_eager(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each group is timed on its own (the timing is faked: it needs a GPU); every mode keeps its own group's
     median and paired ratio, eager its first group's median, and the fused row's ratios to the modes of
     the other group go through eager."""
+    pytest.importorskip("torch", reason="sweep.py needs torch")
     from mlptui.runners.bench import sweep
 
     seen: list[list[str]] = []

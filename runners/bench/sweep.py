@@ -29,7 +29,6 @@ from __future__ import annotations
 import functools
 import gc
 import json
-import math
 import os
 import time
 from collections.abc import Callable
@@ -40,6 +39,7 @@ from typing import Any
 import torch
 
 from mlptui.runners.bench.modes import enqueue_us, rel_err
+from mlptui.runners.bench.pairing import EAGER_AGAIN, balanced_orders, medians_us, noise, paired_ratio
 from mlptui.runners.workloads.modules import LigerConfig, SimpleGeGLUMLP, seeded
 
 FAMILIES: tuple[tuple[int, int], ...] = ((768, 3072), (1024, 2816), (2048, 5632), (1536, 8960), (4096, 11008),
@@ -49,7 +49,6 @@ CELL_BUDGET_S = 1.5  # of timed calls per cell, all modes together, where calls 
 BURN_S = 0.1
 MIN_CALLS = 20
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # as do_bench's cache flush
-EAGER_AGAIN = "eager-again"  # a second eager module (own weights) timed as its own mode: the cell's noise
 
 
 def _graph_us(fn: Callable[[], Any], rep_ms: float) -> float:
@@ -131,7 +130,7 @@ def measure_crossover(families: tuple[tuple[int, int], ...], rows: tuple[int, ..
                 x = torch.randn(r, dim, device="cuda", dtype=dtype)
                 fused(x)  # tunes this bucket
                 fused.launcher().graph_safe = False  # time the eager plan (weights fixed here)
-                run_f, run_e = partial(fused, x), partial(eager, x)
+                run_f, run_e = partial(fused, x), partial(eager, x)  # type: ignore[misc, unused-ignore]  # torch-less mypy: Any base
                 g_f.append(round(_graph_us(run_f, rep_ms), 2))
                 g_e.append(round(_graph_us(run_e, rep_ms), 2))
                 h_f.append(enqueue_us(run_f))
@@ -161,28 +160,6 @@ def pass_call(module: torch.nn.Module, x: torch.Tensor, bwd: bool) -> Callable[[
     return step
 
 
-def balanced_orders(n: int) -> list[list[int]]:
-    """Orders of n modes, one per round, in which every mode runs right after every other mode equally
-    often (a Williams design: n rounds for even n, 2n for odd n) and in every position equally often.
-
-    Why: in host-bound cells a call runs faster right after a call of the same code (warm instruction and
-    data caches). Rotating one fixed order put each mode after the same neighbour every round: eager after
-    the Hub kernel, its twin after eager, so the twin read 2-4 % faster than eager, and so did any mode
-    that ran after the twin (H100 and H200, run 11 of benchmarks/FUSED_NOTES.md)."""
-    first = [0]
-    lo, hi = 1, n - 1
-    while len(first) < n:
-        first.append(lo)
-        lo += 1
-        if len(first) < n:
-            first.append(hi)
-            hi -= 1
-    rows = [[(m + r) % n for m in first] for r in range(n)]
-    if n % 2:
-        rows += [row[::-1] for row in rows]
-    return rows
-
-
 def interleaved_times(fns: dict[str, Callable[[], Any]], calls: int) -> dict[str, list[float]]:
     """Seconds of each synchronized call, per mode, the modes alternating call by call in balanced orders
     (balanced_orders), so a drift of the host's speed or the GPU's clocks, and the warmth a call leaves
@@ -202,11 +179,6 @@ def interleaved_times(fns: dict[str, Callable[[], Any]], calls: int) -> dict[str
             torch.cuda.synchronize()
             times[m].append(time.perf_counter() - t0)
     return times
-
-
-def medians_us(times: dict[str, list[float]]) -> dict[str, float]:
-    """Median µs of one call per mode, from seconds per call."""
-    return {m: sorted(ts)[len(ts) // 2] * 1e6 for m, ts in times.items()}
 
 
 def interleaved_us(fns: dict[str, Callable[[], Any]], calls: int) -> dict[str, float]:
@@ -244,29 +216,6 @@ def cell_times(fns: dict[str, Callable[[], Any]]) -> dict[str, list[float]]:
         return interleaved_times(fns, calls)
     finally:
         gc.enable()
-
-
-def paired_ratio(times: dict[str, list[float]], mode: str, base: str = "eager") -> tuple[float, float, float]:
-    """`mode` against `base` from one cell's interleaved calls: the median over rounds of each round's
-    ratio (call k of both modes ran in the same round, seconds apart, so a drift of the host's or the
-    GPU's speed between rounds cancels), with a distribution-free ~95 % interval for that median (order
-    statistics of the sorted ratios, n/2 ± 0.98·√n)."""
-    ratios = sorted(a / b for a, b in zip(times[mode], times[base], strict=True))
-    n = len(ratios)
-    if not n:
-        raise ValueError("no calls timed")
-    half = 0.98 * math.sqrt(n)
-    lo = max(0, math.floor(n / 2 - half))
-    hi = min(n - 1, math.ceil(n / 2 + half) - 1)
-    mid = ratios[n // 2] if n % 2 else (ratios[n // 2 - 1] + ratios[n // 2]) / 2
-    return mid, ratios[lo], ratios[hi]
-
-
-def noise(paired: dict[str, list[float]]) -> float | None:
-    """The cell's timing spread: eager timed twice as two modes, |paired ratio − 1| (None without the
-    repeat)."""
-    again = paired.get(EAGER_AGAIN)
-    return round(abs(again[0] - 1.0), 4) if again else None
 
 
 def timed_cell(fns: dict[str, Callable[[], Any]]) -> tuple[dict[str, float], dict[str, list[float]]]:
