@@ -186,7 +186,11 @@ def _rank_files(spec: str, specs: list[str] | None) -> tuple[list[tuple[int, Pat
 
 
 def make_app(specs: list[str]) -> MlptuiApp:
-    """The explorer for `specs`: none = the bundled samples, one folder = a list, one or two traces."""
+    """The explorer for `specs`: none = the bundled samples, one folder = a list, one or two traces. Refuses,
+    with one line, a Textual that lacks a private name mlptui uses (mlptui.textual_private)."""
+    from mlptui.textual_private import require
+
+    require()
     return MlptuiApp(specs)
 
 

@@ -203,10 +203,10 @@ def all_bindings() -> list[Binding]:
 
 def _key_name(text: str) -> str | None:
     """`text` as a Textual key name (`?` → question_mark, `ctrl+q` stays), or None when it is not one key."""
-    from textual.keys import _character_to_key
+    from mlptui.textual_private import character_key
 
     if len(text) == 1 and not text.isalnum():
-        text = _character_to_key(text)
+        text = character_key(text)
     return text if _KEY_NAME.match(text) else None
 
 

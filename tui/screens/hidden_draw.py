@@ -16,6 +16,8 @@ from typing import Any
 
 from textual.screen import Screen
 
+from mlptui.textual_private import compositor_renders, lay_out_hidden, layout_required
+
 PIECE_S = 0.003         # drawing per message: a key pressed meanwhile waits this long at most
 
 
@@ -40,22 +42,20 @@ class HiddenDraw:
         screen = self.screen
         if not self._hidden(generation):
             return
-        compositor = getattr(screen, "_compositor", None)
-        if compositor is None or not hasattr(compositor, "_get_renders") or not hasattr(screen, "_refresh_layout"):
-            return
         if screen.size != screen.app.size:          # the terminal changed size: showing it lays it out anew
             return
-        if getattr(screen, "_layout_required", False):
-            screen._refresh_layout()                # hidden: places the panes, paints nothing
-            screen._layout_required = False
-        self._renders = compositor._get_renders()   # one pane's lines per step, as a repaint draws them
+        if not lay_out_hidden(screen):              # hidden: places the panes, paints nothing
+            return
+        self._renders = compositor_renders(screen)  # one pane's lines per step, as a repaint draws them
+        if self._renders is None:
+            return
         screen.call_after_refresh(self._draw, generation)
 
     def _draw(self, generation: int) -> None:
         screen = self.screen
         if not self._hidden(generation) or self._renders is None:
             return
-        if getattr(screen, "_layout_required", False):      # a pane changed its size since: lay out again
+        if layout_required(screen):                          # a pane changed its size since: lay out again
             self._renders = None
             screen.call_after_refresh(self._layout, generation)
             return

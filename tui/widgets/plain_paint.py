@@ -16,6 +16,8 @@ from rich.style import Style
 from textual.geometry import Region, Spacing
 from textual.strip import Strip
 
+from mlptui.textual_private import blank_cell_style
+
 if TYPE_CHECKING:
     from textual.widget import Widget
 
@@ -33,13 +35,13 @@ def paints_plain(widget: Widget) -> bool:
         return False
     if styles.has_rule("hatch") and styles.hatch != "none":
         return False
-    return not (widget.auto_links and widget.hover_style._link_id)
+    return not (widget.auto_links and widget.hover_style.link_id)
 
 
 def bare_style(widget: Widget) -> Style:
     """The style Textual gives a widget's cells that hold no text (padding, the room right of a short line):
     the widget's background over what lies beneath it."""
-    return widget._styles_cache.get_inner_outer(*widget.background_colors)[0].rich_style
+    return blank_cell_style(widget)
 
 
 class PlainPaint:

@@ -22,6 +22,7 @@ from textual.geometry import Region
 from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
 
+from mlptui.textual_private import adopt_vertical_scrollbar, own_vertical_scrollbar
 from mlptui.widgets.kept import kept
 
 if TYPE_CHECKING:
@@ -101,10 +102,9 @@ class SteadyScrollbars:
     @property
     def vertical_scrollbar(self) -> ScrollBar:
         pane: Widget = self  # type: ignore[assignment]
-        if pane._vertical_scrollbar is None:
+        if own_vertical_scrollbar(pane) is None:
             bar = SteadyScrollBar(vertical=True, name="vertical", thickness=pane.scrollbar_size_vertical)
-            pane._vertical_scrollbar = bar
-            bar.display = False
-            pane.app._start_widget(pane, bar)
-        return pane._vertical_scrollbar
+            adopt_vertical_scrollbar(pane, bar)
+        bar_now: ScrollBar = own_vertical_scrollbar(pane)
+        return bar_now
 
