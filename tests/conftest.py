@@ -32,10 +32,25 @@ SLOW_MODULES = frozenset({
 })
 
 
+_DRIVES_THE_APP: dict[Path, bool] = {}
+
+
+def _drives_the_app(path: Path) -> bool:
+    """A module that runs a Textual app (run_test) or compares its snapshots: the app tier."""
+    if path not in _DRIVES_THE_APP:
+        text = path.read_text(encoding="utf-8") if path.suffix == ".py" else ""
+        _DRIVES_THE_APP[path] = "run_test(" in text or "snap_compare" in text
+    return _DRIVES_THE_APP[path]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tiers (CONTRIBUTING.md): slow = the modules above and any test marked so; app = a test in a module
+    that drives the app; the fast tier is everything else (`-m "not slow and not app"`)."""
     for item in items:
         if item.path.stem in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+        if _drives_the_app(item.path):
+            item.add_marker(pytest.mark.app)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -6,6 +6,7 @@ trace left without its entry, a lock held too long is one line, and values orjso
 from __future__ import annotations
 
 import errno
+import importlib.util
 import json
 import os
 import subprocess
@@ -21,9 +22,13 @@ from mlptui.cli import main
 from mlptui.contract import manifest
 from mlptui.runners.record import output
 
+# `mlptui run` records a real (CPU) run: the gpu extra, or CPU torch as .ci/run installs it
+NEEDS_TORCH = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="`mlptui run` needs torch")
+
 SMALL = ["mlp", "--device", "cpu", "--batch", "2", "--seq", "4", "--dim", "16", "--hidden", "32"]
 
 
+@NEEDS_TORCH
 def test_read_only_folder_stops_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "out"
@@ -45,6 +50,7 @@ def test_read_only_folder_stops_before_any_work(tmp_path: Path, monkeypatch: pyt
     assert list(folder.iterdir()) == []
 
 
+@NEEDS_TORCH
 def test_full_disk_while_writing_the_manifest_keeps_trace_and_manifest_consistent(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     output.add_run(tmp_path, {"trace": "earlier.pt.trace.json.gz"})
@@ -78,6 +84,7 @@ def test_values_orjson_cannot_write_are_kept_exactly(tmp_path: Path) -> None:
     assert runs == [theirs, {"trace": "new.pt.trace.json.gz"}]
 
 
+@NEEDS_TORCH
 def test_a_manifest_with_non_object_runs_does_not_stop_a_run(tmp_path: Path) -> None:
     (tmp_path / "manifest.json").write_text('{"mlptui_manifest": 1, "runs": [1, "two", null]}')
     assert main(["run", *SMALL, "--out", str(tmp_path)]) == 0
