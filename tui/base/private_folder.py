@@ -40,7 +40,10 @@ def user_cache_base() -> Path:
 def private_folder(base: Path, parts: Sequence[str]) -> Path:
     """`base`/`parts`, every part made (mode 0700) when missing and checked as the module says. Raises
     UnsafeFolder when a part or the base may not be trusted, OSError when it cannot be made."""
-    os.makedirs(base, mode=0o700, exist_ok=True)
+    try:
+        os.makedirs(base, mode=0o700, exist_ok=True)
+    except FileExistsError:
+        pass            # not a folder: the open says so (ENOTDIR)
     fd = os.open(base, _DIR)
     try:
         _check_base(base, os.fstat(fd))
