@@ -168,6 +168,30 @@ def test_a_folder_writable_by_others_is_refused_in_one_line(tmp_path: Path, monk
     assert show.returncode == 2 and show.stderr.count("\n") == 1 and "can be written by other users" in show.stderr
 
 
+def test_group_write_counts_only_for_a_group_shared_with_others(cache_home: Path, trace_file: Path) -> None:
+    """Under the user-private-group convention (a group named as the user, no other member, umask 002)
+    group write is the user's own: such a folder is used and made 0700. Any other group is others."""
+    import grp
+
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    own = grp.getgrgid(os.getegid())
+    folder = index_cache.cache_dir()
+    folder.mkdir(parents=True)
+    for p in (folder.parent, folder):
+        p.chmod(0o775)
+    if own.gr_name == me and set(own.gr_mem) <= {me}:
+        assert not [w for w in load_trace(trace_file).warnings if "cache" in w]
+        assert _mode(folder) == 0o700 and index_cache.lookup(trace_file, "x") is not None
+    shared = next((g for g in grp.getgrall() if g.gr_name != me and g.gr_gid != os.getegid()), None)
+    if shared is None or os.geteuid() != 0:
+        return                      # only root may give its folder to another group
+    folder.chmod(0o775)
+    os.chown(folder, -1, shared.gr_gid)
+    warnings = [w for w in load_trace(trace_file).warnings if "cache" in w]
+    assert warnings == [f"index cache not used: {folder} can be written by other users (mode 775); "
+                        f"`chmod 700 {folder}` if only you did; working without it"]
+
+
 def _victims(folder: Path) -> list[Path]:
     """Files shaped like the cache's own (an hour-old temp file, entries) in a folder outside it."""
     folder.mkdir(parents=True, exist_ok=True)

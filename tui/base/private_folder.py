@@ -8,13 +8,15 @@ A cache holds what the user's traces hold (op and kernel names), and what it hol
 next open: so each folder mlptui makes under the base (`mlptui`, `mlptui/index`, …) must be a real folder
 (not a symbolic link), owned by this user and writable by no one else, or it is refused with one line
 (UnsafeFolder). One of the user's own that others may read (made 0755 by an earlier version) is made
-0700. The base itself may be a link (the user's choice of where caches live) but must belong to this
+0700. Group write counts as others' unless the group is the user's own private group (named as the user,
+no other member listed: the user-private-group convention, where umask 002 is the default). The base itself may be a link (the user's choice of where caches live) but must belong to this
 user or root and, unless sticky like /tmp, be writable by no one else: whoever can write it can swap
 the folders under it. Modes are set on descriptors, never through the process umask.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Sequence
@@ -77,13 +79,30 @@ def is_private(path: Path) -> bool:
         st = os.lstat(path)
     except OSError:
         return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not _others_can_write(st)
+
+
+def _others_can_write(st: os.stat_result) -> bool:
+    return bool(st.st_mode & 0o002 or (st.st_mode & 0o020 and not _private_group(st.st_gid, st.st_uid)))
+
+
+@functools.cache
+def _private_group(gid: int, uid: int) -> bool:
+    try:
+        import grp
+        import pwd
+
+        user = pwd.getpwuid(uid).pw_name
+        group = grp.getgrgid(gid)
+    except (ImportError, KeyError):
+        return False
+    return group.gr_name == user and set(group.gr_mem) <= {user}
 
 
 def _check_base(base: Path, st: os.stat_result) -> None:
     if st.st_uid not in (os.geteuid(), 0):
         raise UnsafeFolder(f"{base} belongs to {_owner(st.st_uid)}, not to you")
-    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+    if _others_can_write(st) and not st.st_mode & stat.S_ISVTX:
         raise UnsafeFolder(f"{base} can be written by other users (mode {stat.S_IMODE(st.st_mode):o})")
 
 
@@ -91,7 +110,7 @@ def _make_private(path: Path, fd: int) -> None:
     st = os.fstat(fd)
     if st.st_uid != os.geteuid():
         raise UnsafeFolder(f"{path} belongs to {_owner(st.st_uid)}, not to you")
-    if st.st_mode & 0o022:
+    if _others_can_write(st):
         raise UnsafeFolder(f"{path} can be written by other users (mode {stat.S_IMODE(st.st_mode):o}); "
                            f"`chmod 700 {path}` if only you did")
     if stat.S_IMODE(st.st_mode) != 0o700:
