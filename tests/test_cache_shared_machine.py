@@ -119,11 +119,16 @@ def test_the_process_umask_is_never_changed(cache_home: Path, trace_file: Path, 
     calls: list[int] = []
     real = os.umask
     monkeypatch.setattr(os, "umask", lambda mask: calls.append(mask) or real(mask))
-    load_trace(trace_file)
-    files.temp_path(tmp_path, "x.csv").unlink()
-    files.write_atomic(tmp_path / "y.json", b"{}")
+    old = real(0o027)
+    try:
+        load_trace(trace_file)
+        made = files.temp_path(tmp_path, "x.csv")
+        files.write_atomic(tmp_path / "y.json", b"{}")
+    finally:
+        real(old)
     assert index_cache.entry_path(trace_file).exists()
     assert calls == []
+    assert _mode(made) == _mode(tmp_path / "y.json") == 0o640        # a normal file still takes the umask
 
 
 def test_an_open_folder_of_ones_own_is_made_private(cache_home: Path, trace_file: Path) -> None:
