@@ -235,7 +235,7 @@ def private_copy(f: BinaryIO, folder: Path) -> BinaryIO:
         try:
             while done < size and (n := os.copy_file_range(f.fileno(), fd, size - done, done, done)):
                 done += n
-        except OSError:      # no in-kernel copy between these files: copy through this process
+        except (AttributeError, OSError):      # no in-kernel copy here (not Linux, or not between these files)
             f.seek(0)
             copy.seek(0)
             copy.truncate()
