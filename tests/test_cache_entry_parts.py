@@ -200,3 +200,17 @@ def test_every_crafted_rank_digest_is_deleted_and_rebuilt(cache_home: Path, tmp_
         again = summarize_run(files, workers=0)                   # digested anew, not crashed
         assert again.report == expected.report and again.cached == 1, how
         assert digest_cache.lookup(path, index_cache.file_key(path)) == good["digest"], how
+
+
+def test_a_mapped_entry_is_copied_through_the_process_where_the_kernel_cannot(
+        cache_home: Path, trace_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    expected = _seen(trace_file)
+
+    def cannot(*args: object) -> int:
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(index_cache, "map_above", lambda: 0)
+    monkeypatch.setattr(index_cache.os, "copy_file_range", cannot)
+    trace = load_trace(trace_file)
+    assert not trace.columns.op_ts.flags.owndata                  # mapped, from the copy made by hand
+    assert _seen(trace_file) == expected
