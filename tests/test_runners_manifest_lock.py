@@ -39,7 +39,7 @@ def test_read_only_folder_stops_before_any_work(tmp_path: Path, monkeypatch: pyt
         def read_only(*args: object, **kwargs: object) -> None:
             raise OSError(errno.EROFS, os.strerror(errno.EROFS))
 
-        monkeypatch.setattr(files.tempfile, "mkstemp", read_only)
+        monkeypatch.setattr(files, "_create", read_only)
     try:
         assert main(["run", *SMALL, "--out", str(folder)]) == 2
     finally:

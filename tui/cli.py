@@ -21,7 +21,7 @@ COMMANDS: dict[str, str] = {
     "push": "upload traces to the Hugging Face Hub and print Perfetto links",
     "perfetto": "serve a trace to ui.perfetto.dev from 127.0.0.1",
     "serve": "run the explorer in a browser (textual-serve, 127.0.0.1)",
-    "cache": "show or clear the index cache (cached indexes of opened traces)",
+    "cache": "show or clear the caches (indexes of opened traces, copies of remote ones)",
 }
 
 

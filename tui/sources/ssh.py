@@ -424,7 +424,12 @@ def _fetch(spec: str, progress: Progress | None, limit: int | None = None) -> tu
     `limit` bytes raises TooLarge once its header and manifest are read (the connection is then closed,
     before its bytes are sent)."""
     s = parse_ssh_spec(spec)
-    cached = remote_cache.lookup(s.endpoint, s.path)
+    try:
+        root, refused = remote_cache.open_root()
+    except OSError as exc:
+        raise MlptuiError(f"{s.display}: cannot write the local copy in {remote_cache.cache_root()}: "
+                          f"{exc.strerror or exc}") from None
+    cached = remote_cache.lookup(s.endpoint, s.path, root)
     session = _Session(s, build_argv(s, "open", cached))
     try:
         try:
@@ -446,20 +451,21 @@ def _fetch(spec: str, progress: Progress | None, limit: int | None = None) -> tu
                 raise _malformed(s, fields)     # we offered no copy, or another one
             if manifest:
                 remote_cache.CacheWriter.refresh_manifest(cached.path, manifest)
-            return cached.path, None
-        return _receive(session, s, answer.size, answer.mtime, manifest, answer.enc, progress), None
+            return cached.path, refused
+        remote_cache.check_room(s.display, answer.size, root)       # before a byte of it arrives
+        return _receive(session, s, answer.size, answer.mtime, manifest, answer.enc, progress, root), refused
     finally:
         session.close()
 
 
 def _receive(session: _Session, s: SshSpec, size: int, mtime: int, manifest: bytes, enc: str,
-             progress: Progress | None) -> Path:
+             progress: Progress | None, root: Path | None = None) -> Path:
     """Receive exactly `size` bytes (after inflating) into the cache; a remote that sends more is refused
     before the excess is written anywhere."""
     try:
-        writer = remote_cache.CacheWriter(s.endpoint, s.path, size, mtime)
+        writer = remote_cache.CacheWriter(s.endpoint, s.path, size, mtime, root)
     except OSError as exc:
-        raise MlptuiError(f"{s.display}: cannot write the local copy in {remote_cache.cache_root()}: "
+        raise MlptuiError(f"{s.display}: cannot write the local copy in {root or remote_cache.cache_root()}: "
                           f"{exc.strerror or exc}") from None
     inflate = zlib.decompressobj(wbits=31) if enc == "gzip" else None
 

@@ -9,7 +9,9 @@ Recency is an entry's mtime, set on every hit (atime is unreliable: noatime and 
 is MLPTUI_CACHE_MAX_MB (default DEFAULT_CAP_MB); an entry just written is never the one evicted.
 Only files this cache writes are touched: `<32 hex>.npz`, `<32 hex>.<name>.npz` (companions) and
 `<32 hex>.digest.json` (a rank's digest, mlptui.trace.runs.digest_cache), and temp files
-(`.tmp-*`) left by a process killed while writing, once they are an hour old.
+(`.tmp-*`) left by a process killed while writing, once they are an hour old; and nothing at all unless
+the folder is still a real folder of this user's that no one else can write (is_private): callers pass a
+folder checked by mlptui.base.private_folder, and a link put in its place since deletes nothing elsewhere.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from mlptui.base.private_folder import is_private
 
 DEFAULT_CAP_MB = 2048
 _ENTRY = re.compile(r"^([0-9a-f]{32})(?:\.[a-z_]+)?\.(?:npz|json)$")     # index, companions, rank digests
@@ -66,6 +70,8 @@ def usage(folder: Path) -> list[Group]:
 
 def keep_under_cap(folder: Path, keep: Path | None = None) -> int:
     """Delete least recently used groups until the folder holds at most cap_bytes(); returns bytes freed."""
+    if not is_private(folder):
+        return 0
     cap = cap_bytes()
     groups = usage(folder)
     total = sum(g.bytes for g in groups)
@@ -86,6 +92,8 @@ def keep_under_cap(folder: Path, keep: Path | None = None) -> int:
 def clear(folder: Path) -> tuple[int, int]:
     """Delete every entry in `folder`: (files, bytes) removed."""
     files = size = 0
+    if not is_private(folder):
+        return 0, 0
     for g in usage(folder):
         for f in g.files:
             discard(f)

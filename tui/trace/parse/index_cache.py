@@ -16,6 +16,13 @@ renamed into place, so a reader never sees half an entry; the folder is kept und
 recently used entries first (cache_folder). `MLPTUI_NO_CACHE=1` turns the cache off. Traces under
 MIN_BYTES are not cached (they load faster than an entry is written). A relative XDG_CACHE_HOME is
 ignored, as the XDG spec asks (the cache never lands in the current folder).
+
+On a shared machine: the folders are 0700 and the entries 0600, and a folder that is a symbolic link,
+another user's, or writable by others is not used at all (mlptui.base.private_folder; `refusal()` is
+the one line that says so). An entry is opened without following links and only if a regular file, and
+every part of it is checked: the columns (cache_check) and the JSON parts (cache_check_parts). An entry
+too big to read into memory is copied to an unnamed file of this process before it is mapped, so that
+whatever changes the entry in place afterwards cannot change (or truncate) what is mapped.
 """
 
 from __future__ import annotations
@@ -23,25 +30,29 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
+import shutil
 import stat
 import struct
+import tempfile
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import orjson
 
 from mlptui.base.files import atomic_writer
+from mlptui.base.private_folder import UnsafeFolder, private_folder, user_cache_base
 from mlptui.base.regular_file import identity
 from mlptui.trace.model import Trace
 from mlptui.trace.parse import cache_folder
 from mlptui.trace.parse.args_store import ArgsStore
 from mlptui.trace.parse.cache_check import check_entry
+from mlptui.trace.parse.cache_check_parts import check_facts, check_small
 from mlptui.trace.parse.columns import trace_columns, trace_from_columns
 
 FORMAT = 3                 # bump when the entry layout changes (2: memory events, 3: launch columns)
@@ -53,19 +64,37 @@ _CODE_MODULES = ("model", "store", "parse/columns", "parse/classify", "parse/dec
 def cache_dir() -> Path:
     """`$XDG_CACHE_HOME/mlptui/index` (default `~/.cache/mlptui/index`; a relative XDG_CACHE_HOME is
     invalid by the XDG spec and ignored)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):
-        base = os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "mlptui" / "index"
+    return user_cache_base() / "mlptui" / "index"
+
+
+def open_folder() -> tuple[Path | None, str | None]:
+    """(the cache folder, made where missing and checked; None when it may not be used, and then why, or
+    None when it simply cannot be made: a read-only home)."""
+    try:
+        return private_folder(user_cache_base(), ("mlptui", "index")), None
+    except UnsafeFolder as exc:
+        return None, f"index cache not used: {exc}; working without it"
+    except OSError:
+        return None, None
+
+
+def refusal(file_size: int) -> str | None:
+    """The one line to show with a trace of `file_size` bytes read without the cache because its folder
+    may not be trusted; None when the cache was not refused (or not wanted)."""
+    if not enabled() or file_size < MIN_BYTES:
+        return None
+    return open_folder()[1]
 
 
 def enabled() -> bool:
     return os.environ.get("MLPTUI_NO_CACHE", "") in ("", "0")
 
 
-def entry_path(path: Path) -> Path:
+def entry_path(path: Path, folder: Path | None = None) -> Path:
+    """Where the entry of the file at `path` is (in `folder`, default cache_dir())."""
     real = os.path.realpath(path)
-    return cache_dir() / (hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".npz")
+    name = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32] + ".npz"
+    return (cache_dir() if folder is None else folder) / name
 
 
 def load_cached(path: Path, source: str, st: os.stat_result | None = None) -> Trace | None:
@@ -104,20 +133,25 @@ def lookup(path: Path, source: str, st: os.stat_result | None = None) -> tuple[T
         return None
     if key["size"] < MIN_BYTES:
         return None
-    entry = entry_path(path)
+    folder = open_folder()[0]
+    if folder is None:
+        return None
+    entry = entry_path(path, folder)
     try:
-        with np.load(entry, allow_pickle=False) as npz:
+        with open_entry(entry) as f, np.load(f, allow_pickle=False) as npz:
             stored = orjson.loads(npz["key"].tobytes())
             if stored != key:
                 return None
             facts = orjson.loads(npz["args"].tobytes())
-            if entry.stat().st_size > map_above():
-                cols = mapped_members(entry)
+            check_facts(facts, key["size"])
+            if os.fstat(f.fileno()).st_size > map_above():
+                cols = mapped_members(f, folder)
             else:
                 cols = {name: npz[name] for name in npz.files}
             cols.pop("key", None)
             cols.pop("args", None)
         check_entry(cols, facts)
+        check_small(orjson.loads(cols["small"].tobytes()), key["size"])
         trace = trace_from_columns(cols, source)
     except FileNotFoundError:
         return None
@@ -129,6 +163,23 @@ def lookup(path: Path, source: str, st: os.stat_result | None = None) -> tuple[T
     return trace, facts
 
 
+_OPEN_ENTRY = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_entry(entry: Path) -> BinaryIO:
+    """An entry opened for reading: never through a symbolic link (OSError), and only if it is a regular
+    file (ValueError; O_NONBLOCK keeps a named pipe put in its place from blocking the open)."""
+    fd = os.open(entry, _OPEN_ENTRY)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{entry.name}: not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return open(fd, "rb")
+
+
 def map_above() -> int:
     """Entries larger than this are mapped from disk instead of read: a quarter of the memory free now
     (a trace too big to index here may still open from the entry written on a bigger machine)."""
@@ -138,42 +189,74 @@ def map_above() -> int:
         return 1 << 62
 
 
-def mapped_members(entry: Path) -> dict[str, np.ndarray]:
-    """Every array of an .npz entry (written uncompressed by np.savez) as a read-only view of one memory
-    map of the file: pages are read when touched, and the kernel may drop them again. Raises ValueError
-    for a member that is compressed, of an object dtype, or outside the file."""
+def mapped_members(f: BinaryIO, folder: Path) -> dict[str, np.ndarray]:
+    """Every array of the open .npz entry `f` (written uncompressed by np.savez) as a read-only view of one
+    memory map of a private copy of it (private_copy): pages are read when touched, and the kernel may drop
+    them again. Raises ValueError for a member that is compressed, of an object dtype, or outside the file."""
     out: dict[str, np.ndarray] = {}
-    with open(entry, "rb") as f, zipfile.ZipFile(f) as zf:
-        whole = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    with private_copy(f, folder) as copy, zipfile.ZipFile(copy) as zf:
+        whole = mmap.mmap(copy.fileno(), 0, access=mmap.ACCESS_READ)
         for info in zf.infolist():
             if info.compress_type != zipfile.ZIP_STORED or not info.filename.endswith(".npy"):
                 raise ValueError(f"entry member {info.filename} is not a stored array")
-            f.seek(info.header_offset)
-            local = f.read(30)
+            copy.seek(info.header_offset)
+            local = copy.read(30)
             if local[:4] != b"PK\x03\x04":
                 raise ValueError("entry member header is damaged")
             name_len, extra_len = struct.unpack("<HH", local[26:30])
-            f.seek(info.header_offset + 30 + name_len + extra_len)
-            version = np.lib.format.read_magic(f)
+            copy.seek(info.header_offset + 30 + name_len + extra_len)
+            version = np.lib.format.read_magic(copy)
             if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(copy)
             else:
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(copy)
             if dtype.hasobject or fortran or len(shape) != 1:
                 raise ValueError(f"entry member {info.filename} is not a plain column")
-            at = f.tell()
+            at = copy.tell()
             if at + dtype.itemsize * shape[0] > len(whole):
                 raise ValueError(f"entry member {info.filename} runs past the file")
             out[info.filename[:-4]] = np.frombuffer(whole, dtype=dtype, count=shape[0], offset=at)
     return out
 
 
+def private_copy(f: BinaryIO, folder: Path) -> BinaryIO:
+    """A copy of the open file `f` in a file of `folder` that has no name (O_TMPFILE, or one unlinked at
+    once): no other process can open it, so what is mapped from it cannot change under the map. Entries
+    are replaced by renaming, never written in place, so this copy costs only what an edit by hand
+    would otherwise break: a write in place after the checks, or a truncation (SIGBUS on the next read)."""
+    try:
+        fd = os.open(folder, os.O_TMPFILE | os.O_RDWR | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except (AttributeError, OSError):
+        fd, name = tempfile.mkstemp(prefix=".tmp-map-", dir=folder)
+        os.unlink(name)
+    copy = open(fd, "w+b")
+    try:
+        size, done = os.fstat(f.fileno()).st_size, 0
+        try:
+            while done < size and (n := os.copy_file_range(f.fileno(), fd, size - done, done, done)):
+                done += n
+        except (AttributeError, OSError):      # no in-kernel copy here (not Linux, or not between these files)
+            f.seek(0)
+            copy.seek(0)
+            copy.truncate()
+            shutil.copyfileobj(f, copy, 8 << 20)
+        copy.flush()
+        copy.seek(0)
+    except BaseException:
+        copy.close()
+        raise
+    return copy
+
+
 def has_entry(path: Path) -> bool:
     """Whether a usable entry for the file as it is now exists (reads only the entry's key)."""
     if not enabled():
         return False
+    folder = open_folder()[0]
+    if folder is None:
+        return False
     try:
-        with np.load(entry_path(path), allow_pickle=False) as npz:
+        with open_entry(entry_path(path, folder)) as f, np.load(f, allow_pickle=False) as npz:
             return bool(orjson.loads(npz["key"].tobytes()) == file_key(path))
     except UNREADABLE:
         return False
@@ -187,23 +270,19 @@ def store(path: Path, trace: Trace, args_facts: dict[str, Any]) -> bool:
         key = file_key(path)
         if key["size"] < MIN_BYTES:
             return False
+        folder = open_folder()[0]
+        if folder is None:
+            return False
         cols = trace_columns(trace)
         cols["key"] = np.frombuffer(orjson.dumps(key), dtype=np.uint8)
         cols["args"] = np.frombuffer(orjson.dumps(args_facts), dtype=np.uint8)
-        target = entry_path(path)
-        written = _write(target, cols)
-        cache_folder.keep_under_cap(cache_dir(), keep=target)
-        return written
+        target = entry_path(path, folder)
+        with atomic_writer(target, private=True) as f:
+            np.savez(f, allow_pickle=False, **cols)
+        cache_folder.keep_under_cap(folder, keep=target)
+        return True
     except (OSError, ValueError, TypeError):
         return False
-
-
-def _write(target: Path, arrays: dict[str, np.ndarray]) -> bool:
-    """Write `arrays` as one .npz at `target`, atomically (a reader never sees half an entry)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_writer(target) as f:
-        np.savez(f, allow_pickle=False, **arrays)
-    return True
 
 
 _READ_ONLY: ContextVar[bool] = ContextVar("read_only", default=False)

@@ -74,7 +74,8 @@ def load_trace(path: str | os.PathLike[str], *, source: str | None = None,
         del data
         trace = _build(holder, name, total, progress, store, parallel_tried=not is_gzip(head))
     index_cache.remember(p, trace)
-    return _opened(trace, p, total, None, notes)
+    refused = index_cache.refusal(total)         # the cache folder may not be trusted: say so, once per load
+    return _opened(trace, p, total, None, [*notes, refused] if refused else notes)
 
 
 def _opened(trace: Trace, p: Path, total: int, progress: Progress | None, notes: Sequence[str]) -> Trace:
