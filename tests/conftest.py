@@ -32,6 +32,14 @@ SLOW_MODULES = frozenset({
 })
 
 
+# Modules that read every trace of the corpus, each several ways: minutes on two cores, so a tier of their own
+# (`-m corpus`); CI runs them with the rest.
+CORPUS_MODULES = frozenset({
+    "test_load_parallel", "test_index_columnar", "test_load_pieces", "test_corpus_real", "test_kernel_figures",
+    "test_index_tree", "test_operator_self_time", "test_names", "test_ranks_corpus", "test_index_cache_guard",
+    "test_occupancy",
+})
+
 _DRIVES_THE_APP: dict[Path, bool] = {}
 
 
@@ -45,10 +53,13 @@ def _drives_the_app(path: Path) -> bool:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The tiers (CONTRIBUTING.md): slow = the modules above and any test marked so; app = a test in a module
-    that drives the app; the fast tier is everything else (`-m "not slow and not app"`)."""
+    that drives the app; corpus = the corpus-wide modules; the fast tier is everything else
+    (`-m "not slow and not app and not corpus"`)."""
     for item in items:
         if item.path.stem in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+        if item.path.stem in CORPUS_MODULES:
+            item.add_marker(pytest.mark.corpus)
         if _drives_the_app(item.path):
             item.add_marker(pytest.mark.app)
 
