@@ -35,6 +35,14 @@ def profile_sections(trace: Trace, step: int | None = None) -> dict[str, Any]:
     }
 
 
+def breakdown_rows(ov: dict[str, Any]) -> list[dict[str, Any]]:
+    """The step-time breakdown as flat rows (`summary --csv breakdown`): each step of the overview, then
+    the scope's total when there are several, with its duration and each category's µs."""
+    steps = ov["steps"] + ([ov["total"]] if len(ov["steps"]) > 1 else [])
+    return [{"name": s["name"], "duration_us": s["duration_us"],
+             **{f"{c}_us": s["breakdown_us"][c] for c in CATEGORIES}} for s in steps]
+
+
 # ---------------------------------------------------------------- renderings
 
 def _na(row: dict[str, Any], key: str) -> str:
