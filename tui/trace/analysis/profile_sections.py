@@ -8,6 +8,7 @@ from typing import Any
 
 from mlptui.base.units import MISSING, duration, share, size
 from mlptui.trace.analysis.breakdown import CATEGORIES
+from mlptui.trace.analysis.kernel_inputs import kernel_name
 from mlptui.trace.analysis.kernel_stats import kernel_stats
 from mlptui.trace.analysis.memory import memory_report
 from mlptui.trace.analysis.modules import module_tree
@@ -29,7 +30,7 @@ def profile_sections(trace: Trace, step: int | None = None) -> dict[str, Any]:
         "overview": ov,
         "recommendations": recommendations(trace, ov, ops, step),
         "operators": [o.to_dict() for o in ops],
-        "kernel_stats": [k.to_dict() for k in kernels],
+        "kernel_stats": [{**k.to_dict(), "short": kernel_name(trace, k.name).short} for k in kernels],
         "memory": None if mem is None else mem.to_dict(),
         "modules": None if mods is None else [m.to_dict() for m in mods],
     }
@@ -76,7 +77,7 @@ _OP_HEAD = ["op", "calls", "host self", "host total", "dev self", "dev total", "
 def _kernel_labels(kernels: list[dict[str, Any]]) -> list[str]:
     """Decoded names, as every other section shows them (the raw names are in --json); two kernels whose
     names decode alike are told apart as variants."""
-    shorts = [decode_kernel(k["name"]).short for k in kernels]
+    shorts = [k.get("short") or decode_kernel(k["name"]).short for k in kernels]
     seen: dict[str, int] = {}
     out = []
     for short in shorts:

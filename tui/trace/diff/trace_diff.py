@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from mlptui.base.errors import MlptuiError
+from mlptui.trace.analysis.kernel_inputs import kernel_name
 from mlptui.trace.analysis.launches import launch_calls
 from mlptui.trace.analysis.steps import StepStats, all_step_stats, step_stats
 from mlptui.trace.diff.align import (
@@ -41,7 +42,6 @@ from mlptui.trace.diff.totals import Pair, biggest_rows, family_totals, launch_t
 from mlptui.trace.model import MEMCPY as CAT_MEMCPY
 from mlptui.trace.model import MEMSET as CAT_MEMSET
 from mlptui.trace.model import Trace
-from mlptui.trace.names.kernel import decode_kernel
 
 _MIRROR = {ADDED: REMOVED, REMOVED: ADDED}
 # Families whose kernels never stand for a fusion of several others (a GEMM may: a Triton GEMM with
@@ -242,7 +242,7 @@ def _items(trace: Trace, step: int | None) -> tuple[list[AlignItem], list[DiffKe
     for g in work:
         raw, cat = strings[c.gpu_name[g]], strings[c.gpu_cat[g]]
         kind = MEMSET if cat == CAT_MEMSET else MEMCPY if cat == CAT_MEMCPY else KERNEL
-        name = decode_kernel(raw)
+        name = kernel_name(trace, raw)
         launcher = strings[c.op_name[op[g]]] if op[g] >= 0 else ""
         words = op_words(name.ops, launcher)
         if name.family != "gemm" and _is_identifier(raw):
