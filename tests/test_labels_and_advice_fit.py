@@ -13,14 +13,15 @@ from typing import Any
 
 import pytest
 from attention_support import attention_sample
-from conftest import ROOT
+from conftest import ROOT, trace_bytes, x
 
 from mlptui.cli import main
+from mlptui.trace.analysis.kernel_inputs import kernel_name
 from mlptui.trace.analysis.operators import operators_in_steps
 from mlptui.trace.analysis.summary import summarize
 from mlptui.trace.analysis.tc_miss import tc_miss
 from mlptui.trace.diff.trace_diff import diff_traces
-from mlptui.trace.parse.load import load_trace
+from mlptui.trace.parse.load import load_trace, load_trace_bytes
 from mlptui.viewmodels.kernel_labels import every_kernel_labels
 
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -116,3 +117,22 @@ def test_sm_efficiency_na_names_how_an_eager_trace_launched_its_gridless_kernels
     why = total["sm_efficiency_na"]
     assert why.endswith(f"carry no grid (launched by {', '.join(launchers)})")
     assert "graph" not in why
+
+
+def test_an_op_whose_only_kernel_is_triton_is_not_judged_off_the_matrix_cores() -> None:
+    """A Triton attention kernel (as ROCm's flash attention launches) may use the matrix cores through
+    `tl.dot`; its name cannot say, so the advice neither counts it off nor fires on it."""
+    props = {"id": 0, "name": "AMD Instinct MI300X", "gcnArchName": "gfx942:sramecc+:xnack-", "numSms": 304}
+    events: list[dict[str, Any]] = []
+    for i in range(4):
+        t0 = 1000.0 * i
+        events += [x("aten::_flash_attention_forward", "cpu_op", t0, 50, **{"External id": 10 + i,
+                     "Input type": ["float", "float", "float"]}),
+                   x("hipLaunchKernel", "cuda_runtime", t0 + 5, 10, correlation=100 + i, **{"External id": 10 + i}),
+                   x("_attn_fwd", "kernel", t0 + 20, 900, pid=0, tid=7, correlation=100 + i, stream=7,
+                     grid=[64, 16, 1], block=[256, 1, 1])]
+    trace = load_trace_bytes(trace_bytes(events, deviceProperties=[props]), source="triton-attention.json")
+    assert kernel_name(trace, "_attn_fwd").library == "Triton"
+    miss = tc_miss(trace, operators_in_steps(trace))
+    assert miss.unknown_us == pytest.approx(4 * 900) and miss.missed_us == 0
+    assert not [r for r in summarize(trace)["recommendations"] if r["rule"] == "tensor_cores"]
