@@ -25,7 +25,7 @@ def test_text_report_tells_the_mlp_story() -> None:
     assert len(fused) == 1 and "gelu" in fused[0] and "fused" in fused[0].lower()
     assert "removed (A only): aten::linear, aten::t" in text
     assert "TorchDynamo Cache Lookup" in text
-    assert "B vs A: unprofiled " in text and "profiled step time" in text
+    assert "B vs A: unprofiled " in text and "; step time " in text and "; GPU busy " in text
     assert "GPU time by kernel family" in text and "cuLaunchKernelEx" in text
 
 

@@ -1,6 +1,8 @@
-"""`mlptui diff A B --fail-if-slower PCT` on the committed eager/compile sample pairs, both ways: the exit
-code follows GPU busy time and the manifests' unprofiled timings, each computed here from the raw events
-and the raw manifest; the report is Markdown; a bad percentage is a one-line error."""
+"""`mlptui diff A B --fail-if-slower PCT [--on FIGURE]` on the committed sample pairs, both ways: the exit
+code follows the one figure the gate judges — by default the runs' unprofiled timings when both manifests
+have them, else the median step window; `--on step|gpu-busy|unprofiled` picks it — each computed here from
+the raw events and the raw manifest; the report names the figure; the A100/V100 corpus pair, without
+manifests, is judged on its step windows; a bad percentage or figure is a one-line error."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from pathlib import Path
 import pytest
 from attention_support import Raw, attention_sample
 from conftest import find_sample
+from diff_support import corpus_pair
+from test_overview_all_steps import _events, raw_windows
 
 from mlptui.cli import main
 
@@ -36,30 +40,53 @@ def _timed(path: Path) -> float:
     return float(next(r for r in runs if r["trace"] == path.name)["timing"]["median_us"])
 
 
+def _window_median(path: Path) -> float:
+    return statistics.median((hi - lo) / 1000 for lo, hi in raw_windows(_events(path)))
+
+
 PAIRS = [(("mlp", "eager"), ("mlp", "compile")), (("linear", "eager"), ("linear", "compile"))]
+FIGURE = {"unprofiled": ("unprofiled", _timed), "step": ("step time", _window_median),
+          "gpu-busy": ("GPU busy", _busy_median)}
 
 
 @pytest.mark.parametrize("pair", PAIRS)
 @pytest.mark.parametrize("swap", [False, True])
-def test_the_gate_on_eager_and_compile_both_ways(pair, swap, capsys) -> None:
+@pytest.mark.parametrize("on", [None, "step", "gpu-busy", "unprofiled"])
+def test_the_gate_on_eager_and_compile_both_ways(pair, swap, on, capsys) -> None:
     a, b = (find_sample(*p, dtype="bf16") for p in pair)
     if swap:
         a, b = b, a
-    slower = {"GPU busy": (_busy_median(b) / _busy_median(a) - 1) * 100, "unprofiled": (_timed(b) / _timed(a) - 1) * 100}
-    code = main(["diff", str(a), str(b), "--fail-if-slower", "5%"])
+    figure = on or "unprofiled"                     # both samples come with their manifest
+    label, measure = FIGURE[figure]
+    slower = (measure(b) / measure(a) - 1) * 100
+    code = main(["diff", str(a), str(b), "--fail-if-slower", "5%", *(["--on", on] if on else [])])
     out, err = capsys.readouterr()
     assert out.startswith("#") and "#### Gate: fail if B is more than 5% slower than A" in out
-    failing = [what for what, pct in slower.items() if pct > 5]
-    assert code == (1 if failing else 0)
-    for what, pct in slower.items():
-        m = re.search(rf"- {what}: A [\d.]+ µs, B [\d.]+ µs: B is ([\d.]+)% (slower|faster)", out)
-        assert m is not None
-        shown = float(m.group(1)) * (1 if m.group(2) == "slower" else -1)
-        assert shown == pytest.approx(pct, abs=0.25)     # the busy time's rounding to the ns
-    if failing:
-        assert err.count("\n") == 1 and all(f"{w} +" in err for w in failing)
+    assert code == (1 if slower > 5 else 0)
+    m = re.search(rf"- judged on {label} \(`--on {figure}`\): A [\d.]+ µs, B [\d.]+ µs: B is ([\d.]+)% "
+                  r"(slower|faster)", out)
+    assert m is not None
+    shown = float(m.group(1)) * (1 if m.group(2) == "slower" else -1)
+    assert shown == pytest.approx(slower, abs=0.25)     # the busy time's rounding to the ns
+    assert out.count("- judged on ") == 1
+    if slower > 5:
+        assert err.count("\n") == 1 and f"judged on {label} +" in err
     else:
         assert err == ""
+
+
+def test_the_corpus_pair_without_manifests_is_judged_on_its_step_windows(capsys) -> None:
+    a, b = corpus_pair()
+    slower = (_window_median(b) / _window_median(a) - 1) * 100
+    assert slower > 5                                   # the V100 side's steps are longer
+    assert main(["diff", str(a), str(b), "--fail-if-slower", "5%"]) == 1
+    out, err = capsys.readouterr()
+    assert "- judged on step time (`--on step`)" in out and "judged on step time +" in err
+    assert main(["diff", str(b), str(a), "--fail-if-slower", "0"]) == 0
+    capsys.readouterr()
+    assert main(["diff", str(a), str(b), "--fail-if-slower", "5%", "--on", "unprofiled"]) == 2
+    _, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "--on unprofiled" in err
 
 
 def test_mlp_compile_passes_against_eager_and_eager_fails_against_compile(capsys) -> None:
@@ -72,9 +99,16 @@ def test_mlp_compile_passes_against_eager_and_eager_fails_against_compile(capsys
 
 def test_the_gate_in_json(capsys) -> None:
     eager, compiled = find_sample("mlp", "eager", "bf16"), find_sample("mlp", "compile", "bf16")
-    assert main(["diff", str(compiled), str(eager), "--fail-if-slower", "5%", "--json"]) == 1
+    assert main(["diff", str(compiled), str(eager), "--fail-if-slower", "5%", "--json", "--on", "gpu-busy"]) == 1
     doc = json.loads(capsys.readouterr().out)
-    assert {c["what"] for c in doc["gate"]} == {"GPU busy", "unprofiled"} and all(c["failed"] for c in doc["gate"])
+    assert [(c["what"], c["figure"], c["failed"]) for c in doc["gate"]] == [("GPU busy", "gpu-busy", True)]
+
+
+def test_on_without_a_gate_is_one_line_and_exit_2(capsys) -> None:
+    flash = attention_sample("attention-sdpa-flash")
+    assert main(["diff", str(flash), str(flash), "--on", "step"]) == 2
+    _, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "--fail-if-slower" in err
 
 
 @pytest.mark.parametrize("bad", ["five", "-3%", "%", "nan"])

@@ -1,8 +1,9 @@
-"""The diff's headline leads with what a profile can show honestly — the runs' unprofiled timings and the
-GPU's busy time — and labels the profiled step time as profiled (on the article's eager/compile pair it
-says compile is slower while the device work is faster); after `[`/`]` the screen's header shows the
-aligned step's own figures, not the medians over all steps. Checked against the manifests and a plain
-reading of the events."""
+"""The diff's headline leads with the step time — the runs' unprofiled timings first when both manifests have
+them, then the median step window (step start to the later of its end and the end of its GPU work) — with
+GPU busy beside it, each figure with its own direction, and says so, naming both, when they point different
+ways (the fused MLP's profiled steps are longer while its GPU work is shorter). After `[`/`]` the screen's
+header shows the aligned step's own figures, not the medians over all steps. Checked against the
+manifests and a plain reading of the events."""
 
 from __future__ import annotations
 
@@ -13,9 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from attention_support import attention_sample
 from diff_harness import DiffHarness
-from diff_support import load, sample
+from diff_support import corpus_pair, load, sample
+from test_overview_all_steps import _events, _ns, raw_windows
 
+from mlptui.base.units import duration
 from mlptui.trace.diff.render import headline
 from mlptui.trace.diff.trace_diff import diff_traces
 from mlptui.viewmodels.fmt import us
@@ -43,7 +47,11 @@ def raw_steps(path: Path) -> dict[str, dict[str, float]]:
             if b > end:
                 busy += b - max(a, end)
                 end = b
-        out[name] = {"cpu_us": s["dur"], "gpu_busy_us": busy}
+        ends = [_ns(g["ts"]) + _ns(g["dur"]) for e in events          # integer ns, as the trace writes them
+                if e.get("cat") in LAUNCH_CATS and s["ts"] <= e["ts"] <= s["ts"] + s["dur"]
+                for g in device.get(e.get("args", {}).get("correlation"), [])]
+        window = (max([_ns(s["ts"]) + _ns(s["dur"]), *ends]) - _ns(s["ts"])) / 1000
+        out[name] = {"cpu_us": s["dur"], "gpu_busy_us": busy, "window_us": window}
     return out
 
 
@@ -52,27 +60,60 @@ def manifest_median(path: Path) -> float:
     return next(r["timing"]["median_us"] for r in runs if r["trace"] == path.name)
 
 
-def test_eager_vs_compile_leads_with_unprofiled_and_gpu_busy() -> None:
+def _median(steps: dict[str, dict[str, float]], key: str) -> float:
+    return statistics.median(s[key] for s in steps.values())
+
+
+def test_eager_vs_compile_leads_with_unprofiled_then_the_step_window() -> None:
     pa, pb = sample("mlp", "eager"), sample("mlp", "compile")
     doc = diff_traces(load(pa), load(pb)).to_json()
     text = headline(doc)
     ra, rb = raw_steps(pa), raw_steps(pb)
     timed = manifest_median(pa) / manifest_median(pb)
-    busy = statistics.median(s["gpu_busy_us"] for s in ra.values()) / \
-        statistics.median(s["gpu_busy_us"] for s in rb.values())
-    profiled = statistics.median(s["cpu_us"] for s in ra.values()) / \
-        statistics.median(s["cpu_us"] for s in rb.values())
-    assert timed > 1 and busy > 1                            # compile is faster, by both honest measures
+    busy = _median(ra, "gpu_busy_us") / _median(rb, "gpu_busy_us")
+    step = _median(ra, "window_us") / _median(rb, "window_us")
+    assert timed > 1 and busy > 1 and step > 1                 # compile is faster by every figure
     assert text.startswith(f"B vs A: unprofiled {timed:.2f}× (B faster), ")
-    assert f"; GPU busy {busy:.2f}× (B faster); " in text
-    assert f"; profiled step time {profiled:.2f}× (includes the profiler's overhead)" in text
-    assert text.index("unprofiled") < text.index("GPU busy") < text.index("profiled step")
+    assert f"; step time {step:.2f}× (B faster), {duration(_median(ra, 'window_us'))} → " in text
+    assert f"; GPU busy {busy:.2f}× (B faster), " in text
+    assert text.index("unprofiled") < text.index("step time") < text.index("GPU busy")
+    assert "disagree" not in text
 
 
-def test_without_manifests_the_gpu_leads(tmp_path: Path) -> None:
+def test_without_manifests_the_step_window_leads() -> None:
     doc = diff_traces(load(sample("mlp", "eager")), load(sample("mlp", "compile"))).to_json()
-    doc["timed_speedup"] = None              # traces without the runner's manifest
-    assert headline(doc).startswith("B vs A: GPU busy ")
+    for side in ("a", "b"):
+        doc[side]["timed_us"] = None              # traces without the runner's manifest
+    assert headline(doc).startswith("B vs A: step time ")
+
+
+def test_figures_that_point_different_ways_are_both_named() -> None:
+    """The fused MLP: its GPU work is shorter, its profiled step windows longer (a Triton launch costs more
+    host time). "slower" is never said of one figure alone while another is faster."""
+    pa, pb = sample("mlp", "eager"), sample("fused-mlp", "eager")
+    ra, rb = raw_steps(pa), raw_steps(pb)
+    step = _median(ra, "window_us") / _median(rb, "window_us")
+    busy = _median(ra, "gpu_busy_us") / _median(rb, "gpu_busy_us")
+    assert step < 0.995 and busy > 1.005                    # the pair does disagree, read from the events
+    doc = diff_traces(load(pa), load(pb)).to_json()
+    doc_no_manifest = {**doc, "a": {**doc["a"], "timed_us": None}, "b": {**doc["b"], "timed_us": None}}
+    text = headline(doc_no_manifest)
+    assert text.startswith(f"B vs A: step time {step:.2f}× (B slower), ")
+    assert f"; GPU busy {busy:.2f}× (B faster), " in text
+    assert text.endswith("; the figures disagree: B is faster in GPU busy but slower in step time")
+
+
+def test_the_step_is_the_window_on_the_corpus_pair_and_the_attention_pair() -> None:
+    """The diff's step time is the median step window, read here from the raw events (the window's end:
+    the later of the step's end and the end of the GPU work its launches made)."""
+    pairs = [corpus_pair(), (attention_sample("attention-naive"), attention_sample("attention-sdpa-flash", "compile"))]
+    for pa, pb in pairs:
+        doc = diff_traces(load(pa), load(pb)).to_json()
+        wa, wb = (statistics.median((hi - lo) / 1000 for lo, hi in raw_windows(_events(p))) for p in (pa, pb))
+        assert doc["a"]["step_us"] == pytest.approx(wa, abs=0.002)
+        assert doc["b"]["step_us"] == pytest.approx(wb, abs=0.002)
+        assert doc["speedup"] == pytest.approx(wa / wb, rel=1e-4)
+        assert f"step time {wa / wb:.2f}× " in headline(doc)
 
 
 @pytest.mark.parametrize("back", [1, 2])
@@ -92,8 +133,11 @@ async def test_the_header_shows_the_aligned_steps_own_figures(back: int) -> None
         header = str(screen.query_one("#diff-header").render()).splitlines()
         for line, raw, step in ((header[0], ra, d.a.step), (header[1], rb, d.b.step)):
             fig = raw[step]
-            assert f"· {step} │ profiled step {us(fig['cpu_us'])} · GPU busy {us(fig['gpu_busy_us'])} ·" in line
+            assert f"· {step} │ step {us(fig['window_us'])} · GPU busy {us(fig['gpu_busy_us'])} ·" in line
         busy = ra[d.a.step]["gpu_busy_us"] / rb[d.b.step]["gpu_busy_us"]
-        profiled = ra[d.a.step]["cpu_us"] / rb[d.b.step]["cpu_us"]
-        assert header[2].startswith(f"B vs A on this step: GPU busy {busy:.2f}× · unprofiled ")
-        assert f" · profiled step {profiled:.2f}× · rows " in header[2]
+        step = ra[d.a.step]["window_us"] / rb[d.b.step]["window_us"]
+        timed = manifest_median(pa) / manifest_median(pb)
+        assert header[2].startswith(f"B vs A: unprofiled {timed:.2f}× faster · ")
+        assert f" · step {step:.2f}× {'faster' if step > 1 else 'slower'} · GPU busy {busy:.2f}× faster · rows " \
+            in header[2]
+        assert len(header[2].partition(" · rows")[0]) <= 78      # every direction fits 80 columns

@@ -22,8 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--raw", action="store_true", help="raw kernel names instead of short ones")
     parser.add_argument("--only-diff", action="store_true", help="leave out rows whose status is `same`")
     parser.add_argument("--fail-if-slower", metavar="PCT",
-                        help="a regression gate: exit 1 when B's GPU busy time (or unprofiled timing, when both "
-                             "manifests have one) is more than PCT%% above A's; prints the Markdown report")
+                        help="a regression gate: exit 1 when B is more than PCT%% slower than A on the figure "
+                             "--on names; prints the Markdown report")
+    parser.add_argument("--on", choices=("step", "gpu-busy", "unprofiled"),
+                        help="the figure --fail-if-slower judges: step (median step window), gpu-busy, or "
+                             "unprofiled (the runs' manifests' timings); default: unprofiled when both runs have "
+                             "it, else step")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,7 +48,9 @@ def run(args: argparse.Namespace) -> int:
         from mlptui.trace.diff.gate import gate, gate_lines, parse_pct
 
         pct = parse_pct(args.fail_if_slower)
-        checks = gate(doc, pct)
+        checks = gate(doc, pct, args.on)
+    elif args.on is not None:
+        raise MlptuiError("--on names the figure --fail-if-slower judges: give --fail-if-slower PCT too")
     if args.json:
         out = dumps_json(doc if checks is None else {**doc, "gate": [vars(c) for c in checks]})
     elif args.md or checks is not None:   # the gate's report is Markdown, for a pull request
@@ -67,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         raise MlptuiError(f"cannot write the report ({exc.strerror or exc})") from None
     failed = [c for c in checks or [] if c.failed]
     if failed:
-        print("mlptui: B is slower than A beyond the gate: " + "; ".join(
+        print("mlptui: B is slower than A beyond the gate, judged on " + "; ".join(
             f"{c.what} +{c.slower_pct:.1f}% ({c.a_us:.1f} → {c.b_us:.1f} µs)" for c in failed), file=sys.stderr)
         return 1
     return 0

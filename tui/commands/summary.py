@@ -6,7 +6,7 @@ import argparse
 import sys
 
 # the report's tables (lists of rows of one shape), by their key in `--json`
-CSV_TABLES = ("steps", "operators", "kernel_stats", "kernels", "memory_ops", "launch_calls", "dispatch")
+CSV_TABLES = ("steps", "breakdown", "operators", "kernel_stats", "kernels", "memory_ops", "launch_calls", "dispatch")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,7 +62,13 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "csv", None):
         from mlptui.viewmodels.table_export import dict_rows_csv
 
-        sys.stdout.write(dict_rows_csv(safe_doc(report[args.csv] or [])))
+        if args.csv == "breakdown":
+            from mlptui.trace.analysis.profile_sections import breakdown_rows
+
+            rows = breakdown_rows(report["overview"])
+        else:
+            rows = report[args.csv] or []
+        sys.stdout.write(dict_rows_csv(safe_doc(rows)))
         return 0
     sys.stdout.write(format_report(report, "json" if args.json else "md" if args.md else "text", top=args.top))
     return 0

@@ -26,7 +26,7 @@ from mlptui.screens.help_screen import HelpScreen, binding_lines, help_text
 from mlptui.screens.host import host
 from mlptui.screens.when_composed import when_composed
 from mlptui.trace.diff.cpu import op_key
-from mlptui.trace.diff.render import MARKERS, fmt_speedup
+from mlptui.trace.diff.render import MARKERS, direction, figure_pairs, fmt_speedup
 from mlptui.trace.diff.trace_diff import Side, TraceDiff, diff_traces
 from mlptui.trace.model import Trace
 from mlptui.viewmodels.diff_details import pair_details
@@ -38,24 +38,23 @@ from mlptui.widgets.worker_errors import ReportsWorkerErrors, WorkerFailed
 SYNC_LIMIT = 20_000
 
 
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return a / b if a and b else None
-
-
 def header_text(d: TraceDiff) -> str:
-    """Three lines: the two sides with the aligned step's own figures, then B against A on that step (GPU
-    busy first, the runs' unprofiled timings when their manifests have them, the profiled step time
-    labelled as such) and the row counts per status."""
+    """Three lines: the two sides with the aligned step's own figures, then B against A (the runs'
+    unprofiled timings, from their manifests, first when both have them; then the aligned steps' windows
+    and GPU busy, each with its own direction) and the row counts per status."""
     c = d.counts()
     counts = " ".join(f"{MARKERS[s]}{n}" for s, n in c.items())
     sa, sb = d.a.aligned, d.b.aligned
-    busy = _ratio(sa.gpu_busy_us, sb.gpu_busy_us) if sa and sb else d.gpu_busy_speedup
-    step = _ratio(sa.cpu_us, sb.cpu_us) if sa and sb else d.speedup
-    timed = f" · unprofiled {fmt_speedup(d.timed_speedup)} (manifests)" if d.timed_speedup else ""
+    a = {"timed_us": d.a.timed_us, "step_us": sa.window_us if sa else d.a.step_us,
+         "gpu_busy_us": sa.gpu_busy_us if sa else d.a.gpu_busy_us}
+    b = {"timed_us": d.b.timed_us, "step_us": sb.window_us if sb else d.b.step_us,
+         "gpu_busy_us": sb.gpu_busy_us if sb else d.b.gpu_busy_us}
+    # Short enough that every figure's direction fits 80 columns: none may be cut while another shows.
+    parts = [f"{'step' if name == 'step' else label} {fmt_speedup(x / y)} {direction(x, y)}"
+             for name, label, x, y in figure_pairs(a, b)]
     return "\n".join([
         *(_side_line(tag, side) for tag, side in (("A", d.a), ("B", d.b))),
-        f"B vs A on this step: GPU busy {fmt_speedup(busy)}{timed} · profiled step {fmt_speedup(step)}"
-        f" · rows {counts}",
+        f"B vs A: {' · '.join(parts) or MISSING} · rows {counts}",
     ])
 
 
@@ -64,9 +63,9 @@ def _side_line(tag: str, side: Side) -> str:
     device = (side.device or MISSING).removeprefix("NVIDIA ")
     s = side.aligned
     if s is None:
-        return (f"{tag} {side.label} · {device} · {side.step} │ profiled step {us(side.step_us)} · GPU busy "
+        return (f"{tag} {side.label} · {device} · {side.step} │ step {us(side.step_us)} · GPU busy "
                 f"{us(side.gpu_busy_us)} · {side.kernels} kernels · {side.launches} launches")
-    return (f"{tag} {side.label} · {device} · {side.step} │ profiled step {us(s.cpu_us)} · GPU busy "
+    return (f"{tag} {side.label} · {device} · {side.step} │ step {us(s.window_us)} · GPU busy "
             f"{us(s.gpu_busy_us)} · {s.kernels} kernels · {s.launches} launches")
 
 

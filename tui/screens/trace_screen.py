@@ -28,8 +28,8 @@ from mlptui.screens.host import host
 from mlptui.screens.step_ahead import StepAhead
 from mlptui.screens.when_composed import when_composed
 from mlptui.trace.analysis.device_arch import device_arch
+from mlptui.trace.analysis.kernel_inputs import kernel_name
 from mlptui.trace.model import LAUNCH_CATS
-from mlptui.trace.names.kernel import decode_kernel
 from mlptui.viewmodels import fmt
 from mlptui.viewmodels.detail_text import gpu_details, op_details
 from mlptui.viewmodels.expect_lines import expectation_lines
@@ -256,7 +256,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         """What a timeline slice is called: its op's name, or its kernel's decoded short name."""
         ident = int(lane.ids[i])
         if lane.kind == "gpu":
-            return decode_kernel(self.facts.trace.gpu[ident].name).short
+            return kernel_name(self.facts.trace, self.facts.trace.gpu[ident].name).short
         return self.facts.trace.ops[ident].name
 
     def on_timeline_event_chosen(self, message: Timeline.EventChosen) -> None:
@@ -309,7 +309,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
                 ", nothing on the GPU")
             if op.cat in LAUNCH_CATS and len(linked) == 1:     # the launch → kernel link, with its delay
                 k = trace.gpu[linked[0]]
-                caption = (f"{op.name} at {fmt.us(op.ts)} → {decode_kernel(k.name).short} on stream {k.stream}, "
+                caption = (f"{op.name} at {fmt.us(op.ts)} → {kernel_name(self.facts.trace, k.name).short} on stream {k.stream}, "
                            f"starts {fmt.us(k.ts - op.ts)} after the call, runs {fmt.us(k.dur)}")
             timeline.set_marks([((op.pid, op.tid), op.ts, op.end)],
                                [((trace.gpu[g].device, trace.gpu[g].stream), trace.gpu[g].ts, trace.gpu[g].end)
@@ -327,7 +327,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
                 call = trace.ops[g.launch]
                 launched = f" ← {call.name} at {fmt.us(call.ts)}, {fmt.us(g.ts - call.ts)} before it started"
             timeline.set_marks(cpu, [((g.device, g.stream), g.ts, g.end)],
-                               f"{decode_kernel(g.name).short} {fmt.us(g.dur)} on stream {g.stream}{launched}")
+                               f"{kernel_name(self.facts.trace, g.name).short} {fmt.us(g.dur)} on stream {g.stream}{launched}")
 
     def _kernels_below(self, op_id: int) -> list[int]:
         """GPU work launched by an op or anything beneath it (capped: a root may hold a whole run)."""

@@ -5,10 +5,11 @@ for its one column), so a million-kernel trace costs what is looked at."""
 from __future__ import annotations
 
 from mlptui.base.units import bandwidth, throughput
+from mlptui.trace.analysis.kernel_inputs import kernel_name
 from mlptui.trace.analysis.occupancy import Occupancy, kernel_occupancy
 from mlptui.trace.analysis.roofline import Roofline, kernel_roofline
 from mlptui.trace.model import Trace
-from mlptui.trace.names.kernel import KernelName, decode_kernel
+from mlptui.trace.names.kernel import KernelName
 
 
 class KernelFacts:
@@ -18,7 +19,7 @@ class KernelFacts:
         self._roof: dict[int, Roofline | None] = {}
 
     def decoded(self, gid: int) -> KernelName:
-        return decode_kernel(self.trace.gpu[gid].name)     # cached by name in the core
+        return kernel_name(self.trace, self.trace.gpu[gid].name)     # cached by name in the core
 
     def occupancy(self, gid: int) -> Occupancy | None:
         if gid not in self._occ:

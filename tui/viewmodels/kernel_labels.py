@@ -8,6 +8,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
+from mlptui.trace.analysis.kernel_inputs import kernel_name
 from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import decode_kernel
 
@@ -15,12 +16,14 @@ TAIL_MAX = 28       # columns of the distinguishing words at most (cut in their 
 _WORD = re.compile(r"[A-Za-z0-9]+")
 
 
-def distinct_labels(raw_names: Iterable[str]) -> dict[str, str]:
-    """Each raw name's label: its short name, plus what tells it apart where the short name is shared
+def distinct_labels(raw_names: Iterable[str], trace: Trace | None = None) -> dict[str, str]:
+    """Each raw name's label: its short name (with the dtype the launching ops' inputs give, where the
+    name is ambiguous and `trace` is given), plus what tells it apart where the short name is shared
     with another raw name of `raw_names`."""
     by_short: dict[str, list[str]] = {}
     for raw in sorted(set(raw_names)):
-        by_short.setdefault(decode_kernel(raw).short, []).append(raw)
+        short = (decode_kernel(raw) if trace is None else kernel_name(trace, raw)).short
+        by_short.setdefault(short, []).append(raw)
     labels: dict[str, str] = {}
     for short, raws in by_short.items():
         if len(raws) == 1:
@@ -40,7 +43,7 @@ def distinct_labels(raw_names: Iterable[str]) -> dict[str, str]:
 def every_kernel_labels(trace: Trace) -> dict[str, str]:
     """The labels of all the trace's GPU ops together (the all-steps scope); through `Trace.derive`, so a
     worker can make them before the scope is first shown."""
-    return distinct_labels({g.name for g in trace.gpu})
+    return distinct_labels({g.name for g in trace.gpu}, trace)
 
 
 def _differing(raws: list[str]) -> list[str]:

@@ -1,8 +1,8 @@
 """What the profiler views show, computed once per trace off the UI thread (`build_profile`), and the
 overview's text: device lines, the per-step table and a stacked bar per step.
 
-The bar draws each category with its own letter (K kernel, M memcpy, S memset, R runtime, D DataLoader,
-C CPU exec, · other), coloured from the 16 standard colours, so it reads in 16 colours and under
+The bar draws each category with its own letter (K kernel, M memcpy, S memset, N communication,
+R runtime, D DataLoader, C CPU exec, · other), coloured from the 16 standard colours, so it reads in 16 colours and under
 NO_COLOR alike.
 """
 
@@ -23,13 +23,13 @@ from mlptui.trace.analysis.recommendations import recommendations
 from mlptui.trace.model import Trace
 from mlptui.viewmodels import fmt
 
-GLYPHS = {"kernel": "K", "memcpy": "M", "memset": "S", "runtime": "R", "dataloader": "D", "cpu_exec": "C",
-          "other": "·"}
+GLYPHS = {"kernel": "K", "memcpy": "M", "memset": "S", "communication": "N", "runtime": "R", "dataloader": "D",
+          "cpu_exec": "C", "other": "·"}
 STYLES = {"kernel": "bold white on blue", "memcpy": "black on magenta", "memset": "black on cyan",
-          "runtime": "black on yellow", "dataloader": "white on red", "cpu_exec": "black on green", "other": "dim"}
+          "communication": "black on white", "runtime": "black on yellow", "dataloader": "white on red", "cpu_exec": "black on green", "other": "dim"}
 MAX_STEPS = 12             # steps listed in the overview; the rest are summed in the total
-LABELS = {"kernel": "kernel", "memcpy": "memcpy", "memset": "memset", "runtime": "runtime",
-          "dataloader": "DataLoader", "cpu_exec": "CPU exec", "other": "other"}
+LABELS = {"kernel": "kernel", "memcpy": "memcpy", "memset": "memset", "communication": "communication",
+          "runtime": "runtime", "dataloader": "DataLoader", "cpu_exec": "CPU exec", "other": "other"}
 
 
 @dataclass
@@ -165,7 +165,7 @@ def overview_text(data: ProfileData, width: int) -> Text:
                    f"{_na(s, 'sm_efficiency'):>6} {occ:>10} {fmt.pct(s['tensor_core_share']):>4}\n")
     for note in na_notes(ov):
         out.append(f"  {note}\n", "dim")
-    out.append("\nstep-time breakdown (each µs once, first of: K M S R D C ·)\n", "bold")
+    out.append("\nstep-time breakdown (each µs once, first of: K M S N R D C ·)\n", "bold")
     bar_w = max(10, width - name_w - 2)
     for s in steps:
         if s.get("gap"):

@@ -116,7 +116,7 @@ class KernelTable(ReportsWorkerErrors, SideScrolling, LineList):
             gpu = trace.gpu
             # ids are distinct: as many as the trace has means all of them (made ahead, off this thread)
             labels = (trace.derive(every_kernel_labels) if len(gpu_ids) == len(gpu)
-                      else distinct_labels({gpu[g].name for g in gpu_ids}))
+                      else distinct_labels({gpu[g].name for g in gpu_ids}, trace))
             known = self._labels_of[id(gpu_ids)] = (gpu_ids, labels)
         return known[1]
 

@@ -170,7 +170,7 @@ class KernelStatsTable(SortedTable):
         self._launches.clear()
 
     def show(self, rows: list[Any]) -> None:
-        self.labels = distinct_labels(k.name for k in rows)
+        self.labels = distinct_labels((k.name for k in rows), self.trace)
         if len(self._launches) > KEPT_LAUNCHES:
             self._launches.clear()
         super().show(rows)

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from mlptui.base.units import duration, share, size
+from mlptui.trace.analysis.kernel_inputs import kernel_name
 from mlptui.trace.analysis.occupancy import (
     DEFAULT_SMEM_PER_BLOCK,
     device_for,
@@ -335,7 +336,7 @@ def _compute(trace: Trace) -> AttentionFacts | None:
         first = ids[0]
         backend, backend_op = _backend(trace, trace.gpu[first].op)
         facts.fused.append(FusedFact(
-            raw=raw, short=decode_kernel(raw).short, implementation=impl.label, word=impl.word, backend=backend,
+            raw=raw, short=kernel_name(trace, raw).short, implementation=impl.label, word=impl.word, backend=backend,
             backend_op=backend_op, launch_path=launch_path(trace, first), count=len(ids),
             us=sum(trace.gpu[g].dur for g in ids), occupancy=_occupancy(trace, first)))
     _mask(trace, step, facts)

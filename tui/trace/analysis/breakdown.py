@@ -1,11 +1,13 @@
 """Step-time breakdown: every nanosecond of a step's window in exactly one category.
 
 Categories, in the order of precedence the TensorBoard profiler plugin used: a moment covered by a
-kernel is "kernel" whatever else runs then; otherwise by a memcpy "memcpy", a memset "memset", a CUDA
-runtime/driver call on the host "runtime", a DataLoader `__next__` (or DataPipe) op "dataloader", any
-other CPU op, annotation or Python frame "cpu_exec"; a moment none of these covers is "other". Kernels,
-memcpys and memsets count on any device and stream; host categories on any thread. The steps' own
-`ProfilerStep#N` annotations cover everything and are left out.
+compute kernel (any kernel but a collective's) is "kernel" whatever else runs then; otherwise by a
+memcpy "memcpy", a memset "memset", a collective (NCCL/RCCL) kernel "communication" (so communication
+is collective time that overlaps no compute kernel, memcpy or memset), a CUDA runtime/driver call on
+the host "runtime", a DataLoader `__next__` (or DataPipe) op "dataloader", any other CPU op, annotation
+or Python frame "cpu_exec"; a moment none of these covers is "other". Kernels, memcpys and memsets
+count on any device and stream; host categories on any thread. The steps' own `ProfilerStep#N`
+annotations cover everything and are left out.
 
 A step's window is the one mlptui.trace.analysis.steps uses: from the step's start to the later of its
 end and the end of the GPU work it launched. A trace without steps is one window over all its events.
@@ -18,12 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mlptui.trace.analysis.collectives import is_comm_kernel
 from mlptui.trace.analysis.tables import tables, unique_ids
 from mlptui.trace.analysis.timeline_segments import Segments, to_ns
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, MEMCPY, MEMSET, PYTHON, Trace
 from mlptui.trace.parse.index import STEP_PREFIX
 
-CATEGORIES = ("kernel", "memcpy", "memset", "runtime", "dataloader", "cpu_exec", "other")
+CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other")
 _HOST_CATS = frozenset({CPU_OP, ANNOTATION, PYTHON})
 
 
@@ -87,8 +90,14 @@ def category_intervals(trace: Trace) -> Spans:
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     t = tables(trace)
     gpu_end = t.gpu_ts + t.gpu_dur                       # GpuOp.end
-    for cat, key in ((KERNEL, "kernel"), (MEMCPY, "memcpy"), (MEMSET, "memset")):
+    for cat, key in ((MEMCPY, "memcpy"), (MEMSET, "memset")):
         pick = t.gpu_cat == t.string_id(cat)
+        out[key] = (to_ns(t.gpu_ts[pick]), to_ns(gpu_end[pick]))
+    kernel = t.gpu_cat == t.string_id(KERNEL)
+    names, inverse = unique_ids(t.gpu_name, return_inverse=True)     # names repeat: each is judged once
+    comm_name = np.fromiter((is_comm_kernel(t.strings[i]) for i in names.tolist()), dtype=bool, count=len(names))
+    comm = kernel & comm_name[inverse.reshape(-1)] if t.n_gpu else kernel
+    for key, pick in (("kernel", kernel & ~comm), ("communication", comm)):
         out[key] = (to_ns(t.gpu_ts[pick]), to_ns(gpu_end[pick]))
     # Each op's category, decided once per distinct (category, name): names repeat across steps.
     pairs, inverse = unique_ids(t.op_cat * len(t.strings) + t.op_name, return_inverse=True)

@@ -13,6 +13,7 @@ import numpy as np
 
 from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.analysis.graph_capture import graph_capture
+from mlptui.trace.analysis.kernel_inputs import kernel_name
 from mlptui.trace.analysis.tables import Tables, tables, unique_ids
 from mlptui.trace.analysis.unlinked import unlinked_line
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Trace
@@ -61,11 +62,12 @@ def _kernels(trace: Trace, gpu_ids: list[int]) -> list[tuple[str, float]]:
     return [(t.strings[i], d) for i, d in zip(t.gpu_name[at].tolist(), t.gpu_dur[at].tolist(), strict=True)]
 
 
-def kernel_label(raw: str) -> str:
-    """One kernel for a findings line: a short name as the trace has it, a long one decoded, with family
-    and library said once (`gelu (ATen, vec8; pointwise)`, `aten::mul.out-dtype_Float (other, custom)`);
-    the ops it computes are added only when the name does not already say them."""
-    name = decode_kernel(raw)
+def kernel_label(raw: str, trace: Trace | None = None) -> str:
+    """One kernel for a findings line: a short name as the trace has it, a long one decoded (its dtype
+    from the launching ops' inputs where the name is ambiguous, given the trace), with family and library
+    said once (`gelu (ATen, vec8; pointwise)`, `aten::mul.out-dtype_Float (other, custom)`); the ops it
+    computes are added only when the name does not already say them."""
+    name = decode_kernel(raw) if trace is None else kernel_name(trace, raw)
     label = raw if len(raw) <= 48 else name.short
     low = label.casefold()
     ops = f" = {'·'.join(name.ops)}" if name.ops and not all(o.casefold() in low for o in name.ops) else ""
@@ -83,7 +85,7 @@ def kernel_line(trace: Trace, gpu_ids: list[int]) -> str:
         if name.family == "gemm":
             groups[f"GEMM ({name.library})"] += 1
         else:
-            groups[kernel_label(raw)] += 1
+            groups[kernel_label(raw, trace)] += 1
     if not kernels:
         return "no GPU kernels" + (f" ({others} memset/memcpy)" if others else "")
     ranked = sorted(groups.items(), key=lambda item: -item[1]) if len(groups) > 6 else list(groups.items())
@@ -106,7 +108,7 @@ def kernel_mix(trace: Trace, gpu_ids: list[int]) -> str:
         elif "ATen" in name.library and name.ops:
             label = "·".join(name.ops)
         else:
-            label = raw if len(raw) <= 48 else name.short
+            label = raw if len(raw) <= 48 else kernel_name(trace, raw).short
         counts[label] += 1
         time[label] = time.get(label, 0.0) + dur
     order = sorted(counts, key=lambda label: -time[label])      # stable: ties keep first appearance

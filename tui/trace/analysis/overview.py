@@ -41,6 +41,7 @@ from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.analysis.timeline_segments import Segments, to_ns
 from mlptui.trace.analysis.unlinked import outside_operators_line, unlinked_line
 from mlptui.trace.model import KERNEL, Trace
+from mlptui.trace.names.runtime_calls import classify_call
 
 NOT_MEASURED = ("not measured: no kernel in the window has an achieved occupancy above 0 % (Kineto writes 0 "
                 "where it did not measure)")
@@ -62,6 +63,7 @@ class Figures:
     no_grid_ns: float = 0.0         # Σ kernel time inside the window of kernels without a grid
     no_sms_ns: float = 0.0          # ... of kernels with a grid on a device whose SM count the trace lacks
     breakdown_ns: dict[str, int] = field(default_factory=dict)
+    no_grid_how: str = ""           # how the scope's kernels without a grid were launched (no_grid_how)
 
     def add(self, other: Figures) -> None:
         for name in ("window_ns", "busy_ns", "sm_ns", "kernel_ns", "tc_ns", "occ_ns", "occ_weighted", "th_ns",
@@ -69,6 +71,7 @@ class Figures:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for k, v in other.breakdown_ns.items():
             self.breakdown_ns[k] = self.breakdown_ns.get(k, 0) + v
+        self.no_grid_how = self.no_grid_how or other.no_grid_how
 
     def to_dict(self, name: str) -> dict[str, Any]:
         def share(num: float, den: float) -> float | None:
@@ -92,8 +95,8 @@ class Figures:
         """Why SM efficiency cannot be known over this window (None when it can): some kernel time in it
         has no block count, and counting it as 0 blocks would understate the figure."""
         if self.no_grid_ns > 0:
-            return (f"{self.no_grid_ns / self.kernel_ns:.0%} of the kernel time is in kernels that carry no "
-                    "grid (as CUDA/HIP graph replays do)")
+            how = f" ({self.no_grid_how})" if self.no_grid_how else ""
+            return f"{self.no_grid_ns / self.kernel_ns:.0%} of the kernel time is in kernels that carry no grid{how}"
         if self.no_sms_ns > 0:
             return "the trace gives neither blocks per SM nor the device's SM count (deviceProperties)"
         return None
@@ -171,6 +174,26 @@ def _device_figures(kf: KernelFacts, device: int, windows: list[Window]) -> list
             for k, w in enumerate(windows)]
 
 
+def no_grid_how(trace: Trace, kf: KernelFacts) -> str:
+    """How the kernels without a grid were launched, as the trace shows it: by a graph replay (whose
+    kernels may record none), by a named launch call, or with no launch call in the trace at all — so
+    the reason given fits the trace (an eager trace has no graph replays)."""
+    t = tables(trace)
+    ids = np.asarray(kf.ids, dtype=np.int64)[kf.no_grid]
+    if not len(ids):
+        return ""
+    launch = t.gpu_launch[ids]
+    names = sorted({t.strings[i] for i in t.op_name[launch[launch >= 0]].tolist()})
+    graph = [n for n in names if classify_call(n) == "graph"]
+    others = [n for n in names if n not in graph]
+    parts = ["CUDA/HIP graph replays" if graph else ""]
+    if others:
+        parts.append("launched by " + ", ".join(others[:3]) + (", …" if len(others) > 3 else ""))
+    if (launch < 0).any():
+        parts.append("with no launch call in the trace")
+    return "; ".join(p for p in parts if p)
+
+
 def union_windows(windows: list[Window]) -> list[Window]:
     """The union of the windows as disjoint pieces in time order: where steps overlap (the CPU runs
     ahead, pipelined steps) each moment is in one piece only."""
@@ -205,8 +228,10 @@ def overview(trace: Trace, kf: KernelFacts | None = None, step: int | None = Non
     per_device = {d: _device_figures(kf, d, windows + union) for d in used}
     figures: list[Figures] = per_device[main] if main is not None else [Figures(window_ns=w.dur_ns)
                                                                         for w in windows + union]
+    how = no_grid_how(trace, kf)
     for fig, part in zip(figures, parts, strict=True):
         fig.breakdown_ns = part
+        fig.no_grid_how = how
     steps = figures[:len(windows)]
     total = Figures()
     for fig in figures[len(windows):]:          # the union's pieces: a moment in two windows counts once
@@ -222,6 +247,7 @@ def overview(trace: Trace, kf: KernelFacts | None = None, step: int | None = Non
         if d in per_device:
             scope = Figures()
             for fig in per_device[d][len(windows):]:
+                fig.no_grid_how = how
                 scope.add(fig)
             figs = scope.to_dict("")
             for key in ("gpu_util", "sm_efficiency", "sm_efficiency_na", "achieved_occupancy",

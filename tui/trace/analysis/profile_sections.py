@@ -8,6 +8,7 @@ from typing import Any
 
 from mlptui.base.units import MISSING, duration, share, size
 from mlptui.trace.analysis.breakdown import CATEGORIES
+from mlptui.trace.analysis.kernel_inputs import kernel_name
 from mlptui.trace.analysis.kernel_stats import kernel_stats
 from mlptui.trace.analysis.memory import memory_report
 from mlptui.trace.analysis.modules import module_tree
@@ -29,10 +30,18 @@ def profile_sections(trace: Trace, step: int | None = None) -> dict[str, Any]:
         "overview": ov,
         "recommendations": recommendations(trace, ov, ops, step),
         "operators": [o.to_dict() for o in ops],
-        "kernel_stats": [k.to_dict() for k in kernels],
+        "kernel_stats": [{**k.to_dict(), "short": kernel_name(trace, k.name).short} for k in kernels],
         "memory": None if mem is None else mem.to_dict(),
         "modules": None if mods is None else [m.to_dict() for m in mods],
     }
+
+
+def breakdown_rows(ov: dict[str, Any]) -> list[dict[str, Any]]:
+    """The step-time breakdown as flat rows (`summary --csv breakdown`): each step of the overview, then
+    the scope's total when there are several, with its duration and each category's µs."""
+    steps = ov["steps"] + ([ov["total"]] if len(ov["steps"]) > 1 else [])
+    return [{"name": s["name"], "duration_us": s["duration_us"],
+             **{f"{c}_us": s["breakdown_us"][c] for c in CATEGORIES}} for s in steps]
 
 
 # ---------------------------------------------------------------- renderings
@@ -68,7 +77,7 @@ _OP_HEAD = ["op", "calls", "host self", "host total", "dev self", "dev total", "
 def _kernel_labels(kernels: list[dict[str, Any]]) -> list[str]:
     """Decoded names, as every other section shows them (the raw names are in --json); two kernels whose
     names decode alike are told apart as variants."""
-    shorts = [decode_kernel(k["name"]).short for k in kernels]
+    shorts = [k.get("short") or decode_kernel(k["name"]).short for k in kernels]
     seen: dict[str, int] = {}
     out = []
     for short in shorts:

@@ -13,9 +13,11 @@ architectures the rule applies to (`applies_to`); thresholds are the constants b
   launched them → CUDA/HIP graphs, torch.compile. A kernel that ran and finished inside its own launch
   call shows a launch that blocked (MTIA's submission waits for the work): it is not launch overhead,
   and is left out of the count.
-- tensor_cores (NVIDIA sm_70 and newer; AMD CDNA, gfx908 and newer): Tensor-Core-eligible ops (GEMMs,
-  convolutions) whose own kernels run mostly off Tensor Cores (tc_share < 0.5) take ≥ TC_MISS_SHARE of
-  kernel time → on sm_80 and newer TF32 or bf16 autocast; on Volta and Turing (sm_70, sm_72, sm_75) fp16
+- tensor_cores (NVIDIA sm_70 and newer; AMD CDNA, gfx908 and newer): the kernels actually launched by
+  Tensor-Core-eligible ops (GEMMs, convolutions) whose own kernels run mostly off Tensor Cores (tc_share
+  < 0.5) take ≥ TC_MISS_SHARE of kernel time off them, leaving out what autocast cannot change or the
+  name cannot tell (mlptui.trace.analysis.tc_miss: f32 upcasts inside an op whose inputs are 16-bit, as
+  SDPA's math backend makes; Triton kernels) → on sm_80 and newer TF32 or bf16 autocast; on Volta and Turing (sm_70, sm_72, sm_75) fp16
   autocast, as they have neither TF32 nor bf16; on AMD matrix cores bf16/fp16 autocast. No rule where the
   trace does not name the architecture, or the device has no matrix units.
 - memcpy (any device): memcpy time ≥ MEMCPY_SHARE of the step time → keep data on the device, pinned
@@ -36,6 +38,7 @@ from mlptui.trace.analysis.graph_capture import MIN_CAPTURED, graph_capture
 from mlptui.trace.analysis.occupancy import device_for
 from mlptui.trace.analysis.operators import OpGroup
 from mlptui.trace.analysis.tables import Tables, tables
+from mlptui.trace.analysis.tc_miss import TcMiss, tc_miss
 from mlptui.trace.model import KERNEL, MEMCPY, Trace
 from mlptui.trace.names.kernel import decode_kernel
 
@@ -135,8 +138,8 @@ def recommendations(trace: Trace, overview: dict[str, Any], ops: list[OpGroup],
             "figures": {"device": kind, "kernels": len(kernels), "shorter_than_launch": short,
                         "inside_their_launch": int(blocked.sum()), "share": round(short / len(kernels), 4),
                         "threshold": LAUNCH_BOUND_SHARE}})
-    missed = [o for o in ops if o.tc_eligible and o.kernel_self_us > 0 and (o.tc_share or 0.0) < 0.5]
-    missed_us = sum(o.kernel_self_us - o.tc_us for o in missed)
+    miss = tc_miss(trace, ops) if gpu else TcMiss()
+    missed_us = miss.missed_us
     advice = _tc_advice(info)
     if advice and kernel_us and missed_us / kernel_us >= TC_MISS_SHARE:
         units = "matrix cores" if info.vendor == "AMD" else "Tensor Cores"
@@ -145,7 +148,8 @@ def recommendations(trace: Trace, overview: dict[str, Any], ops: list[OpGroup],
             f"of this {kind}: {advice}"), "applies_to": MATRIX_UNITS,
             "figures": {"device": kind, "off_tc_us": round(missed_us, 3), "kernel_us": round(kernel_us, 3),
                         "share": round(missed_us / kernel_us, 4), "threshold": TC_MISS_SHARE,
-                        "ops": [o.name for o in missed[:5]]}})
+                        "ops": miss.ops[:5], "sixteen_bit_us": round(miss.sixteen_bit_us, 3),
+                        "upcast_us": round(miss.upcast_us, 3), "triton_us": round(miss.unknown_us, 3)}})
     copies = np.flatnonzero(t.gpu_is((MEMCPY,)) & scope)
     h2d = np.flatnonzero(t.names_where(_host_device, t.gpu_name[copies])[t.gpu_name[copies]])
     memcpy_share = parts["memcpy"] / duration if duration else 0.0

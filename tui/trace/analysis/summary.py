@@ -55,6 +55,7 @@ from mlptui.base.units import duration
 from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.analysis.dispatch import dispatch_paths
 from mlptui.trace.analysis.findings import trace_findings
+from mlptui.trace.analysis.kernel_inputs import kernel_name
 from mlptui.trace.analysis.launches import launch_calls
 from mlptui.trace.analysis.profile_sections import (
     profile_sections,
@@ -71,9 +72,15 @@ def _r(x: float) -> float:
     return round(x, 3)
 
 
-def _kernel_name(raw: str) -> tuple[str, str, str]:
-    k = decode_kernel(raw)
+def _kernel_name(raw: str, trace: Trace | None = None) -> tuple[str, str, str]:
+    k = decode_kernel(raw) if trace is None else kernel_name(trace, raw)
     return k.short, k.family, k.library
+
+
+def _short(d: dict[str, Any], raw: str) -> str:
+    """A kernel's short name as the report's `kernels` table has it (its dtype settled by the launching
+    ops' inputs where the name is ambiguous), else decoded from the name alone."""
+    return next((k["short"] for k in d["kernels"] if k["name"] == raw), None) or _kernel_name(raw)[0]
 
 
 def _step_dict(s: StepStats) -> dict[str, Any]:
@@ -110,7 +117,7 @@ def summarize(trace: Trace) -> dict[str, Any]:
     t = tables(trace)
     kernels = []
     for name, _cat, n, total in _grouped(trace, frozenset({KERNEL})):
-        short, family, library = _kernel_name(name)
+        short, family, library = _kernel_name(name, trace)
         kernels.append({"name": name, "short": short, "family": family, "library": library, "count": n,
                         "total_us": _r(total), "mean_us": _r(total / n)})
     memory = [{"name": name, "kind": "memcpy" if cat == MEMCPY else "memset", "count": n,
@@ -248,7 +255,7 @@ def render_text(d: dict[str, Any], top: int = 15) -> str:
         for row in d["dispatch"][:top]:
             out.append(f"  {row['count']}× " + " → ".join(row["path"]) + ("" if row["gpu_kernels"] else "  (no GPU)"))
             for k in row["gpu_kernels"]:
-                out.append(f"       ⤷ {_kernel_name(k)[0]}")
+                out.append(f"       ⤷ {_short(d, k)}")
         if len(d["dispatch"]) > top:
             out.append(f"  … {len(d['dispatch']) - top} more paths (--json has them all)")
     if "overview" in d:
@@ -293,7 +300,7 @@ def render_markdown(d: dict[str, Any], top: int = 15) -> str:
         out += ["", "#### Dispatch", ""]
         out += _md_table(["count", "CPU path", "kernels"],
                          [[str(r["count"]), " → ".join(r["path"]),
-                           ", ".join(_kernel_name(k)[0] for k in r["gpu_kernels"]) or "(no GPU)"]
+                           ", ".join(_short(d, k) for k in r["gpu_kernels"]) or "(no GPU)"]
                           for r in d["dispatch"][:top]])
     if "overview" in d:
         out += render_profile_markdown(d, _md_table, top)

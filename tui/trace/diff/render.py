@@ -38,9 +38,9 @@ def _ratio(a: float | None, b: float | None) -> str:
 def summary_rows(doc: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """(label, A, B, A/B) lines of the per-step table; medians over each side's active steps."""
     a, b = doc["a"], doc["b"]
-    out = [("step (prof.)", duration(a.get("step_us")), duration(b.get("step_us")),
-            _ratio(a.get("step_us"), b.get("step_us")))]
-    for key, label in (("cpu_us", "CPU time"), ("gpu_busy_us", "GPU busy"), ("gpu_idle_us", "GPU idle")):
+    out = []
+    for key, label in (("step_us", "step"), ("cpu_us", "CPU time"), ("gpu_busy_us", "GPU busy"),
+                       ("gpu_idle_us", "GPU idle")):
         out.append((label, duration(a.get(key)), duration(b.get(key)), _ratio(a.get(key), b.get(key))))
     for key in ("kernels", "launches"):
         out.append((key, str(a.get(key, MISSING)), str(b.get(key, MISSING)), ""))
@@ -52,28 +52,52 @@ def counts_line(doc: dict[str, Any]) -> str:
     return ", ".join(f"{c.get(s, 0)} {s}" for s in MARKERS)
 
 
-def _verdict(x: float) -> str:
-    return f"{x:.2f}× (B {'faster' if x > 1 else 'slower' if x < 1 else 'the same'})"
+# The figures a headline (and the gate) can judge: (name, label, JSON key of each side).
+FIGURES = (("unprofiled", "unprofiled", "timed_us"), ("step", "step time", "step_us"),
+           ("gpu-busy", "GPU busy", "gpu_busy_us"))
+
+
+def figure_pairs(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, str, float, float]]:
+    """(name, label, A µs, B µs) of each figure both sides have, in the headline's order: the runs'
+    unprofiled timings (their manifests), the step time (median step window), GPU busy."""
+    out = []
+    for name, label, key in FIGURES:
+        x, y = a.get(key), b.get(key)
+        if isinstance(x, (int, float)) and isinstance(y, (int, float)) and x > 0 and y > 0:
+            out.append((name, label, float(x), float(y)))
+    return out
+
+
+def direction(a_us: float, b_us: float) -> str:
+    """"faster", "slower" or "level" (B against A; a ratio that rounds to 1.00× is level)."""
+    ratio = a_us / b_us
+    return "level" if abs(ratio - 1.0) < 0.005 else "faster" if ratio > 1 else "slower"
+
+
+def verdict_text(label: str, a_us: float, b_us: float) -> str:
+    """`step time 1.47× (B faster), 189.10 ms → 128.50 ms`: the figure's name is never left out."""
+    word = direction(a_us, b_us)
+    said = "level" if word == "level" else f"B {word}"
+    return f"{label} {fmt_speedup(a_us / b_us)} ({said}), {duration(a_us)} → {duration(b_us)}"
 
 
 def headline(doc: dict[str, Any]) -> str:
-    """One sentence, the most honest figure first: the runs' unprofiled timings (when their manifests have
-    them), then the GPU's busy time, then the profiled step time, labelled as profiled — on a CPU-bound
-    step it measures the profiler's own overhead as much as the work."""
-    parts = []
-    timed = doc.get("timed_speedup")
-    if timed is not None:
-        parts.append(f"unprofiled {_verdict(timed)}, {duration(doc['a']['timed_us'])} → "
-                     f"{duration(doc['b']['timed_us'])} (the runs' manifests)")
-    busy = doc.get("gpu_busy_speedup")
-    if busy is not None:
-        parts.append(f"GPU busy {_verdict(busy)}")
-    s = doc.get("speedup")
-    if s is not None:
-        parts.append(f"profiled step time {fmt_speedup(s)} (includes the profiler's overhead)")
-    if not parts:
+    """One sentence that leads with the step time — the runs' unprofiled timings first when both
+    manifests have them, then the median step window — with GPU busy beside it, each with its own
+    direction; when the figures point different ways it says so, naming both."""
+    pairs = figure_pairs(doc["a"], doc["b"])
+    if not pairs:
         return "B vs A: unknown (no step timings and no GPU work)"
-    return "B vs A: " + "; ".join(parts) + " — medians over each side's steps"
+    parts = [verdict_text(label, x, y) + (" (the runs' manifests)" if name == "unprofiled" else "")
+             for name, label, x, y in pairs]
+    ways: dict[str, list[str]] = {}
+    for _name, label, x, y in pairs:
+        ways.setdefault(direction(x, y), []).append(label)
+    text = "B vs A: " + "; ".join(parts) + " — medians over each side's steps"
+    if "faster" in ways and "slower" in ways:
+        text += (f"; the figures disagree: B is faster in {' and '.join(ways['faster'])} but slower in "
+                 f"{' and '.join(ways['slower'])}")
+    return text
 
 
 def pair_table(items: list[dict[str, Any]], key: str) -> list[tuple[str, str, str, str]]:

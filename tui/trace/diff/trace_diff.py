@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from mlptui.base.errors import MlptuiError
+from mlptui.trace.analysis.kernel_inputs import kernel_name
 from mlptui.trace.analysis.launches import launch_calls
 from mlptui.trace.analysis.steps import StepStats, all_step_stats, step_stats
 from mlptui.trace.diff.align import (
@@ -41,7 +42,6 @@ from mlptui.trace.diff.totals import Pair, biggest_rows, family_totals, launch_t
 from mlptui.trace.model import MEMCPY as CAT_MEMCPY
 from mlptui.trace.model import MEMSET as CAT_MEMSET
 from mlptui.trace.model import Trace
-from mlptui.trace.names.kernel import decode_kernel
 
 _MIRROR = {ADDED: REMOVED, REMOVED: ADDED}
 # Families whose kernels never stand for a fusion of several others (a GEMM may: a Triton GEMM with
@@ -100,7 +100,7 @@ class Side:
     step: str                # name of the aligned step ("all" when the trace has no steps)
     step_index: int          # Step.index, -1 for the whole trace
     steps: tuple[str, ...]   # every active step's name
-    step_us: float           # median step wall time
+    step_us: float           # median step window: start to the later of its end and the end of its GPU work
     cpu_us: float
     gpu_busy_us: float
     gpu_idle_us: float
@@ -118,7 +118,7 @@ class Side:
         }
         if self.aligned is not None:
             s = self.aligned
-            d["aligned_step"] = {"cpu_us": _r(s.cpu_us), "gpu_busy_us": _r(s.gpu_busy_us),
+            d["aligned_step"] = {"step_us": _r(s.window_us), "cpu_us": _r(s.cpu_us), "gpu_busy_us": _r(s.gpu_busy_us),
                                  "gpu_idle_us": _r(s.gpu_idle_us), "kernels": s.kernels, "launches": s.launches}
         return d
 
@@ -129,7 +129,7 @@ class TraceDiff:
     b: Side
     rows: list[DiffRow]
     cpu: CpuDiff
-    speedup: float | None            # A's median step time / B's: > 1 means B is faster
+    speedup: float | None            # A's median step window / B's: > 1 means B is faster
     families: list[Pair] = field(default_factory=list)      # GPU time per kernel family, aligned steps
     launch_calls: list[Pair] = field(default_factory=list)  # runtime/driver calls, aligned steps
     trace_a: Trace | None = field(default=None, repr=False)
@@ -242,7 +242,7 @@ def _items(trace: Trace, step: int | None) -> tuple[list[AlignItem], list[DiffKe
     for g in work:
         raw, cat = strings[c.gpu_name[g]], strings[c.gpu_cat[g]]
         kind = MEMSET if cat == CAT_MEMSET else MEMCPY if cat == CAT_MEMCPY else KERNEL
-        name = decode_kernel(raw)
+        name = kernel_name(trace, raw)
         launcher = strings[c.op_name[op[g]]] if op[g] >= 0 else ""
         words = op_words(name.ops, launcher)
         if name.family != "gemm" and _is_identifier(raw):
@@ -275,12 +275,12 @@ def _measured_side(trace: Trace, step: int | None) -> Side:
     steps = tuple(s.name for s in trace.steps)
     if step is None:
         whole = step_stats(trace, None)
-        return Side(trace.source, label, trace.device_name, "all", -1, steps, _gpu_span(trace),
+        return Side(trace.source, label, trace.device_name, "all", -1, steps, whole.window_us,
                     whole.cpu_us, whole.gpu_busy_us, whole.gpu_idle_us, whole.kernels, whole.launches, whole)
     stats = _all_stats(trace)
     return Side(
         trace.source, label, trace.device_name, trace.steps[step].name, step, steps,
-        statistics.median(s.dur for s in trace.steps),
+        statistics.median(s.window_us for s in stats),
         statistics.median(s.cpu_us for s in stats),
         statistics.median(s.gpu_busy_us for s in stats),
         statistics.median(s.gpu_idle_us for s in stats),
@@ -293,13 +293,6 @@ def _measured_side(trace: Trace, step: int | None) -> Side:
 def _all_stats(trace: Trace) -> list[StepStats]:
     """Step stats, kept with the trace: switching the aligned step must not recount them."""
     return trace.derive(all_step_stats)
-
-
-def _gpu_span(trace: Trace) -> float:
-    c = trace.columns
-    if not c.n_gpu:
-        return 0.0
-    return float((c.gpu_ts + c.gpu_dur).max() - c.gpu_ts.min())
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
