@@ -43,7 +43,9 @@ def raw_steps(path: Path) -> dict[str, dict[str, float]]:
             if b > end:
                 busy += b - max(a, end)
                 end = b
-        out[name] = {"cpu_us": s["dur"], "gpu_busy_us": busy}
+        kernels = sum(1 for e in events if e.get("cat") in LAUNCH_CATS and s["ts"] <= e["ts"] <= s["ts"] + s["dur"]
+                      for g in device.get(e.get("args", {}).get("correlation"), []) if g["cat"] == "kernel")
+        out[name] = {"cpu_us": s["dur"], "gpu_busy_us": busy, "kernels": kernels}
     return out
 
 
@@ -92,8 +94,11 @@ async def test_the_header_shows_the_aligned_steps_own_figures(back: int) -> None
         header = str(screen.query_one("#diff-header").render()).splitlines()
         for line, raw, step in ((header[0], ra, d.a.step), (header[1], rb, d.b.step)):
             fig = raw[step]
-            assert f"· {step} │ profiled step {us(fig['cpu_us'])} · GPU busy {us(fig['gpu_busy_us'])} ·" in line
+            # counts first (80 columns keep them), then the times, the step named with its own
+            assert line.split(" · ")[1] == f"{fig['kernels']} kernels"
+            assert f" · GPU busy {us(fig['gpu_busy_us'])} · {step} {us(fig['cpu_us'])} · " in line
         busy = ra[d.a.step]["gpu_busy_us"] / rb[d.b.step]["gpu_busy_us"]
         profiled = ra[d.a.step]["cpu_us"] / rb[d.b.step]["cpu_us"]
-        assert header[2].startswith(f"B vs A on this step: GPU busy {busy:.2f}× · unprofiled ")
-        assert f" · profiled step {profiled:.2f}× · rows " in header[2]
+        assert header[2].startswith("rows =")
+        assert f" │ B vs A on this step: GPU busy {busy:.2f}× · unprofiled " in header[2]
+        assert header[2].endswith(f" · profiled step {profiled:.2f}×")

@@ -43,9 +43,10 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 
 def header_text(d: TraceDiff) -> str:
-    """Three lines: the two sides with the aligned step's own figures, then B against A on that step (GPU
-    busy first, the runs' unprofiled timings when their manifests have them, the profiled step time
-    labelled as such) and the row counts per status."""
+    """Three lines, each with what a reader compares first, so that 80 columns keep it: the two sides with
+    the aligned step's own counts and times, then the row counts per status and B against A on that step
+    (GPU busy first, the runs' unprofiled timings when their manifests have them, the profiled step time
+    labelled as such)."""
     c = d.counts()
     counts = " ".join(f"{MARKERS[s]}{n}" for s, n in c.items())
     sa, sb = d.a.aligned, d.b.aligned
@@ -54,20 +55,20 @@ def header_text(d: TraceDiff) -> str:
     timed = f" · unprofiled {fmt_speedup(d.timed_speedup)} (manifests)" if d.timed_speedup else ""
     return "\n".join([
         *(_side_line(tag, side) for tag, side in (("A", d.a), ("B", d.b))),
-        f"B vs A on this step: GPU busy {fmt_speedup(busy)}{timed} · profiled step {fmt_speedup(step)}"
-        f" · rows {counts}",
+        f"rows {counts} │ B vs A on this step: GPU busy {fmt_speedup(busy)}{timed} · profiled step "
+        f"{fmt_speedup(step)}",
     ])
 
 
 def _side_line(tag: str, side: Side) -> str:
-    """The aligned step's own figures (the whole trace's when it has no steps)."""
+    """The aligned step's own figures (the whole trace's when it has no steps): counts before times, the
+    device last."""
     device = (side.device or MISSING).removeprefix("NVIDIA ")
     s = side.aligned
-    if s is None:
-        return (f"{tag} {side.label} · {device} · {side.step} │ profiled step {us(side.step_us)} · GPU busy "
-                f"{us(side.gpu_busy_us)} · {side.kernels} kernels · {side.launches} launches")
-    return (f"{tag} {side.label} · {device} · {side.step} │ profiled step {us(s.cpu_us)} · GPU busy "
-            f"{us(s.gpu_busy_us)} · {s.kernels} kernels · {s.launches} launches")
+    kernels, launches, busy, step_us = ((side.kernels, side.launches, side.gpu_busy_us, side.step_us) if s is None
+                                        else (s.kernels, s.launches, s.gpu_busy_us, s.cpu_us))
+    return (f"{tag} {side.label} · {kernels} kernels · {launches} launches · GPU busy {us(busy)} · "
+            f"{side.step} {us(step_us)} · {device}")
 
 
 class PairDetails(ModalScreen[None]):
@@ -187,7 +188,8 @@ class DiffScreen(ReportsWorkerErrors, Screen[None]):
             k = self.rows.lines[self.rows.cursor][1]   # the kernel of the row this line shows
             a = " → ".join(map(op_key, row.a[min(k, len(row.a) - 1)].chain[-3:])) if row.a else "—"
             b = " → ".join(map(op_key, row.b[min(k, len(row.b) - 1)].chain[-3:])) if row.b else "—"
-            text = f"A: {a}   ⇄   B: {b}"
+            names = self.rows.names_line(self.rows.cursor)
+            text = (f"{names}   " if names else "") + f"A: {a}   ⇄   B: {b}"
         if not diffs and cpu is None:
             text = "no kernel differences: every row is the same kernel · " + text
         self._set_status(text)
