@@ -71,5 +71,11 @@ class TraceList(LineList):
     def figures_line(self, facts: TraceFacts) -> str:
         """Every column of a summarised row, in full: a narrow list drops or cuts some, the findings keep them."""
         f = self._figures(facts)
-        return (f"{f['kernels']} kernels: {facts.focus_mix} · {f['launches']} launches · {f['cpu_ops']} CPU ops · "
-                f"GPU busy {f['gpu_busy']} · CPU {f['cpu']} · {f['occupancy']} occupancy queries")
+        return (f"{_counted(f['kernels'], 'kernel')}: {facts.focus_mix} · {_counted(f['launches'], 'launch')} · "
+                f"{_counted(f['cpu_ops'], 'CPU op')} · GPU busy {f['gpu_busy']} · CPU {f['cpu']} · "
+                f"{_counted(f['occupancy'], 'occupancy query')}")
+
+
+def _counted(n: str, noun: str) -> str:
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "es" if noun.endswith("h") else noun + "s"
+    return f"{n} {noun if n == '1' else plural}"
