@@ -116,3 +116,18 @@ async def test_z_zooms_the_findings_and_j_still_picks() -> None:
         await pilot.press("z")
         await pilot.pause()
         assert pane.size.height == tall
+
+
+async def test_the_page_key_is_remapped_by_its_id(monkeypatch) -> None:
+    monkeypatch.setenv("MLPTUI_KEYS", "findings-page=f")
+    app = make_app([])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_for_screen(app, pilot, PickerScreen)
+        await app.workers.wait_for_complete()
+        await pilot.press("4", "space")
+        await pilot.pause()
+        pane = screen.query_one("#picker-findings-pane", VerticalScroll)
+        assert pane.scroll_y == 0 and "f More findings" in _screen(app).splitlines()[-1]
+        await pilot.press("f")
+        await pilot.pause()
+        assert pane.scroll_y > 0
