@@ -7,7 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 
-from app_support import rows_text, wait_for_screen
+from app_support import rows_text, screen_lines, wait_for_screen
 from conftest import find_sample
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -45,7 +45,7 @@ def _findings(screen) -> list[str]:
 
 
 def _screen(app) -> str:
-    return "\n".join("".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips())
+    return "\n".join(screen_lines(app))
 
 
 async def test_the_findings_give_each_row_s_figures_in_full_at_80_columns() -> None:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 import pytest
-from app_support import wait_for_screen
+from app_support import screen_lines, wait_for_screen
 from attention_support import ATTENTION_SAMPLES
 from conftest import ROOT
 from textual.app import App
@@ -69,8 +69,7 @@ ROWS = _rows()
 
 def screen_text(app: App) -> str:
     """What the terminal shows, every character but spaces and scrollbar glyphs, line after line."""
-    lines = ("".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips())
-    return "".join("".join(line.split()).translate(SCROLLBAR) for line in lines)
+    return "".join("".join(line.split()).translate(SCROLLBAR) for line in screen_lines(app))
 
 
 def _flat(snippet: str) -> str:
