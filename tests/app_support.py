@@ -42,6 +42,11 @@ async def settle(pilot: Pilot, quiet: int = 3, timeout: float = 15.0) -> None:
         last = now
 
 
+def screen_lines(app: App) -> list[str]:
+    """The terminal's lines as the app draws them now (Textual's compositor: no public API gives text)."""
+    return ["".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips()]
+
+
 def row_text(pane: LineList, index: int) -> str:
     cells = pane.cells(index)
     return " | ".join(c if isinstance(c, str) else c[0] for c in cells)

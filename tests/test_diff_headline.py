@@ -51,7 +51,9 @@ def raw_steps(path: Path) -> dict[str, dict[str, float]]:
                 if e.get("cat") in LAUNCH_CATS and s["ts"] <= e["ts"] <= s["ts"] + s["dur"]
                 for g in device.get(e.get("args", {}).get("correlation"), [])]
         window = (max([_ns(s["ts"]) + _ns(s["dur"]), *ends]) - _ns(s["ts"])) / 1000
-        out[name] = {"cpu_us": s["dur"], "gpu_busy_us": busy, "window_us": window}
+        kernels = sum(1 for e in events if e.get("cat") in LAUNCH_CATS and s["ts"] <= e["ts"] <= s["ts"] + s["dur"]
+                      for g in device.get(e.get("args", {}).get("correlation"), []) if g["cat"] == "kernel")
+        out[name] = {"cpu_us": s["dur"], "gpu_busy_us": busy, "window_us": window, "kernels": kernels}
     return out
 
 
@@ -133,11 +135,13 @@ async def test_the_header_shows_the_aligned_steps_own_figures(back: int) -> None
         header = str(screen.query_one("#diff-header").render()).splitlines()
         for line, raw, step in ((header[0], ra, d.a.step), (header[1], rb, d.b.step)):
             fig = raw[step]
-            assert f"· {step} │ step {us(fig['window_us'])} · GPU busy {us(fig['gpu_busy_us'])} ·" in line
+            # counts first (80 columns keep them), then the times: the step window named with its step
+            assert line.split(" · ")[1] == f"{fig['kernels']} kernels"
+            assert f" · GPU busy {us(fig['gpu_busy_us'])} · {step} step {us(fig['window_us'])} · " in line
         busy = ra[d.a.step]["gpu_busy_us"] / rb[d.b.step]["gpu_busy_us"]
         step = ra[d.a.step]["window_us"] / rb[d.b.step]["window_us"]
         timed = manifest_median(pa) / manifest_median(pb)
-        assert header[2].startswith(f"B vs A: unprofiled {timed:.2f}× faster · ")
-        assert f" · step {step:.2f}× {'faster' if step > 1 else 'slower'} · GPU busy {busy:.2f}× faster · rows " \
-            in header[2]
-        assert len(header[2].partition(" · rows")[0]) <= 78      # every direction fits 80 columns
+        assert header[2].startswith("rows =")
+        verdicts = header[2].partition(" │ B vs A: ")[2]
+        assert verdicts.startswith(f"unprofiled {timed:.2f}× faster · ")
+        assert f" · step {step:.2f}× {'faster' if step > 1 else 'slower'} · GPU busy {busy:.2f}× faster" in verdicts

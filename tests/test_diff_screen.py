@@ -106,7 +106,10 @@ async def test_cpu_section_mlp_eager_vs_compile_keys_and_swap() -> None:
         # c jumps to the section, n/p still walk the kernel differences from there, c comes back.
         await pilot.press("c")
         assert rows.cursor == rows.cpu_start and rows.cpu_line(rows.cursor).kind == "title"
-        assert "CPU side of the aligned steps" in _text(screen.query_one("#diff-status"))
+        status = _text(screen.query_one("#diff-status"))    # the ops on one side only, named first
+        cpu = screen.diff.to_json()["cpu"]
+        assert status.startswith(f"CPU side: + {cpu['added_ops'][0]}, + {cpu['added_ops'][1]}, ")
+        assert f"; - {cpu['removed_ops'][0]}, - {cpu['removed_ops'][1]}, " in status
         await pilot.press("n")
         assert rows.cursor == rows.cpu_start
         assert "no further difference below" in _text(screen.query_one("#diff-status"))

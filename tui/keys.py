@@ -141,6 +141,10 @@ RANKS_KEYS = [
 ]
 
 PICKER_KEYS = [
+    Binding("space", "findings_page", "More findings", id="findings-page",
+            tooltip="the findings pane: the next page, back to the top after the last"),
+    Binding("z", "findings_zoom", "Zoom findings", id="findings-zoom",
+            tooltip="the findings pane takes the screen but the selected row, and back"),
     Binding("enter", "open", "Open", id="open"),
     Binding("m", "mark", "Mark for diff", id="mark"),
     Binding("d", "diff", "Diff marked", id="picker-diff"),

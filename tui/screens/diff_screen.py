@@ -39,9 +39,10 @@ SYNC_LIMIT = 20_000
 
 
 def header_text(d: TraceDiff) -> str:
-    """Three lines: the two sides with the aligned step's own figures, then B against A (the runs'
+    """Three lines, each with what a reader compares first, so that 80 columns keep it: the two sides with
+    the aligned step's own counts and times, then the row counts per status and B against A (the runs'
     unprofiled timings, from their manifests, first when both have them; then the aligned steps' windows
-    and GPU busy, each with its own direction) and the row counts per status."""
+    and GPU busy, each with its own direction)."""
     c = d.counts()
     counts = " ".join(f"{MARKERS[s]}{n}" for s, n in c.items())
     sa, sb = d.a.aligned, d.b.aligned
@@ -54,19 +55,19 @@ def header_text(d: TraceDiff) -> str:
              for name, label, x, y in figure_pairs(a, b)]
     return "\n".join([
         *(_side_line(tag, side) for tag, side in (("A", d.a), ("B", d.b))),
-        f"B vs A: {' · '.join(parts) or MISSING} · rows {counts}",
+        f"rows {counts} │ B vs A: {' · '.join(parts) or MISSING}",
     ])
 
 
 def _side_line(tag: str, side: Side) -> str:
-    """The aligned step's own figures (the whole trace's when it has no steps)."""
+    """The aligned step's own figures (the whole trace's when it has no steps): counts before times, the
+    device last."""
     device = (side.device or MISSING).removeprefix("NVIDIA ")
     s = side.aligned
-    if s is None:
-        return (f"{tag} {side.label} · {device} · {side.step} │ step {us(side.step_us)} · GPU busy "
-                f"{us(side.gpu_busy_us)} · {side.kernels} kernels · {side.launches} launches")
-    return (f"{tag} {side.label} · {device} · {side.step} │ step {us(s.window_us)} · GPU busy "
-            f"{us(s.gpu_busy_us)} · {s.kernels} kernels · {s.launches} launches")
+    kernels, launches, busy, window = ((side.kernels, side.launches, side.gpu_busy_us, side.step_us) if s is None
+                                       else (s.kernels, s.launches, s.gpu_busy_us, s.window_us))
+    return (f"{tag} {side.label} · {kernels} kernels · {launches} launches · GPU busy {us(busy)} · "
+            f"{side.step} step {us(window)} · {device}")
 
 
 class PairDetails(ModalScreen[None]):
@@ -186,7 +187,8 @@ class DiffScreen(ReportsWorkerErrors, Screen[None]):
             k = self.rows.lines[self.rows.cursor][1]   # the kernel of the row this line shows
             a = " → ".join(map(op_key, row.a[min(k, len(row.a) - 1)].chain[-3:])) if row.a else "—"
             b = " → ".join(map(op_key, row.b[min(k, len(row.b) - 1)].chain[-3:])) if row.b else "—"
-            text = f"A: {a}   ⇄   B: {b}"
+            names = self.rows.names_line(self.rows.cursor)
+            text = (f"{names}   " if names else "") + f"A: {a}   ⇄   B: {b}"
         if not diffs and cpu is None:
             text = "no kernel differences: every row is the same kernel · " + text
         self._set_status(text)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
@@ -85,7 +85,7 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
                      id="picker-title")
         with Vertical(id="picker-list-pane", classes="pane"):
             yield TraceList(self.specs, id="picker-list")
-        with Vertical(id="picker-findings-pane", classes="pane"):
+        with VerticalScroll(id="picker-findings-pane", classes="pane", can_focus=False):
             yield Static("", id="picker-findings")
         yield KeyBar()
 
@@ -167,6 +167,7 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
 
     def _show_findings(self) -> None:
         spec = self._current()
+        self.query_one("#picker-findings-pane", VerticalScroll).scroll_home(animate=False, immediate=True)
         target = self.query_one("#picker-findings", Static)
         if spec is None:
             target.update("no traces here")
@@ -180,11 +181,24 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
         from mlptui.screens.trace_screen import device_line
         from mlptui.viewmodels.expect_lines import expectation_lines
 
-        lines = [f"[b]{escape(device_line(facts))}[/b]  [dim]{escape(spec.rsplit('/', 1)[-1])}[/dim]"]
+        lines = [f"[b]{escape(device_line(facts))}[/b]",
+                 escape(self.query_one(TraceList).figures_line(facts)),
+                 f"[dim]{escape(spec.rsplit('/', 1)[-1])}[/dim]"]
         lines += expectation_lines(facts)
         lines += [escape(line) for line in facts.findings]
         lines.append("[dim]enter: open it · m, then d on another: diff the two[/dim]")
         target.update("\n".join(lines))
+
+    def action_findings_page(self) -> None:
+        """A page down the findings; after the last, back to the top (one key reads them all at 80×24)."""
+        pane = self.query_one("#picker-findings-pane", VerticalScroll)
+        if pane.scroll_y >= pane.max_scroll_y:
+            pane.scroll_home(animate=False, immediate=True)
+        else:
+            pane.scroll_to(y=pane.scroll_y + pane.scrollable_content_region.height, animate=False, immediate=True)
+
+    def action_findings_zoom(self) -> None:
+        self.toggle_class("findings-zoomed")     # the list, resized, keeps its cursor row in view
 
     def action_open(self) -> None:
         spec = self._current()

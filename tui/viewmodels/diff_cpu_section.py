@@ -37,7 +37,7 @@ def cpu_section(d: TraceDiff) -> list[CpuLine]:
     a, b = d.a, d.b
     steps = a.step if a.step == b.step else f"A {a.step} ⇄ B {b.step}"
     lines = [CpuLine("title", a=f"CPU side · - only in A  + only in B  ~ count changed · {steps}",
-                     status=f"CPU side of the aligned steps ({steps}); c goes back to the kernel rows")]
+                     status=_title_status(d, steps))]
     cpu_a, cpu_b = _aligned(a, "cpu_us"), _aligned(b, "cpu_us")
     lines.append(CpuLine("total", "CPU time / step", us(cpu_a), "", us(cpu_b), cpu_b - cpu_a,
                          fmt_delta(cpu_b - cpu_a),
@@ -62,6 +62,23 @@ def cpu_section(d: TraceDiff) -> list[CpuLine]:
         lines.append(CpuLine("none", "  same CPU ops, same counts", status="both steps ran the same CPU ops "
                              "the same number of times"))
     return lines
+
+
+def _title_status(d: TraceDiff, steps: str) -> str:
+    """The section's ops found on one side only, named first: under a short screen the lines below the
+    removed ones (the added) are out of sight, and a narrow one cuts their names."""
+    said = [_first_names("+", d.cpu.added_ops, "B"), _first_names("-", d.cpu.removed_ops, "A")]
+    names = "; ".join(s for s in said if s)
+    if names:
+        return f"CPU side: {names} · the aligned steps {steps}; c goes back to the kernel rows"
+    return f"CPU side of the aligned steps ({steps}); c goes back to the kernel rows"
+
+
+def _first_names(marker: str, names: list[str], side: str, shown: int = 3) -> str:
+    if not names:
+        return ""
+    more = f", … ({len(names)} only in {side})" if len(names) > shown else ""
+    return ", ".join(f"{marker} {n}" for n in names[:shown]) + more
 
 
 def _aligned(side: Side, key: str) -> float:

@@ -123,6 +123,17 @@ class DiffList(LineList):
             (delta, _delta_tone(row.delta_us)),
         ]
 
+    def names_line(self, index: int) -> str | None:
+        """A differing kernel row's names in full (`⊕ gelu (ATen, vec8) + mul (ATen, vec8) → Inductor fused …`):
+        the columns cut them at 80; None on a row that is the same on both sides, or off the kernel rows."""
+        if index >= self.cpu_start or not self.lines:
+            return None
+        row = self.diff.rows[self.lines[index][0]]
+        if row.status == SAME:
+            return None
+        sides = [" + ".join(self._kernel_label(k) for k in side) for side in (row.a, row.b)]
+        return f"{MARKERS[row.status]} " + " → ".join(side for side in sides if side)
+
     def _kernel_label(self, kernel: DiffKernel | None) -> str:
         if kernel is None:
             return ""

@@ -51,12 +51,31 @@ class TraceList(LineList):
             state = self.errors.get(spec, "…")
             label = self.labels.get(spec, name)
             return [str(index + 1), (mark + label, "base"), "", (state, "dim"), "", "", "", "", "", "", name]
+        f = self._figures(facts)
+        return [str(index + 1), mark + facts.label, f["kernels"], facts.focus_mix, f["launches"], f["cpu_ops"],
+                f["gpu_busy"], f["cpu"], (f["occupancy"], "warn" if f["occupancy"] != "0" else "dim"),
+                f["device"], name]
+
+    @staticmethod
+    def _figures(facts: TraceFacts) -> dict[str, str]:
+        """The row's figures as its cells and the findings' first line write them."""
         from mlptui.viewmodels.facts import call_stats, kernel_count  # loaded with the first facts anyway
 
         s = facts.per_step()
-        device = (facts.trace.device_name or units.MISSING).replace("NVIDIA ", "")
         occupancy = sum(c.count for c in call_stats(facts, s.index if s.index >= 0 else None)
                         if c.kind == "occupancy")
-        return [str(index + 1), mark + facts.label, str(kernel_count(facts)), facts.focus_mix,
-                str(s.launches), str(facts.focus_cpu_ops), fmt.us(s.gpu_busy_us), fmt.us(s.cpu_us),
-                (str(occupancy), "warn" if occupancy else "dim"), device, name]
+        return {"kernels": str(kernel_count(facts)), "launches": str(s.launches), "cpu_ops": str(facts.focus_cpu_ops),
+                "gpu_busy": fmt.us(s.gpu_busy_us), "cpu": fmt.us(s.cpu_us), "occupancy": str(occupancy),
+                "device": (facts.trace.device_name or units.MISSING).replace("NVIDIA ", "")}
+
+    def figures_line(self, facts: TraceFacts) -> str:
+        """Every column of a summarised row, in full: a narrow list drops or cuts some, the findings keep them."""
+        f = self._figures(facts)
+        return (f"{_counted(f['kernels'], 'kernel')}: {facts.focus_mix} · {_counted(f['launches'], 'launch')} · "
+                f"{_counted(f['cpu_ops'], 'CPU op')} · GPU busy {f['gpu_busy']} · CPU {f['cpu']} · "
+                f"{_counted(f['occupancy'], 'occupancy query')}")
+
+
+def _counted(n: str, noun: str) -> str:
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "es" if noun.endswith("h") else noun + "s"
+    return f"{n} {noun if n == '1' else plural}"
