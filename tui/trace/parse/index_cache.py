@@ -278,7 +278,9 @@ def store(path: Path, trace: Trace, args_facts: dict[str, Any]) -> bool:
         cols["args"] = np.frombuffer(orjson.dumps(args_facts), dtype=np.uint8)
         target = entry_path(path, folder)
         with atomic_writer(target, private=True) as f:
-            np.savez(f, allow_pickle=False, **cols)
+            # no allow_pickle here: numpy < 2.2 would store it as a column; every column is numeric, and the
+            # read refuses pickles (np.load(allow_pickle=False))
+            np.savez(f, **cols)
         cache_folder.keep_under_cap(folder, keep=target)
         return True
     except (OSError, ValueError, TypeError):
