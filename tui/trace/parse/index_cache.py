@@ -280,7 +280,7 @@ def store(path: Path, trace: Trace, args_facts: dict[str, Any]) -> bool:
         with atomic_writer(target, private=True) as f:
             # no allow_pickle here: numpy < 2.2 would store it as a column; every column is numeric, and the
             # read refuses pickles (np.load(allow_pickle=False))
-            np.savez(f, **cols)
+            np.savez(f, **cols)  # type: ignore[arg-type, unused-ignore]  # numpy >= 2.2 stubs: a keyword is allow_pickle
         cache_folder.keep_under_cap(folder, keep=target)
         return True
     except (OSError, ValueError, TypeError):
