@@ -257,6 +257,8 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         ident = int(lane.ids[i])
         if lane.kind == "gpu":
             return kernel_name(self.facts.trace, self.facts.trace.gpu[ident].name).short
+        if ident < 0:
+            return "sync"           # a synchronisation no recorded call is linked to
         return self.facts.trace.ops[ident].name
 
     def on_timeline_event_chosen(self, message: Timeline.EventChosen) -> None:

@@ -1,5 +1,6 @@
-"""Timeline lanes: each CPU thread (top-level ops), its launch calls and each GPU stream as a sorted array
-of busy intervals with a running sum, so the busy time of any slice is two binary searches (numpy)."""
+"""Timeline lanes: each CPU thread (top-level ops), its launch calls, each GPU stream and, under a stream, the
+host's synchronisations on it, as a sorted array of busy intervals with a running sum, so the busy time of
+any slice is two binary searches (numpy)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlptui.trace.model import CPU_OP, LAUNCH_CATS, Trace
+from mlptui.trace.model import CPU_OP, LAUNCH_CATS, SYNC_TID_OFFSET, Trace
 
 LABEL = 11   # characters of a lane's label
 
@@ -15,12 +16,13 @@ LABEL = 11   # characters of a lane's label
 @dataclass
 class Lane:
     label: str
-    kind: str              # "cpu", "launch" or "gpu"
-    key: tuple[int, int]   # (pid, tid) for CPU lanes, (device, stream) for GPU lanes
+    kind: str              # "cpu", "launch", "gpu" or "sync"
+    key: tuple[int, int]   # (pid, tid) for CPU lanes, (device, stream) for GPU lanes, (device, stream + 1e6) syncs
     starts: np.ndarray
     durs: np.ndarray
     cum: np.ndarray        # cum[i] = busy time before interval i
-    ids: np.ndarray        # int64: the Op id (CPU and launch lanes) or GpuOp id (GPU lanes) of interval i
+    ids: np.ndarray        # int64: the Op id (CPU and launch lanes; sync lanes: the call that waited, -1 when
+                           # none is linked) or GpuOp id (GPU lanes) of interval i
 
     @classmethod
     def of(cls, label: str, kind: str, key: tuple[int, int], spans: list[tuple[float, float, int]]) -> Lane:
@@ -90,10 +92,31 @@ def build_lanes(trace: Trace) -> list[Lane]:
             if key in launch:
                 lanes.append(Lane.of("  launches", "launch", key, launch[key]))
     processes = trace.meta.get("process_names") or {}
+    syncs = sync_spans(trace)
     for stream in trace.streams:
         key = (stream.device, stream.stream)
         if key in gpu:
             # an accelerator that names itself (MTIA) is not called a GPU
             device = "MTIA" if str(processes.get(str(stream.device), "")).startswith("MTIA") else "GPU"
             lanes.append(Lane.of(f"{device}{stream.device} s{stream.stream}"[:LABEL], "gpu", key, gpu[key]))
+        if key in syncs:
+            lanes.append(Lane.of("  syncs", "sync", (key[0], key[1] + SYNC_TID_OFFSET), syncs.pop(key)))
+    for key, spans in syncs.items():            # syncs on a stream that ran no recorded work
+        lanes.append(Lane.of(f"GPU{key[0]} s{key[1]} sync"[:LABEL], "sync", (key[0], key[1] + SYNC_TID_OFFSET),
+                             spans))
     return lanes
+
+
+def sync_spans(trace: Trace) -> dict[tuple[int, int], list[tuple[float, float, int]]]:
+    """Per (device, stream): its synchronisations as (start, duration, the Op id of the runtime call that
+    waited — matched by correlation — or -1)."""
+    marks = [m for m in trace.marks if m.kind == "sync"]
+    if not marks:
+        return {}
+    calls = {op.correlation: op.id for op in trace.ops if op.cat in LAUNCH_CATS and op.correlation is not None}
+    out: dict[tuple[int, int], list[tuple[float, float, int]]] = {}
+    for m in marks:
+        corr = trace.args(m.event).get("correlation")
+        call = calls.get(corr, -1) if isinstance(corr, int) else -1
+        out.setdefault((m.device, m.lane), []).append((m.ts, m.dur, call))
+    return out
