@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import kineto_2026 as k26
+import numpy as np
 import orjson
 import pytest
 
@@ -173,3 +174,18 @@ def test_top_level_warning_and_error_arrays_are_not_relied_on(tmp_path: Path) ->
     for d in (with_arrays, without):
         d.pop("source")
     assert with_arrays == without
+
+
+def test_each_counter_metric_is_a_timeline_lane_shaded_by_its_level(tmp_path: Path) -> None:
+    doc = k26.events()
+    trace = _load(tmp_path, doc)
+    lanes = [lane for lane in build_lanes(trace) if lane.kind == "counter"]
+    metrics = sorted({e["name"] for e in _raw(doc, ph="C")})
+    assert [lane.label for lane in lanes] == [f"  {m}"[:11] for m in metrics]
+    for lane, metric in zip(lanes, metrics, strict=True):
+        samples = sorted((e["ts"] - trace.origin_us, e["args"][""]) for e in _raw(doc, ph="C", name=metric))
+        # from the first sample to the last, the lane's "busy" time is Σ value × time it held, over 100
+        held = sum(a[1] / 100 * (b[0] - a[0]) for a, b in zip(samples[:-1], samples[1:], strict=True))
+        got = lane.busy(np.array([samples[0][0], samples[-1][0]]))
+        assert got[1] - got[0] == pytest.approx(held)
+        assert lane.ids.tolist() == [-1] * len(samples)           # nothing to select

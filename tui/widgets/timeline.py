@@ -58,6 +58,7 @@ class Timeline(PlainPaint, ScrollView, can_focus=True):
     Timeline > .timeline--launch { color: $text-warning; }
     Timeline > .timeline--gpu { color: $text-success; }
     Timeline > .timeline--sync { color: $text-warning; }
+    Timeline > .timeline--counter { color: $text-accent; }
     Timeline > .timeline--idle { color: $text-muted; }
     Timeline > .timeline--selected { background: $accent; color: $text; text-style: bold; }
     Timeline > .timeline--name { text-style: reverse; }
@@ -66,6 +67,7 @@ class Timeline(PlainPaint, ScrollView, can_focus=True):
     COMPONENT_CLASSES = {
         "timeline--axis", "timeline--label", "timeline--cpu", "timeline--launch", "timeline--gpu",
         "timeline--idle", "timeline--selected", "timeline--name", "timeline--cursor", "timeline--sync",
+        "timeline--counter",
     }
     BINDINGS = [*TIMELINE_KEYS]
 
