@@ -93,7 +93,7 @@ def test_one_host_names_the_rank_whose_kernel_starts_last_where_the_shortest_ker
     docs = derive(TP_RUN, tmp_path / "run")
     report = report_of(tmp_path / "run")
     assert report["clock"]["shared"] and report["clock"]["arrival"] == "start"
-    assert report["clock"]["matched_by"] == "order"
+    assert report["clock"]["matched_by"] == "order" and "one host" in report["clock"]["why"]
     calls = raw_calls(docs)
     assert len(report["calls"]) == len(calls) == 3
     for got, call in zip(report["calls"], calls, strict=True):

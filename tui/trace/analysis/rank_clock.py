@@ -18,6 +18,7 @@ from mlptui.contract.manifest import ManifestError, read_manifest
 from mlptui.trace.model import Trace
 
 ONE_NODE = "--nnodes=1"
+ONE_NODE_RUN = "the one node of run"      # the token of ranks whose run manifest says one node, + the folder
 
 
 def recording_host(trace: Trace) -> str | None:
@@ -35,7 +36,7 @@ def recording_host(trace: Trace) -> str | None:
     if isinstance(distributed, dict):
         launcher = distributed.get("launcher")
         if isinstance(launcher, str) and ONE_NODE in launcher.split():
-            return f"one node ({folder.resolve()})"
+            return f"{ONE_NODE_RUN} {folder.resolve()}"
     return None
 
 
@@ -49,6 +50,8 @@ def shared_clock(hosts: list[str | None]) -> tuple[bool, str]:
                        "arrival inferred from kernel durations (a proxy)")
     distinct = sorted({h for h in hosts if h is not None})
     if len(distinct) == 1:
-        return True, f"every rank recorded on one {distinct[0]}: arrival read from kernel start times"
+        where = ("one host (the run manifest's launcher ran one node)" if distinct[0].startswith(ONE_NODE_RUN)
+                 else distinct[0])
+        return True, f"every rank recorded on {where}: arrival read from kernel start times"
     return False, (f"ranks recorded on {len(distinct)} hosts, whose clocks differ: arrival inferred from kernel "
                    "durations (a proxy)")
