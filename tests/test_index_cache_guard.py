@@ -22,9 +22,20 @@ from mlptui.trace.parse.load import load_trace
 
 @pytest.fixture
 def trace_file(tmp_path: Path) -> Path:
-    src = find_sample("mlp", "train")           # steps, memory events, several threads and streams
+    """A training sample (steps, memory events, several threads and streams) with a stream sync and two
+    counter samples added as Kineto 2026 writes them (tests/kineto_2026.py), so every column has rows."""
+    import gzip
+
+    import kineto_2026
+
+    src = find_sample("mlp", "train")
+    doc = orjson.loads(gzip.decompress(src.read_bytes()))
+    ts = min(e["ts"] for e in doc["traceEvents"] if e.get("ph") == "X")
+    marks = [e for e in kineto_2026.events()["traceEvents"] if e.get("cat") in ("cuda_sync", "hardware_counters")]
+    for k, e in enumerate(marks[:3]):
+        doc["traceEvents"].append({**e, "ts": ts + 10.0 * k})
     dst = tmp_path / src.name
-    shutil.copyfile(src, dst)
+    dst.write_bytes(gzip.compress(orjson.dumps(doc)))
     return dst
 
 
@@ -67,8 +78,8 @@ def test_every_column_damaged_is_discarded_and_rebuilt(cache_home: Path, trace_f
     first = load_trace(trace_file)
     good = _entry(trace_file)
     expected = (len(first.ops), len(first.gpu), len(first.steps), len(first.memory),
-                [g.name for g in first.gpu], [o.parent for o in first.ops])
-    assert len(first.memory) and len(first.steps) > 1 and len(first.threads) > 1
+                [g.name for g in first.gpu], [o.parent for o in first.ops], first.marks)
+    assert len(first.memory) and len(first.steps) > 1 and len(first.threads) > 1 and len(first.marks) == 3
     tried = 0
     for name in sorted(good):
         if name in ("key", "args"):
@@ -82,7 +93,7 @@ def test_every_column_damaged_is_discarded_and_rebuilt(cache_home: Path, trace_f
                 continue
             again = load_trace(trace_file)                                          # indexed anew
             assert (len(again.ops), len(again.gpu), len(again.steps), len(again.memory),
-                    [g.name for g in again.gpu], [o.parent for o in again.ops]) == expected, (name, how)
+                    [g.name for g in again.gpu], [o.parent for o in again.ops], again.marks) == expected, (name, how)
             assert index_cache.lookup(trace_file, "x") is not None                  # and cached again
     assert tried > 3 * (len(good) - 2)
 

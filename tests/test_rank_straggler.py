@@ -1,8 +1,8 @@
 """The straggler of a collective is the rank that arrives last (its collective kernel starts last, the others
 wait for it); bus bandwidth is measured from that arrival, with the wait beside it. Checked on the
-committed 2-rank runs against a plain reading of their events (both ranks ran on one host, so their
-kernels' start times share a clock), and on synthetic 4-rank runs where step time would name another
-rank."""
+committed 2-rank runs against a plain reading of their events (both ranks ran on one host, as their
+manifest's launcher says, so their kernels' start times share a clock and are read directly), and on
+synthetic 4-rank runs where step time would name another rank."""
 
 from __future__ import annotations
 
@@ -71,10 +71,9 @@ def test_committed_runs_name_the_rank_whose_collectives_start_last(folder: Path)
     for step, by_rank in expected.items():
         rank = max(by_rank, key=lambda r: by_rank[r])
         assert got[step]["rank"] == rank
-        # the kernels of one call end within 25 µs of each other (0.3–23.6 µs on these runs): start spread
-        # and wait agree to that
-        n = got[step]["calls"]
-        assert got[step]["late_us"] == pytest.approx(by_rank[rank], abs=25.0 * n)
+        # one host: the spread of the raw start times, exactly
+        assert got[step]["late_us"] == pytest.approx(by_rank[rank], abs=1e-2)
+    assert report["clock"]["shared"] and report["clock"]["arrival"] == "start"
     # the straggler never waits; the comm-wait column is the other side of the same measurement
     waits = {r["rank"]: r["comm_wait_us"] for r in report["ranks"]}
     stragglers = {s["rank"] for s in report["stragglers"]}
@@ -101,17 +100,18 @@ def test_bus_bandwidth_is_measured_from_the_last_arrival(folder: Path) -> None:
     for row in report["collectives"]:
         key = (row["rank"], ("allreduce", row["bytes"] // 2))     # bf16: 2 bytes an element
         assert row["count"] == count[key]
-        assert row["wait_us"] == pytest.approx(wait[key], abs=25.0 * row["count"])
-        assert row["transfer_us"] == pytest.approx(transfer[key], abs=25.0 * row["count"])
+        assert row["wait_us"] == pytest.approx(wait[key], abs=1e-2)
+        assert row["transfer_us"] == pytest.approx(transfer[key], abs=1e-2)
         assert row["total_us"] == pytest.approx(row["wait_us"] + row["transfer_us"], abs=1e-2)
         # 2 ranks: all-reduce's bus factor 2(n−1)/n is 1; bandwidth over the transfer checked just above
         assert row["busbw_gbps"] == pytest.approx(row["bytes"] * row["count"] / row["transfer_us"] / 1e3, rel=1e-3)
         assert row["busbw_gbps"] > row["bytes"] * row["count"] / row["total_us"] / 1e3 or row["wait_us"] == 0
-    # the rank that waited moved its data as fast as the one that did not
+    # the rank that waited moved its data about as fast as the one that did not: the kernels of a call end
+    # within 25 µs of each other on these runs (0.3–23.6 µs)
     by_kind = defaultdict(list)
     for row in report["collectives"]:
-        by_kind[row["bytes"]].append(row["busbw_gbps"])
-    assert all(len(set(v)) == 1 for v in by_kind.values())
+        by_kind[row["bytes"]].append(row["transfer_us"] / row["count"])
+    assert all(max(v) - min(v) < 25.0 for v in by_kind.values())
 
 
 def _rank(rank: int, world: int, arrivals: list[float], end: list[float]) -> bytes:

@@ -109,11 +109,11 @@ def test_summary_json_of_a_run_folder_has_the_ranks_section(capsys: pytest.Captu
     assert main(["summary", str(folder), "--json"]) == 0
     doc = orjson.loads(capsys.readouterr().out)
     sec = doc["ranks"]
-    assert set(sec) == {"world_size", "backend", "ranks", "stragglers", "calls", "collectives"}
+    assert set(sec) == {"world_size", "backend", "clock", "ranks", "stragglers", "calls", "collectives"}
     assert (sec["world_size"], sec["backend"]) == (2, "nccl")
     for r in sec["ranks"]:
         assert set(r) == {"rank", "source", "steps", "compute_us", "comm_us", "overlap_share", "comm_wait_us",
-                          "arrived_last"}
+                          "late_us", "arrived_last"}
         assert [set(s) for s in r["steps"]] == [{"name", "step_us"}] * 3
         assert 0 < r["overlap_share"] <= 1 and r["comm_wait_us"] >= 0
     assert {s["step"] for s in sec["stragglers"]} == {"ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"}

@@ -111,3 +111,30 @@ async def test_event_cursor_walks_a_lane_and_the_details_follow() -> None:
         await pilot.press("plus", "plus")
         lines = [timeline.render_line(y).text for y in range(1, len(timeline.lanes) + 1)]
         assert any("nvjet" in line or "GEMM" in line for line in lines)
+
+
+async def test_a_stream_sync_is_a_lane_under_its_stream_whose_event_is_the_call_that_waited(tmp_path: Path) -> None:
+    """Kineto's Stream Sync row (tests/kineto_2026.py): drawn under its stream, not as a stream of its own;
+    `j` from the stream's lane reaches it and the details show cudaStreamSynchronize."""
+    import kineto_2026
+
+    doc = kineto_2026.events()
+    path = tmp_path / "sync.pt.trace.json"
+    path.write_bytes(orjson.dumps(doc))
+    sync = next(e for e in doc["traceEvents"] if e.get("cat") == "cuda_sync")
+    app = make_app([str(path)])
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await wait_for_screen(app, pilot, TraceScreen)
+        trace = screen.facts.trace
+        await pilot.press("5")
+        timeline = screen.query_one(Timeline)
+        labels = [lane.label for lane in timeline.lanes]
+        gpu = labels.index(f"GPU0 s{sync['args']['stream']}")
+        assert labels[gpu + 1] == "  syncs" and len([x for x in labels if x.startswith("GPU")]) == 1
+        await pilot.press("full_stop")          # the first GPU op, on the stream's lane
+        await pilot.press("j")                  # the lane below: the sync
+        await pilot.pause()
+        kind, op_id = screen.selected
+        assert kind == "op" and trace.ops[op_id].name == "cudaStreamSynchronize"
+        assert trace.ops[op_id].correlation == sync["args"]["correlation"]
+        assert "cudaStreamSynchronize" in screen.query_one(Details).text

@@ -10,6 +10,7 @@ manifest only once every rank has finished.
 from __future__ import annotations
 
 import os
+import socket
 import statistics
 import sys
 import time
@@ -153,7 +154,7 @@ def run_rank(spec: dict[str, Any]) -> dict[str, Any]:
     name = f"{spec['stem']}-rank-{rank}{output.TRACE_SUFFIX}"
     tmp = output.temp_path(folder, name)
     meta = {"workload": spec["workload"], "mode": spec["mode"], "shape": spec["shape"], "dtype": spec["dtype"],
-            "rank": rank, "world_size": world, "train": spec["train"]}
+            "rank": rank, "world_size": world, "train": spec["train"], "host": socket.gethostname()}
     grad = torch.enable_grad() if spec["train"] else torch.no_grad()
     try:
         with grad:
@@ -165,7 +166,8 @@ def run_rank(spec: dict[str, Any]) -> dict[str, Any]:
         tmp.unlink(missing_ok=True)
         raise
     median_s = timing["median_us"] / 1e6
-    return {"rank": rank, "local_rank": local_rank, "world_size": world, "backend": dist.get_backend(),
+    return {"rank": rank, "local_rank": local_rank, "host": meta["host"], "world_size": world,
+            "backend": dist.get_backend(),
             "nccl_version": nccl_version() if device == "cuda" else None, "tmp_trace": str(tmp), "trace": name,
             "device": device_info(device), "versions": versions(), "timing": timing,
             "compile_s": round(part["compile_s"], 4), "flops": part["flops"],

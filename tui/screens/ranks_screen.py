@@ -48,12 +48,11 @@ class RanksScreen(Screen[None]):
         headers, rows = self.run.step_table()
         self.query_one("#rank-steps", TextTable).show(headers, rows, set(range(1, len(headers) - 1)))
         headers, rows = self.run.rank_table()
-        self.query_one("#rank-list", TextTable).show(headers, rows, {1, 2, 3, 4, 5})
+        self.query_one("#rank-list", TextTable).show(headers, rows, {1, 2, 3, 4, 5, 6})
         headers, rows = self.run.collective_table()
         self.query_one("#collectives", TextTable).show(headers, rows, set(range(3, 12)),
                                                       drop={9: 1, 6: 2, 4: 3})
-        self.query_one("#rank-steps-pane").border_title = (
-            "profiled step time per rank · straggler: arrived last at the step's collectives")
+        self.query_one("#rank-steps-pane").border_title = f"profiled step time per rank · {self.run.arrival}"
         self.query_one("#rank-list-pane").border_title = (
             "ranks · overlap: share of comm time with compute running · enter: open the rank")
         peak = f"{self.run.link.name} {bandwidth(self.run.link.peak_gbps)}" if self.run.link else "link unknown"

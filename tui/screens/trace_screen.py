@@ -35,7 +35,7 @@ from mlptui.viewmodels.detail_text import gpu_details, op_details
 from mlptui.viewmodels.expect_lines import expectation_lines
 from mlptui.viewmodels.facts import TraceFacts, add_launches, call_stats
 from mlptui.viewmodels.kernel_labels import every_kernel_labels
-from mlptui.viewmodels.lanes import Lane
+from mlptui.viewmodels.lanes import CounterLane, Lane
 from mlptui.viewmodels.scope import Scope
 from mlptui.viewmodels.table_export import trace_stem
 from mlptui.widgets.details import Details
@@ -257,6 +257,10 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         ident = int(lane.ids[i])
         if lane.kind == "gpu":
             return kernel_name(self.facts.trace, self.facts.trace.gpu[ident].name).short
+        if isinstance(lane, CounterLane):
+            return f"{float(lane.values[i]):g}"         # the sample's value, measured
+        if ident < 0:
+            return "sync"           # a synchronisation no recorded call is linked to
         return self.facts.trace.ops[ident].name
 
     def on_timeline_event_chosen(self, message: Timeline.EventChosen) -> None:

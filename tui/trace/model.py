@@ -123,6 +123,25 @@ class MemEvent:
     event: int
 
 
+SYNC_TID_OFFSET = 1_000_000     # Kineto ≥ 2026-04 (041e7ce9) writes a stream's syncs on tid stream + this
+
+
+@dataclass(slots=True)
+class DeviceMark:
+    """A device-side event that is neither GPU work nor a CPU slice: a synchronisation on a stream (`kind`
+    "sync": `cudaStreamSynchronize`'s "Stream Sync", "Event Sync", ...; `lane` is its stream, never a stream
+    of its own) or one hardware-counter sample (`kind` "counter": `name` is the metric, `lane` Kineto's tid;
+    its value is read from the event's args on demand)."""
+
+    kind: str
+    name: str
+    device: int             # the GPU (-1: not known)
+    lane: int               # sync: the stream it waited on; counter: the tid Kineto wrote
+    ts: float               # µs from trace origin
+    dur: float              # µs (0 for a counter sample)
+    event: int
+
+
 @dataclass(slots=True)
 class Thread:
     pid: int
@@ -186,6 +205,7 @@ class Trace:
     origin_us: float = 0.0
     format: str = "kineto"
     memory: list[MemEvent] = field(default_factory=list)   # `[memory]` events, in time order
+    marks: list[DeviceMark] = field(default_factory=list)  # syncs and hardware-counter samples, in time order
     _args: Callable[[int], dict[str, Any]] | None = field(default=None, repr=False)
     _derived: _Derived = field(default_factory=_Derived, init=False, repr=False)
 

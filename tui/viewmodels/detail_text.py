@@ -7,7 +7,8 @@ from typing import Any
 
 from mlptui.base import units
 from mlptui.base.text import markup_escape as escape
-from mlptui.trace.analysis.occupancy import kernel_occupancy
+from mlptui.trace.analysis.kineto_args import channel_label, disagreement, kineto_occupancy
+from mlptui.trace.analysis.occupancy import device_for, kernel_occupancy, launch_config
 from mlptui.trace.analysis.roofline import kernel_roofline
 from mlptui.trace.model import LAUNCH_CATS, Trace
 from mlptui.trace.names.kernel import decode_kernel
@@ -88,6 +89,9 @@ def gpu_details(trace: Trace, gid: int) -> str:
         _kv(lines, "theoretical occupancy",
             f"{fmt.pct(occ.fraction)} ({occ.blocks_per_sm} blocks, {occ.warps_per_sm}/{occ.max_warps_per_sm} "
             f"warps per SM; limited by {occ.limiter})")
+    args = trace.gpu_args(gid)
+    _kineto_lines(lines, trace, gid, args)
+    _kv(lines, "channel", channel_label(args))
     roof = kernel_roofline(trace, gid)
     if roof is not None:
         parts = []
@@ -105,5 +109,18 @@ def gpu_details(trace: Trace, gid: int) -> str:
         _kv(lines, "CPU op", " ← ".join(_ancestry(trace, g.op)))
     elif g.launch < 0:
         _kv(lines, "CPU op", "none linked")
-    _args_block(lines, trace, trace.gpu_args(gid))
+    _args_block(lines, trace, args)
     return "\n".join(lines)
+
+
+def _kineto_lines(lines: list[str], trace: Trace, gid: int, args: dict[str, Any]) -> None:
+    """Kineto's own occupancy result beside ours, and which is right where they differ."""
+    kin = kineto_occupancy(args)
+    if kin is None:
+        return
+    limited = ", ".join(kin.limiters) or "none"
+    _kv(lines, "Kineto's occupancy", f"{kin.active_blocks} blocks per SM; limited by {limited} (as Kineto wrote it)")
+    cfg = launch_config(args)
+    why = disagreement(kin, kernel_occupancy(trace, gid), cfg[3] if cfg else 0,
+                       device_for(trace, trace.gpu[gid].device))
+    _kv(lines, "which is right", why)

@@ -135,6 +135,8 @@ def legend() -> Text:
 
 
 def _na(row: dict[str, Any], key: str) -> str:
+    if row.get(f"{key}_measured") is not None:
+        return f"{fmt.pct(row[f'{key}_measured'])} m"      # measured by hardware counters (na_notes says so)
     return "n/a" if row.get(f"{key}_na") else fmt.pct(row[key])
 
 

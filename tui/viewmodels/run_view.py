@@ -47,6 +47,13 @@ class RunView:
         rank, facts = self.ranks[position]
         return f"rank {rank} of {self.report['world_size']}"
 
+    @property
+    def arrival(self) -> str:
+        """How the straggler was found: start times on one host's clock, or the duration proxy."""
+        if (self.report.get("clock") or {}).get("shared"):
+            return "straggler: arrived last (start times, one host)"
+        return "straggler: proxy, the shortest kernel (no shared clock)"
+
     def step_table(self) -> tuple[list[str], list[list[str]]]:
         return step_matrix(self.report)
 

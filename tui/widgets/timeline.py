@@ -57,6 +57,8 @@ class Timeline(PlainPaint, ScrollView, can_focus=True):
     Timeline > .timeline--cpu { color: $text-secondary; }
     Timeline > .timeline--launch { color: $text-warning; }
     Timeline > .timeline--gpu { color: $text-success; }
+    Timeline > .timeline--sync { color: $text-warning; }
+    Timeline > .timeline--counter { color: $text-accent; }
     Timeline > .timeline--idle { color: $text-muted; }
     Timeline > .timeline--selected { background: $accent; color: $text; text-style: bold; }
     Timeline > .timeline--name { text-style: reverse; }
@@ -64,7 +66,8 @@ class Timeline(PlainPaint, ScrollView, can_focus=True):
     """
     COMPONENT_CLASSES = {
         "timeline--axis", "timeline--label", "timeline--cpu", "timeline--launch", "timeline--gpu",
-        "timeline--idle", "timeline--selected", "timeline--name", "timeline--cursor",
+        "timeline--idle", "timeline--selected", "timeline--name", "timeline--cursor", "timeline--sync",
+        "timeline--counter",
     }
     BINDINGS = [*TIMELINE_KEYS]
 
@@ -272,7 +275,8 @@ class Timeline(PlainPaint, ScrollView, can_focus=True):
         if not top <= lane_index < top + page:
             self.scroll_to(y=max(0, lane_index - page // 2), animate=False, immediate=True)
         self.refresh()
-        self.post_message(self.EventChosen("gpu" if lane.kind == "gpu" else "op", int(lane.ids[i])))
+        if int(lane.ids[i]) >= 0:           # a sync that no recorded call waited in has nothing to show
+            self.post_message(self.EventChosen("gpu" if lane.kind == "gpu" else "op", int(lane.ids[i])))
 
     def action_event_next(self, delta: int) -> None:
         """`.` `,`: the next or previous event on the cursor's lane (the first in view when there is none)."""

@@ -7,6 +7,8 @@ Each field comes from the most direct record there is:
    annotation with its `Input Dims` and `Input type` (older torch); found through the launch, or
    through the External id when NCCL launched the kernel without a runtime call of its own;
 3. the kernel name (`ncclDevKernel_AllReduce_Sum_bf16_RING_LL`): collective, dtype, algorithm.
+NCCL's sequence number of the call in its process group, `Seq`, is read from the kernel (Kineto copies it
+there from `record_param_comms` since 2026, torch ≥ 2.12), else from the launching `record_param_comms`.
 
 Bytes are nccl-tests' "size": the larger of the input and output buffers (the whole gathered buffer
 of an all-gather, the whole input of a reduce-scatter). Algorithm bandwidth is bytes over the kernel's
@@ -73,6 +75,7 @@ class Collective:
     algorithm: str | None       # NCCL's algorithm from the kernel name (RING, TREE, ...)
     ts: float
     dur: float
+    seq: int | None = None      # NCCL's sequence number of the call in its process group
 
     @property
     def algbw_gbps(self) -> float | None:
@@ -182,7 +185,10 @@ def decode_collective(trace: Trace, g: GpuOp, by_external: dict[int, int] | None
         ranks = src.get("Process Group Ranks")
         if isinstance(ranks, str) and ranks and ranks != "[]":
             group += f" {ranks}"
-    return Collective(g.id, coll, dtype, in_n, out_n, nbytes, group_size, group, algo, g.ts, g.dur)
+    seq = _int(kernel.get("Seq"))
+    if seq is None:
+        seq = _int(comms.get("Seq"))
+    return Collective(g.id, coll, dtype, in_n, out_n, nbytes, group_size, group, algo, g.ts, g.dur, seq)
 
 
 def collectives(trace: Trace) -> list[Collective]:

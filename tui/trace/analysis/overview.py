@@ -10,6 +10,9 @@ pipelined steps) each moment counts once, as in the step list's "all steps" row)
 - achieved_occupancy (estimated): the trace's `est. achieved occupancy %` per kernel, weighted by the
   kernel time inside the window (kernels without the figure left out); theoretical_occupancy beside it is
   mlptui.trace.analysis.occupancy's calculator figure, weighted the same way.
+- *_measured (sm_efficiency, achieved_occupancy, sm_throughput): where the trace has CUPTI hardware-counter
+  samples of the metric (mlptui.trace.analysis.device_marks), the mean of the main device's samples inside
+  the window, measured; null otherwise. The views show a measured figure in place of the estimate.
 - tensor_core_share: kernel time inside the window of kernels that use Tensor Cores
   (mlptui.trace.analysis.tensor_cores) ÷ all kernel time inside the window.
 Step figures are for the main device (the one that ran the most kernels); `devices` has each device's
@@ -254,18 +257,38 @@ def overview(trace: Trace, kf: KernelFacts | None = None, step: int | None = Non
                         "achieved_occupancy_na", "theoretical_occupancy", "tensor_core_share"):
                 row[key] = figs[key]
             row["kernels"] = int((kf.device == d).sum())
+            _measured(row, trace, d, union)
         devices.append(row)
     scope_name = scope_label(trace, step)
+    step_rows = [_measured(fig.to_dict(w.name), trace, main, [w]) for fig, w in zip(steps, windows, strict=True)]
     return {"devices": devices, "main_device": main, "unlinked": unlinked_line(trace),
             "outside_operators": outside_operators_line(trace),
-            "steps": [fig.to_dict(w.name) for fig, w in zip(steps, windows, strict=True)],
-            "total": total.to_dict(scope_name)}
+            "steps": step_rows, "total": _measured(total.to_dict(scope_name), trace, main, union)}
+
+
+def _measured(row: dict[str, Any], trace: Trace, device: int | None, windows: list[Window]) -> dict[str, Any]:
+    """The row with the figures hardware counters measured over its windows (null where none were sampled):
+    the views show them, labelled measured, in place of the estimates."""
+    from mlptui.trace.analysis.device_marks import MEASURED, measured_figures
+
+    found = measured_figures(trace, device, [(w.start_ns / 1000, w.end_ns / 1000) for w in windows])
+    for figure in MEASURED.values():
+        row[f"{figure}_measured"] = found.get(figure)
+    return row
 
 
 def na_notes(ov: dict[str, Any]) -> list[str]:
     """One line per figure of the scope's total that is "n/a", saying why; then what the trace could not
     link (mlptui.trace.analysis.unlinked)."""
     total = ov["total"]
-    notes = [("SM eff", total.get("sm_efficiency_na")), ("achieved occupancy", total.get("achieved_occupancy_na"))]
-    return [f"{figure} n/a: {why}" for figure, why in notes if why] + \
-        [ov[key] for key in ("unlinked", "outside_operators") if ov.get(key)]
+    notes = [(figure, total.get(f"{key}_na")) for figure, key in (("SM eff", "sm_efficiency"),
+                                                                  ("achieved occupancy", "achieved_occupancy"))
+             if total.get(f"{key}_measured") is None]
+    measured = [f"{figure} {total[key]:.0%}" for figure, key in (
+        ("SM eff", "sm_efficiency_measured"), ("achieved occupancy", "achieved_occupancy_measured"),
+        ("SM throughput", "sm_throughput_measured")) if total.get(key) is not None]
+    lines = [f"{figure} n/a: {why}" for figure, why in notes if why]
+    if measured:
+        lines.append("m: measured by the GPU's hardware counters (CUPTI PM sampling, mean of the samples in the "
+                     f"window) in place of the estimate: {', '.join(measured)}")
+    return lines + [ov[key] for key in ("unlinked", "outside_operators") if ov.get(key)]

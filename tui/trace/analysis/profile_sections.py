@@ -47,7 +47,10 @@ def breakdown_rows(ov: dict[str, Any]) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- renderings
 
 def _na(row: dict[str, Any], key: str) -> str:
-    """A share, or "n/a" where the overview says why it cannot be known."""
+    """A share, or "n/a" where the overview says why it cannot be known; a figure hardware counters measured
+    in place of the estimate, marked "m"."""
+    if row.get(f"{key}_measured") is not None:
+        return f"{share(row[f'{key}_measured'])} m"
     return "n/a" if row.get(f"{key}_na") else share(row[key])
 
 

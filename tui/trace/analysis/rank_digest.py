@@ -3,8 +3,9 @@
     rank_digest(rank, trace) -> RankDigest     computed where the trace was loaded (a worker, a Dask task)
     digest_to_dict(d) / digest_from_dict(doc)  plain JSON-able form, for the cache and the wire
 
-A digest holds the rank's step times, its compute / communication busy time and their overlap, and one
-CallRecord per collective kernel (kind, size, start, duration, the step that launched it). The cross-rank
+A digest holds the rank's step times, its compute / communication busy time and their overlap, the host
+that recorded it when known (mlptui.trace.analysis.rank_clock), and one CallRecord per collective kernel
+(kind, size, start, duration, the step that launched it, NCCL's `Seq` when recorded). The cross-rank
 reduce (mlptui.trace.analysis.rank_calls, mlptui.trace.analysis.ranks) needs nothing else, so the
 process that reduces a run never holds a whole rank.
 """
@@ -21,7 +22,7 @@ from mlptui.trace.model import KERNEL, Trace
 
 # Bump when a field's meaning or the way it is computed changes: cached digests of another version are
 # not used.
-DIGEST_VERSION = 1
+DIGEST_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,9 +34,10 @@ class CallRecord:
     bytes: int | None
     group_size: int | None
     group: str | None
-    ts: float               # µs, the rank's own clock
+    ts: float               # µs on the rank's own clock, as the trace wrote it (not from its first event)
     dur: float              # µs
     step: str | None        # name of the ProfilerStep that launched it (None: outside any step)
+    seq: int | None = None  # NCCL's sequence number of the call in its process group, when recorded
 
     @property
     def kind(self) -> tuple[str, int | None, str | None]:
@@ -55,6 +57,7 @@ class RankDigest:
     comm_us: float                          # union of NCCL/RCCL kernels
     overlap_us: float                       # time both run at once
     calls: tuple[CallRecord, ...]           # collective kernels in time order
+    host: str | None = None                 # who recorded it (rank_clock.recording_host); None: unknown
 
 
 def step_times(trace: Trace) -> list[tuple[str, float]]:
@@ -84,15 +87,17 @@ def comm_compute_us(trace: Trace) -> tuple[float, float, float]:
 
 def rank_digest(rank: int, trace: Trace, *, world_size: int | None = None, backend: str | None = None) -> RankDigest:
     from mlptui.trace.analysis.collectives import collectives
+    from mlptui.trace.analysis.rank_clock import recording_host
 
     step_names = {s.index: s.name for s in trace.steps}
     calls = []
     for c in collectives(trace):
         step = step_names.get(trace.gpu[c.gpu].step)
-        calls.append(CallRecord(c.collective, c.dtype, c.bytes, c.group_size, c.group, c.ts, c.dur, step))
+        calls.append(CallRecord(c.collective, c.dtype, c.bytes, c.group_size, c.group, c.ts + trace.origin_us, c.dur,
+                                step, c.seq))
     compute, comm, overlap = comm_compute_us(trace)
     return RankDigest(rank, world_size, backend, trace.source, trace.device_name, tuple(step_times(trace)),
-                      compute, comm, overlap, tuple(calls))
+                      compute, comm, overlap, tuple(calls), recording_host(trace))
 
 
 def digest_to_dict(d: RankDigest) -> dict[str, Any]:
@@ -106,4 +111,5 @@ def digest_from_dict(doc: dict[str, Any]) -> RankDigest:
     calls = tuple(CallRecord(*row) for row in doc["calls"])
     steps = tuple((str(n), float(us)) for n, us in doc["steps"])
     return RankDigest(int(doc["rank"]), doc["world_size"], doc["backend"], str(doc["source"]), doc["device"],
-                      steps, float(doc["compute_us"]), float(doc["comm_us"]), float(doc["overlap_us"]), calls)
+                      steps, float(doc["compute_us"]), float(doc["comm_us"]), float(doc["overlap_us"]), calls,
+                      doc.get("host"))

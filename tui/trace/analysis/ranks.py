@@ -10,18 +10,23 @@ in words why a set is not one.
 digest per rank (mlptui.trace.analysis.rank_digest), which `reduce_digests` takes directly:
 
     {"world_size": int, "backend": str | null,
+     "clock": {"shared": bool,                  # every rank recorded on one host (mlptui.trace.analysis.rank_clock)
+               "arrival": "start" | "duration proxy",   # how arrival is read: start times, or kernel lengths
+               "why": str, "matched_by": "seq" | "order"},
      "ranks": [{"rank", "source",
                 "steps": [{"name", "step_us"}],   # profiled step window: start to the later of its end and its GPU work
                 "compute_us",                      # union of non-communication kernels
                 "comm_us",                         # union of NCCL/RCCL kernels
                 "overlap_share",                   # share of comm_us during which compute kernels run (null: no comm)
                 "comm_wait_us",                    # time in collectives spent waiting for the last rank (null: one rank)
+                "late_us",                         # sum over calls of how long after the first rank it arrived
                 "arrived_last"}],                  # calls at which this rank arrived last (null: one rank)
      "stragglers": [{"step", "rank", "late_us", "last_at", "calls"}],
                    # per step with collectives on ≥ 2 ranks: the rank whose collectives started last, the wait
                    # it caused (sum over the calls it arrived last at of how long after the first rank it came),
                    # how many of the step's `calls` it was last at; rank null when every rank arrived together
-     "calls": [{"step", "collective", "bytes", "group", "index", "last_rank", "late_us", "transfer_us"}],
+     "calls": [{"step", "collective", "bytes", "group", "index", "seq", "last_rank", "late_us", "transfer_us",
+                "late_by_rank": {rank: µs after the first rank}}],
                    # every collective call seen on ≥ 2 ranks (see mlptui.trace.analysis.rank_calls)
      "collectives": [{"rank", "collective", "dtype", "bytes", "group_size", "count", "total_us", "wait_us",
                       "transfer_us", "algbw_gbps", "busbw_gbps"}]}
@@ -29,9 +34,10 @@ digest per rank (mlptui.trace.analysis.rank_digest), which `reduce_digests` take
                    # other rank made these calls); transfer_us = total_us − wait_us; the bandwidths are bytes ×
                    # count over transfer_us, busbw scaled by nccl-tests' factor for the collective
 
-Straggler and comm wait are one measurement seen from two sides (mlptui.trace.analysis.rank_calls): the
-straggler of a call is the rank whose kernel started last, and every other rank's wait at that call is
-the time between its own arrival and the straggler's. Step time does not find the straggler: in
+Straggler, late by and comm wait are one measurement seen from several sides
+(mlptui.trace.analysis.rank_calls): the straggler of a call is the rank that arrived last, and every other
+rank's wait at that call is the time between its own arrival and the straggler's. Arrival is the kernel's
+start where the ranks share a clock, else inferred from the kernels' durations (labelled a proxy). Step time does not find the straggler: in
 synchronous training every rank's step ends together.
 """
 
@@ -42,7 +48,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlptui.trace.analysis.collectives import bus_factor
-from mlptui.trace.analysis.rank_calls import Call, match_calls, step_stragglers
+from mlptui.trace.analysis.rank_calls import Call, by_seq, match_calls, step_stragglers
+from mlptui.trace.analysis.rank_clock import shared_clock
 from mlptui.trace.analysis.rank_digest import RankDigest, comm_compute_us, rank_digest
 from mlptui.trace.model import Trace
 from mlptui.trace.parse.rank_hint import RankInfo, in_rank_order, rank_from_name
@@ -86,18 +93,11 @@ def comm_compute(trace: Trace) -> CommCompute:
 
 def _collective_rows(d: RankDigest, calls: list[Call]) -> list[dict[str, Any]]:
     """Per kind of collective on rank `d`: kernel time, the wait in it, and the bandwidth of the transfer."""
-    wait_of: dict[int, float | None] = {}     # index into d.calls -> its wait (None: no other rank made it)
-    by_kind: dict[tuple[str, int | None, str | None], list[Call]] = {}
+    wait_of: dict[int, float | None] = {i: None for i in range(len(d.calls))}   # None: no other rank made it
     for c in calls:
-        if d.rank in c.durs:
-            by_kind.setdefault(c.record.kind, []).append(c)
-    seen: dict[tuple[str, int | None, str | None], int] = {}
-    for i, rec in enumerate(d.calls):
-        n = seen.get(rec.kind, 0)
-        seen[rec.kind] = n + 1
-        mine = by_kind.get(rec.kind, [])
-        call = mine[n] if n < len(mine) else None
-        wait_of[i] = call.wait_us(d.rank) if call is not None and call.matched else None
+        i = c.at.get(d.rank)
+        if i is not None and c.matched:
+            wait_of[i] = c.wait_us(d.rank)
     groups: dict[tuple[str, str | None, int | None, int | None], list[int]] = {}
     for i, rec in enumerate(d.calls):
         groups.setdefault((rec.collective, rec.dtype, rec.bytes, rec.group_size), []).append(i)
@@ -121,14 +121,17 @@ def reduce_digests(digests: Sequence[RankDigest]) -> dict[str, Any]:
     ds = sorted(digests, key=lambda d: d.rank)
     world = next((d.world_size for d in ds if d.world_size), None) or len(ds)
     backend = next((d.backend for d in ds if d.backend), None)
-    calls = match_calls(ds)
+    shared, why = shared_clock([d.host for d in ds])
+    calls = match_calls(ds, shared)
     several = len(ds) >= 2
     waits = {d.rank: 0.0 for d in ds}
+    lates = {d.rank: 0.0 for d in ds}
     last = {d.rank: 0 for d in ds}
     for c in calls:
         if c.matched:
             for rank in c.durs:
                 waits[rank] += c.wait_us(rank)
+                lates[rank] += c.late_of(rank)
             if c.last_rank is not None:
                 last[c.last_rank] += 1
     rows = []
@@ -139,12 +142,16 @@ def reduce_digests(digests: Sequence[RankDigest]) -> dict[str, Any]:
                      "compute_us": _r(cc.compute_us), "comm_us": _r(cc.comm_us),
                      "overlap_share": _r(cc.overlap_share),
                      "comm_wait_us": _r(waits[d.rank]) if several else None,
+                     "late_us": _r(lates[d.rank]) if several else None,
                      "arrived_last": last[d.rank] if several else None})
     call_rows = [{"step": c.step, "collective": c.record.collective, "bytes": c.record.bytes,
-                  "group": c.record.group, "index": c.index, "last_rank": c.last_rank, "late_us": _r(c.late_us),
-                  "transfer_us": _r(c.transfer_us)} for c in calls if c.matched]
-    return {"world_size": world, "backend": backend, "ranks": rows, "stragglers": step_stragglers(calls),
-            "calls": call_rows, "collectives": [row for d in ds for row in _collective_rows(d, calls)]}
+                  "group": c.record.group, "index": c.index, "seq": c.record.seq, "last_rank": c.last_rank,
+                  "late_us": _r(c.late_us), "transfer_us": _r(c.transfer_us),
+                  "late_by_rank": {str(r): _r(c.late_of(r)) for r in sorted(c.durs)}} for c in calls if c.matched]
+    clock = {"shared": shared, "arrival": "start" if shared else "duration proxy", "why": why,
+             "matched_by": "seq" if by_seq(ds) else "order"}
+    return {"world_size": world, "backend": backend, "clock": clock, "ranks": rows,
+            "stragglers": step_stragglers(calls), "calls": call_rows, "collectives": [row for d in ds for row in _collective_rows(d, calls)]}
 
 
 def ranks_report(ranked: Sequence[tuple[int, Trace]]) -> dict[str, Any]:

@@ -38,7 +38,20 @@ def step_matrix(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             cells.append(duration(us))
         cells.append(straggler_cell(slow.get(name)))
         rows.append(cells)
-    return ["step", *(f"rank {r['rank']}" for r in ranks), "straggler (arrived last)"], rows
+    return ["step", *(f"rank {r['rank']}" for r in ranks), straggler_header(report)], rows
+
+
+def straggler_header(report: dict[str, Any]) -> str:
+    """The straggler column's title: measured from start times, or the duration proxy, labelled so."""
+    clock = report.get("clock") or {}
+    return "straggler (arrived last)" if clock.get("shared") else "straggler (proxy: shortest kernel)"
+
+
+def clock_line(report: dict[str, Any]) -> str:
+    """How arrival was read, in one line."""
+    clock = report.get("clock") or {}
+    matched = "NCCL Seq" if clock.get("matched_by") == "seq" else "their order"
+    return f"arrival: {clock.get('why', MISSING)}; calls matched across ranks by {matched}"
 
 
 def straggler_cell(st: dict[str, Any] | None) -> str:
@@ -63,7 +76,7 @@ def step_spread(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         times.sort()
         rows.append([name, str(len(times)), duration(times[0][0]), duration(times[len(times) // 2][0]),
                      f"{duration(times[-1][0])} (rank {times[-1][1]})", straggler_cell(slow.get(name))])
-    return ["step", "ranks", "fastest", "median", "slowest", "straggler (arrived last)"], rows
+    return ["step", "ranks", "fastest", "median", "slowest", straggler_header(report)], rows
 
 
 # A step-by-rank matrix wider than this is shown as each step's spread across ranks instead.
@@ -72,11 +85,12 @@ MAX_WIDTH = 120
 
 def rank_rows(report: dict[str, Any]) -> list[list[str]]:
     return [[str(r["rank"]), duration(r["compute_us"]), duration(r["comm_us"]), share(r["overlap_share"]),
-             duration(r["comm_wait_us"]), MISSING if r["arrived_last"] is None else str(r["arrived_last"])]
+             duration(r["comm_wait_us"]), duration(r.get("late_us")),
+             MISSING if r["arrived_last"] is None else str(r["arrived_last"])]
             for r in report["ranks"]]
 
 
-RANK_HEADERS = ["rank", "compute", "comm", "overlap", "comm wait", "last at"]
+RANK_HEADERS = ["rank", "compute", "comm", "overlap", "comm wait", "late by", "last at"]
 
 
 def collective_rows(report: dict[str, Any], link: Link | None) -> list[list[str]]:
@@ -108,11 +122,12 @@ def render_ranks_text(report: dict[str, Any], link: Link | None) -> str:
         matrix = _table(headers, rows, {1, 2, 3, 4})
         matrix.append("step time across ranks: the fastest, the median and the slowest rank of each step")
     lines += matrix
-    lines += ["step times are profiled; straggler: the rank whose collective kernels started last, and how long",
-              "the others waited for it"]
-    lines += ["", *_table(RANK_HEADERS, rank_rows(report), {1, 2, 3, 4, 5})]
+    lines += ["step times are profiled; straggler: the rank that arrived last at the step's collectives, and how",
+              "long the others waited for it", clock_line(report)]
+    lines += ["", *_table(RANK_HEADERS, rank_rows(report), {1, 2, 3, 4, 5, 6})]
     lines += ["overlap: share of communication time during which compute kernels run; comm wait: time in",
-              "collectives spent waiting for the last rank; last at: collectives at which this rank arrived last"]
+              "collectives spent waiting for the last rank; late by: summed over calls, how long after the first",
+              "rank this one arrived; last at: collectives at which this rank arrived last"]
     late = sorted((c for c in report.get("calls", []) if c["last_rank"] is not None), key=lambda c: -c["late_us"])
     if late:
         rows = [[c["step"] or MISSING, c["collective"], size(c["bytes"]), str(c["index"] + 1),

@@ -106,6 +106,12 @@ def _grouped(trace: Trace, cats: frozenset[str]) -> list[tuple[str, str, int, fl
     return rows
 
 
+def device_marks_section(trace: Trace) -> dict[str, Any] | None:
+    from mlptui.trace.analysis.device_marks import device_marks_section as section
+
+    return section(trace)
+
+
 def _attention(trace: Trace) -> dict[str, Any] | None:
     from mlptui.trace.analysis.attention import attention_dict, attention_facts
 
@@ -143,6 +149,7 @@ def summarize(trace: Trace) -> dict[str, Any]:
         "launch_calls": [{"name": c.name, "kind": c.kind, "count": c.count, "total_us": _r(c.total_us)}
                          for c in launch_calls(trace)],
         "dispatch": dispatch_paths(trace),
+        "device_marks": device_marks_section(trace),
         **profile_sections(trace),
     }
 
@@ -258,9 +265,26 @@ def render_text(d: dict[str, Any], top: int = 15) -> str:
                 out.append(f"       ⤷ {_short(d, k)}")
         if len(d["dispatch"]) > top:
             out.append(f"  … {len(d['dispatch']) - top} more paths (--json has them all)")
+    out += _marks_text(d.get("device_marks"))
     if "overview" in d:
         out += render_profile_text(d, _table, top)
     return "\n".join(out) + "\n"
+
+
+def _marks_text(marks: dict[str, Any] | None) -> list[str]:
+    """Stream synchronisations and hardware-counter samples, when the trace has them."""
+    out: list[str] = []
+    if marks and marks["syncs"]:
+        rows = [[f"GPU {s['device']} stream {s['stream']}", s["name"], str(s["count"]), duration(s["total_us"])]
+                for s in marks["syncs"]]
+        out += ["", "stream synchronisation (the host waiting on a stream; not GPU work)"]
+        out += ["  " + r for r in _table(["stream", "kind", "count", "total"], rows, {2, 3})]
+    if marks and marks["counters"]:
+        rows = [[f"GPU {c['device']}", c["metric"], str(c["samples"]), f"{c['min']:g}", f"{c['mean']:g}",
+                 f"{c['max']:g}"] for c in marks["counters"]]
+        out += ["", "hardware counters (measured, CUPTI PM sampling)"]
+        out += ["  " + r for r in _table(["device", "metric", "samples", "min", "mean", "max"], rows, {2, 3, 4, 5})]
+    return out
 
 
 def _md_escape(s: str) -> str:

@@ -4,7 +4,7 @@ give wrong figures, or crash numpy (np.bincount of a negative or huge id) on eve
 
     check_entry(columns, args_facts)      raises ValueError naming the first column that is wrong
 
-Each column is checked by its name's table (op_, gpu_, step_, thread_, stream_, mem_) and its role: a
+Each column is checked by its name's table (op_, gpu_, step_, thread_, stream_, mem_, mark_) and its role: a
 dtype, one row per item of its table, and every id inside the table it points into. A column this module
 does not know is refused too, so that a new column is checked from its first day.
 """
@@ -18,7 +18,7 @@ import numpy as np
 _I, _F, _B, _U8 = np.dtype(np.int64), np.dtype(np.float64), np.dtype(np.bool_), np.dtype(np.uint8)
 
 # column -> (dtype, the table whose length it has, what its values index: (table, smallest allowed))
-# Tables: "op", "gpu", "step", "thread", "stream", "mem", "string", "event"; None: a free value.
+# Tables: "op", "gpu", "step", "thread", "stream", "mem", "mark", "string", "event"; None: a free value.
 _ID = tuple[str, int] | None
 _SCHEMA: dict[str, tuple[np.dtype[Any], str | None, _ID]] = {
     "op_name": (_I, "op", ("string", 0)), "op_cat": (_I, "op", ("string", 0)),
@@ -47,10 +47,13 @@ _SCHEMA: dict[str, tuple[np.dtype[Any], str | None, _ID]] = {
     "stream_name": (_I, "stream", ("string", 0)),
     "mem_ts": (_F, "mem", None), "mem_pid": (_I, "mem", None), "mem_tid": (_I, "mem", None),
     "mem_event": (_I, "mem", ("event", 0)),
+    "mark_kind": (_I, "mark", ("string", 0)), "mark_name": (_I, "mark", ("string", 0)),
+    "mark_device": (_I, "mark", None), "mark_stream": (_I, "mark", None), "mark_ts": (_F, "mark", None),
+    "mark_dur": (_F, "mark", None), "mark_event": (_I, "mark", ("event", 0)),
     "strings": (_U8, None, None), "string_ends": (_I, "string", None), "small": (_U8, None, None),
 }
 _LENGTH_OF = {"op": "op_ts", "gpu": "gpu_ts", "step": "step_ts", "thread": "thread_pid", "stream": "stream_device",
-              "mem": "mem_ts", "string": "string_ends"}
+              "mem": "mem_ts", "mark": "mark_ts", "string": "string_ends"}
 _POINTERS = {"op_gpu_ptr": "op_gpu_ids", "thread_roots_ptr": "thread_roots_ids"}
 _MAX_DEPTH = 1 << 20
 # float columns where NaN (and, for a grid's product, infinity) means "not known" (mlptui.trace.store)

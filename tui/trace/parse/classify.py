@@ -62,9 +62,14 @@ _MAX_SPREAD_US = 1e14
 CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys([*CATEGORY.values(), OTHER]))
 _CODE = {cat: code for code, cat in enumerate(CATEGORIES)}
 _SKIP, _MTIA = -1, -2                    # raw categories that are dropped / decided by the event's name
-_X, _META, _FLOW, _INSTANT, _BEGIN_END = 1, 2, 3, 4, 5
+_X, _META, _FLOW, _INSTANT, _BEGIN_END, _COUNTER = 1, 2, 3, 4, 5, 6
 _PHASE = {"X": _X, "M": _META, "s": _FLOW, "f": _FLOW, "i": _INSTANT, "I": _INSTANT, "B": _BEGIN_END,
-          "E": _BEGIN_END}
+          "E": _BEGIN_END, "C": _COUNTER}
+# CUPTI PM-sampling counters ('C' events, one per metric; pytorch/kineto e8f56bd8): kept as device marks
+HARDWARE_COUNTERS = "hardware_counters"
+# A mark: ("sync" | "counter", name, pid, tid, ts, dur, event number) — device-side events that are neither
+# GPU work nor CPU slices, kept so their stream or device can show them (mlptui.trace.model.DeviceMark).
+Mark = tuple[str, Any, Any, Any, float, float, int]
 _GPU_CODES = np.array([cat in GPU_CATS for cat in CATEGORIES])
 # by raw code (the last two rows: _MTIA, _SKIP): a kind whose complete events may be GPU work
 _GPU_CODES_OR_MTIA = np.r_[_GPU_CODES, True, False]
@@ -115,6 +120,7 @@ class Buckets:
     flows: Flows             # the events of flow_ev
     mem: list[tuple[Any, Any, float]]               # the events of mem_ev as (pid, tid, ts)
     n_events: int
+    marks: list[Mark]        # synchronisation events and hardware-counter samples
 
 
 class Codes(dict[Any, int]):
@@ -157,6 +163,7 @@ class Classifier:
         self._meta: list[Any] = []
         self._flows: list[Flows] = []
         self._mem: list[tuple[Any, Any, float]] = []
+        self._counters: list[Mark] = []
         self._begin_end = 0
         self._kind_phase = np.zeros(0, dtype=np.int64)
         self._kind_code = np.zeros(0, dtype=np.int64)
@@ -197,6 +204,10 @@ class Classifier:
             if e.name == MEMORY_EVENT and e.ts is not None:
                 self._mem_ev.append(i + base)
                 self._mem.append((e.pid, e.tid, e.ts))
+        for i in np.flatnonzero(phase == _COUNTER).tolist():
+            e = events[i]
+            if e.cat == HARDWARE_COUNTERS and isinstance(e.ts, (int, float)):
+                self._counters.append(("counter", e.name, e.pid, e.tid, float(e.ts), 0.0, i + base))
         self._begin_end += int((phase == _BEGIN_END).sum())
 
     def absorb(self, part: Classifier) -> None:
@@ -220,6 +231,7 @@ class Classifier:
         self._flows += [Flows(remap[f.kind], f.ts, f.ts_none, f.ids) for f in part._flows]
         self._mem_ev += [i + base for i in part._mem_ev]
         self._mem += part._mem
+        self._counters += [(*m[:6], m[6] + base) for m in part._counters]
         self._begin_end += part._begin_end
 
     def _grow_kinds(self) -> None:
@@ -277,11 +289,14 @@ class Classifier:
             keep_cpu[np.flatnonzero(cpu)[bad[:int(cpu.sum())]]] = False
             keep_gpu[np.flatnonzero(gpu)[bad[int(cpu.sum()):]]] = False
         launch = _launch_rows(self._gpu_launch, keep_gpu[gpu_kind_rows])
+        syncs = np.flatnonzero(side & (cat == _CODE[SYNC])).tolist()
+        marks: list[Mark] = [("sync", table[k][2], table[k][3], table[k][4], t, d, ev) for k, t, d, ev in zip(
+            xkind[syncs].tolist(), ts[syncs].tolist(), dur[syncs].tolist(), x[syncs].tolist(), strict=True)]
         return Buckets(x[keep_cpu], cat[keep_cpu], ts[keep_cpu], dur[keep_cpu],
                        x[keep_gpu], cat[keep_gpu], ts[keep_gpu], dur[keep_gpu],
                        self._meta_ev, _cat(self._flow_ev, np.int64).tolist(), device_side, self._mem_ev, table,
                        xkind[keep_cpu], xkind[keep_gpu], _rows(links, keep_cpu), _rows(links, keep_gpu), launch,
-                       self._meta, _join_flows(self._flows), self._mem, self.n_events)
+                       self._meta, _join_flows(self._flows), self._mem, self.n_events, marks + self._counters)
 
 
 _FLOW_CATS = frozenset({"ac2g", "async_gpu", "async_cpu_to_gpu", ""})

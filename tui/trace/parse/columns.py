@@ -1,7 +1,7 @@
 """An indexed Trace as plain numpy columns, and back: the form the index cache stores.
 
     trace_columns(trace) -> dict[str, np.ndarray]       the trace's store (mlptui.trace.store) as it is,
-                                                         and its steps, threads, streams, memory events
+                                                         and its steps, threads, streams, memory events, marks
     trace_from_columns(columns, source) -> Trace         the same Trace
 
 No pickled objects: strings live in one UTF-8 blob with offsets, optional ints as a value column and a
@@ -17,7 +17,7 @@ from itertools import chain
 import numpy as np
 import orjson
 
-from mlptui.trace.model import NO_IDS, MemEvent, Step, Stream, Thread, Trace
+from mlptui.trace.model import NO_IDS, DeviceMark, MemEvent, Step, Stream, Thread, Trace
 from mlptui.trace.store import TraceColumns
 
 Columns = dict[str, np.ndarray]
@@ -46,6 +46,13 @@ def trace_columns(trace: Trace) -> Columns:
     cols["mem_pid"] = np.asarray([m.pid for m in trace.memory], dtype=np.int64)
     cols["mem_tid"] = np.asarray([m.tid for m in trace.memory], dtype=np.int64)
     cols["mem_event"] = np.asarray([m.event for m in trace.memory], dtype=np.int64)
+    cols["mark_kind"] = _string_ids([m.kind for m in trace.marks], strings)
+    cols["mark_name"] = _string_ids([m.name for m in trace.marks], strings)
+    cols["mark_device"] = np.asarray([m.device for m in trace.marks], dtype=np.int64)
+    cols["mark_stream"] = np.asarray([m.lane for m in trace.marks], dtype=np.int64)
+    cols["mark_ts"] = np.asarray([m.ts for m in trace.marks], dtype=np.float64)
+    cols["mark_dur"] = np.asarray([m.dur for m in trace.marks], dtype=np.float64)
+    cols["mark_event"] = np.asarray([m.event for m in trace.marks], dtype=np.int64)
     blob = [s.encode("utf-8", "surrogatepass") for s in strings]
     cols["strings"] = np.frombuffer(b"".join(blob), dtype=np.uint8)
     cols["string_ends"] = np.cumsum([len(b) for b in blob], dtype=np.int64)
@@ -80,10 +87,13 @@ def trace_from_columns(cols: Columns, source: str) -> Trace:
     memory = [MemEvent(ts, pid, tid, ev) for ts, pid, tid, ev in zip(
         cols["mem_ts"].tolist(), cols["mem_pid"].tolist(), cols["mem_tid"].tolist(), cols["mem_event"].tolist(),
         strict=True)]
+    marks = [DeviceMark(strings[k], strings[n], d, lane, ts, dur, ev) for k, n, d, lane, ts, dur, ev in zip(
+        *(cols[f"mark_{f}"].tolist() for f in ("kind", "name", "device", "stream", "ts", "dur", "event")),
+        strict=True)]
     return Trace(source=source, columns=store, steps=steps, threads=threads, streams=streams,
                  device=small["device"], devices=small["devices"], meta=small["meta"],
                  warnings=small["warnings"], origin_us=small["origin_us"], format=small["format"],
-                 memory=memory)
+                 memory=memory, marks=marks)
 
 
 # ---------------------------------------------------------------- helpers

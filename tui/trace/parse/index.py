@@ -33,6 +33,8 @@ from mlptui.trace.model import (
     CPU_OP,
     KERNEL,
     LAUNCH_CATS,
+    SYNC_TID_OFFSET,
+    DeviceMark,
     MemEvent,
     Step,
     Stream,
@@ -46,6 +48,7 @@ from mlptui.trace.parse.classify import (
     Classifier,
     Codes,
     Kind,
+    Mark,
     by_first_use,
     flow_number,
 )
@@ -191,6 +194,7 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
                         "(partial overlap); each nested under the innermost slice that contains it")
     thread_keys = [(_id_of(p, string_ids), _id_of(t, string_ids)) for p, t in thread_raw]
     memory = _memory_events(b.mem, b.mem_ev, origin_us, string_ids)
+    device_marks = _device_marks(b.marks, origin_us, string_ids)
     order = forest.order
     n_ops = len(order)
     parent = forest.parent
@@ -320,7 +324,7 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
     fields = _finish(pre, thread_keys, [roots[a:b_] for a, b_ in zip(ptr[:-1], ptr[1:], strict=True)],
                      set(stream_keys), unlinked, launches,
                      dict(zip(devs[by_time].tolist(), count[by_time].tolist(), strict=True)))
-    return Trace(columns=columns, steps=steps, memory=memory, **fields)
+    return Trace(columns=columns, steps=steps, memory=memory, marks=device_marks, **fields)
 
 
 def _kernels_only(launch: LaunchColumns, order: np.ndarray, kernel: np.ndarray) -> LaunchColumns:
@@ -357,6 +361,27 @@ def _memory_events(events: list[tuple[Any, Any, float]], mem_ev: list[int], orig
     """The `[memory]` instants in time order; their args stay in the file until asked for."""
     out = [MemEvent(float(ts) - origin_us, _id_of(pid, string_ids), _id_of(tid, string_ids), i)
            for (pid, tid, ts), i in zip(events, mem_ev, strict=True)]
+    out.sort(key=lambda m: (m.ts, m.event))
+    return out
+
+
+_COUNTER_PID = re.compile(r"GPU (\d+) Counters")
+
+
+def _device_marks(marks: list[Mark], origin_us: float, string_ids: dict[str, int]) -> list[DeviceMark]:
+    """Syncs on their stream (Kineto's virtual sync row, tid = stream + 1,000,000, read back as the stream)
+    and counter samples on their GPU (pid "GPU N Counters"), in time order."""
+    out = []
+    for kind, name, pid, tid, ts, dur, ev in marks:
+        lane = _id_of(tid, string_ids)
+        if kind == "sync":
+            device = _id_of(pid, string_ids)
+            if lane >= SYNC_TID_OFFSET:
+                lane -= SYNC_TID_OFFSET
+        else:
+            found = _COUNTER_PID.fullmatch(pid) if isinstance(pid, str) else None
+            device = int(found.group(1)) if found else (pid if isinstance(pid, int) else -1)
+        out.append(DeviceMark(kind, str(name), device, lane, ts - origin_us, dur, ev))
     out.sort(key=lambda m: (m.ts, m.event))
     return out
 

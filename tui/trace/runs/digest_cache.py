@@ -28,7 +28,7 @@ from mlptui.trace.runs.digest_check import check_digest
 
 # the modules whose code a digest's figures depend on, besides the indexer's (already in the file key)
 _MODULES = ("analysis/rank_digest.py", "analysis/collectives.py", "analysis/steps.py", "analysis/intervals.py",
-            "analysis/launches.py", "analysis/tables.py", "names/common.py")
+            "analysis/launches.py", "analysis/tables.py", "analysis/rank_clock.py", "names/common.py")
 _CODE: str | None = None
 MAX_BYTES = 256 << 20      # a digest is a few numbers per step and per collective call: MBs for 100k calls
 

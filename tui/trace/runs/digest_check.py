@@ -14,11 +14,11 @@ import math
 from typing import Any
 
 _KEYS = {"rank", "world_size", "backend", "source", "device", "steps", "compute_us", "comm_us", "overlap_us",
-         "calls"}
+         "calls", "host"}
 _INT64 = (-(1 << 63), 1 << 63)
 # a call's row, as digest_to_dict writes a CallRecord: (what it holds, may be None)
 _CALL = (("text", False), ("text", True), ("int", True), ("int", True), ("text", True), ("time", False),
-         ("length", False), ("text", True))
+         ("length", False), ("text", True), ("int", True))
 
 
 def _ok(value: Any, kind: str, optional: bool = False) -> bool:
@@ -37,7 +37,8 @@ def check_digest(doc: Any) -> None:
     if not isinstance(doc, dict) or set(doc) != _KEYS:
         raise ValueError("the digest does not hold the fields of a rank digest")
     for name, kind, optional in (("rank", "int", False), ("world_size", "int", True), ("backend", "text", True),
-                                 ("source", "text", False), ("device", "text", True), ("compute_us", "length", False),
+                                 ("source", "text", False), ("device", "text", True), ("host", "text", True),
+                                 ("compute_us", "length", False),
                                  ("comm_us", "length", False), ("overlap_us", "length", False)):
         if not _ok(doc[name], kind, optional):
             raise ValueError(f"digest field {name}: not {'a number' if kind != 'text' else 'text'}")
