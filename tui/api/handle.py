@@ -1,0 +1,178 @@
+"""`open_trace(path) -> TraceHandle`: one loaded trace and the figures of `mlptui summary --json` over it.
+
+The whole-trace report is `summarize(trace)`, the function behind `summary --json`, computed once; a
+step's sections are `profile_sections(trace, step)`, the function behind the report's sections. Every
+method returns a slice of those, so the API, the CLI and the MCP tools give the same values."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar, cast
+
+from mlptui.api import dispatch_tree, timeline
+from mlptui.api.results import Dispatch, Findings, Memory, Modules, Overview, Summary, Table
+from mlptui.api.rows import KernelRow, ModuleRow, OperatorRow, StepRow, TimelineRow
+from mlptui.base.errors import MlptuiError
+from mlptui.trace.model import Trace
+
+RowT = TypeVar("RowT")
+
+NO_MEMORY = "n/a: no allocator events in the steps (record with profile_memory=True)"
+NO_MODULES = "n/a: the trace has no nn.Module frames (record with with_stack=True)"
+
+
+class TraceHandle:
+    """One loaded trace. `step` arguments are the N of ProfilerStep#N, as `mlptui diff --step-a` takes it;
+    None is every step together (the whole trace when it has no steps)."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self._computed: dict[int | None, dict[str, Any]] = {}
+
+    @property
+    def source(self) -> str:
+        return self.trace.source
+
+    def __repr__(self) -> str:
+        return f"TraceHandle({self.trace.source!r}, {len(self.trace.steps)} steps)"
+
+    # ---------------------------------------------------------------- the report and its scopes
+
+    def report(self) -> dict[str, Any]:
+        """`mlptui summary PATH --json`'s document (without its `ranks` key), computed once."""
+        return self._sections(None)
+
+    def _sections(self, index: int | None) -> dict[str, Any]:
+        """The whole report (None), or one step's sections, each computed once."""
+        if index not in self._computed:
+            if index is None:
+                from mlptui.trace.analysis.summary import summarize
+
+                self._computed[index] = summarize(self.trace)
+            else:
+                from mlptui.trace.analysis.profile_sections import profile_sections
+
+                self._computed[index] = profile_sections(self.trace, index)
+        return self._computed[index]
+
+    def _index(self, step: int | None) -> int | None:
+        if step is None:
+            return None
+        from mlptui.trace.diff.trace_diff import step_by_number
+
+        return step_by_number(self.trace, step, "step")
+
+    def _scope(self, index: int | None) -> str:
+        if index is not None:
+            return self.trace.steps[index].name
+        return "steps" if self.trace.steps else "trace"
+
+    # ---------------------------------------------------------------- the methods
+
+    def summary(self, step: int | None = None) -> Summary:
+        r = self.report()
+        index = self._index(step)
+        steps = cast(list[StepRow], r["steps"])
+        total = cast(StepRow, r["total"]) if index is None else next(s for s in steps if s["index"] == index)
+        return Summary(source=r["source"], device=r["device"], device_arch=r["device_arch"], counts=r["counts"],
+                       scope=self._scope(index), total=total, steps=steps if index is None else [total],
+                       findings=r["findings"], warnings=r["warnings"], verdict_rule=r["verdict_rule"],
+                       manifest=r["manifest"])
+
+    def steps(self) -> Table[StepRow]:
+        return Table(cast(list[StepRow], self.report()["steps"]), self._scope(None))
+
+    def overview(self, step: int | None = None) -> Overview:
+        index = self._index(step)
+        ov = self._sections(index)["overview"]
+        return Overview(scope=self._scope(index), rows=ov["steps"], total=ov["total"], devices=ov["devices"],
+                        main_device=ov["main_device"],
+                        notes={"unlinked": ov["unlinked"], "outside_operators": ov["outside_operators"]})
+
+    def operators(self, step: int | None = None, sort: str | None = None,
+                  filter: str | None = None) -> Table[OperatorRow]:
+        index = self._index(step)
+        rows = cast(list[OperatorRow], self._sections(index)["operators"])
+        return Table(_sorted(_matching(rows, filter, ("name",)), sort), self._scope(index))
+
+    def kernels(self, step: int | None = None, sort: str | None = None,
+                filter: str | None = None) -> Table[KernelRow]:
+        """The kernels view: per raw name over the scope (the report's `kernel_stats`); `filter` matches the
+        raw or the short name."""
+        index = self._index(step)
+        rows = cast(list[KernelRow], self._sections(index)["kernel_stats"])
+        return Table(_sorted(_matching(rows, filter, ("name", "short")), sort), self._scope(index))
+
+    def memory(self) -> Memory:
+        mem = self.report()["memory"]
+        if mem is None:
+            return Memory(False, NO_MEMORY, [], [], [])
+        return Memory(True, None, mem["ops"], mem["devices"], mem["unfreed"])
+
+    def modules(self) -> Modules:
+        mods = cast("list[ModuleRow] | None", self.report()["modules"])
+        if mods is None:
+            return Modules(False, NO_MODULES, [])
+        return Modules(True, None, [dict(m) for m in mods])
+
+    def dispatch(self, op_or_path: str | list[str], depth: int | None = None) -> Dispatch:
+        """The dispatch subtree below an op (or a path such as "aten::linear → aten::addmm") with the
+        kernels each op launched, from the report's `dispatch` section."""
+        want = dispatch_tree.parse_op(op_or_path)
+        contexts, rows = dispatch_tree.subtree(self.report()["dispatch"], want, depth)
+        return Dispatch(op=want, contexts=contexts, rows=rows, cut_below=depth)
+
+    def timeline(self, start_us: float, end_us: float, lanes: list[str] | None = None) -> Table[TimelineRow]:
+        return Table(timeline.window(self.trace, start_us, end_us, lanes), f"{start_us}-{end_us} µs")
+
+    def lanes(self) -> list[str]:
+        """The lanes `timeline` can keep: "cpu PID/TID" per thread, "gpu DEVICE/STREAM" per stream."""
+        return timeline.lane_names(self.trace)
+
+    def findings(self) -> Findings:
+        r = self.report()
+        return Findings(lines=r["findings"], recommendations=r["recommendations"], attention=r["attention"])
+
+
+def _matching(rows: list[RowT], text: str | None, keys: tuple[str, ...]) -> list[RowT]:
+    """Rows whose name (or another of `keys`) holds `text`, any case; all rows for None."""
+    if not text:
+        return list(rows)
+    needle = text.lower()
+    return [r for r in rows if any(needle in str(cast(dict[str, Any], r).get(k) or "").lower() for k in keys)]
+
+
+def _sorted(rows: list[RowT], sort: str | None) -> list[RowT]:
+    """Rows by `sort` (a column: figures largest first, names A to Z; a leading "-" reverses); as the
+    report orders them for None."""
+    if not sort or not rows:
+        return rows
+    key = sort.lstrip("-")
+    first = cast(dict[str, Any], rows[0])
+    if key not in first:
+        raise MlptuiError(f"cannot sort by {key!r}: the columns are {', '.join(first)}")
+    numeric = any(isinstance(cast(dict[str, Any], r).get(key), (int, float)) and not
+                  isinstance(cast(dict[str, Any], r).get(key), bool) for r in rows)
+
+    def value(r: RowT) -> Any:
+        v = cast(dict[str, Any], r).get(key)
+        if numeric:
+            return float("-inf") if not isinstance(v, (int, float)) else float(v)
+        return str(v or "")
+
+    descending = numeric != sort.startswith("-")
+    return sorted(rows, key=value, reverse=descending)
+
+
+def open_trace(path_or_spec: str) -> TraceHandle:
+    """Load a trace as `mlptui summary` does: a file, `host:path` over ssh, or `hf://`. A folder is not one
+    trace: `ranks(folder)` reports a run's ranks."""
+    from mlptui.gc_policy import bulk_allocation
+    from mlptui.sources.dispatch import is_folder, list_traces
+    from mlptui.sources.dispatch import open_trace as open_source
+
+    spec = str(path_or_spec)
+    if is_folder(spec):
+        found = list_traces(spec)
+        raise MlptuiError(f"{spec} is a folder of {len(found)} trace(s): open one of them, or ask ranks() for a run")
+    with bulk_allocation():
+        return TraceHandle(open_source(spec))
