@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "perfetto": "serve a trace to ui.perfetto.dev from 127.0.0.1",
     "serve": "run the explorer in a browser (textual-serve, 127.0.0.1)",
     "cache": "show or clear the caches (indexes of opened traces, copies of remote ones)",
+    "mcp": "serve the reports to coding agents: a Model Context Protocol server on stdio",
 }
 
 
@@ -68,6 +69,9 @@ def command_module(name: str) -> Command:
     if name == "cache":
         from mlptui.commands import cache
         return cache
+    if name == "mcp":
+        from mlptui.commands import mcp
+        return mcp
     raise KeyError(name)
 
 
