@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLES, find_sample, training_sample
+from conftest import ROOT, SAMPLES, find_sample, training_sample
+
+import mlptui.api as api
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install '.[mcp]')")
 
@@ -25,6 +27,7 @@ TOOLS = {"open_trace", "summary", "steps", "overview", "operators", "kernels", "
          "timeline", "diff", "check", "ranks", "findings"}
 CAP = 20_000
 RUN_DIR = sorted(p for p in SAMPLES.glob("tp-mlp-eager-*-x2-*") if p.is_dir())[-1]
+B200 = ROOT.parent / "shared" / "corpus" / "real" / "AMD-AGI__TraceLens__b200_eager_trace.json.gz"
 
 
 @asynccontextmanager
@@ -84,6 +87,7 @@ async def test_tools_paging_and_dispatch_against_raw_events() -> None:
                 break
         assert len(rows) == page["total"] and pages == -(-page["total"] // 2)
         assert len({r["name"] for r in rows}) == len(rows)
+        assert rows == api.open_trace(str(linear)).operators().rows
         # every kernel of this trace runs under aten::addmm inside a step: device self time adds up to them
         assert sum(r["device_self_us"] for r in rows) == pytest.approx(sum(e["dur"] for e in kernels), abs=1e-3)
 
@@ -146,3 +150,33 @@ def test_without_the_extra_one_line_names_it() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "pip install '.[mcp]'" in done.stderr
+
+
+async def test_a_with_stack_corpus_trace_stays_within_the_cap() -> None:
+    """The B200 serving step (with_stack, 24,656 events, no ProfilerStep): every tool's answer fits, and
+    the figures are the API's."""
+    if not B200.is_file():
+        pytest.skip(f"corpus trace not found at {B200}")
+    handle = api.open_trace(str(B200))
+    events = _events(B200)
+    kernels = sum(1 for e in events if e.get("cat") == "kernel")
+    async with server() as s:
+        tid = (await call(s, "open_trace", path=str(B200)))["id"]
+        summary = await call(s, "summary", id=tid)
+        assert summary["total"] == handle.summary().total and summary["total"]["kernels"] == kernels
+        await call(s, "steps", id=tid)
+        await call(s, "overview", id=tid)
+        ops = await call(s, "operators", id=tid, sort="device_total_us", limit=1000)
+        assert ops["rows"] == handle.operators(sort="device_total_us").rows[:len(ops["rows"])]
+        k = await call(s, "kernels", id=tid, limit=1000)
+        if k["next"] is None:
+            assert sum(r["calls"] for r in k["rows"]) == kernels
+        assert (await call(s, "memory", id=tid))["available"] is False
+        mods = await call(s, "modules", id=tid, limit=1000)
+        assert mods["available"] is True and mods["total"] == len(handle.modules().rows)
+        top = ops["rows"][0]["name"]
+        await call(s, "dispatch", id=tid, op_or_path=top, limit=1000)
+        await call(s, "timeline", id=tid, start_us=0, end_us=1e12, limit=100_000)
+        await call(s, "findings", id=tid)
+        await call(s, "check", id=tid, expectations=["no memcpy"])
+        await call(s, "diff", a=tid, b=tid, limit=1000)

@@ -42,8 +42,8 @@ def _answer(work: Callable[[], str]) -> str:
         return work()
     except MlptuiError as exc:
         raise ToolError(str(exc)) from None
-    except (OSError, ValueError, KeyError, RecursionError, MemoryError) as exc:
-        raise ToolError(MlptuiError(f"{type(exc).__name__}: {exc}").__str__()) from None
+    except Exception as exc:     # as the command line does: one line, the server goes on
+        raise ToolError(str(MlptuiError(f"internal error: {type(exc).__name__}: {exc}"))) from None
 
 
 def _plain(value: Any) -> Any:
