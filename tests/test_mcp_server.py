@@ -4,6 +4,7 @@ errors of one line after which the server keeps answering."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 import subprocess
@@ -70,7 +71,9 @@ async def test_tools_paging_and_dispatch_against_raw_events() -> None:
         by_name = {t.name: t for t in listed}
         assert {"id", "limit", "cursor", "sort", "filter", "step"} <= set(by_name["operators"].input_schema["properties"])
 
-        opened = await call(s, "open_trace", path=str(linear))
+        both = await asyncio.gather(call(s, "open_trace", path=str(linear)), call(s, "open_trace", path=str(linear)))
+        assert both[0] == both[1]           # two questions at once: one load, one id
+        opened = both[0]
         tid = opened["id"]
         assert opened["counts"]["gpu_ops"] == len(kernels)
         assert opened["steps"] == [e["name"] for e in sorted(events, key=lambda e: e.get("ts", 0))
@@ -130,12 +133,15 @@ async def test_every_tool_answers_within_the_cap() -> None:
 async def test_errors_are_one_line_and_the_server_goes_on(tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere.pt.trace.json"
     outside.write_bytes(gzip.decompress(find_sample("linear", "eager", "bf16").read_bytes()))
-    async with server("--root", str(SAMPLES), "--max-chars", "2000") as s:
+    async with server("--root", str(SAMPLES), "--max-chars", "2000", "--keep", "1") as s:
         assert "no such file" in await error(s, "open_trace", path=str(SAMPLES / "none.json"))
         assert "outside" in await error(s, "open_trace", path=str(outside))
         assert "--root" in await error(s, "open_trace", path="host:/data/x.json")
         assert "no trace with id" in await error(s, "summary", id="t9")
+        assert "outside" in await error(s, "ranks", run_dir=str(tmp_path))
         tid = (await call(s, "open_trace", path=training_sample()))["id"]
+        other = await call(s, "open_trace", path=str(find_sample("linear", "eager", "bf16").relative_to(SAMPLES)))
+        assert other["id"] != tid           # a path relative to --root; with --keep 1 it pushed the first out
         assert "ProfilerStep#999" in await error(s, "operators", id=tid, step=999)
         assert "limit must be 1 or more" in await error(s, "operators", id=tid, limit=0)
         result = await s.call_tool("summary", {"id": tid})

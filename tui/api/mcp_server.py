@@ -5,6 +5,7 @@ at a time. A failure is a tool error carrying the command line's one-line reason
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -36,10 +37,16 @@ Sort = Annotated[str | None, Field(description="a column: figures largest first,
 Filter = Annotated[str | None, Field(description="keep rows whose name holds this text (any case)")]
 
 
+# The SDK runs each call of a plain function in a worker thread, and a client may send several at once: one
+# at a time, so two questions about a new trace load it once (the figures are CPU-bound either way).
+_ONE_AT_A_TIME = threading.Lock()
+
+
 def _answer(work: Callable[[], str]) -> str:
     """The tool's text, or a tool error with one line: the reason mlptui gives on its command line."""
     try:
-        return work()
+        with _ONE_AT_A_TIME:
+            return work()
     except MlptuiError as exc:
         raise ToolError(str(exc)) from None
     except Exception as exc:     # as the command line does: one line, the server goes on
