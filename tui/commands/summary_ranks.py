@@ -98,5 +98,5 @@ def _print_run(args: argparse.Namespace, run: RunSummary) -> None:
         return
     text = render_ranks_text(safe_doc(run.report), link_for(run.device))
     if run.failed:
-        text += "\n" + "\n".join(safe_lines([f"left out (could not be read): {line}" for line in run.failed])) + "\n"
+        text += "\n" + safe_lines([f"left out (could not be read): {line}" for line in run.failed]) + "\n"
     sys.stdout.write(f"# {args.path}\n\n```\n{text}```\n" if args.md else text)
