@@ -22,3 +22,12 @@ def out_of_memory_on_doomed_rank(jobs: list[Job]) -> list[DigestResult]:
     if any(DOOMED in path for path, _ in jobs):
         raise MemoryError
     return digest_batch(jobs)
+
+
+def index_dies_on_doomed_rank(name: str, key: dict | None = None) -> tuple[str, object]:
+    """load_many's unit of work, whose worker dies on the doomed rank."""
+    from mlptui.trace.parse.load_many import _index_one
+
+    if DOOMED in name:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return _index_one(name, key)

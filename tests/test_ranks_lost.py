@@ -97,3 +97,21 @@ def test_ranks_in_flight_when_a_worker_dies_are_read_again(tmp_path: Path, monke
     results = {Path(r.path).name: r for r in local_map.map_local([(str(p), None) for _, p in files], workers=2)}
     assert sorted(results) == [p.name for _, p in files]
     assert [name for name, r in sorted(results.items()) if r.digest is None] == ["rank-2.pt.trace.json"]
+
+
+def test_opening_a_run_loses_only_the_rank_whose_worker_dies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the explorer opens a run's ranks through load_many: the same promise
+    from mlptui.base.errors import MlptuiError
+    from mlptui.trace.parse import load_many as load_many_module
+
+    monkeypatch.setenv("MLPTUI_NO_CACHE", "1")
+    monkeypatch.setattr(load_many_module, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(load_many_module, "_index_one", rank_workers.index_dies_on_doomed_rank)
+    files = _ranks(tmp_path)
+    results = dict(load_many_module.load_many([p for _, p in files], workers=2))
+    assert sorted(results) == sorted(str(p) for _, p in files)
+    lost = {name: r for name, r in results.items() if isinstance(r, MlptuiError)}
+    assert list(lost) == [str(files[2][1])]
+    assert str(lost[str(files[2][1])]) == (f"{files[2][1]}: the worker process loading it died, twice "
+                                            "(killed, or out of memory)")
+    assert all(len(r.gpu) == 2 for name, r in results.items() if name not in lost)   # gemm + all-reduce
