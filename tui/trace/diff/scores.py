@@ -70,7 +70,8 @@ class RowScorer:
     def row(self, p: int) -> np.ndarray:
         s = self.s
         if s.dense is not None:
-            return s.dense[p, self.cb]
+            dense_row: np.ndarray = s.dense[p, self.cb]
+            return dense_row
         if self.role_b is not None and s.role_table is not None and s.role_a is not None and s.role_a[p] >= 0:
             roles = np.where(self.role_b >= 0, s.role_table[s.role_a[p], np.maximum(self.role_b, 0)], 0)
         else:
