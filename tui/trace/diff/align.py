@@ -144,7 +144,7 @@ def _index_of(keys: list[RoleKey], codes: list[int], n: int) -> tuple[np.ndarray
 def _align_codes(ca: np.ndarray, cb: np.ndarray, scores: Scores, oa: int, ob: int) -> list[tuple[int, int]]:
     """Best-scoring monotone pairing of ca and cb (offsets oa/ob added to the indices returned)."""
     n, m = len(ca), len(cb)
-    if n == 0 or m == 0:
+    if n == 0 or m == 0 or not scores.any_between(ca, cb):
         return []
     # Common prefix and suffix of identical, scoring items need no DP.
     lo = 0

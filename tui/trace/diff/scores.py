@@ -41,6 +41,17 @@ class Scores:
             table[np.ix_(group, group)] = self.weight[group][:, None]
         return table
 
+    def any_between(self, ca: np.ndarray, cb: np.ndarray) -> bool:
+        """Whether some item of `ca` may score with some item of `cb` (False: nothing to align)."""
+        if np.intersect1d(self.same_as[ca], self.same_as[cb]).size:
+            return True
+        if self.role_table is None or self.role_a is None or self.role_b is None:
+            return False
+        ra = np.unique(self.role_a[ca])
+        rb = np.unique(self.role_b[cb])
+        ra, rb = ra[ra >= 0], rb[rb >= 0]
+        return bool(ra.size and rb.size and self.role_table[np.ix_(ra, rb)].any())
+
     def rows_for(self, cb: np.ndarray) -> RowScorer:
         """Scores against the fixed B codes `cb`, one A code at a time."""
         return RowScorer(self, cb)
