@@ -115,3 +115,21 @@ def test_opening_a_run_loses_only_the_rank_whose_worker_dies(tmp_path: Path, mon
     assert str(lost[str(files[2][1])]) == (f"{files[2][1]}: the worker process loading it died, twice "
                                             "(killed, or out of memory)")
     assert all(len(r.gpu) == 2 for name, r in results.items() if name not in lost)   # gemm + all-reduce
+
+
+def test_a_rank_that_runs_this_process_out_of_memory_is_reported(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # small ranks are read in this process: a MemoryError there is that rank's, not the run's
+    real = local_map.digest_file
+
+    def digest(path: str, key: dict | None = None):
+        if "rank-2." in path:
+            raise MemoryError
+        return real(path, key)
+
+    monkeypatch.setenv("MLPTUI_NO_CACHE", "1")
+    monkeypatch.setattr(local_map, "digest_file", digest)
+    files = _ranks(tmp_path)
+    run = summarize_run(files)
+    assert run.report is not None and [r["rank"] for r in run.report["ranks"]] == [0, 1, 3]
+    assert run.failed == [f"{files[2][1]}: ran out of memory reading it"]
