@@ -35,22 +35,32 @@ class Scores:
         if self.role_table is not None and self.role_a is not None and self.role_b is not None:
             ps, qs = np.flatnonzero(self.role_a >= 0), np.flatnonzero(self.role_b >= 0)
             table[np.ix_(ps, qs)] = self.role_table[np.ix_(self.role_a[ps], self.role_b[qs])]
+        every = np.arange(n)
+        table[every, every] = self.weight          # a class matches itself; most are alone in their group
         order = np.argsort(self.same_as, kind="stable")
         cuts = np.flatnonzero(np.diff(self.same_as[order])) + 1
-        for group in np.split(order, cuts):
-            table[np.ix_(group, group)] = self.weight[group][:, None]
+        sizes = np.diff(np.concatenate(([0], cuts, [n])))
+        for group in np.split(order, cuts) if (sizes > 1).any() else ():
+            if len(group) > 1:
+                table[np.ix_(group, group)] = self.weight[group][:, None]
         return table
 
     def any_between(self, ca: np.ndarray, cb: np.ndarray) -> bool:
         """Whether some item of `ca` may score with some item of `cb` (False: nothing to align)."""
-        if np.intersect1d(self.same_as[ca], self.same_as[cb]).size:
+        # sorted and searched, not np.intersect1d: that imports numpy.ma (30 ms) on its first call
+        sa = np.sort(self.same_as[ca])
+        sb = self.same_as[cb]
+        at = np.minimum(np.searchsorted(sa, sb), len(sa) - 1)
+        if (sa[at] == sb).any():
             return True
         if self.role_table is None or self.role_a is None or self.role_b is None:
             return False
-        ra = np.unique(self.role_a[ca])
-        rb = np.unique(self.role_b[cb])
-        ra, rb = ra[ra >= 0], rb[rb >= 0]
-        return bool(ra.size and rb.size and self.role_table[np.ix_(ra, rb)].any())
+        in_a = np.zeros(self.role_table.shape[0], bool)
+        in_b = np.zeros(self.role_table.shape[1], bool)
+        ra, rb = self.role_a[ca], self.role_b[cb]
+        in_a[ra[ra >= 0]] = True
+        in_b[rb[rb >= 0]] = True
+        return bool(self.role_table[in_a][:, in_b].any())
 
     def rows_for(self, cb: np.ndarray) -> RowScorer:
         """Scores against the fixed B codes `cb`, one A code at a time."""
