@@ -116,3 +116,36 @@ def test_the_only_worker_lost_mid_run_costs_the_ranks_not_read(tmp_path: Path, s
     why = "no Dask worker for 2 s (--worker-wait) before it was read"
     lost = [r for r in range(4) if r not in read]
     assert 2 in lost and run.failed == [f"{paths[r]}: {why}" for r in lost]      # each rank read or reported
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_and_restarted_by_its_nanny_reads_the_rest(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # worker processes under a nanny, as `dask worker` runs them; ranks of 20 MB so that the kill lands
+    # while they are read. The tasks are placed by host: the restarted worker, at a new address, takes them.
+    import os
+    import signal
+
+    from conftest import kineto_generator
+
+    from mlptui.trace.parse.rank_hint import rank_files
+    from mlptui.trace.runs.run_summary import summarize_run
+
+    monkeypatch.setenv("MLPTUI_NO_CACHE", "1")
+    gen = kineto_generator()
+    paths = [tmp_path / f"rank-{r}.pt.trace.json" for r in range(4)]
+    for r, p in enumerate(paths):
+        gen.generate(str(p), 20, seed=r, rank=r, world_size=4)
+    with distributed.LocalCluster(processes=True, n_workers=1, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        (pid,) = client.run(os.getpid).values()
+        killer = threading.Timer(1.5, os.kill, (pid, signal.SIGKILL))
+        killer.start()
+        start = time.monotonic()
+        run = summarize_run(rank_files(paths), scheduler=cluster.scheduler_address, host="127.0.0.1",
+                            limits=dask_map.Limits(worker_wait_s=60, rank_timeout_s=120))
+        took = time.monotonic() - start
+        killer.join()
+        assert (list(client.run(os.getpid).values()) or [pid])[0] != pid      # the nanny made a new worker
+    assert run.report is not None and not run.failed
+    assert [r["rank"] for r in run.report["ranks"]] == [0, 1, 2, 3] and took < 120
