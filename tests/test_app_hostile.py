@@ -131,3 +131,29 @@ async def test_a_refused_trace_shows_its_reason_and_esc_goes_back(tmp_path: Path
             if text:
                 break
         assert "nested" in text and "mlptui:" in text
+
+
+async def test_picker_rows_of_files_that_cannot_be_read_say_why(tmp_path: Path) -> None:
+    import os
+
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    shutil.copy(find_sample("linear", "eager", "bf16"), folder / "good.pt.trace.json.gz")
+    (folder / "empty.json").write_bytes(b"")
+    (folder / "notes.json").write_bytes(b"hello, not a trace")
+    os.mkfifo(folder / "pipe.json")
+    (folder / "config.json").write_bytes(b'{"lr": 0.1}')        # another JSON document: not listed
+    app = make_app([str(folder)])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await wait_for_screen(app, pilot, PickerScreen)
+        table = screen.query_one(TraceList)
+        for _ in range(50):
+            await pilot.pause(0.1)
+            rows = {spec.rsplit("/", 1)[-1]: text for spec, text in zip(table.specs, rows_text(table), strict=True)}
+            if not any("| … |" in text for text in rows.values()):
+                break
+        assert sorted(rows) == ["empty.json", "good.pt.trace.json.gz", "notes.json", "pipe.json"]
+        assert "unreadable:" in rows["empty.json"] and "empty file" in rows["empty.json"]
+        assert "unreadable:" in rows["notes.json"] and "not JSON" in rows["notes.json"]
+        assert "unreadable:" in rows["pipe.json"] and "named pipe" in rows["pipe.json"]
+        assert "unreadable" not in rows["good.pt.trace.json.gz"]

@@ -22,7 +22,7 @@ from mlptui.base.errors import MlptuiError, TraceError
 from mlptui.contract.manifest import read_manifest
 from mlptui.sources.local import list_traces
 from mlptui.sources.local import open_trace as open_local
-from mlptui.trace.parse.discover import find_traces
+from mlptui.trace.parse.discover import find_traces, trace_problem
 from mlptui.trace.parse.load import load_trace
 
 MLPTUI = [sys.executable, "-m", "mlptui.cli"]
@@ -134,7 +134,13 @@ def test_folder_sniffing_and_manifest_never_read_a_fifo(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "other.pt.trace.json.gz.json")
     os.mkfifo(tmp_path / "manifest.json")
     t0 = time.monotonic()
-    assert [p.name for p in find_traces(tmp_path)] == [src.name]
+    # named like a trace: listed, so that opening it says why, but never read
+    assert [p.name for p in find_traces(tmp_path)] == sorted([src.name, "other.pt.trace.json.gz.json"])
+    assert trace_problem(tmp_path / "other.pt.trace.json.gz.json") == (
+        f"{tmp_path / 'other.pt.trace.json.gz.json'}: is a named pipe (FIFO), not a regular file; only regular "
+        "files are read")
+    with pytest.raises(MlptuiError, match="named pipe"):
+        load_trace(tmp_path / "other.pt.trace.json.gz.json")
     with pytest.raises(MlptuiError, match="named pipe"):
         read_manifest(tmp_path)
     trace = load_trace(tmp_path / src.name)              # the manifest beside it is skipped, not waited on

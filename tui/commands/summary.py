@@ -21,6 +21,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                         help="a folder of ranks: read them on this Dask scheduler's workers instead of local "
                              "processes (needs the `cluster` extra: pip install 'mlptui[cluster]')")
+    parser.add_argument("--worker-wait", type=_seconds, default=60.0, metavar="SECONDS",
+                        help="with --scheduler: how long to wait for a worker to be there, and the longest time "
+                             "the scheduler may have none while ranks are read (default 60)")
+    parser.add_argument("--rank-timeout", type=_seconds, default=600.0, metavar="SECONDS",
+                        help="with --scheduler: a rank not read this long after the last one finished is "
+                             "reported lost (default 600)")
+
+
+def _seconds(text: str) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= 86_400):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds above 0 and at most 86400")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -56,15 +56,16 @@ def scheduler_summary(args: argparse.Namespace) -> int:
     from mlptui.sources.dispatch import is_folder, list_traces, source_kind
     from mlptui.sources.ssh_spec import parse_ssh_spec
     from mlptui.trace.parse.rank_hint import rank_files_or_why
-    from mlptui.trace.runs.dask_map import list_run
+    from mlptui.trace.runs.dask_map import Limits, list_run
     from mlptui.trace.runs.run_summary import summarize_run
 
+    limits = Limits(getattr(args, "worker_wait", 60.0), getattr(args, "rank_timeout", 600.0))
     host = None
     kind = source_kind(args.path)
     if kind == "ssh":
         spec = parse_ssh_spec(args.path)
         host = spec.host
-        files, why = list_run(args.scheduler, host, spec.path)
+        files, why = list_run(args.scheduler, host, spec.path, limits)
     elif kind == "local":
         if not is_folder(args.path):
             raise MlptuiError("--scheduler reads the ranks of a run folder; give a folder, not one trace")
@@ -77,7 +78,7 @@ def scheduler_summary(args: argparse.Namespace) -> int:
                           f"not {args.path}")
     if files is None:
         raise MlptuiError(f"{args.path}: not one run: {why or 'the traces name no ranks'}")
-    run = summarize_run(files, scheduler=args.scheduler, host=host, on_progress=_progress())
+    run = summarize_run(files, scheduler=args.scheduler, host=host, on_progress=_progress(), limits=limits)
     _print_run(args, run)
     return 0
 
@@ -98,5 +99,5 @@ def _print_run(args: argparse.Namespace, run: RunSummary) -> None:
         return
     text = render_ranks_text(safe_doc(run.report), link_for(run.device))
     if run.failed:
-        text += "\n" + "\n".join(safe_lines([f"left out (could not be read): {line}" for line in run.failed])) + "\n"
+        text += "\n" + safe_lines([f"left out (could not be read): {line}" for line in run.failed]) + "\n"
     sys.stdout.write(f"# {args.path}\n\n```\n{text}```\n" if args.md else text)

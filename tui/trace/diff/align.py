@@ -12,7 +12,11 @@ Three passes, each only over what the previous one left unmatched:
 Whatever is left is `removed` (A only) or `added` (B only).
 
 The alignment is a dynamic program over the whole step, row by row in numpy; long inputs are cut
-at items that occur once on each side (patience anchors) so memory stays bounded.
+at items that occur once on each side (patience anchors) so memory stays bounded. Scores come row by
+row from mlptui.trace.diff.scores, never from a matrix of every class against every class, and a gap
+with too many distinct role keys to score each pair is scored on coarser keys: time and memory grow
+with the kernels and their distinct names, not with the square of the names
+(benchmarks/bench_diff_names.py).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from mlptui.trace.diff.scores import Scores
 
 SAME, CHANGED, ADDED, REMOVED, FUSED = "same", "changed", "added", "removed", "fused"
 STATUSES = (SAME, CHANGED, ADDED, REMOVED, FUSED)
@@ -39,6 +45,7 @@ _FUSE_MAX_ITEMS = 8
 _EXACT_KERNEL, _EXACT_OTHER, _ROLE_CAP = 8, 2, 3
 _MAX_ROLE_PAIRS = 250_000
 _ROLE_BY_FAMILY = frozenset({"gemm", "attention", "norm", "comm"})
+RoleKey = tuple[str, str, str, frozenset[str]]     # kind, family, launching op, op words
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,45 +113,45 @@ def _exact_pairs(a: Sequence[AlignItem], b: Sequence[AlignItem]) -> list[tuple[i
 
     ca = np.fromiter(map(code, a), np.int32, len(a))
     cb = np.fromiter(map(code, b), np.int32, len(b))
-    table = np.zeros((len(reps), len(reps)), np.int32)
     in_a = sorted(set(ca.tolist()))     # not np.unique: its plain form imports numpy.ma (10-20 ms)
     in_b = sorted(set(cb.tolist()))
+    names: dict[tuple[str, str], int] = {}
+    same_as = np.fromiter((names.setdefault((x.name, x.kind), len(names)) for x in reps), np.int64, len(reps))
+    weight = np.fromiter((_EXACT_KERNEL if x.kind == KERNEL else _EXACT_OTHER for x in reps), np.int32, len(reps))
     if len(in_a) * len(in_b) <= _MAX_ROLE_PAIRS:
         # A role score depends on the role key only, and many classes share one: score each pair of
-        # distinct keys once, then spread the scores over the classes' pairs.
-        keys: dict[tuple[str, str, str, frozenset[str]], int] = {}
-        role_a = [keys.setdefault(_role_key(reps[p]), len(keys)) for p in in_a]
-        role_b = [keys.setdefault(_role_key(reps[q]), len(keys)) for q in in_b]
-        ka, kb = sorted(set(role_a)), sorted(set(role_b))
-        key_list = list(keys)
-        scores = np.zeros((len(keys), len(keys)), np.int32)
-        for u in ka:
-            for v in kb:
-                scores[u, v] = min(_role_score(key_list[u], key_list[v]), _ROLE_CAP)
-        table[np.ix_(in_a, in_b)] = scores[np.ix_(role_a, role_b)]
-    named: dict[tuple[str, str], list[int]] = {}
-    for q in in_b:
-        named.setdefault((reps[q].name, reps[q].kind), []).append(q)
-    for p in in_a:
-        x = reps[p]
-        same = named.get((x.name, x.kind))
-        if same:
-            table[p, same] = _EXACT_KERNEL if x.kind == KERNEL else _EXACT_OTHER
-    pairs = _align_codes(ca, cb, table, 0, 0)
+        # distinct keys once.
+        role_a, keys_a = _index_of([_role_key(reps[p]) for p in in_a], in_a, len(reps))
+        role_b, keys_b = _index_of([_role_key(reps[q]) for q in in_b], in_b, len(reps))
+        table = np.array([[min(_role_score(u, v), _ROLE_CAP) for v in keys_b] for u in keys_a], np.int32)
+        scores = Scores(same_as, weight, role_a, role_b, table.reshape(len(keys_a), len(keys_b)))
+    else:
+        scores = Scores(same_as, weight)
+    pairs = _align_codes(ca, cb, scores, 0, 0)
     return [(i, j) for i, j in pairs if a[i].name == b[j].name and a[i].kind == b[j].kind]
 
 
-def _align_codes(ca: np.ndarray, cb: np.ndarray, table: np.ndarray, oa: int, ob: int) -> list[tuple[int, int]]:
+def _index_of(keys: list[RoleKey], codes: list[int], n: int) -> tuple[np.ndarray, list[RoleKey]]:
+    """For each of n classes, the index of its role key among the distinct `keys` (-1 for a class not
+    in `codes`), and those distinct keys."""
+    index: dict[RoleKey, int] = {}
+    out = np.full(n, -1, np.int64)
+    for key, c in zip(keys, codes, strict=True):
+        out[c] = index.setdefault(key, len(index))
+    return out, list(index)
+
+
+def _align_codes(ca: np.ndarray, cb: np.ndarray, scores: Scores, oa: int, ob: int) -> list[tuple[int, int]]:
     """Best-scoring monotone pairing of ca and cb (offsets oa/ob added to the indices returned)."""
     n, m = len(ca), len(cb)
-    if n == 0 or m == 0:
+    if n == 0 or m == 0 or not scores.any_between(ca, cb):
         return []
     # Common prefix and suffix of identical, scoring items need no DP.
     lo = 0
-    while lo < min(n, m) and ca[lo] == cb[lo] and table[ca[lo], cb[lo]] > 0:
+    while lo < min(n, m) and ca[lo] == cb[lo] and scores.at(ca[lo], cb[lo]) > 0:
         lo += 1
     hi = 0
-    while hi < min(n, m) - lo and ca[n - 1 - hi] == cb[m - 1 - hi] and table[ca[n - 1 - hi], cb[m - 1 - hi]] > 0:
+    while hi < min(n, m) - lo and ca[n - 1 - hi] == cb[m - 1 - hi] and scores.at(ca[n - 1 - hi], cb[m - 1 - hi]) > 0:
         hi += 1
     head = [(oa + k, ob + k) for k in range(lo)]
     tail = [(oa + n - hi + k, ob + m - hi + k) for k in range(hi)]
@@ -152,22 +159,23 @@ def _align_codes(ca: np.ndarray, cb: np.ndarray, table: np.ndarray, oa: int, ob:
     oa2, ob2 = oa + lo, ob + lo
     if len(ca) and len(cb):
         if len(ca) * len(cb) <= _MAX_CELLS:
-            mid = _dp(ca, cb, table, oa2, ob2)
+            mid = _dp(ca, cb, scores, oa2, ob2)
         else:
-            mid = _split_align(ca, cb, table, oa2, ob2)
+            mid = _split_align(ca, cb, scores, oa2, ob2)
     else:
         mid = []
     return head + mid + tail
 
 
-def _dp(ca: np.ndarray, cb: np.ndarray, table: np.ndarray, oa: int, ob: int) -> list[tuple[int, int]]:
+def _dp(ca: np.ndarray, cb: np.ndarray, scores: Scores, oa: int, ob: int) -> list[tuple[int, int]]:
     n, m = len(ca), len(cb)
     h = np.zeros((n + 1, m + 1), np.int32)
+    rows = scores.rows_for(cb)
     for i in range(1, n + 1):
-        s = table[ca[i - 1], cb]
+        row = rows.row(ca[i - 1])
         prev = h[i - 1]
         # H[i][j] = max(H[i-1][j], H[i-1][j-1] + s, H[i][j-1]); the last term is a running max.
-        np.maximum.accumulate(np.maximum(prev[1:], prev[:-1] + s), out=h[i, 1:])
+        np.maximum.accumulate(np.maximum(prev[1:], prev[:-1] + row), out=h[i, 1:])
     out: list[tuple[int, int]] = []
     i, j = n, m
     hl = h.tolist() if n * m <= 2_000_000 else None
@@ -176,7 +184,7 @@ def _dp(ca: np.ndarray, cb: np.ndarray, table: np.ndarray, oa: int, ob: int) -> 
             cur, diag, up = hl[i][j], hl[i - 1][j - 1], hl[i - 1][j]
         else:
             cur, diag, up = int(h[i, j]), int(h[i - 1, j - 1]), int(h[i - 1, j])
-        s = int(table[ca[i - 1], cb[j - 1]])
+        s = scores.at(ca[i - 1], cb[j - 1])
         if s > 0 and cur == diag + s:
             out.append((oa + i - 1, ob + j - 1))
             i -= 1
@@ -189,26 +197,26 @@ def _dp(ca: np.ndarray, cb: np.ndarray, table: np.ndarray, oa: int, ob: int) -> 
     return out
 
 
-def _split_align(ca: np.ndarray, cb: np.ndarray, table: np.ndarray, oa: int, ob: int) -> list[tuple[int, int]]:
+def _split_align(ca: np.ndarray, cb: np.ndarray, scores: Scores, oa: int, ob: int) -> list[tuple[int, int]]:
     """Cut a too-large problem at anchors: classes occurring exactly once on each side, kept in a
     longest increasing run (patience diff); without any, cut both sides in proportional halves."""
     ua, ia, na = np.unique(ca, return_index=True, return_counts=True)
     ub, ib, nb = np.unique(cb, return_index=True, return_counts=True)
     once_a = dict(zip(ua[na == 1].tolist(), ia[na == 1].tolist(), strict=True))
     once_b = dict(zip(ub[nb == 1].tolist(), ib[nb == 1].tolist(), strict=True))
-    cand = sorted((once_a[c], once_b[c]) for c in once_a.keys() & once_b.keys() if table[c, c] > 0)
+    cand = sorted((once_a[c], once_b[c]) for c in once_a.keys() & once_b.keys() if scores.at(c, c) > 0)
     anchors = _longest_increasing(cand)
     if not anchors:
         half_a, half_b = len(ca) // 2, len(cb) // 2
-        return (_align_codes(ca[:half_a], cb[:half_b], table, oa, ob)
-                + _align_codes(ca[half_a:], cb[half_b:], table, oa + half_a, ob + half_b))
+        return (_align_codes(ca[:half_a], cb[:half_b], scores, oa, ob)
+                + _align_codes(ca[half_a:], cb[half_b:], scores, oa + half_a, ob + half_b))
     out: list[tuple[int, int]] = []
     pa = pb = 0
     for ia_, ib_ in anchors:
-        out += _align_codes(ca[pa:ia_], cb[pb:ib_], table, oa + pa, ob + pb)
+        out += _align_codes(ca[pa:ia_], cb[pb:ib_], scores, oa + pa, ob + pb)
         out.append((oa + ia_, ob + ib_))
         pa, pb = ia_ + 1, ib_ + 1
-    out += _align_codes(ca[pa:], cb[pb:], table, oa + pa, ob + pb)
+    out += _align_codes(ca[pa:], cb[pb:], scores, oa + pa, ob + pb)
     return out
 
 
@@ -314,11 +322,11 @@ def attention_rows(side: Sequence[AlignItem], other: Sequence[AlignItem], anchor
 
 # ---------------------------------------------------------------- pass 3: same role
 
-def _role_key(x: AlignItem) -> tuple[str, str, str, frozenset[str]]:
+def _role_key(x: AlignItem) -> RoleKey:
     return (x.kind, x.family, x.role, x.words)
 
 
-def _role_score(p: tuple[str, str, str, frozenset[str]], q: tuple[str, str, str, frozenset[str]]) -> int:
+def _role_score(p: RoleKey, q: RoleKey) -> int:
     kind_p, fam_p, role_p, words_p = p
     kind_q, fam_q, role_q, words_q = q
     if kind_p != kind_q:
@@ -353,16 +361,45 @@ def _loose_rows(a: Sequence[AlignItem], b: Sequence[AlignItem], pairs: list[tupl
         gb = [j for j in range(pb + 1, nb) if j not in used_b]
         if not ga or not gb:
             continue
-        keys: dict[tuple[str, str, str, frozenset[str]], int] = {}
-        ca = np.fromiter((keys.setdefault(_role_key(a[i]), len(keys)) for i in ga), np.int32, len(ga))
-        cb = np.fromiter((keys.setdefault(_role_key(b[j]), len(keys)) for j in gb), np.int32, len(gb))
+        for coarse in _COARSER:
+            ka = [coarse(_role_key(a[i])) for i in ga]
+            kb = [coarse(_role_key(b[j])) for j in gb]
+            if len(set(ka)) * len(set(kb)) <= _MAX_ROLE_PAIRS:
+                break
+        keys: dict[RoleKey, int] = {}
+        ca = np.fromiter((keys.setdefault(key, len(keys)) for key in ka), np.int32, len(ka))
+        cb = np.fromiter((keys.setdefault(key, len(keys)) for key in kb), np.int32, len(kb))
         klist = list(keys)
-        table = np.array([[_role_score(p, q) for q in klist] for p in klist], np.int32)
-        for i, j in _align_codes(ca, cb, table, 0, 0):
+        role_a, keys_a = _index_of([klist[c] for c in ca.tolist()], ca.tolist(), len(klist))
+        role_b, keys_b = _index_of([klist[c] for c in cb.tolist()], cb.tolist(), len(klist))
+        table = np.array([[_role_score(u, v) for v in keys_b] for u in keys_a], np.int32)
+        table = table.reshape(len(keys_a), len(keys_b))
+        # one class per key and no exact match: a key against itself scores its role score
+        weight = np.array([table[role_a[c], role_b[c]] if role_a[c] >= 0 and role_b[c] >= 0 else 0
+                           for c in range(len(klist))], np.int32)
+        scores = Scores(np.arange(len(klist)), weight, role_a, role_b, table)
+        for i, j in _align_codes(ca, cb, scores, 0, 0):
             rows.append(Row(CHANGED, (ga[i],), (gb[j],)))
             used_a.add(ga[i])
             used_b.add(gb[j])
     return rows
+
+
+def _whole(key: RoleKey) -> RoleKey:
+    return key
+
+
+def _without_words(key: RoleKey) -> RoleKey:
+    return (key[0], key[1], key[2], frozenset())
+
+
+def _kind_and_family(key: RoleKey) -> RoleKey:
+    return (key[0], key[1], "", frozenset())
+
+
+# A gap with too many distinct role keys on both sides to score every pair is scored on coarser keys: the
+# pairs then grow with the distinct launching ops, or at worst the families, not with the kernel names.
+_COARSER = (_whole, _without_words, _kind_and_family)
 
 
 # ---------------------------------------------------------------- stream order

@@ -3,12 +3,17 @@
 `*.pt.trace.json(.gz)` (torch.profiler's tensorboard_trace_handler) always counts. Any other
 `*.json(.gz)` counts when its first bytes look like a Chrome trace: a bare event array, or an object
 with a "traceEvents" key near the top (Kineto writes it after the small header). manifest.json and
-hidden files never count.
+hidden files never count. A folder lists its traces and the files named like one that cannot be read
+as anything (a named pipe, an empty or unreadable file, bytes that are not JSON, a gzip stream that
+does not inflate): opening one says why, so a damaged rank or trace is named rather than missing.
+Only a well-formed JSON document that is not a trace (a config, an execution trace) is left out.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import orjson
 
 from mlptui.base.errors import TraceError
 from mlptui.base.regular_file import open_regular
@@ -33,27 +38,56 @@ def looks_like_trace(path: Path, *, trust_name: bool = True) -> bool:
     `trust_name=False` checks the bytes of `*.pt.trace.json` files too (before uploading them)."""
     if trust_name and path.name.lower().endswith(_TRACE_SUFFIXES):
         return True
+    return _sniff(path) is True
+
+
+def _sniff(path: Path) -> bool | str | None:
+    """True: looks like a trace; None: a JSON document that is not one; else why it is neither."""
     try:
-        f, _ = open_regular(path)       # a FIFO or a device in a folder is not a trace, and never read
+        f, st = open_regular(path)       # a FIFO or a device in a folder is not a trace, and never read
         with f:
             head = f.read(_SNIFF_BYTES)
-    except (OSError, TraceError):
-        return False
+    except (OSError, TraceError) as exc:
+        return str(exc) or type(exc).__name__
+    whole = st.st_size <= len(head)
     if is_gzip(head):
         inflated = inflate_head(head, _SNIFF_BYTES)
         if inflated is None:
-            return False
-        head = inflated
+            return "gzip data that does not inflate"
+        head, whole = inflated, whole and len(inflated) < _SNIFF_BYTES
     text = head.lstrip(b" \t\r\n\xef\xbb\xbf")
-    return text.startswith(b"[") or (text.startswith(b"{") and b'"traceEvents"' in head)
+    if text.startswith(b"[") or (text.startswith(b"{") and b'"traceEvents"' in head):
+        return True
+    if not text:
+        return "empty file"
+    if whole:
+        try:
+            orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return "not JSON"
+        return None
+    return None if text.startswith(b"{") else "not JSON"
+
+
+def trace_problem(path: Path) -> str | None:
+    """Why a file named like a trace cannot be read as one (one short phrase), or None."""
+    found = _sniff(path)
+    return found if isinstance(found, str) else None
 
 
 def find_traces(folder: str | Path) -> list[Path]:
-    """Trace files directly inside `folder`, sorted by name."""
+    """Trace files directly inside `folder`, sorted by name, with the files named like traces that
+    cannot be read (opening them says why)."""
     root = Path(folder)
     try:
         entries = list(root.iterdir())
     except OSError:
         return []
-    found = [p for p in entries if p.is_file() and is_trace_name(p.name) and looks_like_trace(p)]
+    found = [p for p in entries if is_trace_name(p.name) and not p.is_dir() and _listed(p)]
     return sorted(found, key=lambda p: p.name)
+
+
+def _listed(path: Path) -> bool:
+    if path.name.lower().endswith(_TRACE_SUFFIXES):
+        return True
+    return _sniff(path) is not None

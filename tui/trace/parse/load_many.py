@@ -9,7 +9,9 @@
   Files with a usable index cache entry are read in this process first, without a worker.
 - `on_progress(path, done_bytes, total_bytes)`: called in this process, from the thread iterating, while
   a worker reads a file and once more when it is indexed (done == total).
-- Results: a `Trace`, or the `MlptuiError` that loading that file raised (a worker that dies is one too).
+- Results: a `Trace`, or the `MlptuiError` that loading that file raised. A worker that dies (killed, or
+  out of memory) breaks the pool: the files it left unfinished are loaded again, each by a worker process
+  of its own, so only a file that kills its worker twice is lost, with an error that says so.
 
 How the indexed trace comes back: a worker loads and indexes the file, which writes its index cache
 entry (mlptui.trace.parse.index_cache); this process then opens the file again, a cache hit that reads
@@ -90,6 +92,7 @@ def _load_many(names: list[str], workers: int | None,
     method = start_method()
     start_helpers(method)      # before the queue: its lock registers with the resource tracker
     progress_q = multiprocessing.get_context(method).Queue() if on_progress is not None else None
+    again: list[str] = []
     with worker_pool(workers, _init_worker, (progress_q,)) as pool:
         pending: dict[Future[tuple[str, Any]], str] = {pool.submit(_index_one, name, _key(name)): name
                                                         for name in names}
@@ -98,7 +101,22 @@ def _load_many(names: list[str], workers: int | None,
             _drain(progress_q, on_progress)
             for fut in done:
                 name = pending.pop(fut)
-                yield name, _result(name, fut)
+                if isinstance(fut.exception(), (BrokenProcessPool, MemoryError)):
+                    again.append(name)
+                else:
+                    yield name, _result(name, fut)
+    for name in again:
+        yield name, _alone(name, progress_q, on_progress)
+
+
+def _alone(name: str, progress_q: Any, on_progress: OnProgress | None) -> Trace | MlptuiError:
+    """A file loaded again by a worker process of its own, after its first worker died."""
+    with worker_pool(1, _init_worker, (progress_q,)) as pool:
+        fut = pool.submit(_index_one, name, _key(name))
+        while not fut.done():
+            wait([fut], timeout=_POLL_S)
+            _drain(progress_q, on_progress)
+    return _result(name, fut, twice=True)
 
 
 def _in_process(names: list[str], on_progress: OnProgress | None) -> Iterator[tuple[str, Trace | MlptuiError]]:
@@ -110,11 +128,14 @@ def _in_process(names: list[str], on_progress: OnProgress | None) -> Iterator[tu
             yield name, exc
 
 
-def _result(name: str, fut: Future[tuple[str, Any]]) -> Trace | MlptuiError:
+def _result(name: str, fut: Future[tuple[str, Any]], twice: bool = False) -> Trace | MlptuiError:
+    again = ", twice" if twice else ""
     try:
         kind, payload = fut.result()
-    except BrokenProcessPool as exc:
-        return TraceError(f"{name}: the process loading it stopped ({exc})")
+    except BrokenProcessPool:
+        return TraceError(f"{name}: the worker process loading it died{again} (killed, or out of memory)")
+    except MemoryError:
+        return TraceError(f"{name}: ran out of memory loading it{again}")
     if kind == "error":
         return TraceError(payload)
     if kind == "columns":

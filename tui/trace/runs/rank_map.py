@@ -37,7 +37,14 @@ def _host() -> str:
     return os.uname().nodename if hasattr(os, "uname") else ""
 
 
+def failed_result(path: str, why: str, seconds: float = 0.0) -> DigestResult:
+    """A rank that could not be read, and why (one line, starting with the path)."""
+    return DigestResult(path, None, why if why.startswith(path) else f"{path}: {why}", False, seconds, _host())
+
+
 def digest_file(path: str, key: dict[str, Any] | None = None) -> DigestResult:
+    """A bad file gives its one-line error; only running out of memory raises (MemoryError), so that the
+    caller may try the rank again where more memory is free."""
     start = time.perf_counter()
     p = Path(path)
     known = {p: key} if key is not None else None
@@ -61,14 +68,12 @@ def digest_file(path: str, key: dict[str, Any] | None = None) -> DigestResult:
             trace = load_trace(p)
             info = rank_info(trace)
             if info.rank is None:
-                return DigestResult(path, None, f"{path}: names no rank (no distributedInfo, no rank-N in its name)",
-                                    False, time.perf_counter() - start, _host())
+                return failed_result(path, "names no rank (no distributedInfo, no rank-N in its name)",
+                                     time.perf_counter() - start)
             doc = digest_to_dict(rank_digest(info.rank, trace, world_size=info.world_size, backend=info.backend))
             del trace
         except MlptuiError as exc:
-            text = str(exc)
-            return DigestResult(path, None, text if text.startswith(path) else f"{path}: {text}", False,
-                                time.perf_counter() - start, _host())
+            return failed_result(path, str(exc), time.perf_counter() - start)
         finally:
             if was_enabled:
                 gc.enable()

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlptui.trace.analysis.rank_digest import digest_from_dict
 from mlptui.trace.analysis.ranks import reduce_digests
@@ -29,6 +29,9 @@ from mlptui.trace.parse import index_cache
 from mlptui.trace.runs import digest_cache
 from mlptui.trace.runs.local_map import map_local
 from mlptui.trace.runs.rank_map import DigestResult
+
+if TYPE_CHECKING:
+    from mlptui.trace.runs.dask_map import Limits
 
 OnProgress = Callable[[int, int, str], None]
 
@@ -76,15 +79,17 @@ def _local(files: Sequence[tuple[int, Path]], workers: int | None) -> Iterator[D
 
 
 def summarize_run(files: Sequence[tuple[int, Path]], *, scheduler: str | None = None, workers: int | None = None,
-                  on_progress: OnProgress | None = None, host: str | None = None) -> RunSummary:
-    """`host`: with a scheduler, the machine whose disk holds the files (its workers read them)."""
+                  on_progress: OnProgress | None = None, host: str | None = None,
+                  limits: Limits | None = None) -> RunSummary:
+    """`host`: with a scheduler, the machine whose disk holds the files (its workers read them);
+    `limits`: how long to wait for the scheduler's workers and for each rank (mlptui.trace.runs.dask_map)."""
     start = time.perf_counter()
     if scheduler is None:
         results: Iterator[DigestResult] = _local(files, workers)
     else:
-        from mlptui.trace.runs.dask_map import map_dask
+        from mlptui.trace.runs.dask_map import Limits, map_dask
 
-        results = map_dask([str(p) for _, p in files], scheduler, host)
+        results = map_dask([str(p) for _, p in files], scheduler, host, limits or Limits())
     order = {str(p): i for i, (_, p) in enumerate(files)}
     digests = []
     failed: list[tuple[int, str]] = []
