@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 # the report's tables (lists of rows of one shape), by their key in `--json`
 CSV_TABLES = ("steps", "breakdown", "operators", "kernel_stats", "kernels", "memory_ops", "launch_calls", "dispatch")
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
             raise MlptuiError("--csv reports one trace: name a trace file, not a folder")
         found = list_traces(args.path)
         if not found:      # the same one line and exit status as `mlptui view` of an empty folder
-            raise MlptuiError(f"no traces (*.json, *.json.gz) in {args.path}")
+            raise MlptuiError(_no_traces(args.path))
         from mlptui.commands.summary_ranks import rank_run_summary
 
         outcome = rank_run_summary(args, found)
@@ -83,3 +84,13 @@ def format_report(report: dict, fmt: str, top: int = 15) -> str:
         return dumps_json(report)
     render = render_markdown if fmt == "md" else render_text
     return render(safe_doc(report), top=top)
+
+
+def _no_traces(spec: str) -> str:
+    """Where a folder's traces are, when it holds none itself (a local folder of run folders)."""
+    from mlptui.sources.dispatch import source_kind
+    from mlptui.trace.parse.discover import no_traces_message
+
+    if source_kind(spec) != "local":
+        return f"no traces (*.json, *.json.gz) in {spec}"
+    return no_traces_message(Path(spec).expanduser(), spec)

@@ -132,6 +132,10 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
     def row_count(self) -> int:
         return 0
 
+    def fit_text(self, column: int, text: str, width: int) -> str:
+        """A cell's text cut to its column's width (only called when it is wider)."""
+        return fit_cell(text, width)
+
     def row_cells(self, index: int) -> list[Cell]:
         return []
 
@@ -330,7 +334,7 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
                 continue
             text, cell_tone = (cell, tone) if isinstance(cell, str) else (cell[0], cell[1])
             if cell_len(text) > width:
-                text = fit_cell(text, width)
+                text = self.fit_text(j, text, width)
             pad = width - cell_len(text)
             text = text + " " * pad if self.columns[j].align == "<" else " " * pad + text
             if cell_tone == tone:

@@ -8,6 +8,7 @@ beside the same name without `SlidingOrChunked`), the words are split at their c
 too, so the label names the part that differs rather than a cut of the whole word.
 
     distinct_labels(raw_names, short_of=None) -> {raw: label}
+    differing_words(names) -> [the words of each name that the others lack]
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def distinct_labels(raw_names: Iterable[str], short_of: Callable[[str], str] | N
         if len(raws) == 1:
             labels[raws[0]] = short
             continue
-        named = [f"{short} ‹{part}›" for part in _differing(raws)]
+        named = [f"{short} ‹{part}›" for part in differing_words(raws)]
         seen = Counter(named)
         numbered: Counter[str] = Counter()
         for raw, label in zip(raws, named, strict=True):
@@ -60,9 +61,9 @@ def _pieces(raw: str) -> list[Token]:
     return out
 
 
-def _differing(raws: list[str]) -> list[str]:
-    """Per name, its words beyond those every name of the group has, in order; by the parts of words when
-    a whole differing word would not fit."""
+def differing_words(raws: list[str]) -> list[str]:
+    """Per name, its words beyond those every name of the group has, in order (`·` for none); by the parts
+    of words when a whole differing word would not fit. Any names: kernels, files, folders."""
     parts = _own(raws, _words)
     if any(len(part) > TAIL_MAX for part in parts):
         finer = _own(raws, _pieces)
