@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="rows per table in text and Markdown (default 15; --json has everything)")
     parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                         help="a folder of ranks: read them on this Dask scheduler's workers instead of local "
-                             "processes (needs the `cluster` extra: pip install 'mlptui[cluster]')")
+                             "processes (needs the `cluster` extra: pip install '.[cluster]' in the mlptui checkout)")
 
 
 def run(args: argparse.Namespace) -> int:
