@@ -16,6 +16,8 @@ from mlptui.widgets.lines import Cell, Column, LineList, fit_cell
 
 LEAD = 6        # letters kept before the first difference of labels a cut made alike
 ROUNDS = 4      # rounds of re-cutting labels still alike
+FOLDER_COLS = 28    # the trace column's widest for a folder's label (its files' own width at least)
+LABEL_COLS = 48     # and for a file's (LineList's own limit)
 
 if TYPE_CHECKING:      # numpy and the analyses come with it: not before the first paint
     from mlptui.viewmodels.facts import TraceFacts
@@ -72,6 +74,16 @@ class TraceList(LineList):
                         shown[spec] = f"{label} ‹{own}›"
             self._shown, self._shown_key, self._fitted = shown, key, {}
         return self._shown
+
+    def measured_widths(self) -> list[int]:
+        """A folder's label (`mlp · train · eager · bf16 · 2 ranks ‹20261126T104443›`) widens the trace
+        column no further than FOLDER_COLS: it is cut where it differs from the others instead, and the
+        kernel mix keeps its room."""
+        widths = super().measured_widths()
+        shown = self.shown_labels()
+        files = [cell_len(shown[s]) for s in self.specs if s not in self.folders]
+        widths[1] = min(widths[1], max(self.columns[1].width, FOLDER_COLS, min(max(files, default=0), LABEL_COLS)))
+        return widths
 
     def fit_text(self, column: int, text: str, width: int) -> str:
         """The trace column: labels that a cut would make alike are cut where they differ instead."""
