@@ -448,7 +448,8 @@ def _fused_lines(facts: AttentionFacts) -> list[str]:
     """A line per fused kernel, named as the views name it (kernels whose names decode alike get the words
     that differ); its launch path and occupancy follow it, said once for the kernels in a row that share
     them (the B200 trace's two TensorRT-LLM kernels differ by `SlidingOrChunked` alone)."""
-    labels = distinct_labels(f.raw for f in facts.fused)
+    shorts = {f.raw: f.short for f in facts.fused}          # dtype settled by the launching ops' inputs
+    labels = distinct_labels(shorts, shorts.__getitem__)
     where = "per step" if facts.steps else "in the whole trace"
     lines: list[str] = []
     run = 0
