@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from attention_support import Raw, attention_sample
-from conftest import find_sample
+from conftest import CORPUS, find_sample
 from diff_support import corpus_pair
 from test_overview_all_steps import _events, raw_windows
 
@@ -44,6 +44,7 @@ def _window_median(path: Path) -> float:
     return statistics.median((hi - lo) / 1000 for lo, hi in raw_windows(_events(path)))
 
 
+TIME = r"[\d.]+ (?:µs|ms|s)"       # a duration in the documented form (docs/figures.md)
 PAIRS = [(("mlp", "eager"), ("mlp", "compile")), (("linear", "eager"), ("linear", "compile"))]
 FIGURE = {"unprofiled": ("unprofiled", _timed), "step": ("step time", _window_median),
           "gpu-busy": ("GPU busy", _busy_median)}
@@ -63,7 +64,7 @@ def test_the_gate_on_eager_and_compile_both_ways(pair, swap, on, capsys) -> None
     out, err = capsys.readouterr()
     assert out.startswith("#") and "#### Gate: fail if B is more than 5% slower than A" in out
     assert code == (1 if slower > 5 else 0)
-    m = re.search(rf"- judged on {label} \(`--on {figure}`\): A [\d.]+ µs, B [\d.]+ µs: B is ([\d.]+)% "
+    m = re.search(rf"- judged on {label} \(`--on {figure}`\): A {TIME}, B {TIME}: B is ([\d.]+)% "
                   r"(slower|faster)", out)
     assert m is not None
     shown = float(m.group(1)) * (1 if m.group(2) == "slower" else -1)
@@ -117,3 +118,26 @@ def test_a_bad_percentage_is_one_line_and_exit_2(bad, capsys) -> None:
     code = main(["diff", str(flash), str(flash), f"--fail-if-slower={bad}"])
     _, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1 and "--fail-if-slower" in err
+
+
+def _documented(us: float) -> str:
+    """A duration as docs/figures.md writes it, spelled out here: the largest unit keeping it at 1 or more."""
+    return f"{us / 1e6:.2f} s" if us >= 1e6 else f"{us / 1e3:.2f} ms" if us >= 1e3 else f"{us:.2f} µs"
+
+
+def test_the_gate_writes_times_as_every_report_does(capsys) -> None:
+    """The A100 training pair of the trace corpus: GPU busy in tens of ms, once written `65830.5 µs`."""
+    a, b = CORPUS / "trace_diff__control__control.json.gz", CORPUS / "trace_diff__test__test.json.gz"
+    if not a.exists():
+        pytest.skip("corpus not available")
+    busy_a, busy_b = _busy_median(a), _busy_median(b)
+    assert busy_a >= 1e3 and busy_b / busy_a > 1.05
+    assert main(["diff", str(a), str(b), "--fail-if-slower", "5%", "--on", "gpu-busy"]) == 1
+    out, err = capsys.readouterr()
+    shown = re.search(rf"- judged on GPU busy \(`--on gpu-busy`\): A ({TIME}), B ({TIME}): B is ([\d.]+)% slower: "
+                      r"\*\*FAIL\*\*", out)
+    assert shown is not None, out[-400:]
+    assert shown.group(1, 2) == (_documented(busy_a), _documented(busy_b))
+    assert float(shown.group(3)) == pytest.approx((busy_b / busy_a - 1) * 100, abs=0.06)
+    assert err == (f"mlptui: B is slower than A beyond the gate, judged on GPU busy +{shown.group(3)}% "
+                   f"({_documented(busy_a)} → {_documented(busy_b)})\n")

@@ -57,7 +57,8 @@ async def test_the_findings_give_each_row_s_figures_in_full_at_80_columns() -> N
         table = screen.query_one(TraceList)
         header = _screen(app).splitlines()[2].split()
         assert header == ["#", "trace", "kernels", "the", "step's", "kernels", "occ.q"]
-        for index, row in enumerate(rows_text(table)):
+        traces = len(table.specs) - len(screen.folders)        # the folder rows below them have no figures
+        for index, row in enumerate(rows_text(table)[:traces]):
             await pilot.press(str(index + 1))
             await pilot.pause()
             _, _, kernels, mix, launches, ops, busy, cpu, occ, _, _ = row.split(" | ")

@@ -71,3 +71,16 @@ def test_readme_links_to_docs_that_exist() -> None:
     assert "docs/json.md" in links and "docs/figures.md" in links
     for link in links:
         assert (ROOT / link).is_file(), link
+
+
+def test_readme_commands_run_as_copied_after_the_install() -> None:
+    """The install puts `mlptui` in .venv/bin, not on PATH: every block of commands after it activates
+    that venv in its first line (or names .venv/bin/mlptui), so a block pasted into a new shell runs."""
+    blocks = FENCED.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+    install = next(i for i, b in enumerate(blocks) if "python3 -m venv .venv" in b)
+    assert ".venv/bin/mlptui" in blocks[install]
+    commands = [b for b in blocks[install + 1:] if re.search(r"^(mlptui|pip) ", b, re.M)]
+    assert len(commands) >= 4
+    for block in commands:
+        first = block.splitlines()[0]
+        assert first.startswith(". .venv/bin/activate"), block

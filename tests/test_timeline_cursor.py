@@ -138,3 +138,28 @@ async def test_a_stream_sync_is_a_lane_under_its_stream_whose_event_is_the_call_
         assert kind == "op" and trace.ops[op_id].name == "cudaStreamSynchronize"
         assert trace.ops[op_id].correlation == sync["args"]["correlation"]
         assert "cudaStreamSynchronize" in screen.query_one(Details).text
+
+
+@pytest.mark.parametrize("width", [80, 160])
+async def test_the_ruler_says_in_words_how_much_time_is_in_view(width: int) -> None:
+    """The B200 serving trace has no steps: the view opens on the whole trace, 2% of margin each side. Its
+    width closes the ruler as `90.91 ms in view`; as a bare first figure it read as a tick running backwards
+    (`90.91 ms |0.00 µs |10.00 ms`)."""
+    path = REAL / "AMD-AGI__TraceLens__b200_eager_trace.json.gz"
+    if not path.exists():
+        pytest.skip("real-trace corpus not available")
+    slices = [e for e in raw_events(path) if e.get("ph") == "X" and e.get("cat") in SLICE_CATS]
+    whole = max(e["ts"] + e["dur"] for e in slices) - min(e["ts"] for e in slices)
+    app = make_app([str(path)])
+    async with app.run_test(size=(width, 30)) as pilot:
+        screen = await wait_for_screen(app, pilot, TraceScreen)
+        await pilot.press("5")
+        await pilot.pause()
+        line = screen.query_one(Timeline).render_line(0).text
+        assert line.startswith("time ")
+        assert line.rstrip().endswith(f"{whole * 1.04 / 1e3:.2f} ms in view")
+        ticks = ruler(screen.query_one(Timeline))
+        assert ticks[0] == 0 and ticks == sorted(ticks) and len(ticks) >= 2
+        await pilot.press("plus")                   # zoom in: half the time in view
+        await pilot.pause()
+        assert screen.query_one(Timeline).render_line(0).text.rstrip().endswith(f"{whole * 0.52 / 1e3:.2f} ms in view")

@@ -40,12 +40,14 @@ class MlptuiApp(App[int]):
 
     class Listed(Message):
         def __init__(self, folder: str, specs: list[str] | None, error: str | None,
-                     ranks: list[tuple[int, Path]] | None = None, not_a_run: str | None = None) -> None:
+                     ranks: list[tuple[int, Path]] | None = None, not_a_run: str | None = None,
+                     folders: list[str] | None = None) -> None:
             self.folder = folder
             self.specs = specs
             self.error = error
             self.ranks = ranks          # the folder's traces are the ranks of one run
             self.not_a_run = not_a_run  # why traces that name ranks are not one run
+            self.folders = folders or []    # folders below it that hold traces (its runs)
             super().__init__()
 
     def __init__(self, specs: list[str]) -> None:
@@ -79,10 +81,11 @@ class MlptuiApp(App[int]):
         if self.key_problems:       # one line, on top of whatever opens first
             self.notify("MLPTUI_KEYS: " + "; ".join(self.key_problems), severity="warning", timeout=12)
         if not self.specs:
-            from mlptui.samples import sample_trace_paths
+            from mlptui.samples import sample_trace_folders, sample_trace_paths
 
             paths = [str(p) for p in sample_trace_paths()]
-            self.push_screen(PickerScreen(paths, "bundled sample traces (real GPU runs of the MLP ladder)"))
+            self.push_screen(PickerScreen(paths, "bundled sample traces (real GPU runs of the MLP ladder)",
+                                          folders=[str(p) for p in sample_trace_folders()]))
         elif len(self.specs) == 1:
             self.list_or_open(self.specs[0])
         else:
@@ -98,7 +101,8 @@ class MlptuiApp(App[int]):
         except MlptuiError as exc:
             self.post_message(self.Listed(spec, None, str(exc)))
             return
-        self.post_message(self.Listed(spec, specs, None, *_rank_files(spec, specs)))
+        folders = _trace_folders(spec) if folder else []
+        self.post_message(self.Listed(spec, specs, None, *_rank_files(spec, specs), folders=folders))
 
     def on_mlptui_app_listed(self, message: Listed) -> None:
         if message.error:
@@ -111,7 +115,7 @@ class MlptuiApp(App[int]):
             self.push_screen(RunLoadingScreen(message.folder, message.ranks))
         else:
             title = message.folder + (f"  ·  not one run: {message.not_a_run}" if message.not_a_run else "")
-            self.push_screen(PickerScreen(message.specs, title))
+            self.push_screen(PickerScreen(message.specs, title, folders=message.folders))
 
     # -- opening traces ------------------------------------------------------------------------
     def open_specs(self, specs: list[str]) -> None:
@@ -183,6 +187,14 @@ def _rank_files(spec: str, specs: list[str] | None) -> tuple[list[tuple[int, Pat
     if not specs or source_kind(spec) != "local":
         return None, None
     return rank_files_or_why([Path(s) for s in specs])
+
+
+def _trace_folders(spec: str) -> list[str]:
+    """The folders below a local folder that hold traces (a folder of run folders); none elsewhere."""
+    from mlptui.sources.dispatch import source_kind
+    from mlptui.sources.local import list_trace_folders
+
+    return list_trace_folders(spec) if source_kind(spec) == "local" else []
 
 
 def make_app(specs: list[str]) -> MlptuiApp:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mlptui.base.errors import MlptuiError
+from mlptui.base.extras import install_hint
 
 WORKLOADS = ("mlp",)
 MODES = ("eager", "compile", "max-autotune", "kernels", "fused")  # mlptui.runners.bench.modes.MODES, without torch
@@ -137,7 +138,7 @@ def warm(args: argparse.Namespace) -> int:
         import torch
         import triton  # noqa: F401
     except ImportError as exc:
-        raise MlptuiError(f"bench --warm needs torch and triton (pip install 'mlptui[gpu]'): {exc}") from None
+        raise MlptuiError(f"bench --warm needs torch and triton ({exc}); add them with: {install_hint('gpu')}") from None
     interpreted = os.environ.get("TRITON_INTERPRET", "") == "1"
     if not torch.cuda.is_available() and not interpreted:
         raise MlptuiError("bench --warm needs a CUDA GPU (or TRITON_INTERPRET=1), and torch sees none")
@@ -174,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
         import torch
         import triton
     except ImportError as exc:
-        raise MlptuiError(f"bench needs torch and triton (pip install 'mlptui[gpu]'): {exc}") from None
+        raise MlptuiError(f"bench needs torch and triton ({exc}); add them with: {install_hint('gpu')}") from None
     if not torch.cuda.is_available():
         raise MlptuiError("bench needs a CUDA GPU, and torch sees none")
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mlptui.base.errors import MlptuiError
+from mlptui.base.extras import install_hint
 from mlptui.runners.record.run_args import check_schedule, flag_name, resolve_mode, resolve_shape
 from mlptui.runners.record.skipped import Skipped
 from mlptui.runners.workloads.attention.cli_args import (
@@ -134,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         import torch  # only now: `mlptui run --help` and the plan's errors never pay for it
     except ImportError as exc:
-        raise MlptuiError(f"run needs torch (pip install 'mlptui[gpu]'): {exc}") from None
+        raise MlptuiError(f"run needs torch ({exc}); add it with: {install_hint('gpu')}") from None
 
     if args.device == "cuda" and not torch.cuda.is_available():
         raise MlptuiError("CUDA is not available here; try --device cpu")

@@ -36,7 +36,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     traces = sorted(p for p in path.iterdir() if p.is_file() and is_trace_name(p.name))
     if not traces:
-        raise MlptuiError(f"no traces in {path}")
+        from mlptui.trace.parse.discover import no_traces_message
+
+        raise MlptuiError(no_traces_message(path, str(path)))
     failures = []
     for trace in traces:
         missed = _check_one(trace, args)

@@ -7,6 +7,7 @@ import shutil
 import sys
 
 from mlptui.base.errors import MlptuiError
+from mlptui.base.units import duration
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,6 +75,6 @@ def run(args: argparse.Namespace) -> int:
     failed = [c for c in checks or [] if c.failed]
     if failed:
         print("mlptui: B is slower than A beyond the gate, judged on " + "; ".join(
-            f"{c.what} +{c.slower_pct:.1f}% ({c.a_us:.1f} → {c.b_us:.1f} µs)" for c in failed), file=sys.stderr)
+            f"{c.what} +{c.slower_pct:.1f}% ({duration(c.a_us)} → {duration(c.b_us)})" for c in failed), file=sys.stderr)
         return 1
     return 0

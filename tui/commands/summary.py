@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 # the report's tables (lists of rows of one shape), by their key in `--json`
 CSV_TABLES = ("steps", "breakdown", "operators", "kernel_stats", "kernels", "memory_ops", "launch_calls", "dispatch")
@@ -20,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="rows per table in text and Markdown (default 15; --json has everything)")
     parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                         help="a folder of ranks: read them on this Dask scheduler's workers instead of local "
-                             "processes (needs the `cluster` extra: pip install 'mlptui[cluster]')")
+                             "processes (needs the `cluster` extra: pip install '.[cluster]' in the mlptui checkout)")
     parser.add_argument("--worker-wait", type=_seconds, default=60.0, metavar="SECONDS",
                         help="with --scheduler: how long to wait for a worker to be there, and the longest time "
                              "the scheduler may have none while ranks are read (default 60)")
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
             raise MlptuiError("--csv reports one trace: name a trace file, not a folder")
         found = list_traces(args.path)
         if not found:      # the same one line and exit status as `mlptui view` of an empty folder
-            raise MlptuiError(f"no traces (*.json, *.json.gz) in {args.path}")
+            raise MlptuiError(_no_traces(args.path))
         from mlptui.commands.summary_ranks import rank_run_summary
 
         outcome = rank_run_summary(args, found)
@@ -101,3 +102,13 @@ def format_report(report: dict, fmt: str, top: int = 15) -> str:
         return dumps_json(report)
     render = render_markdown if fmt == "md" else render_text
     return render(safe_doc(report), top=top)
+
+
+def _no_traces(spec: str) -> str:
+    """Where a folder's traces are, when it holds none itself (a local folder of run folders)."""
+    from mlptui.sources.dispatch import source_kind
+    from mlptui.trace.parse.discover import no_traces_message
+
+    if source_kind(spec) != "local":
+        return f"no traces (*.json, *.json.gz) in {spec}"
+    return no_traces_message(Path(spec).expanduser(), spec)

@@ -71,7 +71,9 @@ def scheduler_summary(args: argparse.Namespace) -> int:
             raise MlptuiError("--scheduler reads the ranks of a run folder; give a folder, not one trace")
         found = list_traces(args.path)
         if not found:
-            raise MlptuiError(f"no traces (*.json, *.json.gz) in {args.path}")
+            from mlptui.trace.parse.discover import no_traces_message
+
+            raise MlptuiError(no_traces_message(Path(args.path).expanduser(), args.path))
         files, why = rank_files_or_why([Path(f) for f in found])
     else:
         raise MlptuiError(f"--scheduler reads a run folder on this machine or on a worker's host (host:path), "

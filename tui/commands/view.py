@@ -27,7 +27,12 @@ def check_spec(spec: str, *, allow_folder: bool) -> None:
     from mlptui.base.regular_file import open_regular
     from mlptui.sources.dispatch import source_kind
     from mlptui.sources.local import local_path
-    from mlptui.trace.parse.discover import find_traces, looks_like_trace
+    from mlptui.trace.parse.discover import (
+        find_trace_folders,
+        find_traces,
+        looks_like_trace,
+        no_traces_message,
+    )
 
     if source_kind(spec) != "local":
         return
@@ -35,8 +40,8 @@ def check_spec(spec: str, *, allow_folder: bool) -> None:
     if path.is_dir():
         if not allow_folder:
             raise MlptuiError(f"{spec} is a folder: give two trace files to diff, or one folder")
-        if not find_traces(path):
-            raise MlptuiError(f"no traces (*.json, *.json.gz) in {spec}")
+        if not find_traces(path) and not find_trace_folders(path):     # run folders below: a picker over them
+            raise MlptuiError(no_traces_message(path, spec))
         return
     f, _ = open_regular(path, spec)          # a FIFO or a device: one line, nothing read
     f.close()

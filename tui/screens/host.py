@@ -19,6 +19,9 @@ class ExplorerHost(Protocol):
     def open_specs(self, specs: list[str]) -> None:
         """Open one trace (its panes) or two (the diff)."""
 
+    def list_or_open(self, spec: str) -> None:
+        """Open a folder: the ranks of one run, or a list of its traces and trace folders."""
+
     def choose_diff_partner(self, facts: TraceFacts) -> None:
         """Ask for the trace to diff `facts` against."""
 

@@ -74,9 +74,10 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
             self.label = label
             super().__init__()
 
-    def __init__(self, specs: list[str], title: str) -> None:
+    def __init__(self, specs: list[str], title: str, *, folders: list[str] | None = None) -> None:
         super().__init__()
-        self.specs = sorted(specs, key=ladder_key)
+        self.folders = sorted(folders or [], key=ladder_key)    # folders below that hold traces: after the files
+        self.specs = sorted(specs, key=ladder_key) + self.folders
         self.title_text = title
 
     def compose(self) -> ComposeResult:
@@ -84,15 +85,17 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
                      "m then d: diff two  ?: keys",
                      id="picker-title")
         with Vertical(id="picker-list-pane", classes="pane"):
-            yield TraceList(self.specs, id="picker-list")
+            yield TraceList(self.specs, id="picker-list", folders=set(self.folders))
         with VerticalScroll(id="picker-findings-pane", classes="pane", can_focus=False):
             yield Static("", id="picker-findings")
         yield KeyBar()
 
     @when_composed
     def on_mount(self) -> None:
+        files = len(self.specs) - len(self.folders)
+        folders = f", {len(self.folders)} folder{'s' if len(self.folders) != 1 else ''}" if self.folders else ""
         self.query_one("#picker-list-pane").border_title = (
-            f"{len(self.specs)} traces · per-step figures of the last profiled step")
+            f"{files} trace{'s' if files != 1 else ''}{folders} · per-step figures of the last profiled step")
         self.query_one("#picker-findings-pane").border_title = "findings"
         table = self.query_one(TraceList)
         table.facts.update(host(self.app).facts_cache)
@@ -106,8 +109,15 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
         from mlptui.sources import ssh
         from mlptui.sources.dispatch import open_trace, source_kind
         from mlptui.viewmodels.facts import build_facts  # numpy: after the first paint
+        from mlptui.viewmodels.folder_rows import folder_row
 
-        for spec in self.specs:
+        for spec in self.folders:       # names and manifests only: first, so every folder row says what it is
+            try:
+                row = folder_row(spec)
+                self.post_message(self.Summarised(spec, None, row.what, row.label))
+            except (MlptuiError, OSError) as exc:
+                self.post_message(self.Summarised(spec, None, f"unreadable: {exc}"))
+        for spec in self.specs[:len(self.specs) - len(self.folders)]:
             if spec in host(self.app).facts_cache:
                 continue
             kind = source_kind(spec)
@@ -172,6 +182,12 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
         if spec is None:
             target.update("no traces here")
             return
+        if spec in self.folders:
+            table = self.query_one(TraceList)
+            state = table.errors.get(spec, "reading…")
+            target.update(f"[b]{escape(table.labels.get(spec, spec))}[/b]  [dim]{escape(spec)}[/dim]\n"
+                          f"{escape(state)}")
+            return
         facts = host(self.app).facts_cache.get(spec)
         if facts is None:
             table = self.query_one(TraceList)
@@ -202,7 +218,9 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
 
     def action_open(self) -> None:
         spec = self._current()
-        if spec is not None:
+        if spec in self.folders:
+            host(self.app).list_or_open(spec)       # its ranks, or a list of its traces
+        elif spec is not None:
             host(self.app).open_specs([spec])
 
     def action_jump(self, n: int) -> None:
@@ -213,6 +231,9 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
     def action_mark(self) -> None:
         table = self.query_one(TraceList)
         spec = self._current()
+        if spec in self.folders:
+            self.notify("a folder: enter lists its traces, then m marks one", timeout=3)
+            return
         table.marked_spec = None if table.marked_spec == spec else spec
         table.refresh_text()
         if table.marked_spec:
@@ -221,7 +242,7 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
     def action_diff(self) -> None:
         table = self.query_one(TraceList)
         spec = self._current()
-        if table.marked_spec is None or spec is None or spec == table.marked_spec:
+        if table.marked_spec is None or spec is None or spec == table.marked_spec or spec in self.folders:
             self.notify("mark one trace with m, move to another, then press d", timeout=3)
             return
         marked = table.marked_spec

@@ -324,6 +324,7 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
         if table is not None:
             table.set_filter(event.value)
             table.focus()
+            self._detail_of_cursor()     # the rows changed while the box had focus: no cursor move was posted
             shown = len(table.rows)
             self.notify(f"{shown} row{'s' if shown != 1 else ''} hold {table.filter!r}" if table.filter
                         else "every row", timeout=1.5)
@@ -414,6 +415,12 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
         if isinstance(message.pane, OperatorTable):
             self._operator_detail()
         elif isinstance(message.pane, ModuleTable):
+            self._module_detail()
+
+    def _detail_of_cursor(self) -> None:
+        if self.view == "operators":
+            self._operator_detail()
+        elif self.view == "modules":
             self._module_detail()
 
     def _operator_detail(self) -> None:

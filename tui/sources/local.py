@@ -54,6 +54,15 @@ def list_traces(spec: str) -> list[str]:
     return sorted(_respell(spec, path, p) for p in find_traces(path))
 
 
+def list_trace_folders(spec: str) -> list[str]:
+    """Specs of the folders below the folder `spec` that hold traces themselves (its run folders), spelled
+    from `spec` as list_traces spells its files."""
+    from mlptui.trace.parse.discover import find_trace_folders
+
+    path = Path(spec).expanduser()
+    return [_respell(spec, path, p) for p in find_trace_folders(path)]
+
+
 def _respell(spec: str, folder: Path, found: Path) -> str:
     """`found` spelled from the user's folder spec (relative stays relative, `~` stays `~`)."""
     try:

@@ -52,6 +52,21 @@ def _printable_cells(cells: list[Cell]) -> list[Cell]:
     return [printable(c) if isinstance(c, str) else (printable(c[0]), c[1]) for c in cells]
 
 
+HEAD_KEPT = 4       # a cut label keeps at least this much of its short name before its distinguishing words
+
+
+def fit_cell(text: str, width: int) -> str:
+    """`text` cut to `width` cells with `…`. A kernel label's distinguishing words (`… ‹SlidingOrChunked›`,
+    mlptui.trace.names.distinct) are what tell two rows apart, so where they fit the cut falls in the
+    short name before them instead of on them."""
+    tail_at = text.find(" ‹")
+    tail = text[tail_at:] if tail_at > 0 else ""
+    room = width - cell_len(tail) - 1
+    if tail and room >= HEAD_KEPT:
+        return set_cell_size(text[:tail_at], room) + "…" + tail
+    return set_cell_size(text, width - 1) + "…" if width > 1 else set_cell_size(text, width)
+
+
 class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
     """Rows of cells, a cursor, an optional header line; only visible lines are rendered."""
 
@@ -116,6 +131,10 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
     # -- what subclasses provide -------------------------------------------------------------
     def row_count(self) -> int:
         return 0
+
+    def fit_text(self, column: int, text: str, width: int) -> str:
+        """A cell's text cut to its column's width (only called when it is wider)."""
+        return fit_cell(text, width)
 
     def row_cells(self, index: int) -> list[Cell]:
         return []
@@ -315,7 +334,7 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
                 continue
             text, cell_tone = (cell, tone) if isinstance(cell, str) else (cell[0], cell[1])
             if cell_len(text) > width:
-                text = set_cell_size(text, width - 1) + "…" if width > 1 else set_cell_size(text, width)
+                text = self.fit_text(j, text, width)
             pad = width - cell_len(text)
             text = text + " " * pad if self.columns[j].align == "<" else " " * pad + text
             if cell_tone == tone:

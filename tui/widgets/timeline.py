@@ -168,18 +168,24 @@ class Timeline(PlainPaint, ScrollView, can_focus=True):
         return style
 
     def _axis(self, width: int) -> Strip:
-        """Ticks at round times since the trace's first event, labelled with that time."""
+        """Ticks at round times since the trace's first event, labelled with that time; the view's width
+        closes the line in words (`90.91 ms in view`), where a bare figure read as one more tick."""
         cols = width - LABEL
-        text = [" "] * max(cols, 0)
+        span = f"  {fmt.us(self.span)} in view"
+        if cols < len(span) + TICK_COLS:        # too narrow for both: the ticks
+            span = ""
+        ticks = cols - len(span)
+        text = [" "] * max(ticks, 0)
         step = tick_step(self.span, cols)
         t = np.ceil(self.start / step) * step
-        while cols > 0 and t < self.start + self.span:
+        while ticks > 0 and t < self.start + self.span:
             c = int((t - self.start) / self.span * cols)
             label = "|" + fmt.us(abs(t) if abs(t) < step / 1e6 else t)
-            if c + len(label) <= cols and all(ch == " " for ch in text[max(c - 1, 0): c + len(label)]):
+            if c + len(label) <= ticks and all(ch == " " for ch in text[max(c - 1, 0): c + len(label)]):
                 text[c: c + len(label)] = label
             t += step
-        return Strip([Segment(fmt.us(self.span).ljust(LABEL), self._style("label")), Segment("".join(text), self._style("axis"))])
+        return Strip([Segment("time".ljust(LABEL), self._style("label")), Segment("".join(text), self._style("axis")),
+                      Segment(span, self._style("label"))])
 
     def render_line(self, y: int) -> Strip:
         region = self.scrollable_content_region

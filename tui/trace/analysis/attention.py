@@ -52,6 +52,7 @@ from mlptui.trace.analysis.occupancy import (
 from mlptui.trace.analysis.tables import tables
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, MEMCPY, Trace
+from mlptui.trace.names.distinct import distinct_labels
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.names.runtime_calls import classify_call
 from mlptui.trace.parse.index import STEP_PREFIX
@@ -435,19 +436,37 @@ def attention_lines(facts: AttentionFacts) -> list[str]:
                      + " → ".join(facts.mask_chain) + f", {duration(facts.mask_us)} of GPU work in {facts.step}")
     if facts.safe_softmax:
         lines.append("softmax: aten::_safe_softmax (guards fully-masked rows against NaN)")
-    for f in facts.fused:
-        via = f" via the {f.backend} backend ({f.backend_op})" if f.backend else ""
-        where = "per step" if facts.steps else "in the whole trace"
-        lines.append(f"fused attention: {f.count} kernel{'s' if f.count > 1 else ''} {where}, {f.implementation}"
-                     f"{via}: {f.short}")
-        if f.launch_path:
-            lines.append(f"attention launch: {' → '.join(f.launch_path)}")
-        if f.occupancy is not None:
-            lines.append("attention occupancy: " + occupancy_text(f.occupancy))
+    lines += _fused_lines(facts)
     if facts.cpu_us is not None and facts.gpu_us is not None:
         label = f" ({facts.call_label})" if facts.call_label else ""
         lines.append(f"per call{label}: CPU {duration(facts.cpu_us)}, GPU {duration(facts.gpu_us)} "
                      f"(median of {facts.steps} steps)")
+    return lines
+
+
+def _fused_lines(facts: AttentionFacts) -> list[str]:
+    """A line per fused kernel, named as the views name it (kernels whose names decode alike get the words
+    that differ); its launch path and occupancy follow it, said once for the kernels in a row that share
+    them (the B200 trace's two TensorRT-LLM kernels differ by `SlidingOrChunked` alone)."""
+    shorts = {f.raw: f.short for f in facts.fused}          # dtype settled by the launching ops' inputs
+    labels = distinct_labels(shorts, shorts.__getitem__)
+    where = "per step" if facts.steps else "in the whole trace"
+    lines: list[str] = []
+    run = 0
+    for k, f in enumerate(facts.fused):
+        via = f" via the {f.backend} backend ({f.backend_op})" if f.backend else ""
+        lines.append(f"fused attention: {f.count} kernel{'s' if f.count > 1 else ''} {where}, {f.implementation}"
+                     f"{via}: {labels[f.raw]}")
+        run += 1
+        after = facts.fused[k + 1] if k + 1 < len(facts.fused) else None
+        if after is not None and (after.launch_path, after.occupancy) == (f.launch_path, f.occupancy):
+            continue
+        of = "" if run == 1 else " (both kernels above)" if run == 2 else f" (the {run} kernels above)"
+        run = 0
+        if f.launch_path:
+            lines.append(f"attention launch{of}: {' → '.join(f.launch_path)}")
+        if f.occupancy is not None:
+            lines.append(f"attention occupancy{of}: " + occupancy_text(f.occupancy))
     return lines
 
 

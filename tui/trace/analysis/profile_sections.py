@@ -16,6 +16,7 @@ from mlptui.trace.analysis.operators import operators_in_steps
 from mlptui.trace.analysis.overview import na_notes, overview
 from mlptui.trace.analysis.recommendations import recommendations
 from mlptui.trace.model import Trace
+from mlptui.trace.names.distinct import distinct_labels
 from mlptui.trace.names.kernel import decode_kernel
 
 
@@ -77,21 +78,21 @@ def _op_row(o: dict[str, Any]) -> list[str]:
 _OP_HEAD = ["op", "calls", "host self", "host total", "dev self", "dev total", "TC elig/share"]
 
 
-def _kernel_labels(kernels: list[dict[str, Any]]) -> list[str]:
-    """Decoded names, as every other section shows them (the raw names are in --json); two kernels whose
-    names decode alike are told apart as variants."""
-    shorts = [k.get("short") or decode_kernel(k["name"]).short for k in kernels]
-    seen: dict[str, int] = {}
-    out = []
-    for short in shorts:
-        seen[short] = seen.get(short, 0) + 1
-        out.append(short if shorts.count(short) == 1 else f"{short} (variant {seen[short]})")
-    return out
+def kernel_labels(d: dict[str, Any]) -> dict[str, str]:
+    """Each kernel of a summary by its short name as the report has it (dtype settled by the launching
+    ops' inputs; the raw names are in --json), as the views show it: kernels whose short names are alike
+    get the words of their raw names that differ (mlptui.trace.names.distinct), one label per raw name in
+    every table of the summary."""
+    rows = [*d.get("kernels", ()), *d.get("kernel_stats", ())]
+    shorts = {k["name"]: k["short"] for k in rows if k.get("short")}
+    names = [k["name"] for k in rows] + [k for row in d.get("dispatch", ()) for k in row["gpu_kernels"]]
+    return distinct_labels(names, lambda raw: shorts.get(raw) or decode_kernel(raw).short)
 
 
 def _tables(d: dict[str, Any], top: int) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, headers, rows) of each section, shared by the text and Markdown renderings."""
     ov = d["overview"]
+    labels = kernel_labels(d)
     steps = ov["steps"][:top] + ([ov["total"]] if len(ov["steps"]) > 1 else [])
     out = [("overview", _OV_HEAD, [_ov_row(s) for s in steps])]
     out.append(("operators (most device time first)", _OP_HEAD, [_op_row(o) for o in d["operators"][:top]]))
@@ -100,7 +101,7 @@ def _tables(d: dict[str, Any], top: int) -> list[tuple[str, list[str], list[list
                   duration(k["mean_us"]), duration(k["min_us"]), duration(k["max_us"]),
                   "n/a" if k["blocks_per_sm"] is None else f"{k['blocks_per_sm']:.2f}",
                   "n/a" if k["achieved_occupancy"] is None else share(k["achieved_occupancy"])]
-                 for name, k in zip(_kernel_labels(d["kernel_stats"][:top]), d["kernel_stats"][:top], strict=True)]))
+                 for name, k in ((labels[k["name"]], k) for k in d["kernel_stats"][:top])]))
     mem = d["memory"]
     if mem is not None:
         out.append(("memory peaks", ["device", "peak allocated", "peak reserved", "at", "op"],

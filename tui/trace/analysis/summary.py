@@ -58,6 +58,7 @@ from mlptui.trace.analysis.findings import trace_findings
 from mlptui.trace.analysis.kernel_inputs import kernel_name
 from mlptui.trace.analysis.launches import launch_calls
 from mlptui.trace.analysis.profile_sections import (
+    kernel_labels,
     profile_sections,
     render_profile_markdown,
     render_profile_text,
@@ -75,12 +76,6 @@ def _r(x: float) -> float:
 def _kernel_name(raw: str, trace: Trace | None = None) -> tuple[str, str, str]:
     k = decode_kernel(raw) if trace is None else kernel_name(trace, raw)
     return k.short, k.family, k.library
-
-
-def _short(d: dict[str, Any], raw: str) -> str:
-    """A kernel's short name as the report's `kernels` table has it (its dtype settled by the launching
-    ops' inputs where the name is ambiguous), else decoded from the name alone."""
-    return next((k["short"] for k in d["kernels"] if k["name"] == raw), None) or _kernel_name(raw)[0]
 
 
 def _step_dict(s: StepStats) -> dict[str, Any]:
@@ -245,8 +240,9 @@ def render_text(d: dict[str, Any], top: int = 15) -> str:
         out += ["", "findings"] + [f"  {line}" for line in d["findings"]]
     out += ["", "steps"] + ["  " + r for r in _table(_STEP_HEAD, _step_rows(d, top), _STEP_RIGHT)]
     out.append(f"  verdict rule: {d['verdict_rule']}")
+    labels = kernel_labels(d)
     if d["kernels"]:
-        rows = [[k["short"], k["family"], k["library"], str(k["count"]), duration(k["total_us"]), duration(k["mean_us"])]
+        rows = [[labels[k["name"]], k["family"], k["library"], str(k["count"]), duration(k["total_us"]), duration(k["mean_us"])]
                 for k in d["kernels"][:top]]
         out += ["", f"kernels ({len(d['kernels'])} distinct, most time first)"]
         out += ["  " + r for r in _table(["kernel", "family", "library", "count", "total", "mean"], rows, {3, 4, 5})]
@@ -262,7 +258,7 @@ def render_text(d: dict[str, Any], top: int = 15) -> str:
         for row in d["dispatch"][:top]:
             out.append(f"  {row['count']}× " + " → ".join(row["path"]) + ("" if row["gpu_kernels"] else "  (no GPU)"))
             for k in row["gpu_kernels"]:
-                out.append(f"       ⤷ {_short(d, k)}")
+                out.append(f"       ⤷ {labels[k]}")
         if len(d["dispatch"]) > top:
             out.append(f"  … {len(d['dispatch']) - top} more paths (--json has them all)")
     out += _marks_text(d.get("device_marks"))
@@ -307,10 +303,11 @@ def render_markdown(d: dict[str, Any], top: int = 15) -> str:
         out += ["", "#### Findings", ""] + [f"- {_md_escape(line)}" for line in d["findings"]]
     out += ["", "#### Steps", ""] + _md_table(_STEP_HEAD, _step_rows(d, top))
     out += ["", f"Verdict rule: {d['verdict_rule']}."]
+    labels = kernel_labels(d)
     if d["kernels"]:
         out += ["", "#### Kernels", ""]
         out += _md_table(["kernel", "family", "library", "count", "total", "mean"],
-                         [[k["short"], k["family"], k["library"], str(k["count"]), duration(k["total_us"]),
+                         [[labels[k["name"]], k["family"], k["library"], str(k["count"]), duration(k["total_us"]),
                            duration(k["mean_us"])] for k in d["kernels"][:top]])
     if d["memory_ops"]:
         out += ["", "#### Memcpy / memset", ""]
@@ -324,7 +321,7 @@ def render_markdown(d: dict[str, Any], top: int = 15) -> str:
         out += ["", "#### Dispatch", ""]
         out += _md_table(["count", "CPU path", "kernels"],
                          [[str(r["count"]), " → ".join(r["path"]),
-                           ", ".join(_short(d, k) for k in r["gpu_kernels"]) or "(no GPU)"]
+                           ", ".join(labels[k] for k in r["gpu_kernels"]) or "(no GPU)"]
                           for r in d["dispatch"][:top]])
     if "overview" in d:
         out += render_profile_markdown(d, _md_table, top)

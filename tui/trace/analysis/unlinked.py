@@ -10,17 +10,31 @@ copies unlinked).
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
+from mlptui.base.units import duration
 from mlptui.trace.analysis.op_owner import owners
 from mlptui.trace.analysis.tables import tables, unique_ids
 from mlptui.trace.model import Trace
+from mlptui.trace.names.common import truncate
+from mlptui.trace.names.kernel import decode_kernel
 
 TOP_NAMES = 3
+NAME_WIDTH = 64     # a decoded name is one short line; the line names three of them at most
 
 
-def _time(us: float) -> str:
-    return f"{us / 1e6:.2f} s" if us >= 1e6 else f"{us / 1e3:.2f} ms" if us >= 1e3 else f"{us:.1f} µs"
+def _kinds(strings: list[str], names: list[int], counts: list[int]) -> str:
+    """The most frequent decoded names, `short ×count`, then how many kinds are left: raw names are C++
+    signatures or hipBLASLt tile names hundreds of characters long, which would fill a pane."""
+    kinds: Counter[str] = Counter()
+    for n, c in zip(names, counts, strict=True):
+        kinds[truncate(decode_kernel(strings[n]).short, NAME_WIDTH)] += c
+    ranked = sorted(kinds.items(), key=lambda kind: (-kind[1], kind[0]))
+    top = ", ".join(f"{short} ×{c:,}" for short, c in ranked[:TOP_NAMES])
+    rest = len(ranked) - TOP_NAMES
+    return top + (f" and {rest} more kind{'s' if rest > 1 else ''}" if rest > 0 else "")
 
 
 def unlinked_line(trace: Trace) -> str | None:
@@ -29,10 +43,9 @@ def unlinked_line(trace: Trace) -> str | None:
     if not len(lost):
         return None
     names, counts = unique_ids(t.gpu_name[lost], return_counts=True)
-    top = ", ".join(f"{t.strings[int(n)]} ×{int(c):,}"
-                    for c, n in sorted(zip(counts.tolist(), names.tolist(), strict=True), reverse=True)[:TOP_NAMES])
-    seconds = _time(float(t.gpu_dur[lost].sum()))
-    return (f"not linked: {len(lost):,} of {t.n_gpu:,} device ops ({seconds} of device time; {top}) have no "
+    top = _kinds(t.strings, names.tolist(), counts.tolist())
+    spent = duration(float(t.gpu_dur[lost].sum()))
+    return (f"not linked: {len(lost):,} of {t.n_gpu:,} device ops ({spent} of device time; {top}) have no "
             "launch call or op in the trace: counted in device busy, not in any step's own GPU work, op or launch")
 
 
@@ -46,6 +59,6 @@ def outside_operators_line(trace: Trace) -> str | None:
         return None
     names, weights = unique_ids(t.op_name[t.gpu_op[outside]], return_inverse=True)
     us = np.bincount(weights.reshape(-1), weights=t.gpu_dur[outside], minlength=len(names))
-    top = ", ".join(f"{t.strings[int(names[k])]} {_time(float(us[k]))}" for k in np.argsort(-us)[:TOP_NAMES].tolist())
-    return (f"outside every operator: {_time(float(t.gpu_dur[outside].sum()))} of device time was launched under "
+    top = ", ".join(f"{t.strings[int(names[k])]} {duration(float(us[k]))}" for k in np.argsort(-us)[:TOP_NAMES].tolist())
+    return (f"outside every operator: {duration(float(t.gpu_dur[outside].sum()))} of device time was launched under "
             f"annotations or Python frames alone ({top}): in no operator row")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlptui.base.errors import MlptuiError
+from mlptui.base.units import duration
 from mlptui.trace.diff.render import FIGURES, figure_pairs
 
 GATE_FIGURES = tuple(name for name, _label, _key in FIGURES)
@@ -59,13 +60,15 @@ def gate(doc: dict[str, Any], pct: float, on: str | None = None) -> list[GateChe
 
 
 def gate_lines(checks: list[GateCheck], pct: float) -> list[str]:
-    """Markdown lines for the report: the figure judged, with its verdict."""
+    """Markdown lines for the report: the figure judged, with its verdict; times as every report writes
+    them (mlptui.base.units)."""
     lines = ["", f"#### Gate: fail if B is more than {pct:g}% slower than A", ""]
     if not checks:
         lines.append("- the figure is not on both sides (no step and no GPU work): nothing to compare")
     for c in checks:
         verdict = "**FAIL**" if c.failed else "pass"
         how = f"{abs(c.slower_pct):.1f}% {'slower' if c.slower_pct > 0 else 'faster'}"
-        lines.append(f"- judged on {c.what} (`--on {c.figure}`): A {c.a_us:.1f} µs, B {c.b_us:.1f} µs: "
+        lines.append(f"- judged on {c.what} (`--on {c.figure}`): A {duration(c.a_us)}, B {duration(c.b_us)}: "
                      f"B is {how}: {verdict}")
     return lines
+

@@ -91,3 +91,53 @@ def _listed(path: Path) -> bool:
     if path.name.lower().endswith(_TRACE_SUFFIXES):
         return True
     return _sniff(path) is not None
+
+
+FOLDER_DEPTH = 3          # how far below a folder its trace folders are looked for
+FOLDERS_VISITED = 2_000   # a home directory or a dataset tree: stop looking well before it costs seconds
+FOLDERS_NAMED = 4         # the folders a message names before counting the rest
+
+
+def find_trace_folders(folder: str | Path) -> list[Path]:
+    """Folders below `folder` (up to FOLDER_DEPTH levels, hidden ones skipped) that hold traces
+    themselves, sorted by path: the run folders of `runs/ddp/<run>/`, a workload's folder beside loose
+    traces. A folder that holds traces is not looked into further: its own sub-folders are its business."""
+    found: list[Path] = []
+    level = [Path(folder)]
+    visited = 0
+    for _ in range(FOLDER_DEPTH):
+        below: list[Path] = []
+        for parent in level:
+            try:
+                children = sorted(p for p in parent.iterdir() if not p.name.startswith(".") and p.is_dir())
+            except OSError:
+                continue
+            for child in children:
+                visited += 1
+                if visited > FOLDERS_VISITED:
+                    return sorted(found)
+                (found if _holds_trace(child) else below).append(child)
+        level = below
+    return sorted(found)
+
+
+def _holds_trace(folder: Path) -> bool:
+    """Whether `folder` holds a trace file itself: stops at the first one."""
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return False
+    return any(p.is_file() and is_trace_name(p.name) and looks_like_trace(p) for p in entries)
+
+
+def no_traces_message(folder: str | Path, shown_as: str) -> str:
+    """The one line for a folder that holds no trace itself: where its traces are, when folders below it
+    hold some, else that it holds none."""
+    inner = find_trace_folders(folder)
+    if not inner:
+        return f"no traces (*.json, *.json.gz) in {shown_as} or the folders below it"
+    root = Path(folder)
+    names = [str(p.relative_to(root)) + "/" for p in inner[:FOLDERS_NAMED]]
+    more = f" and {len(inner) - FOLDERS_NAMED} more" if len(inner) > FOLDERS_NAMED else ""
+    return (f"no traces (*.json, *.json.gz) in {shown_as} itself; the folders below it hold some: "
+            f"{', '.join(names)}{more}: give one of them, or `mlptui view {shown_as}` to pick")

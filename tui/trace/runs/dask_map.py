@@ -12,7 +12,7 @@ on its disk. Without it the folder is read from this machine's file system, whic
 only through a shared one: tasks prefer workers on this machine and may run on any other. Each task
 returns a digest of a few kB, so the client's memory does not grow with the size of the ranks.
 
-Dask's `distributed` is an optional dependency (`pip install 'mlptui[cluster]'`); without it, or when the
+Dask's `distributed` is an optional dependency (the `cluster` extra); without it, or when the
 scheduler cannot be reached or its address is malformed, the command says so in one line.
 
 Bounded waits (`Limits`): a worker must be there (on `host`, with one) within `worker_wait_s`, or the
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from mlptui.base.errors import MlptuiError
+from mlptui.base.extras import install_hint
 from mlptui.trace.runs.rank_map import DigestResult, digest_file, failed_result
 
 CONNECT_TIMEOUT_S = 10
@@ -76,7 +77,7 @@ def _client(scheduler: str) -> Any:
     try:
         import distributed
     except ImportError:
-        raise MlptuiError("--scheduler needs Dask's distributed scheduler: pip install 'mlptui[cluster]'") from None
+        raise MlptuiError(f"--scheduler needs Dask's distributed scheduler; add it with: {install_hint('cluster')}") from None
     check_address(scheduler)
     try:
         dask: Any = distributed     # its API is untyped
