@@ -119,7 +119,7 @@ def _cpu_columns(events: list[Any], b: Buckets, origin_us: float, warnings: list
                  string_ids: dict[str, int]) -> _Cpu:
     """Integer-ns times (containment never compares floats), threads, and the per-thread trees."""
     start = _ns(b.cpu_ts, origin_us)
-    dur = _durations(b.cpu_dur, warnings)
+    dur = _durations(b.cpu_dur, warnings, b)
     thread_of: dict[tuple[int | str, int | str], int] = {}
     thread = np.asarray(
         [thread_of.setdefault((e.pid, e.tid), len(thread_of)) for e in map(events.__getitem__, b.cpu_ev.tolist())],
@@ -203,7 +203,7 @@ def _make_gpu(events: list[Any], b: Buckets, gpu_link: list[LinkArgs | None], or
     """GpuOps in time order, linked to their launch call and launching op.
     Returns (gpu, streams seen, GPU µs launched directly by each op, count of unlinked GPU ops)."""
     start = _ns(b.gpu_ts, origin_us)
-    dur = _durations(b.gpu_dur, warnings)
+    dur = _durations(b.gpu_dur, warnings, b)
     gpu_ev = b.gpu_ev.tolist()
     gpu_cat = [CATEGORIES[c] for c in b.gpu_cat.tolist()]
     gorder = np.argsort(start, kind="stable").tolist()

@@ -79,8 +79,26 @@ def test_operators_and_launch_calls_match_a_walk_over_the_ops(path: Path) -> Non
     calls = {c.name: (c.count, c.total_us) for c in launch_calls(trace)}
     gpu, ops = trace.gpu, trace.ops
 
+    marks = ("ProfilerStep#", "Optimizer.step#", "Optimizer.zero_grad#", "enumerate(DataLoader)#")
+
+    def node(o: int) -> bool:
+        return ops[o].cat == CPU_OP and not ops[o].name.startswith(marks)
+
+    def slices_beneath(o: int) -> list[int]:     # the non-Python slices directly beneath, through Python frames
+        return [d for c in ops[o].children for d in (slices_beneath(c) if ops[c].cat == PYTHON else [c])]
+
+    def above(o: int) -> int:                    # the nearest non-Python slice above
+        p = ops[o].parent
+        while p >= 0 and ops[p].cat == PYTHON:
+            p = ops[p].parent
+        return p
+
+    def merged(o: int) -> bool:                  # one call with the same-name op above, its only slice
+        p = above(o)
+        return node(o) and p >= 0 and node(p) and ops[p].name == ops[o].name and slices_beneath(p) == [o]
+
     def operator(o: int) -> bool:
-        return ops[o].cat == CPU_OP and not ops[o].name.startswith("ProfilerStep#")
+        return node(o) and not merged(o)
 
     owned: dict[int, float] = {}          # the operator's own GPU work: annotations and frames looked through
     for g in gpu:
@@ -93,8 +111,8 @@ def test_operators_and_launch_calls_match_a_walk_over_the_ops(path: Path) -> Non
     def ns(us: float) -> int:
         return round(us * 1000)
 
-    def beneath(o: int) -> int:           # ns of the non-Python slices directly beneath, through Python frames
-        return sum(beneath(c) if ops[c].cat == PYTHON else ns(ops[c].dur) for c in ops[o].children)
+    def self_ns(o: int) -> int:
+        return max(ns(ops[o].dur) - sum(ns(ops[c].dur) for c in slices_beneath(o)), 0)
 
     expected: dict[str, list[Any]] = {}
     expected_calls: dict[str, list[Any]] = {}
@@ -105,9 +123,12 @@ def test_operators_and_launch_calls_match_a_walk_over_the_ops(path: Path) -> Non
             row[1] += op.dur
         if not operator(op.id) or (trace.steps and op.step < 0):
             continue
+        chain = [op.id]                   # it and the same-name ops merged into it
+        while len(beneath := slices_beneath(chain[-1])) == 1 and merged(beneath[0]):
+            chain.append(beneath[0])
         row = expected.setdefault(op.name, [0, 0.0, 0.0, 0.0, []])
         row[0] += 1
-        row[1] += max(ns(op.dur) - beneath(op.id), 0) / 1000
+        row[1] += sum(self_ns(o) for o in chain) / 1000
         row[2] += op.gpu_us
         row[3] += owned.get(op.id, 0.0)
         row[4].append(op.id)

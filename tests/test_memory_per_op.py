@@ -112,3 +112,36 @@ def test_without_addr_the_net_per_op_is_not_known() -> None:
     assert not any(o.net_known for o in report.ops)
     assert all(o["net_bytes"] is None for o in report.to_dict()["ops"])
     assert "net per op n/a" in memory_peaks(report).plain
+
+
+def _running_curve(memory: list[dict[str, Any]], start: int, end: int) -> list[int]:
+    """Σ Bytes from the trace's first event, after each event inside [start, end]."""
+    curve, running = [], 0
+    for e in memory:
+        running += e["args"]["Bytes"]
+        if start <= _ns(e["ts"]) <= end:
+            curve.append(running)
+    return curve
+
+
+@pytest.mark.parametrize("kind, step", [("cpu", None), ("cpu", 2)])
+def test_without_totals_the_curve_counts_from_recording_start(kind: str, step: int | None) -> None:
+    """torch 1.9 (V100 ResNet-50) writes no `Total Allocated`: the curve is the running sum of Bytes from
+    the first `[memory]` event of the trace, so a scope's curve starts where recording left it, not at 0
+    (the host allocates before the first step, and the third step's host curve starts at what the first
+    two left allocated)."""
+    events = _events(V100)
+    windows = raw_windows([e for e in events if e.get("ph") == "X"])
+    start, end = windows[step] if step is not None else (min(a for a, _ in windows), max(b for _, b in windows))
+    memory = sorted((e for e in events if e.get("name") == "[memory]" and e["args"]["Device Type"] == (kind == "cuda")),
+                    key=lambda e: _ns(e["ts"]))
+    assert not any("Total Allocated" in e["args"] for e in memory)
+    before = sum(e["args"]["Bytes"] for e in memory if _ns(e["ts"]) < start)
+    assert before != 0              # what counting from the scope's start would lose
+    curve = _running_curve(memory, start, end)
+    report = memory_report(load_trace(V100), step)
+    assert report is not None
+    got = next(d for d in report.devices if d.kind == kind)
+    assert not got.totals_recorded
+    assert got.allocated == curve
+    assert got.peak_allocated == max(curve)

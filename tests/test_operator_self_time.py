@@ -8,6 +8,9 @@ sample_traces.
   Over the trace the device self times add up to the GPU time launched inside operators.
 - Host self time: duration minus the slices (operators, annotations, launch calls) nested directly
   beneath it once Python frames are left out: a frame between an op and its children hides nothing.
+- The optimizer's and the DataLoader's marks (`Optimizer.step#…`, `enumerate(DataLoader)#…`, operators in
+  torch 1.9) are annotations, not operators. An op merged into a same-name parent moves its figures to a
+  row of the same name, so the sums per name here need no merging (tests/test_operator_merge.py counts calls).
 """
 
 from __future__ import annotations
@@ -98,6 +101,13 @@ def _is_step(e: dict[str, Any]) -> bool:
     return str(e.get("name", "")).startswith("ProfilerStep#")
 
 
+ANNOTATION_MARKS = ("Optimizer.step#", "Optimizer.zero_grad#", "enumerate(DataLoader)#")
+
+
+def _is_operator(e: dict[str, Any]) -> bool:
+    return e.get("cat") in OPERATOR_CATS and not _is_step(e) and not str(e.get("name", "")).startswith(ANNOTATION_MARKS)
+
+
 def raw_device_self(events: list[dict[str, Any]]) -> dict[str, float]:
     """Per operator name: Σ duration of the GPU work launched with that operator innermost around the call."""
     work: dict[Any, float] = defaultdict(float)
@@ -106,8 +116,7 @@ def raw_device_self(events: list[dict[str, Any]]) -> dict[str, float]:
         if _is_work(e) and corr is not None:
             work[corr] += float(e.get("dur", 0))
     out: dict[str, float] = defaultdict(float)
-    kept = _by_thread(events, lambda e: (e.get("cat") in OPERATOR_CATS and not _is_step(e))
-                      or e.get("cat") in LAUNCH_CATS)
+    kept = _by_thread(events, lambda e: _is_operator(e) or e.get("cat") in LAUNCH_CATS)
     for slices in kept.values():
         parent = _nest(slices)
         for i, s in enumerate(slices):
@@ -133,7 +142,7 @@ def raw_host_self(events: list[dict[str, Any]]) -> dict[str, float]:
             if p >= 0:
                 beneath[p] += float(slices[i].get("dur", 0))
         for i, s in enumerate(slices):
-            if s.get("cat") in OPERATOR_CATS and not _is_step(s):
+            if _is_operator(s):
                 out[s["name"]] += max(float(s.get("dur", 0)) - beneath[i], 0.0)
     return dict(out)
 

@@ -97,11 +97,17 @@ def format_report(report: dict, fmt: str, top: int = 15) -> str:
     """The report as `mlptui summary` writes it: "json" (exact), "md" or "text" (terminal-safe)."""
     from mlptui.commands.output import dumps_json, safe_doc
     from mlptui.trace.analysis.summary import render_markdown, render_text
+    from mlptui.viewmodels.trust_text import trust_banner
 
     if fmt == "json":
         return dumps_json(report)
     render = render_markdown if fmt == "md" else render_text
-    return render(safe_doc(report), top=top)
+    doc = safe_doc(report)
+    text = render(doc, top=top)
+    banner = trust_banner(doc.get("integrity"))      # first: nothing below reads right without it
+    if banner is None:
+        return text
+    return (f"> **{banner}**\n\n" if fmt == "md" else f"{banner}\n") + text
 
 
 def _no_traces(spec: str) -> str:

@@ -130,7 +130,9 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         self._hidden_draw = HiddenDraw(self)    # drawn under the views when they change its scope
 
     def compose(self) -> ComposeResult:
-        header = [f"[b]{escape(self.header_label + device_line(self.facts))}[/b]"]
+        # the trust banner first: a trace that cannot be read as is says so before any figure
+        header = [f"[b red]{escape(self.facts.trust)}[/b red]"] if self.facts.trust else []
+        header.append(f"[b]{escape(self.header_label + device_line(self.facts))}[/b]")
         # expect.toml's mismatches come first (the held ones only count in the picker)
         header += [f"  {line}" for line in expectation_lines(self.facts) if not line.startswith("[green]")]
         header += [f"  {escape(line)}" for line in self.facts.findings]

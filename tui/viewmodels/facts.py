@@ -10,6 +10,7 @@ from typing import Any
 from mlptui.trace.analysis.expect_file import outcomes_beside
 from mlptui.trace.analysis.expectations import Outcome
 from mlptui.trace.analysis.findings import focus_step, kernel_mix, trace_findings
+from mlptui.trace.analysis.integrity import integrity
 from mlptui.trace.analysis.launches import (
     LaunchCallStat,
     OpLaunches,
@@ -21,6 +22,7 @@ from mlptui.trace.analysis.steps import StepStats, all_step_stats, is_cpu_op, st
 from mlptui.trace.model import KERNEL, Trace
 from mlptui.trace.names.runtime_calls import classify_call
 from mlptui.viewmodels.lanes import Lane, build_lanes
+from mlptui.viewmodels.trust_text import trust_banner
 
 
 @dataclass
@@ -37,6 +39,7 @@ class TraceFacts:
     profile: object | None = None    # mlptui.viewmodels.profile_views.ProfileViews, once the views were opened
     expectations: list[Outcome] = field(default_factory=list)    # expect.toml beside the trace, mismatches first
     expect_problem: str | None = None    # why that file could not be used
+    trust: str | None = None     # the trust banner (viewmodels.trust_text) when the trace has integrity problems
 
     @property
     def label(self) -> str:
@@ -80,6 +83,7 @@ def build_facts(trace: Trace) -> TraceFacts:
     facts = TraceFacts(trace, stats, gpu_by_step, None, {}, build_lanes(trace), trace_findings(trace),
                        kernel_mix(trace, gpu_by_step.get(step, [])), cpu_ops)
     facts.expectations, facts.expect_problem = outcomes_beside(trace)
+    facts.trust = trust_banner(integrity(trace).to_dict())
     if len(trace.ops) <= INLINE_LAUNCH_OPS:
         add_launches(facts)
     return facts

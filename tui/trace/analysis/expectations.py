@@ -12,6 +12,8 @@ One expectation per string; case and surrounding spaces do not matter:
     tensor cores: all GEMMs     every GEMM and attention kernel of the step runs on Tensor Cores
     tensor cores: no GEMMs      none of them does
     mask rebuilt / no mask rebuilt   the causal mask is (not) built inside the profiled steps
+    integrity = "ok"            the trace has no integrity problem (mlptui.trace.analysis.integrity);
+                                `integrity == ok` and `integrity: ok` read the same
 
 OP is one of == != < <= > >= and N a whole number. "Per step" holds when it holds in every profiled step
 (the whole trace is one step when it has none); kernels and attention kernels are those of the last
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from mlptui.base.errors import MlptuiError
 from mlptui.trace.analysis.attention import IMPLEMENTATION_WORDS, attention_facts, implementation
 from mlptui.trace.analysis.findings import focus_step, step_gpu
+from mlptui.trace.analysis.integrity import integrity
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
 from mlptui.trace.model import KERNEL, LAUNCH_CATS, MEMCPY, Trace
 from mlptui.trace.names.kernel import decode_kernel
@@ -40,9 +43,10 @@ COUNTS = ("kernels per step", "launches per step", "memcpy per step")
 ATTENTION_WORDS = (*[w for w in IMPLEMENTATION_WORDS if w != "unknown"], "none")
 FORMS = ("kernels per step OP N", "launches per step OP N", "memcpy per step OP N", "no memcpy",
          "attention kernel: " + "|".join(ATTENTION_WORDS), "tensor cores: all GEMMs", "tensor cores: no GEMMs",
-         "mask rebuilt", "no mask rebuilt")
+         "mask rebuilt", "no mask rebuilt", 'integrity = "ok"')
 
 _COUNT = re.compile(r"^(kernels|launches|memcpy) per step\s*(==|!=|<=|>=|<|>)\s*(\d+)$")
+_INTEGRITY = re.compile(r"""^integrity\s*(?:==|=|:)\s*(["']?)ok\1$""")
 
 
 class ExpectationError(MlptuiError):
@@ -52,7 +56,7 @@ class ExpectationError(MlptuiError):
 @dataclass(frozen=True)
 class Expectation:
     text: str          # as written
-    kind: str          # count, attention, tensor-cores, mask
+    kind: str          # count, attention, tensor-cores, mask, integrity
     subject: str = ""  # kernels / launches / memcpy; the attention word; all / no; rebuilt / not
     op: str = ""
     value: int = 0
@@ -82,6 +86,8 @@ def parse(text: str) -> Expectation:
         return Expectation(text, "tensor-cores", s.split(": ")[1].split()[0])
     if s in ("mask rebuilt", "no mask rebuilt"):
         return Expectation(text, "mask", "rebuilt" if s == "mask rebuilt" else "not")
+    if _INTEGRITY.match(s):
+        return Expectation(text, "integrity", "ok")
     raise ExpectationError(f"malformed expectation {text!r}: expected one of: {'; '.join(FORMS)}")
 
 
@@ -136,6 +142,11 @@ def evaluate(trace: Trace, e: Expectation) -> Outcome:
         if off:
             shows += f"; without: {', '.join(dict.fromkeys(off))}"
         return Outcome(e, (not off) if e.subject == "all" else on == 0, shows)
+    if e.kind == "integrity":
+        found = integrity(trace)
+        shows = "integrity ok" if found.ok else "integrity problems: " + "; ".join(
+            f"{p.kind} ({p.count:,})" for p in found.problems)
+        return Outcome(e, found.ok, shows)
     facts = attention_facts(trace)
     rebuilt = facts is not None and bool(facts.mask_chain)
     shows = (f"mask rebuilt in {facts.mask_steps} of {facts.steps} steps: {' → '.join(facts.mask_chain)}"

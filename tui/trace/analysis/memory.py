@@ -179,6 +179,7 @@ def memory_report(trace: Trace, step: int | None = None) -> MemoryReport | None:
     live: dict[tuple[str, int, int], tuple[str, int]] = {}
     allocated_by: dict[tuple[str, int, int], int] = {}      # block -> the op that allocated it (-1: none open)
     unmatched_frees = 0
+    running: dict[tuple[str, int], int] = {}    # Σ Bytes since recording began, for traces without totals
     ops = trace.ops
     events = 0
     for m, (nbytes, total, reserved, kind, dev_id, addr) in zip(trace.memory, _facts(trace), strict=True):
@@ -190,6 +191,8 @@ def memory_report(trace: Trace, step: int | None = None) -> MemoryReport | None:
         if nbytes is None:
             events += m.ts >= start
             continue
+        if total is None:       # the running sum counts from recording start, before the scope too
+            total = running[(kind, dev_id)] = running.get((kind, dev_id), 0) + nbytes
         # An allocation belongs to the op open on its thread; a free to the op that allocated the block.
         if nbytes > 0:
             op_id = owner.at(m.pid, m.tid, m.ts)
@@ -205,9 +208,8 @@ def memory_report(trace: Trace, step: int | None = None) -> MemoryReport | None:
         dev = devices.get((kind, dev_id))
         if dev is None:
             dev = devices[(kind, dev_id)] = DeviceMemory(kind, dev_id)
-        if total is None:
+        if (kind, dev_id) in running:
             dev.totals_recorded = False
-            total = (dev.allocated[-1] if dev.allocated else 0) + nbytes
         name = ops[op_id].name if op_id >= 0 else _UNOWNED[op_id]
         unmatched_frees += op_id == _NO_ADDR
         dev.ts.append(m.ts)

@@ -6,10 +6,12 @@ memcpys and memsets the op owns: launched under it with no other operator in bet
 `record_function` annotations looked through, mlptui.trace.analysis.op_owner) and device_total_us (GPU
 time of everything launched beneath it); tc_eligible (a matrix product or convolution,
 mlptui.trace.analysis.tensor_cores) and tc_share (of the kernel time in device_self, the part in kernels
-that used Tensor Cores). An op nested in an op of the same name counts in both, as the profiler's own
-tables do. Over the whole trace the device self times add up to the GPU time launched inside operators.
-Scope: one step (the ops that start in it), or the whole trace (step=None). `ProfilerStep#N` itself
-(an op in old traces) is a step, not an operator.
+that used Tensor Cores). The operators are mlptui.trace.analysis.op_owner's nodes, as the profiler's own
+tables count them: an op whose only child is an op of the same name is one call with it, and the
+optimizer's and the DataLoader's annotations (operators in torch 1.9) are no rows. Over the whole trace
+the device self times add up to the GPU time launched inside operators. Scope: one step (the ops that
+start in it), or the whole trace (step=None). `ProfilerStep#N` itself (an op in old traces) is a step,
+not an operator.
 """
 
 from __future__ import annotations
@@ -24,8 +26,7 @@ from mlptui.trace.analysis.op_owner import owners
 from mlptui.trace.analysis.op_shapes import input_shapes
 from mlptui.trace.analysis.tables import Tables, tables, unique_ids
 from mlptui.trace.analysis.tensor_cores import tc_eligible, uses_tensor_cores
-from mlptui.trace.model import CPU_OP, KERNEL, PYTHON, Trace
-from mlptui.trace.parse.index import STEP_PREFIX
+from mlptui.trace.model import KERNEL, PYTHON, Trace
 
 
 @dataclass
@@ -62,7 +63,8 @@ def operators(trace: Trace, step: int | None = None, by_shapes: bool = False,
               steps_only: bool = False) -> list[OpGroup]:
     """Groups, most device time first, then most host time (see the module docstring)."""
     t = tables(trace)
-    ops = np.flatnonzero(_scope(t, step, steps_only))
+    own = owners(trace)
+    ops = np.flatnonzero(_scope(t, own.is_operator, step, steps_only))
     key = t.op_name[ops]
     if by_shapes:
         shape_ids: dict[str, int] = {}
@@ -83,7 +85,6 @@ def operators(trace: Trace, step: int | None = None, by_shapes: bool = False,
         sums: list[Any] = (counts if weights is None else counts.astype(np.float64)).tolist()
         return sums             # no rows: still floats
 
-    own = owners(trace)
     calls, host_self, host_total, device_total = (
         per_group(group), per_group(group, own.host_self_us[ops]), per_group(group, t.op_dur[ops]),
         per_group(group, t.op_gpu_us[ops]))
@@ -114,10 +115,10 @@ def operators(trace: Trace, step: int | None = None, by_shapes: bool = False,
     return rows
 
 
-def _scope(t: Tables, step: int | None, steps_only: bool) -> np.ndarray:
-    """The CPU ops (steps' own spans left out) of `step`, or of every step (`steps_only`), or of the
-    whole trace, as a mask over the ops."""
-    mask: np.ndarray = t.op_is((CPU_OP,)) & ~t.names_where(lambda s: s.startswith(STEP_PREFIX))[t.op_name]
+def _scope(t: Tables, is_operator: np.ndarray, step: int | None, steps_only: bool) -> np.ndarray:
+    """The operators (op_owner's nodes) of `step`, or of every step (`steps_only`), or of the whole trace,
+    as a mask over the ops."""
+    mask: np.ndarray = is_operator
     if step is not None:
         mask = mask & (t.op_step == step)
     elif steps_only:

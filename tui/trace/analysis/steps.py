@@ -16,7 +16,8 @@ For step N (the `ProfilerStep#N` annotation):
   for the GPU), memcpys (waiting for transfers) and "other" calls (malloc, free, stream and event
   bookkeeping, first-call initialisation) are not the cost of launching and are left out.
 
-Verdict (VERDICT_RULE): "cpu-only" when the step put no work on the GPU; "gpu-not-recorded" when it made
+Verdict (VERDICT_RULE): "unknown" when it rests on a broken part of the trace (a cut file, launch calls
+whose kernels are missing, GPU work past the trace's end: mlptui.trace.analysis.integrity); "cpu-only" when the step put no work on the GPU; "gpu-not-recorded" when it made
 launch calls but the trace holds no GPU activity at all (the profiler did not capture the device);
 "overhead-bound" when device_idle_us > device_busy_us (the device waits for the host more than it
 works: Python, dispatch and launch costs set the pace); otherwise "compute-bound" (the device is busy
@@ -35,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from mlptui.trace.analysis.integrity import verdict_unknown
 from mlptui.trace.analysis.intervals import merged, merged_arrays
 from mlptui.trace.analysis.launches import call_kinds
 from mlptui.trace.analysis.tables import Tables, tables, unique_ids
@@ -45,7 +47,9 @@ OVERHEAD_BOUND = "overhead-bound"
 COMPUTE_BOUND = "compute-bound"
 CPU_ONLY = "cpu-only"
 GPU_NOT_RECORDED = "gpu-not-recorded"
-VERDICT_RULE = ("overhead-bound when the device is idle more than busy within the step's window (step start to "
+UNKNOWN = "unknown"
+VERDICT_RULE = ("unknown when the trace is cut or the step's GPU work is not all in it (the integrity problems); "
+                "overhead-bound when the device is idle more than busy within the step's window (step start to "
                 "the later of the step's end and the end of its GPU work; all work on the device counts, "
                 "whichever step launched it); compute-bound otherwise; cpu-only when the step launched no GPU "
                 "work; gpu-not-recorded when it made launch calls but the trace has no GPU activity")
@@ -133,7 +137,7 @@ class _Rows:
 
 
 def _stats(t: Tables, index: int, name: str, windows: list[tuple[float, float]], cpu_us: float, rows: _Rows,
-           device: _Device, kinds: _Kinds) -> StepStats:
+           device: _Device, kinds: _Kinds, unknown: bool = False) -> StepStats:
     windows = merged(windows)
     window = sum(e - s for s, e in windows)
     busy = _union_us(t.gpu_ts[rows.gpu], t.gpu_ts[rows.gpu] + t.gpu_dur[rows.gpu])
@@ -147,7 +151,7 @@ def _stats(t: Tables, index: int, name: str, windows: list[tuple[float, float]],
         kernels=int(t.gpu_is((KERNEL,))[rows.gpu].sum()),
         launches=launches,
         launch_overhead_us=sum(t.op_dur[rows.calls[kinds.on_path[names]]].tolist()),     # in call order
-        verdict=verdict(dev_busy, dev_idle, n_gpu, launches, t.n_gpu > 0),
+        verdict=UNKNOWN if unknown else verdict(dev_busy, dev_idle, n_gpu, launches, t.n_gpu > 0),
         window_us=window, device_busy_us=dev_busy, device_idle_us=dev_idle,
     )
 
@@ -193,7 +197,7 @@ def _one(trace: Trace, t: Tables, s: Step, gpu: dict[int, np.ndarray], calls: di
          device: _Device, kinds: _Kinds) -> StepStats:
     own = gpu.get(s.index, _NONE)
     return _stats(t, s.index, s.name, [_window(s.ts, s.ts + s.dur, t, own)], s.dur,
-                  _Rows(own, calls.get(s.index, _NONE)), device, kinds)
+                  _Rows(own, calls.get(s.index, _NONE)), device, kinds, verdict_unknown(trace, s.index))
 
 
 def all_step_stats(trace: Trace) -> list[StepStats]:
@@ -218,7 +222,7 @@ def _whole_trace(trace: Trace, t: Tables) -> StepStats:
     if t.n_gpu:
         start = min(start, float(t.gpu_ts.min()))
     return _stats(t, -1, "whole trace", [_window(start, end, t, gpu)], cpu_us, _Rows(gpu, calls),
-                  _Device.of(trace, t), _call_kinds(trace, t))
+                  _Device.of(trace, t), _call_kinds(trace, t), verdict_unknown(trace, None))
 
 
 def step_stats(trace: Trace, step: int | None) -> StepStats:
@@ -236,4 +240,4 @@ def step_stats(trace: Trace, step: int | None) -> StepStats:
     windows = [_window(s.ts, s.ts + s.dur, t, gpu.get(s.index, _NONE)) for s in trace.steps]
     step_calls = np.concatenate([calls.get(s.index, _NONE) for s in trace.steps])
     return _stats(t, -1, f"all {len(trace.steps)} steps", windows, sum(s.dur for s in trace.steps),
-                  _Rows(own, step_calls), _Device.of(trace, t), _call_kinds(trace, t))
+                  _Rows(own, step_calls), _Device.of(trace, t), _call_kinds(trace, t), verdict_unknown(trace, None))

@@ -9,6 +9,8 @@ JSON shape (`mlptui summary PATH --json`; times in µs rounded to ns, lists sort
       "device_arch": {"vendor": "NVIDIA" | "AMD" | "unknown", "arch": "sm_90" | "gfx942" | null,
                       "units": "SMs" | "CUs" | "units", "count": int | null},
       "warnings": [str],                   # what the loader skipped or could not nest
+      "integrity": {"ok": bool, "problems": [{"kind": str, "count": int, "detail": str}], "notes": [str]},
+                                           # whether the trace can be trusted (analysis/integrity.py)
       "manifest": {...} | null,            # the runner's entry for this trace (workload, mode, ...), if any
       "findings": [str],                   # the last step at a glance: kernels, launch path, GEMM chain
       "attention": {…}|null,               # attention findings' figures (analysis/attention.py), null if none
@@ -19,7 +21,7 @@ JSON shape (`mlptui summary PATH --json`; times in µs rounded to ns, lists sort
         {"index": int, "name": "ProfilerStep#2", "cpu_us": f, "gpu_busy_us": f, "gpu_idle_us": f,
          "kernels": int, "launches": int, "launch_overhead_us": f,
          "window_us": f, "device_busy_us": f, "device_idle_us": f,   # all work on the device in the window
-         "verdict": "overhead-bound" | "compute-bound" | "cpu-only" | "gpu-not-recorded"}
+         "verdict": "overhead-bound" | "compute-bound" | "cpu-only" | "gpu-not-recorded" | "unknown"}
       ],                                   # gpu_busy/idle: the step's own work (by launch); device_*: utilisation
       "total": {same keys as a step},      # all steps together, overlapping windows counted once
                                            # (the whole trace when it has no steps)
@@ -55,6 +57,7 @@ from mlptui.base.units import duration
 from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.analysis.dispatch import dispatch_paths
 from mlptui.trace.analysis.findings import trace_findings
+from mlptui.trace.analysis.integrity import integrity
 from mlptui.trace.analysis.kernel_inputs import kernel_name
 from mlptui.trace.analysis.launches import launch_calls
 from mlptui.trace.analysis.profile_sections import (
@@ -130,6 +133,7 @@ def summarize(trace: Trace) -> dict[str, Any]:
         "device": trace.device,
         "device_arch": device_arch(trace.device, trace.meta).to_dict(),
         "warnings": list(trace.warnings),
+        "integrity": integrity(trace).to_dict(),
         "manifest": trace.manifest,
         "findings": trace_findings(trace),
         "attention": _attention(trace),
@@ -215,8 +219,18 @@ def _counts_line(d: dict[str, Any]) -> str:
     return line + (f", {c['unlinked_gpu_ops']} GPU op(s) with no launching call found" if c["unlinked_gpu_ops"] else "")
 
 
+def _unknown_why(d: dict[str, Any]) -> str:
+    problems = {p["kind"]: p for p in (d.get("integrity") or {}).get("problems") or []}
+    for kind in ("truncated", "launches_without_device_work", "steps_incomplete"):
+        if kind in problems:
+            return str(problems[kind]["detail"])
+    return "the trace's integrity problems leave it open"
+
+
 def _verdict_line(d: dict[str, Any]) -> str:
     t = d["total"]
+    if t["verdict"] == "unknown":
+        return f"verdict: unknown ({t['name']}: {_unknown_why(d)})"
     if t["verdict"] == "cpu-only":
         return f"verdict: cpu-only ({t['name']} put no work on the GPU)"
     if t["verdict"] == "gpu-not-recorded":

@@ -121,6 +121,9 @@ class Buckets:
     mem: list[tuple[Any, Any, float]]               # the events of mem_ev as (pid, tid, ts)
     n_events: int
     marks: list[Mark]        # synchronisation events and hardware-counter samples
+    recording_span: tuple[float, float] | None = None   # the profiler's own span(s), as written (µs)
+    outliers: int = 0        # slices skipped for a timestamp far outside the trace
+    bad_durations: int = 0   # slices whose duration was negative or impossible (read as zero-length)
 
 
 class Codes(dict[Any, int]):
@@ -296,7 +299,8 @@ class Classifier:
                        x[keep_gpu], cat[keep_gpu], ts[keep_gpu], dur[keep_gpu],
                        self._meta_ev, _cat(self._flow_ev, np.int64).tolist(), device_side, self._mem_ev, table,
                        xkind[keep_cpu], xkind[keep_gpu], _rows(links, keep_cpu), _rows(links, keep_gpu), launch,
-                       self._meta, _join_flows(self._flows), self._mem, self.n_events, marks + self._counters)
+                       self._meta, _join_flows(self._flows), self._mem, self.n_events, marks + self._counters,
+                       _recording_span(table, xkind, ts, dur, placed), 0 if bad is None else int(bad.sum()))
 
 
 _FLOW_CATS = frozenset({"ac2g", "async_gpu", "async_cpu_to_gpu", ""})
@@ -431,6 +435,18 @@ def by_first_use(kind: np.ndarray, n_kinds: int) -> list[int]:
     used = np.flatnonzero(first < len(kind))
     order: list[int] = used[np.argsort(first[used])].tolist()
     return order
+
+
+def _recording_span(table: list[Kind], xkind: np.ndarray, ts: np.ndarray, dur: np.ndarray,
+                    placed: np.ndarray) -> tuple[float, float] | None:
+    """From the start of the profiler's own spans (category `Trace`) to the end of the last one, or None."""
+    ids = [k for k, kind in enumerate(table) if kind[1] in _SKIPPED_RAW and kind[0] == "X"]
+    if not ids or not len(xkind):
+        return None
+    rows = np.flatnonzero(np.isin(xkind, ids) & placed & np.isfinite(ts) & np.isfinite(dur))
+    if not len(rows):
+        return None
+    return float(ts[rows].min()), float((ts[rows] + dur[rows]).max())
 
 
 def _raw_code(raw: Any) -> int:

@@ -192,6 +192,7 @@ def _salvage(data: Any, first: int, source: str) -> Decoded | None:
             continue
         decoded.cut = pos + 1
         decoded.suffix = suffix
+        decoded.meta["file_truncated"] = {"how": "json", "bytes": len(data)}
         decoded.warnings.insert(0, f"the file ends early (truncated after {len(data)} bytes); "
                                    f"loaded the {len(decoded.events)} events before the cut")
         return decoded

@@ -125,6 +125,12 @@ def _finish(pre: _Pre, thread_keys: list[tuple[int, int]], roots: list[list[int]
     meta["unlinked_gpu_ops"] = unlinked
     meta["device_side_events"] = pre.b.device_side
     meta["events"] = pre.n_events
+    if pre.b.recording_span is not None:     # the profiler's own span, on the columns' clock
+        meta["recording_span_us"] = [round(t - pre.origin_us, 3) for t in pre.b.recording_span]
+    if pre.b.outliers:
+        meta["slices_outside_trace"] = pre.b.outliers
+    if pre.b.bad_durations:
+        meta["bad_durations"] = pre.b.bad_durations
     if "traceName" in meta:
         meta["trace_name"] = meta["traceName"]
     return {"source": pre.source, "threads": threads, "streams": stream_list,
@@ -186,7 +192,7 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
 
     # CPU slices: trees, then every op field in tree order (index k = Op id).
     start = _ns(b.cpu_ts, origin_us)
-    dur = _durations(b.cpu_dur, warnings)
+    dur = _durations(b.cpu_dur, warnings, b)
     thread_of, thread_raw = _first_seen(cpu.kind, links.kinds)
     forest = build_forest(thread_of, start, dur)
     if forest.partial_overlaps:
@@ -222,7 +228,7 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
 
     # GPU work in time order, linked to its launch call and launching op.
     gstart = _ns(b.gpu_ts, origin_us)
-    gdur_ns = _durations(b.gpu_dur, warnings)
+    gdur_ns = _durations(b.gpu_dur, warnings, b)
     gorder = np.argsort(gstart, kind="stable")
     stream_of, stream_raw = _first_seen(gpu.kind[gorder], links.kinds)
     stream_keys = [(_id_of(p, string_ids), _stream_id(t, string_ids)) for p, t in stream_raw]
@@ -424,13 +430,15 @@ def _ns(values: np.ndarray, origin_us: float) -> np.ndarray:
     return np.rint(arr * 1000.0).astype(np.int64)
 
 
-def _durations(values: np.ndarray, warnings: list[str]) -> np.ndarray:
-    """Durations in integer ns; bad ones (not finite, negative, absurd) are zero and counted."""
+def _durations(values: np.ndarray, warnings: list[str], b: Buckets | None = None) -> np.ndarray:
+    """Durations in integer ns; bad ones (not finite, negative, absurd) are zero and counted (in `b` too)."""
     arr = np.array(values, dtype=np.float64)
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(arr) | (arr < 0) | (arr > _MAX_DUR_US)
     if bad.any():
         warnings.append(f"{int(bad.sum())} slice(s) with a negative or impossible duration read as zero-length")
+        if b is not None:
+            b.bad_durations += int(bad.sum())
         arr[bad] = 0.0
     return np.rint(arr * 1000.0).astype(np.int64)
 

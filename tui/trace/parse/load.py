@@ -134,6 +134,7 @@ def _build(holder: list[bytes | bytearray | memoryview], source: str, total: int
     del data     # only what was read of the events is needed from here on; full args are re-read on demand
     if gzip_cut:
         decoded.warnings.insert(0, "the gzip stream ends early (truncated file); loaded what it holds")
+        decoded.meta["file_truncated"] = {"how": "gzip", "bytes": None}     # the root cause, whatever the JSON says
     return _index(decoded, source, total, progress, args_store)
 
 

@@ -1,0 +1,35 @@
+"""The trust banner: one line saying that a trace cannot be read as is, and why, from its integrity
+(mlptui.trace.analysis.integrity, as `summary --json` writes it). Shown first by the app's trace header
+and by `mlptui summary`; nothing when the trace is sound.
+
+    trust_banner(integrity_dict) -> str | None
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_WORDS = {
+    "truncated": "the file is cut",
+    "launches_without_device_work": "launch calls without their kernels",
+    "device_work_without_launch": "device work without a launch call",
+    "clock": "host and device times disagree",
+    "steps_incomplete": "steps whose GPU work runs past the trace's end",
+}
+
+
+def _phrase(problem: dict[str, Any]) -> str:
+    words = _WORDS.get(str(problem.get("kind")), str(problem.get("kind")))
+    count = problem.get("count")
+    return words if problem.get("kind") == "truncated" or not count else f"{words} ({count:,})"
+
+
+def trust_banner(integrity: dict[str, Any] | None) -> str | None:
+    """`⚠ not to be trusted as is: the file is cut; launch calls without their kernels (12)`, or None."""
+    if not integrity or integrity.get("ok", True):
+        return None
+    problems = integrity.get("problems") or []
+    unknown = f"; the verdicts resting on {'it' if len(problems) == 1 else 'them'} read unknown" if any(
+        p.get("kind") in ("truncated", "launches_without_device_work", "steps_incomplete") for p in problems) else ""
+    return "⚠ not to be trusted as is: " + "; ".join(_phrase(p) for p in problems) + unknown
+
