@@ -15,6 +15,7 @@ from mlptui.base.text import markup_escape as escape
 from mlptui.screens.host import host
 from mlptui.screens.when_composed import when_composed
 from mlptui.widgets.lines import LineList
+from mlptui.widgets.literal import literal
 from mlptui.widgets.trace_list import TraceList, ladder_key
 from mlptui.widgets.worker_errors import ReportsWorkerErrors
 
@@ -41,7 +42,7 @@ class PartnerScreen(ReportsWorkerErrors, ModalScreen[str | None]):
 
     @when_composed
     def on_mount(self) -> None:
-        self.query_one("#partner-box").border_title = f"traces in {self.folder}"
+        self.query_one("#partner-box").border_title = literal(f"traces in {self.folder}")
         self.query_one(TraceList).facts.update(host(self.app).facts_cache)
         self.query_one(TraceList).focus()
         self.list_folder()

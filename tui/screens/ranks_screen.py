@@ -17,6 +17,7 @@ from mlptui.screens.when_composed import when_composed
 from mlptui.viewmodels.run_view import RunView
 from mlptui.widgets.footer import KeyBar
 from mlptui.widgets.lines import LineList
+from mlptui.widgets.literal import literal
 from mlptui.widgets.text_table import TextTable
 
 
@@ -56,7 +57,7 @@ class RanksScreen(Screen[None]):
         self.query_one("#rank-list-pane").border_title = (
             "ranks · overlap: share of comm time with compute running · enter: open the rank")
         peak = f"{self.run.link.name} {bandwidth(self.run.link.peak_gbps)}" if self.run.link else "link unknown"
-        self.query_one("#collectives-pane").border_title = (
+        self.query_one("#collectives-pane").border_title = literal(
             f"collectives · bus bandwidth over the transfer (from the last arrival) vs {peak}")
         self.query_one("#rank-list", TextTable).focus()
 

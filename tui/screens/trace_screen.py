@@ -43,6 +43,7 @@ from mlptui.widgets.footer import KeyBar
 from mlptui.widgets.kernels import KernelTable
 from mlptui.widgets.launches import LaunchTable, summary_line
 from mlptui.widgets.lines import LineList
+from mlptui.widgets.literal import literal
 from mlptui.widgets.op_tree import OpTree
 from mlptui.widgets.steps import StepList
 from mlptui.widgets.table_csv import export_table
@@ -214,8 +215,8 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
             timeline.show_scope(start, max(end, gpu_end))
         scope_name = "all steps" if step is None else trace.steps[step].name
         pane = self.query_one("#steps-pane")
-        title = f"1 steps · scope: {scope_name} ([ ] to change)"
-        if pane.border_title != title:
+        title = literal(f"1 steps · scope: {scope_name} ([ ] to change)")
+        if pane.border_title != title.markup:
             pane.border_title = title
         self._select_from(self.query_one(OpTree))
         self._ahead.shown(scope)

@@ -13,7 +13,7 @@ def expectation_lines(facts: TraceFacts) -> list[str]:
     outcomes = facts.expectations
     if not outcomes:
         return []
-    lines = [f"[b red]✗ MISMATCH[/] expected {escape(o.expectation.text)!r}; the trace shows {escape(o.shows)}"
+    lines = [f"[b red]✗ MISMATCH[/] expected {escape(repr(o.expectation.text))}; the trace shows {escape(o.shows)}"
              for o in outcomes if not o.ok]
     held = sum(o.ok for o in outcomes)
     lines.append(f"[green]✓[/] {held} of {len(outcomes)} expectations of expect.toml hold")
