@@ -16,6 +16,7 @@ from textual.worker import Worker, WorkerState
 
 from mlptui import give_way
 from mlptui.base.errors import MlptuiError
+from mlptui.base.settings import setting_problems
 from mlptui.base.text import printable
 from mlptui.gc_policy import IdleCollector
 from mlptui.keys import APP_KEYS, parse_user_keys
@@ -87,6 +88,8 @@ class MlptuiApp(App[int]):
         self.set_interval(0.5, self.idle_collector.tick)
         if self.key_problems:       # one line, on top of whatever opens first
             self.notify("MLPTUI_KEYS: " + "; ".join(self.key_problems), severity="warning", timeout=12)
+        for problem in setting_problems():
+            self.notify(problem, severity="warning", timeout=12)
         if not self.specs:
             from mlptui.samples import sample_trace_paths
 
