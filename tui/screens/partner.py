@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -11,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from mlptui.base.errors import MlptuiError
-from mlptui.base.text import markup_escape as escape
+from mlptui.base.text import printable
 from mlptui.screens.host import host
 from mlptui.screens.when_composed import when_composed
 from mlptui.widgets.lines import LineList
@@ -36,8 +37,8 @@ class PartnerScreen(ReportsWorkerErrors, ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="partner-box", classes="pane"):
-            yield Static(f"diff [b]{escape(self.current.rsplit('/', 1)[-1])}[/b] (A) with… "
-                         "enter: choose, esc: cancel", id="partner-title")
+            yield Static(Text.assemble("diff ", (printable(self.current.rsplit("/", 1)[-1]), "bold"),
+                                       " (A) with… enter: choose, esc: cancel"), id="partner-title")
             yield TraceList([], id="partner-list")
 
     @when_composed
@@ -61,7 +62,7 @@ class PartnerScreen(ReportsWorkerErrors, ModalScreen[str | None]):
     def on_partner_screen_listed(self, message: Listed) -> None:
         if message.error or not message.specs:
             self.query_one("#partner-title", Static).update(
-                escape(message.error or f"no other trace in {self.folder}") + "   esc: back")
+                literal((message.error or f"no other trace in {self.folder}") + "   esc: back"))
             return
         table = self.query_one(TraceList)
         table.specs = message.specs

@@ -5,12 +5,13 @@ peak and the wait. `enter` (or `l` / →) opens the selected rank with every pan
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Static
 
-from mlptui.base.text import markup_escape as escape
+from mlptui.base.text import printable
 from mlptui.base.units import bandwidth
 from mlptui.keys import RANKS_KEYS
 from mlptui.screens.when_composed import when_composed
@@ -34,8 +35,10 @@ class RanksScreen(Screen[None]):
         self.position = 0
 
     def compose(self) -> ComposeResult:
-        failures = f"\n[red]{escape(self.run.failures)}[/red]" if self.run.failed else ""
-        yield Static(f"[b]{escape(self.run.title)}[/b]{failures}", id="ranks-header")
+        header = Text(printable(self.run.title), "bold")
+        if self.run.failed:
+            header.append("\n" + printable(self.run.failures), "red")
+        yield Static(header, id="ranks-header")
         with RanksPane(id="rank-steps-pane", classes="pane"):
             yield TextTable(id="rank-steps")
         with RanksPane(id="rank-list-pane", classes="pane"):

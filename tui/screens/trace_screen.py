@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -19,7 +20,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
-from mlptui.base.text import markup_escape as escape
+from mlptui.base.text import printable
 from mlptui.gc_policy import bulk_allocation
 from mlptui.give_way import giving_way
 from mlptui.keys import TRACE_KEYS
@@ -131,13 +132,13 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         self._hidden_draw = HiddenDraw(self)    # drawn under the views when they change its scope
 
     def compose(self) -> ComposeResult:
-        header = [f"[b]{escape(self.header_label + device_line(self.facts))}[/b]"]
+        header = [Text(printable(self.header_label + device_line(self.facts)), "bold")]
         # expect.toml's mismatches come first (the held ones only count in the picker)
-        header += [f"  {line}" for line in expectation_lines(self.facts) if not line.startswith("[green]")]
-        header += [f"  {escape(line)}" for line in self.facts.findings]
+        header += [Text("  ") + line for line in expectation_lines(self.facts, held=False)]
+        header += [Text("  " + printable(line)) for line in self.facts.findings]
         # the file's name, not its folder: the header reads the same wherever the trace lives
-        header.append(f"[dim]{escape(self.facts.trace.source.rstrip('/').rsplit('/', 1)[-1])}[/dim]")
-        yield Static("\n".join(header), id="trace-header")
+        header.append(Text(printable(self.facts.trace.source.rstrip("/").rsplit("/", 1)[-1]), "dim"))
+        yield Static(Text("\n").join(header), id="trace-header")
         with Pane(id="steps-pane", classes="pane"):
             yield StepList(id="steps").data_bind(TraceScreen.scope)
         with Horizontal(id="middle"):
@@ -229,7 +230,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
             return
         self.query_one(LaunchTable).show(self.facts.launches_by_step.get(self.scope.step, []))
         calls = call_stats(self.facts, self.scope.step)
-        summary.update(escape(summary_line(calls)) if calls else "no launch calls in this scope", layout=False)
+        summary.update(literal(summary_line(calls)) if calls else "no launch calls in this scope", layout=False)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="launches")
     def link_launches(self) -> None:
