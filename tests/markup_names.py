@@ -2,8 +2,9 @@
 
 `marked(src, dest)` writes a copy of a real trace where each name (ops, kernels, launch calls, steps,
 Python frames, modules, threads, arg keys and values, the device) carries MARK: a closing tag with
-nothing to close (Textual raises MarkupError on it), a bold tag (silently eaten if read as markup) and
-a click action (a link that quits if read as markup). Shown literally, MARK reads as written."""
+nothing to close (Textual raises MarkupError on it), a bold tag (silently eaten if read as markup), an escaped
+bracket (Textual and Rich read a backslash before a bracket differently) and a click action (a link that
+quits if read as markup). Shown literally, MARK reads as written."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 
 from textual.app import App
 
-MARK = "[/][b]B[@click=app.quit]Q"
+MARK = "[/][b]B\\[i]I[@click=app.quit]Q"
 SHOWN = "[/][b]B"        # the part of MARK that survives a cell cut short
 
 
