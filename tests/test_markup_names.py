@@ -78,7 +78,7 @@ async def test_every_pane_and_key_of_a_trace_shows_markup_names_as_written(
         text = await press(pilot)
         assert f"scope: ProfilerStep#3 {MARK} ([ ] to change)" in text      # the steps pane's title
         assert f"NVIDIA H200 {MARK}" in text and "train[b]" in text          # the header
-        assert f"highlighted: " in text and MARK in text.split("highlighted: ")[1]      # the timeline
+        assert "highlighted: " in text and MARK in text.split("highlighted: ")[1]      # the timeline
 
         # g on an op that launches nothing: its name in a notification
         tree = screen.query_one("#tree")
@@ -216,7 +216,7 @@ async def test_markup_in_mlptui_keys_is_refused_and_shown_as_written(
     app = make_app([str(find_sample("linear", "eager"))])
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await wait_for_screen(app, pilot, TraceScreen)
-        text = await press(pilot)
+        await press(pilot)
         assert app.user_keys == {}
         first = keys.split("=")[0]
         assert f"unknown id {first!r}" in notes(app)[0] and f"unknown id {first!r}" in toasts(app)

@@ -181,14 +181,14 @@ class _Server(http.server.ThreadingHTTPServer):
             self.shutdown_request(request)
             return
         try:
-            super().process_request(request, client_address)      # type: ignore[arg-type]
+            super().process_request(request, client_address)
         except BaseException:
             self._slots.release()       # no thread started: nothing else will give the slot back
             raise
 
     def process_request_thread(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
         try:
-            super().process_request_thread(request, client_address)  # type: ignore[arg-type]
+            super().process_request_thread(request, client_address)
         finally:
             self._slots.release()
 

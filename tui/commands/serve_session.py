@@ -90,8 +90,12 @@ async def run_tab(request: web.Request, command: str, download_manager: Any, deb
     websocket = web.WebSocketResponse(heartbeat=HEARTBEAT_S)
     width, height = bounded_size(request.query.get("width"), request.query.get("height"))
     await websocket.prepare(request)
+
+    async def close() -> None:
+        await websocket.close()
+
     service = AppService(command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
-                         close=websocket.close, download_manager=download_manager, debug=debug)
+                         close=close, download_manager=download_manager, debug=debug)
     sockets.add(websocket)
     try:
         await service.start(width, height)
