@@ -27,7 +27,7 @@ SLOW_MODULES = frozenset({
     "test_app_cli", "test_app_hostile", "test_app_snapshots", "test_bench", "test_diff_tmux", "test_fuzz",
     "test_fused_mlp", "test_hostile_input", "test_hub_read", "test_hub_standin", "test_import_hygiene",
     "test_layering", "test_perfetto", "test_push_hub", "test_runners_cli", "test_runners_liger_source",
-    "test_runners_output", "test_runners_ranks", "test_runners_samples", "test_serve", "test_ssh_injection",
+    "test_runners_output", "test_runners_ranks", "test_runners_samples", "test_serve", "test_serve_bounds", "test_ssh_injection",
     "test_ssh_remote", "test_ssh_tmux", "test_tmux_app", "test_wheel", "test_views_snapshots", "test_picker_remote",
     "test_mcp_server",
 })

@@ -159,9 +159,9 @@ def test_the_picker_says_why_a_broken_expectations_file_is_not_used(tmp_path) ->
 
     trace = _beside(tmp_path, "attention-sdpa-flash", 'expect = ["kernels per step ~ 1"]')
     lines = expectation_lines(build_facts(load_trace(trace)))
-    assert len(lines) == 1 and lines[0].startswith("[b]expect.toml:[/b]") and "malformed expectation" in lines[0]
+    assert len(lines) == 1 and lines[0].plain.startswith("expect.toml: ") and "malformed expectation" in lines[0].plain
     (tmp_path / "expect.toml").write_text('expect = ["kernels per step == 2", "no memcpy"]')
-    lines = expectation_lines(build_facts(load_trace(trace)))
+    lines = [line.plain for line in expectation_lines(build_facts(load_trace(trace)))]
     assert "MISMATCH" in lines[0] and "kernels 1 in each of 3 steps" in lines[0]
     assert lines[-1].endswith("1 of 2 expectations of expect.toml hold")
 

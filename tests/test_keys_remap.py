@@ -10,7 +10,7 @@ from conftest import find_sample
 from textual.widgets import Static
 
 from mlptui.app import make_app
-from mlptui.keys import FOCUS_CHAINS, parse_user_keys
+from mlptui.keys import FOCUS_CHAINS, all_bindings, parse_user_keys
 from mlptui.screens.help_screen import GROUPS, HelpScreen
 from mlptui.screens.picker import PickerScreen
 
@@ -24,6 +24,33 @@ def test_unknown_malformed_and_clashing_remaps_are_refused_with_a_reason() -> No
         "zoom-pane=ctrl z: 'ctrl z' is not a key name (e.g. x, ctrl+q, f5, question_mark)",
         "search=s refused: s is already 'sort' (sort) in the kernels table",
     ]
+
+
+def test_a_key_no_terminal_sends_is_refused_and_the_binding_keeps_its_key() -> None:
+    # `foo` is spelled like a key name but names no key: `quit=foo` would leave no key that quits
+    keymap, problems = parse_user_keys("quit=foo,help=ctrl+bar,search=f99,zoom-pane=shift+f5")
+    assert keymap == {"zoom-pane": "shift+f5"}
+    assert problems == [f"{pair}: {pair.split('=')[1]!r} is not a key name (e.g. x, ctrl+q, f5, question_mark)"
+                        for pair in ("quit=foo", "help=ctrl+bar", "search=f99")]
+
+
+def test_every_key_the_explorer_binds_is_a_key_name_a_remap_may_use() -> None:
+    keys = {k.strip() for b in all_bindings() for k in b.key.split(",")}
+    refused = [k for k, (_, problems) in ((k, parse_user_keys(f"quit={k}")) for k in keys)
+               if any("is not a key name" in p for p in problems)]
+    assert refused == []
+
+
+async def test_quit_stays_on_q_when_its_remap_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLPTUI_KEYS", "quit=foo")
+    app = make_app([str(find_sample("linear", "eager"))])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert app.user_keys == {}
+        assert [n.message for n in app._notifications] == [
+            "MLPTUI_KEYS: quit=foo: 'foo' is not a key name (e.g. x, ctrl+q, f5, question_mark)"]
+        await pilot.press("q")
+    assert app.return_code == 0
 
 
 def test_a_clash_is_checked_against_every_binding_where_the_key_works() -> None:

@@ -134,9 +134,9 @@ def test_listens_on_loopback_only(served: tuple[int, subprocess.Popen, str]) -> 
 def test_app_command_quotes_every_word() -> None:
     cmd = app_command(["gpu:~/t/a b.json", "$(touch x)", "-weird"])
     words = shlex.split(cmd)
-    assert words[:3] == [sys.executable, "-m", "mlptui.cli"]
-    assert words[3:] == ["view", "--", "gpu:~/t/a b.json", "$(touch x)", "-weird"]
-    assert shlex.split(app_command([])) == [sys.executable, "-m", "mlptui.cli"]
+    assert words[:4] == ["exec", sys.executable, "-m", "mlptui.cli"]      # the app replaces the shell
+    assert words[4:] == ["view", "--", "gpu:~/t/a b.json", "$(touch x)", "-weird"]
+    assert shlex.split(app_command([])) == ["exec", sys.executable, "-m", "mlptui.cli"]
 
 
 def test_origins() -> None:

@@ -10,11 +10,14 @@ from typing import TYPE_CHECKING, Any
 from textual import events, work
 from textual.app import App
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from mlptui import give_way
 from mlptui.base.errors import MlptuiError
+from mlptui.base.settings import setting_problems
+from mlptui.base.text import printable
 from mlptui.gc_policy import IdleCollector
 from mlptui.keys import APP_KEYS, parse_user_keys
 from mlptui.screens.loading import LoadingScreen
@@ -69,6 +72,13 @@ class MlptuiApp(App[int]):
     def on_unmount(self) -> None:
         self.idle_collector.stop()
 
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Every notification is plain text, whatever the caller asks (a widget's `notify` asks for markup
+        by default): they carry op names, paths, search texts and settings, which must show as written."""
+        super().notify(printable(message), title=printable(title), severity=severity, timeout=timeout,
+                       markup=False)
+
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         light_focused_pane(self.screen)
 
@@ -80,6 +90,8 @@ class MlptuiApp(App[int]):
         self.set_interval(0.5, self.idle_collector.tick)
         if self.key_problems:       # one line, on top of whatever opens first
             self.notify("MLPTUI_KEYS: " + "; ".join(self.key_problems), severity="warning", timeout=12)
+        for problem in setting_problems():
+            self.notify(problem, severity="warning", timeout=12)
         if not self.specs:
             from mlptui.samples import sample_trace_folders, sample_trace_paths
 

@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         parser = argparse.ArgumentParser(prog=f"mlptui {name}", description=COMMANDS[name])
         module.add_arguments(parser)
         args = parser.parse_args(argv)
+        _warn_about_settings()
         return int(module.run(args) or 0)
     except MlptuiError as exc:
         _error(str(exc))
@@ -134,6 +135,14 @@ def main(argv: list[str] | None = None) -> int:
             raise
         _error(f"internal error in `mlptui {name}`: {type(exc).__name__}: {exc} (set MLPTUI_DEBUG=1 for a traceback)")
         return 2
+
+
+def _warn_about_settings() -> None:
+    """A setting that is set but refused is said before the command runs (it then runs with the default)."""
+    from mlptui.base.settings import setting_problems
+
+    for problem in setting_problems():
+        print(f"mlptui: warning: {problem}", file=sys.stderr)
 
 
 def _error(message: str) -> None:

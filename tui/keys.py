@@ -4,14 +4,16 @@ Remap with the environment variable MLPTUI_KEYS, e.g. `MLPTUI_KEYS="quit=ctrl+q,
 the left (see the `?` help screen), keys on the right (Textual key names, or the character itself:
 `help=?`). Only plain keys, ctrl combos and named keys are used, so everything arrives through tmux and ssh.
 
-A remap is refused, with a reason, when its id is unknown, its pair or key is malformed, or its key is
-already taken where the binding works: FOCUS_CHAINS lists which groups of bindings are active together
-(the app's, a screen's, and the focused pane's), and a key may mean one thing per chain. `search=s` is
-refused because `s` sorts the kernels and launches tables on the same screen.
+A remap is refused, with a reason, when its id is unknown, its pair is malformed, its key is no key a
+terminal sends (`quit=foo`), or its key is already taken where the binding works: FOCUS_CHAINS lists
+which groups of bindings are active together (the app's, a screen's, and the focused pane's), and a key
+may mean one thing per chain. `search=s` is refused because `s` sorts the kernels and launches tables on
+the same screen.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -192,7 +194,7 @@ FOCUS_CHAINS: list[tuple[str, list[list[Binding]]]] = [
     ("the diff", [APP_KEYS, DIFF_KEYS, LIST_KEYS]),
     ("the side-by-side profiler views", [APP_KEYS, DIFF_PROFILE_KEYS, LIST_KEYS, _PROFILE_TABLE_KEYS]),
 ]
-_KEY_NAME = re.compile(r"^(?:(?:ctrl|shift|alt)\+)*(?:[a-z0-9]+(?:_[a-z0-9]+)*|[A-Z]|f\d{1,2})$")
+_KEY_NAME = re.compile(r"^((?:(?:ctrl|shift|alt)\+)*)([a-z0-9]+(?:_[a-z0-9]+)*|[A-Z])$")
 
 
 def binding_groups() -> dict[str, list[Binding]]:
@@ -206,12 +208,26 @@ def all_bindings() -> list[Binding]:
 
 
 def _key_name(text: str) -> str | None:
-    """`text` as a Textual key name (`?` → question_mark, `ctrl+q` stays), or None when it is not one key."""
+    """`text` as a Textual key name (`?` → question_mark, `ctrl+q` stays), or None when it is not one key
+    a terminal can send: `foo` is well formed but no key, and a binding to it could never be pressed."""
     from mlptui.textual_private import character_key
 
     if len(text) == 1 and not text.isalnum():
         text = character_key(text)
-    return text if _KEY_NAME.match(text) else None
+    m = _KEY_NAME.match(text)
+    return text if m and m.group(2) in _known_keys() else None
+
+
+@functools.cache
+def _known_keys() -> frozenset[str]:
+    """Every key name Textual gives a key press, less its modifiers: letters and digits, the named keys
+    (enter, f5, pageup, …) and the names of the printable ASCII characters (question_mark, slash, …)."""
+    from textual.keys import Keys
+
+    from mlptui.textual_private import character_key
+
+    named = {k.value for k in Keys if k.value.isidentifier()}
+    return frozenset(named | {character_key(chr(c)) for c in range(0x21, 0x7F)})
 
 
 def _keys(binding: Binding, keymap: dict[str, str]) -> set[str]:

@@ -17,7 +17,9 @@ tests/test_fuzz.py runs the same target for a bounded time in CI.
 
 Besides libFuzzer's byte mutations, a structure-aware mutator (`mutate`) parses the input as JSON
 and swaps values for hostile ones of other types (deep nesting, lone surrogates, integers beyond 64
-bits, NaN, control characters, huge names), and sometimes gzips the result.
+bits, NaN, control characters, huge names, names that read as markup), and sometimes gzips the result.
+Every name a pane shows must read as written: the details panes' markup is parsed as the pane parses it
+and must hold the op's or kernel's name, and views.py checks the texts the screens draw.
 """
 
 from __future__ import annotations
@@ -42,13 +44,14 @@ _reference: list = []     # the bundled sample every fuzzed trace is also diffed
 
 def _imports() -> None:
     global MlptuiError, load_trace_bytes, summarize, format_report, op_details, gpu_details, build_facts
-    global decode_kernel, classify_call, Text, open_every_view, open_the_diff
+    global decode_kernel, classify_call, Text, open_every_view, open_the_diff, printable
     from rich.text import Text
     if HERE not in sys.path:            # imported as tests.fuzz.fuzz_trace: its sibling is not on the path
         sys.path.insert(0, HERE)
     from views import open_every_view, open_the_diff
 
     from mlptui.base.errors import MlptuiError
+    from mlptui.base.text import printable
     from mlptui.commands.summary import format_report
     from mlptui.trace.analysis.summary import summarize
     from mlptui.trace.names.kernel import decode_kernel
@@ -75,9 +78,15 @@ def check(data: bytes) -> None:
         if fmt != "json" and "\x1b" in out:
             raise AssertionError("a raw escape character in the text report")
     for i in _spread(len(trace.ops)):
-        Text.from_markup(op_details(trace, i)).plain.encode("utf-8")     # as the details pane shows it
+        shown = Text.from_markup(op_details(trace, i)).plain       # as the details pane shows it
+        shown.encode("utf-8")
+        if not shown.startswith(printable(trace.ops[i].name)):
+            raise AssertionError(f"the op's name is not shown as written: {trace.ops[i].name!r}")
     for g in _spread(len(trace.gpu)):
-        Text.from_markup(gpu_details(trace, g)).plain.encode("utf-8")
+        shown = Text.from_markup(gpu_details(trace, g)).plain
+        shown.encode("utf-8")
+        if printable(trace.gpu[g].name) not in shown:
+            raise AssertionError(f"the kernel's name is not shown as written: {trace.gpu[g].name!r}")
     build_facts(trace)
     open_every_view(trace)
     open_the_diff(trace, trace)
@@ -119,6 +128,9 @@ _VALUES = [
     "void at::native::" + "A" * 3000, "triton_" + "x_" * 2000, "nvjet_" + "1x2_" * 500,
     "ProfilerStep#1", "ProfilerStep#x", "kernel", "cpu_op", "cuda_runtime", "X", "i", "s", "f", "M",
     "cudaLaunchKernel", "cuLaunchKernelEx", "Memcpy HtoD", "Memset (Device)", "aten::addmm", "aten::mm",
+    # markup-like names: every view must show them as written
+    "[/]", "evil[/]op", "[b]x[/b]", "[@click=app.quit]q", "x\\", "\\[b]", "[", "]", "ProfilerStep#2 [/]",
+    "aten::mm[link=http://x]y", "=HYPERLINK(\"x\")",
 ]
 _KEYS = ["ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args", "correlation", "External id",
          "Input Dims", "Input type", "grid", "block", "registers per thread", "shared memory",

@@ -118,6 +118,11 @@ def cases() -> dict[str, bytes]:
     # control characters in names reach the terminal only as escapes
     c["control-names"] = dumps(doc(events(kernel_name="\x1b]0;pwned\x07\x1b[2J\x9b31mkernel\nforged line",
                                           op_name="aten::\x1b[31mred\r")))
+    # names that read as Textual or Rich markup (a closing tag with nothing to close stopped the explorer)
+    marked = events(kernel_name="ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn[/][b]x\\",
+                    op_name="evil[/]op[@click=app.quit]q\\[b]", op_args={"[b]key[/b]": "[/]value\\"})
+    marked[0] = {**marked[0], "name": "ProfilerStep#1 [/][link=x]"}
+    c["markup-names"] = dumps(doc(marked, device={**DEVICE, "name": "H100 [/][b]"}))
     # a small gzip file that inflates far beyond what a trace of its size holds
     c["gzip-bomb-objects"] = gzip.compress(b'{"traceEvents":[' + b"{}," * 3_000_000 + b"{}]}", 9)
     # process and stream ids wider than int64 (a GPU op on "device" 2**64-1)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mlptui.base.text import printable
+from mlptui.trace.analysis.breakdown import scope_label
 from mlptui.trace.diff.render import render_markdown, render_text
 from mlptui.trace.diff.trace_diff import diff_traces
 from mlptui.viewmodels.diff_cpu_section import cpu_section
@@ -20,6 +22,8 @@ from mlptui.viewmodels.diff_details import pair_details
 from mlptui.viewmodels.facts import add_launches, build_facts, call_stats
 from mlptui.viewmodels.profile_details import memory_peaks, module_detail, operator_detail
 from mlptui.viewmodels.profile_views import ProfileViews, overview_text, regrouped
+from mlptui.widgets.launches import summary_line
+from mlptui.widgets.literal import literal
 from mlptui.widgets.profile_tables import KernelStatsTable, MemoryOpTable, ModuleTable, OperatorTable
 
 MAX_STEPS = 4          # scopes built per trace besides "all steps": the first, the last and two between
@@ -35,6 +39,14 @@ def _encode(value: Any) -> None:
     text.encode("utf-8")
 
 
+def _shown_as_written(text: str) -> None:
+    """A name or line as a pane, title or notification shows it: as written, control characters spelled
+    out, whatever markup it looks like."""
+    if literal(text).plain != printable(text):
+        raise AssertionError(f"not shown as written: {text!r}")
+    _encode(literal(text))
+
+
 def open_every_view(trace: Any, width: int = 100) -> None:
     facts = build_facts(trace)
     add_launches(facts)
@@ -42,8 +54,15 @@ def open_every_view(trace: Any, width: int = 100) -> None:
     scopes: list[int | None] = [None] + _spread(len(trace.steps), MAX_STEPS)
     if trace.steps and len(trace.steps) - 1 not in scopes:
         scopes.append(len(trace.steps) - 1)
+    for line in facts.findings:
+        _shown_as_written(line)
+    for s in trace.steps[:MAX_ROWS]:
+        _shown_as_written(s.name)
     for step in scopes:
-        call_stats(facts, step)
+        calls = call_stats(facts, step)
+        if calls:
+            _shown_as_written(summary_line(calls))
+        _shown_as_written(scope_label(trace, step))
         data = views.build(step)
         _encode(overview_text(data, width))
         json.dumps(data.overview, allow_nan=False)

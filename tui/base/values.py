@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 MAX_NESTING = 64
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 TOO_DEEP = f"<nested deeper than {MAX_NESTING} levels>"
 
 
@@ -41,6 +42,21 @@ def bounded(value: Any, _depth: int = 0) -> Any:
         if _depth >= MAX_NESTING:
             return TOO_DEEP
         items = [bounded(v, _depth + 1) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
+
+
+def narrow_ints(value: Any) -> Any:
+    """`value` (already `bounded`) with every integer outside the signed 64-bit range as None: what a
+    manifest may hold but no JSON reader is bound to read exactly (RFC 8259, section 6), and what Python
+    cannot even turn into text past 4,300 digits. Returns the same object when nothing had to change."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if INT64_MIN <= value <= INT64_MAX else None
+    if isinstance(value, dict):
+        out = {k: narrow_ints(v) for k, v in value.items()}
+        return value if all(out[k] is v for k, v in value.items()) else out
+    if isinstance(value, list):
+        items = [narrow_ints(v) for v in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     return value
 

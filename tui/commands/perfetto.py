@@ -6,7 +6,9 @@ answers exactly the given files (nothing else on disk is reachable), refuses req
 not loopback (a guard against DNS rebinding), and stops once every file was served (or on Ctrl-C;
 `--keep` serves until Ctrl-C). Each file is served as it was at start: opened without following a
 symlink and only while it is the same regular file (else 410 and one line); a browser that hangs up
-early costs nothing on the terminal, and the listen backlog takes a page's burst of requests. Remote
+early costs nothing on the terminal, and the listen backlog takes a page's burst of requests. At most
+--max-connections connections are served at once (a thread each); one more waits for a slot, then is
+answered 503, so a flood of connections costs threads up to the cap, not one per connection. Remote
 specs (host:path, ssh://, hf://) are fetched to the local cache first, so no port forwarding is needed.
 
 The port is 9001 because ui.perfetto.dev fetches nothing else over plain HTTP from this machine: its
@@ -38,6 +40,8 @@ from mlptui.base.units import size as size_text
 
 ORIGIN = "https://ui.perfetto.dev"
 DEFAULT_PORT = 9001
+DEFAULT_MAX_CONNECTIONS = 32      # a page fetches each trace once; a few tabs and retries fit
+BUSY_WAIT_S = 5.0                 # how long a connection over the cap waits for a slot before a 503
 _CHUNK = 1 << 20
 
 
@@ -48,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"port on 127.0.0.1 (default {DEFAULT_PORT}, the only one ui.perfetto.dev fetches "
                              "from; 0 picks a free one)")
     parser.add_argument("--keep", action="store_true", help="keep serving after each file was fetched once")
+    parser.add_argument("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
+                        help=f"connections served at once, each by a thread (default {DEFAULT_MAX_CONNECTIONS}); "
+                             f"one more waits up to {BUSY_WAIT_S:.0f} s, then is answered 503")
 
 
 def _local_copy(spec: str) -> Path:
@@ -146,13 +153,44 @@ class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     # socketserver's default backlog of 5 drops connections when a page (or a test) opens many at once.
     request_queue_size = 1024
+    _BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n"
+             b"Retry-After: 1\r\n\r\n")
 
-    def __init__(self, port: int, routes: dict[str, Served]) -> None:
+    def __init__(self, port: int, routes: dict[str, Served], max_connections: int = DEFAULT_MAX_CONNECTIONS,
+                 wait_s: float = BUSY_WAIT_S) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
         self.routes = routes
         self.served: set[str] = set()
         self.all_served = threading.Event()
         self._lock = threading.Lock()
+        # one thread per connection, at most max_connections at once: a connection beyond waits up to
+        # wait_s for one to end (a page's burst), then is answered 503 without a thread of its own. Once a
+        # wait found no slot, the next ones do not wait (a flood would hold the accept loop wait_s each)
+        # until a slot is taken again.
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self._wait_s = wait_s
+        self._full = False
+
+    def process_request(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
+        self._full = not self._slots.acquire(timeout=0 if self._full else self._wait_s)
+        if self._full:
+            try:
+                request.sendall(self._BUSY)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()       # no thread started: nothing else will give the slot back
+            raise
+
+    def process_request_thread(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
     def mark_served(self, route: str) -> None:
         with self._lock:
@@ -256,9 +294,9 @@ def port_note(port: int) -> str | None:
             f"forward it: ssh -L {DEFAULT_PORT}:127.0.0.1:{port} HOST, and open the link with {DEFAULT_PORT}")
 
 
-def _bind(port: int, routes: dict[str, Served]) -> _Server:
+def _bind(port: int, routes: dict[str, Served], max_connections: int) -> _Server:
     try:
-        return _Server(port, routes)
+        return _Server(port, routes, max_connections)
     except OSError as exc:
         if exc.errno in (98, 48):  # EADDRINUSE on Linux, macOS
             raise MlptuiError(f"port {port} on 127.0.0.1 is in use; pick another with --port") from None
@@ -268,9 +306,11 @@ def _bind(port: int, routes: dict[str, Served]) -> _Server:
 def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port < 65536:
         raise MlptuiError(f"--port {args.port}: not a port number")
+    if not 1 <= args.max_connections <= 10_000:
+        raise MlptuiError(f"--max-connections {args.max_connections}: from 1 to 10000")
     paths = [_local_copy(spec) for spec in args.files]
     routes = {route: Served.of(path) for route, path in url_names(paths).items()}
-    server = _bind(args.port, routes)
+    server = _bind(args.port, routes, args.max_connections)
     port = server.server_address[1]
     with server:
         for route in routes:

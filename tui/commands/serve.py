@@ -8,7 +8,9 @@ Each browser tab starts its own `mlptui view SPEC...` process. textual-serve has
   route answers 403 and no app process starts;
 - at most --max-sessions tabs run at once (each is a process); one more is refused with 503;
 - the Origin and Host of each request, to any route (/static/ included, which lists no folders), must be
-  this server's own (another web page in the same browser, or a DNS-rebinding name, is refused).
+  this server's own (another web page in the same browser, or a DNS-rebinding name, is refused);
+- a tab's terminal is at most MAX_COLUMNS × MAX_ROWS, and a tab that goes frees its slot within seconds
+  (mlptui.commands.serve_session); SIGTERM or Ctrl-C closes every tab and ends the server quietly.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from mlptui.base.errors import MlptuiError
+from mlptui.commands.serve_session import run_tab
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -49,11 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def app_command(specs: list[str]) -> str:
-    """The shell line textual-serve runs per tab (it uses a shell, so every word is quoted)."""
+    """The shell line textual-serve runs per tab (it uses a shell, so every word is quoted). `exec`: the
+    app replaces the shell, so the process a tab holds, and kills when its app hangs, is the app itself."""
     argv = [sys.executable, "-m", "mlptui.cli"]
     if specs:
         argv += ["view", "--", *specs] if any(s.startswith("-") for s in specs) else ["view", *specs]
-    return shlex.join(argv)
+    return "exec " + shlex.join(argv)
 
 
 def is_loopback(host: str) -> bool:
@@ -97,7 +101,20 @@ def make_server(specs: list[str], bind: str, port: int, public_url: str | None, 
     sessions = [0]
 
     class GuardedServer(Server):
-        """textual-serve with the Host/Origin checks a login-less local server needs."""
+        """textual-serve with the Host/Origin checks a login-less local server needs, and tabs whose size
+        and lifetime are bounded (mlptui.commands.serve_session)."""
+
+        open_sockets: set[web.WebSocketResponse] = set()
+
+        async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+            return await run_tab(request, self.command, self.download_manager, self.debug, self.open_sockets)
+
+        async def on_shutdown(self, app: web.Application) -> None:
+            """SIGTERM or Ctrl-C: every tab is closed (its app quits), so the server ends at once."""
+            from aiohttp import WSCloseCode
+
+            for websocket in list(self.open_sockets):
+                await websocket.close(code=WSCloseCode.GOING_AWAY, message=b"server stopping")
 
         def _check(self, request: web.Request, need_origin: bool) -> None:
             if request.host not in hosts:

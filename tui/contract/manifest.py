@@ -23,7 +23,7 @@ from typing import Any
 from mlptui.base.errors import MlptuiError, TraceError
 from mlptui.base.files import write_atomic
 from mlptui.base.regular_file import read_regular
-from mlptui.base.values import bounded
+from mlptui.base.values import bounded, narrow_ints
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_VERSION = 1
@@ -112,7 +112,8 @@ def manifest_for(trace_path: str | Path) -> Run | None:
         run = read_manifest(path.parent).run_for(path.name)
     except ManifestError:
         return None
-    return None if run is None else bounded(run)   # a run may hold anything: cut what no writer writes back
+    # a run may hold anything: cut what no writer writes back, and integers no reader reads exactly
+    return None if run is None else narrow_ints(bounded(run))
 
 
 def update_manifest(folder: str | Path, change: Callable[[Manifest], None]) -> Manifest:

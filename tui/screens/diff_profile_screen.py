@@ -9,6 +9,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
+from mlptui.base.text import printable
 from mlptui.keys import DIFF_PROFILE_KEYS
 from mlptui.screens.when_composed import when_composed
 from mlptui.trace.diff.profile_diff import overview_lines
@@ -50,7 +51,7 @@ class DiffProfileScreen(Screen):
         lines = overview_lines(doc)
         lines.append(f"operators of the aligned steps: A {self.diff.a.step} ⇄ B {self.diff.b.step}  "
                      "(= same  ~ calls changed  + B only  - A only)")
-        self.query_one("#diff-profile-header", Static).update("\n".join(lines))
+        self.query_one("#diff-profile-header", Static).update("\n".join(printable(line) for line in lines))
         self.query_one(OperatorDiffTable).show(doc["operators"])
 
     def action_sort_next(self) -> None:

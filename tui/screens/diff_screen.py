@@ -19,7 +19,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, LoadingIndicator, Static
 
 from mlptui.base.errors import MlptuiError
-from mlptui.base.text import markup_escape
+from mlptui.base.text import printable
 from mlptui.base.units import MISSING
 from mlptui.keys import DIFF_KEYS
 from mlptui.screens.help_screen import HelpScreen, binding_lines, help_text
@@ -54,7 +54,7 @@ def header_text(d: TraceDiff) -> str:
     parts = [f"{'step' if name == 'step' else label} {fmt_speedup(x / y)} {direction(x, y)}"
              for name, label, x, y in figure_pairs(a, b)]
     return "\n".join([
-        *(_side_line(tag, side) for tag, side in (("A", d.a), ("B", d.b))),
+        *(printable(_side_line(tag, side)) for tag, side in (("A", d.a), ("B", d.b))),
         f"rows {counts} │ B vs A: {' · '.join(parts) or MISSING}",
     ])
 
@@ -83,7 +83,7 @@ class PairDetails(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="pair-details"):
-            yield Static("\n".join(self.lines), markup=False)
+            yield Static("\n".join(printable(line) for line in self.lines), markup=False)
         yield Footer()
 
 
@@ -116,7 +116,7 @@ class DiffScreen(ReportsWorkerErrors, Screen[None]):
     def compose(self) -> ComposeResult:
         if self.diff is None:
             a, b = self._request[:2]
-            yield Static(f"aligning {a.source} ⇄ {b.source} …", id="diff-header", markup=False)
+            yield Static(printable(f"aligning {a.source} ⇄ {b.source} …"), id="diff-header", markup=False)
             yield LoadingIndicator(id="diff-loading")
         else:
             yield Static(header_text(self.diff), id="diff-header", markup=False)
@@ -137,7 +137,7 @@ class DiffScreen(ReportsWorkerErrors, Screen[None]):
         try:
             d = diff_traces(*self._request)
         except MlptuiError as exc:
-            self.app.call_from_thread(self._set_status, markup_escape(str(exc)))
+            self.app.call_from_thread(self._set_status, printable(str(exc)))
             return
         # Textual types the callback as `Callable[..., T | Awaitable[T]]`, which mypy cannot solve for a coroutine
         self.app.call_from_thread(self._first_show, d)  # type: ignore[arg-type]

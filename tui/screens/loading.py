@@ -11,11 +11,11 @@ from textual.message import Message
 from textual.widgets import ProgressBar, Static
 
 from mlptui.base.errors import MlptuiError
-from mlptui.base.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
 from mlptui.screens.host import host
 from mlptui.screens.progress import ProgressScreen
 from mlptui.screens.when_composed import when_composed
+from mlptui.widgets.literal import literal
 
 if TYPE_CHECKING:      # numpy and the analyses come with it: not before the first paint
     from mlptui.viewmodels.facts import TraceFacts
@@ -36,7 +36,7 @@ class LoadingScreen(ProgressScreen):
             super().__init__()
 
     def __init__(self, specs: list[str], *, with_facts: TraceFacts | None = None) -> None:
-        super().__init__(f"opening {escape(', '.join(specs))}")
+        super().__init__(f"opening {', '.join(specs)}")
         self.specs = specs
         self.with_facts = with_facts      # the trace already open on the other side of a diff
 
@@ -76,7 +76,7 @@ class LoadingScreen(ProgressScreen):
         bar.update(total=max(message.total, 1), progress=message.done)
         if message.done >= message.total:
             self.query_one("#loading-title", Static).update(
-                f"indexing {escape(', '.join(self.specs))}: op tree, launches, steps…")
+                literal(f"indexing {', '.join(self.specs)}: op tree, launches, steps…"))
 
     def on_loading_screen_loaded(self, message: Loaded) -> None:
         facts = message.facts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -11,10 +12,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from mlptui.base.errors import MlptuiError
-from mlptui.base.text import markup_escape as escape
+from mlptui.base.text import printable
 from mlptui.screens.host import host
 from mlptui.screens.when_composed import when_composed
 from mlptui.widgets.lines import LineList
+from mlptui.widgets.literal import literal
 from mlptui.widgets.trace_list import TraceList, ladder_key
 from mlptui.widgets.worker_errors import ReportsWorkerErrors
 
@@ -35,13 +37,13 @@ class PartnerScreen(ReportsWorkerErrors, ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="partner-box", classes="pane"):
-            yield Static(f"diff [b]{escape(self.current.rsplit('/', 1)[-1])}[/b] (A) with… "
-                         "enter: choose, esc: cancel", id="partner-title")
+            yield Static(Text.assemble("diff ", (printable(self.current.rsplit("/", 1)[-1]), "bold"),
+                                       " (A) with… enter: choose, esc: cancel"), id="partner-title")
             yield TraceList([], id="partner-list")
 
     @when_composed
     def on_mount(self) -> None:
-        self.query_one("#partner-box").border_title = f"traces in {self.folder}"
+        self.query_one("#partner-box").border_title = literal(f"traces in {self.folder}")
         self.query_one(TraceList).facts.update(host(self.app).facts_cache)
         self.query_one(TraceList).focus()
         self.list_folder()
@@ -60,7 +62,7 @@ class PartnerScreen(ReportsWorkerErrors, ModalScreen[str | None]):
     def on_partner_screen_listed(self, message: Listed) -> None:
         if message.error or not message.specs:
             self.query_one("#partner-title", Static).update(
-                escape(message.error or f"no other trace in {self.folder}") + "   esc: back")
+                literal((message.error or f"no other trace in {self.folder}") + "   esc: back"))
             return
         table = self.query_one(TraceList)
         table.specs = message.specs

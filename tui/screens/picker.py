@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -21,13 +22,14 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from mlptui.base.errors import MlptuiError
-from mlptui.base.text import markup_escape as escape
+from mlptui.base.text import printable
 from mlptui.gc_policy import bulk_allocation
 from mlptui.keys import PICKER_KEYS
 from mlptui.screens.host import host
 from mlptui.screens.when_composed import when_composed
 from mlptui.widgets.footer import KeyBar
 from mlptui.widgets.lines import LineList
+from mlptui.widgets.literal import literal
 from mlptui.widgets.trace_list import TraceList, ladder_key
 from mlptui.widgets.worker_errors import ReportsWorkerErrors
 
@@ -81,9 +83,8 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
         self.title_text = title
 
     def compose(self) -> ComposeResult:
-        yield Static(f"[b]mlptui[/b]  {escape(self.title_text)}  ·  1-9/j/k: pick  enter: open  "
-                     "m then d: diff two  ?: keys",
-                     id="picker-title")
+        yield Static(Text.assemble(("mlptui", "bold"), f"  {printable(self.title_text)}  ·  1-9/j/k: pick  "
+                                   "enter: open  m then d: diff two  ?: keys"), id="picker-title")
         with Vertical(id="picker-list-pane", classes="pane"):
             yield TraceList(self.specs, id="picker-list", folders=set(self.folders))
         with VerticalScroll(id="picker-findings-pane", classes="pane", can_focus=False):
@@ -192,18 +193,18 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
         if facts is None:
             table = self.query_one(TraceList)
             error = table.errors.get(spec)
-            target.update(escape(error) if error else f"{escape(spec)}\nreading…")
+            target.update(literal(error) if error else Text(printable(spec) + "\nreading…"))
             return
         from mlptui.screens.trace_screen import device_line
         from mlptui.viewmodels.expect_lines import expectation_lines
 
-        lines = [f"[b]{escape(device_line(facts))}[/b]",
-                 escape(self.query_one(TraceList).figures_line(facts)),
-                 f"[dim]{escape(spec.rsplit('/', 1)[-1])}[/dim]"]
+        lines = [Text(printable(device_line(facts)), "bold"),
+                 Text(printable(self.query_one(TraceList).figures_line(facts))),
+                 Text(printable(spec.rsplit("/", 1)[-1]), "dim")]
         lines += expectation_lines(facts)
-        lines += [escape(line) for line in facts.findings]
-        lines.append("[dim]enter: open it · m, then d on another: diff the two[/dim]")
-        target.update("\n".join(lines))
+        lines += [Text(printable(line)) for line in facts.findings]
+        lines.append(Text("enter: open it · m, then d on another: diff the two", "dim"))
+        target.update(Text("\n").join(lines))
 
     def action_findings_page(self) -> None:
         """A page down the findings; after the last, back to the top (one key reads them all at 80×24)."""

@@ -22,7 +22,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Input, Static
 
-from mlptui.base.text import markup_escape
+from mlptui.base.text import printable
 from mlptui.gc_policy import bulk_allocation
 from mlptui.give_way import giving_way
 from mlptui.keys import PROFILE_KEYS, TRACE_KEYS
@@ -35,6 +35,7 @@ from mlptui.viewmodels.scope import Scope
 from mlptui.viewmodels.table_export import trace_stem
 from mlptui.widgets.footer import KeyBar
 from mlptui.widgets.lines import LineList
+from mlptui.widgets.literal import literal
 from mlptui.widgets.memory_plot import MemoryPlot
 from mlptui.widgets.profile_tables import (
     KernelStatsTable,
@@ -172,7 +173,7 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
             self._fill()
 
     def worker_failed(self, failed: WorkerFailed) -> None:
-        self.query_one("#overview-body", Static).update(markup_escape(failed.text))
+        self.query_one("#overview-body", Static).update(literal(failed.text))
 
     # -- filling the views -------------------------------------------------------------------
     def _fill(self) -> None:
@@ -208,7 +209,7 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
     def _clear(self) -> None:
         """While a scope is computed: no rows of another scope under its name."""
         self.query_one("#overview-body", Static).update(
-            f"computing the profiler views of {markup_escape(scope_label(self.facts.trace, self.step))}…")
+            literal(f"computing the profiler views of {scope_label(self.facts.trace, self.step)}…"))
         for table in self.query(SortedTable):
             table.show([])
         self.query_one("#memory-peaks", Static).update("")
@@ -270,16 +271,16 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
             self._module_detail()
 
     def _header(self) -> None:
-        tabs = "  ".join(f"[reverse]{TITLES[v]}[/reverse]" if v == self.view else TITLES[v] for v in VIEWS)
+        tabs = Text("  ").join(Text(TITLES[v], "reverse" if v == self.view else "") for v in VIEWS)
         scope = scope_label(self.facts.trace, self.step)
         state = "" if self.data is not None else " (computing…)"
         change = "  ([ ] to change)" if self.facts.trace.steps else ""
         table = self._view_table()
         if table is not None and table.filter:
-            change += f"  ·  filter: {markup_escape(table.filter)} (/ to change)"
+            change += f"  ·  filter: {table.filter} (/ to change)"
         name = self.facts.trace.source.rstrip("/").rsplit("/", 1)[-1]
-        self.query_one("#profile-header", Static).update(
-            f"{tabs}\n[dim]{markup_escape(name)}  ·  scope: {markup_escape(scope)}{state}{change}[/dim]")
+        line = Text(printable(f"{name}  ·  scope: {scope}{state}{change}"), "dim")
+        self.query_one("#profile-header", Static).update(Text("\n").join([tabs, line]))
 
     # -- keys --------------------------------------------------------------------------------
     def _switch(self, view: str) -> None:

@@ -3,14 +3,16 @@ failure (from the worker, or any worker error the app's handler reports) shown i
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Center, Middle
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import ProgressBar, Static
 
-from mlptui.base.text import markup_escape as escape
+from mlptui.base.text import printable
 from mlptui.widgets.footer import KeyBar
+from mlptui.widgets.literal import literal
 from mlptui.widgets.worker_errors import ReportsWorkerErrors, WorkerFailed
 
 
@@ -21,13 +23,13 @@ class ProgressScreen(ReportsWorkerErrors, Screen[None]):
             super().__init__()
 
     def __init__(self, title: str) -> None:
-        """`title`: Rich markup, names escaped, shown while nothing is loaded yet."""
+        """`title`: plain text (names shown as written), shown while nothing is loaded yet."""
         super().__init__()
         self.title_text = title
 
     def compose(self) -> ComposeResult:
         with Middle(), Center():
-            yield Static(self.title_text, id="loading-title")
+            yield Static(literal(self.title_text), id="loading-title")
             yield ProgressBar(total=None, show_eta=False, id="loading-bar")
             yield Static("", id="loading-error")
         yield KeyBar()
@@ -38,4 +40,4 @@ class ProgressScreen(ReportsWorkerErrors, Screen[None]):
     def on_progress_screen_failed(self, message: Failed) -> None:
         self.query_one(ProgressBar).display = False
         self.query_one("#loading-error", Static).update(
-            f"[b]mlptui: {escape(message.text)}[/b]\n\nesc: back   q: quit")
+            Text.assemble((f"mlptui: {printable(message.text)}", "bold"), "\n\nesc: back   q: quit"))

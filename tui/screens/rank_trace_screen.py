@@ -7,6 +7,7 @@ from mlptui.keys import RANK_SWITCH_KEYS
 from mlptui.screens.trace_screen import TraceScreen
 from mlptui.screens.when_composed import when_composed
 from mlptui.viewmodels.run_view import RunView
+from mlptui.widgets.literal import literal
 
 
 class RankTraceScreen(TraceScreen):
@@ -22,7 +23,7 @@ class RankTraceScreen(TraceScreen):
     def on_mount(self) -> None:
         super().on_mount()
         self.sub_title = self.run.rank_label(self.position)
-        self.query_one("#steps-pane").border_subtitle = f"{self.run.rank_label(self.position)} · < > switch rank"
+        self.query_one("#steps-pane").border_subtitle = literal(f"{self.run.rank_label(self.position)} · < > switch rank")
 
     def action_rank(self, delta: int) -> None:
         if len(self.run.ranks) > 1:

@@ -5,18 +5,20 @@ peak and the wait. `enter` (or `l` / →) opens the selected rank with every pan
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Static
 
-from mlptui.base.text import markup_escape as escape
+from mlptui.base.text import printable
 from mlptui.base.units import bandwidth
 from mlptui.keys import RANKS_KEYS
 from mlptui.screens.when_composed import when_composed
 from mlptui.viewmodels.run_view import RunView
 from mlptui.widgets.footer import KeyBar
 from mlptui.widgets.lines import LineList
+from mlptui.widgets.literal import literal
 from mlptui.widgets.text_table import TextTable
 
 
@@ -33,8 +35,10 @@ class RanksScreen(Screen[None]):
         self.position = 0
 
     def compose(self) -> ComposeResult:
-        failures = f"\n[red]{escape(self.run.failures)}[/red]" if self.run.failed else ""
-        yield Static(f"[b]{escape(self.run.title)}[/b]{failures}", id="ranks-header")
+        header = Text(printable(self.run.title), "bold")
+        if self.run.failed:
+            header.append("\n" + printable(self.run.failures), "red")
+        yield Static(header, id="ranks-header")
         with RanksPane(id="rank-steps-pane", classes="pane"):
             yield TextTable(id="rank-steps")
         with RanksPane(id="rank-list-pane", classes="pane"):
@@ -56,7 +60,7 @@ class RanksScreen(Screen[None]):
         self.query_one("#rank-list-pane").border_title = (
             "ranks · overlap: share of comm time with compute running · enter: open the rank")
         peak = f"{self.run.link.name} {bandwidth(self.run.link.peak_gbps)}" if self.run.link else "link unknown"
-        self.query_one("#collectives-pane").border_title = (
+        self.query_one("#collectives-pane").border_title = literal(
             f"collectives · bus bandwidth over the transfer (from the last arrival) vs {peak}")
         self.query_one("#rank-list", TextTable).focus()
 

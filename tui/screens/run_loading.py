@@ -13,12 +13,12 @@ from textual.message import Message
 from textual.widgets import ProgressBar, Static
 
 from mlptui.base.errors import MlptuiError
-from mlptui.base.text import markup_escape as escape
 from mlptui.gc_policy import bulk_allocation
 from mlptui.screens.progress import ProgressScreen
 from mlptui.screens.when_composed import when_composed
 from mlptui.viewmodels.facts import TraceFacts, build_facts
 from mlptui.viewmodels.run_view import RunView, build_run_view
+from mlptui.widgets.literal import literal
 
 
 class RunLoadingScreen(ProgressScreen):
@@ -35,7 +35,7 @@ class RunLoadingScreen(ProgressScreen):
             super().__init__()
 
     def __init__(self, folder: str, ranks: list[tuple[int, Path]]) -> None:
-        super().__init__(f"opening the run {escape(folder)} ({len(ranks)} ranks)")
+        super().__init__(f"opening the run {folder} ({len(ranks)} ranks)")
         self.folder = folder
         self.rank_paths = ranks
 
@@ -78,7 +78,7 @@ class RunLoadingScreen(ProgressScreen):
     def on_run_loading_screen_progress(self, message: Progress) -> None:
         self.query_one(ProgressBar).update(total=max(message.total, 1), progress=message.done)
         self.query_one("#loading-title", Static).update(
-            f"opening the run {escape(self.folder)}: {escape(message.text)} of {len(self.rank_paths)}")
+            literal(f"opening the run {self.folder}: {message.text} of {len(self.rank_paths)}"))
 
     def on_run_loading_screen_loaded(self, message: Loaded) -> None:
         from mlptui.screens.ranks_screen import RanksScreen

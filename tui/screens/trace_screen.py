@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -19,7 +20,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
-from mlptui.base.text import markup_escape as escape
+from mlptui.base.text import printable
 from mlptui.gc_policy import bulk_allocation
 from mlptui.give_way import giving_way
 from mlptui.keys import TRACE_KEYS
@@ -43,6 +44,7 @@ from mlptui.widgets.footer import KeyBar
 from mlptui.widgets.kernels import KernelTable
 from mlptui.widgets.launches import LaunchTable, summary_line
 from mlptui.widgets.lines import LineList
+from mlptui.widgets.literal import literal
 from mlptui.widgets.op_tree import OpTree
 from mlptui.widgets.steps import StepList
 from mlptui.widgets.table_csv import export_table
@@ -131,14 +133,14 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
 
     def compose(self) -> ComposeResult:
         # the trust banner first: a trace that cannot be read as is says so before any figure
-        header = [f"[b red]{escape(self.facts.trust)}[/b red]"] if self.facts.trust else []
-        header.append(f"[b]{escape(self.header_label + device_line(self.facts))}[/b]")
+        header = [Text(printable(self.facts.trust), "bold red")] if self.facts.trust else []
+        header.append(Text(printable(self.header_label + device_line(self.facts)), "bold"))
         # expect.toml's mismatches come first (the held ones only count in the picker)
-        header += [f"  {line}" for line in expectation_lines(self.facts) if not line.startswith("[green]")]
-        header += [f"  {escape(line)}" for line in self.facts.findings]
+        header += [Text("  ") + line for line in expectation_lines(self.facts, held=False)]
+        header += [Text("  " + printable(line)) for line in self.facts.findings]
         # the file's name, not its folder: the header reads the same wherever the trace lives
-        header.append(f"[dim]{escape(self.facts.trace.source.rstrip('/').rsplit('/', 1)[-1])}[/dim]")
-        yield Static("\n".join(header), id="trace-header")
+        header.append(Text(printable(self.facts.trace.source.rstrip("/").rsplit("/", 1)[-1]), "dim"))
+        yield Static(Text("\n").join(header), id="trace-header")
         with Pane(id="steps-pane", classes="pane"):
             yield StepList(id="steps").data_bind(TraceScreen.scope)
         with Horizontal(id="middle"):
@@ -216,8 +218,8 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
             timeline.show_scope(start, max(end, gpu_end))
         scope_name = "all steps" if step is None else trace.steps[step].name
         pane = self.query_one("#steps-pane")
-        title = f"1 steps · scope: {scope_name} ([ ] to change)"
-        if pane.border_title != title:
+        title = literal(f"1 steps · scope: {scope_name} ([ ] to change)")
+        if pane.border_title != title.markup:
             pane.border_title = title
         self._select_from(self.query_one(OpTree))
         self._ahead.shown(scope)
@@ -230,7 +232,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
             return
         self.query_one(LaunchTable).show(self.facts.launches_by_step.get(self.scope.step, []))
         calls = call_stats(self.facts, self.scope.step)
-        summary.update(escape(summary_line(calls)) if calls else "no launch calls in this scope", layout=False)
+        summary.update(literal(summary_line(calls)) if calls else "no launch calls in this scope", layout=False)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="launches")
     def link_launches(self) -> None:

@@ -48,7 +48,7 @@ def _kv(lines: list[str], key: str, value: Any) -> None:
 
 def op_details(trace: Trace, op_id: int) -> str:
     op = trace.ops[op_id]
-    lines = [f"[b]{escape(op.name)}[/b]  ({op.cat}, thread {op.tid})"]
+    lines = [f"[b]{escape(op.name)}[/b]  ({escape(str(op.cat))}, thread {escape(str(op.tid))})"]
     _kv(lines, "start", f"+{fmt.us(op.ts)}")
     _kv(lines, "total / self CPU", f"{fmt.us(op.dur)} / {fmt.us(op.self_us)}")
     _kv(lines, "GPU time launched", fmt.us(op.gpu_us) if op.gpu_us else "none: this op launches nothing on the GPU")
@@ -77,7 +77,7 @@ def op_details(trace: Trace, op_id: int) -> str:
 def gpu_details(trace: Trace, gid: int) -> str:
     g = trace.gpu[gid]
     name = decode_kernel(g.name)
-    lines = [f"[b]{escape(name.short)}[/b]  ({name.family}, {escape(name.library)})", f"  {escape(g.name)}"]
+    lines = [f"[b]{escape(name.short)}[/b]  ({escape(name.family)}, {escape(name.library)})", f"  {escape(g.name)}"]
     _kv(lines, "duration", fmt.us(g.dur))
     _kv(lines, "start", f"+{fmt.us(g.ts)} on GPU {g.device} stream {g.stream}")
     for field in ("kind", "ops", "tile", "stages", "cluster", "dtype", "layout", "epilogue", "vector_width",

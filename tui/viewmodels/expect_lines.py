@@ -1,20 +1,26 @@
 """The expectations beside a trace as findings-pane lines: every mismatch first (what was expected, what
-the trace shows), then how many held. Rich markup, names escaped; the marks read without colour."""
+the trace shows), then how many held. Rich text built from plain strings (a name is never read as
+markup); the marks read without colour."""
 
 from __future__ import annotations
 
-from mlptui.base.text import markup_escape as escape
+from rich.text import Text
+
+from mlptui.base.text import printable
 from mlptui.viewmodels.facts import TraceFacts
 
 
-def expectation_lines(facts: TraceFacts) -> list[str]:
+def expectation_lines(facts: TraceFacts, *, held: bool = True) -> list[Text]:
+    """The lines, with the count of expectations that held last unless `held` is False."""
     if facts.expect_problem:
-        return [f"[b]expect.toml:[/b] {escape(facts.expect_problem)}"]
+        return [Text.assemble(("expect.toml:", "bold"), " " + printable(facts.expect_problem))]
     outcomes = facts.expectations
     if not outcomes:
         return []
-    lines = [f"[b red]✗ MISMATCH[/] expected {escape(o.expectation.text)!r}; the trace shows {escape(o.shows)}"
+    lines = [Text.assemble(("✗ MISMATCH", "bold red"),
+                           f" expected {printable(repr(o.expectation.text))}; the trace shows {printable(o.shows)}")
              for o in outcomes if not o.ok]
-    held = sum(o.ok for o in outcomes)
-    lines.append(f"[green]✓[/] {held} of {len(outcomes)} expectations of expect.toml hold")
+    if held:
+        lines.append(Text.assemble(("✓", "green"), f" {sum(o.ok for o in outcomes)} of {len(outcomes)} "
+                                   "expectations of expect.toml hold"))
     return lines

@@ -1,4 +1,5 @@
-"""Tables as CSV: the text (`csv_text`), and the file the explorer writes with `x` (`export_csv`).
+"""Tables as CSV: the text (`csv_text`, for `x` and `summary --csv`), and the file the explorer writes with
+`x` (`export_csv`). A text cell that a spreadsheet would run as a formula is written as text (`as_text`).
 
 The explorer never writes beside a trace: exports go to the folder named by MLPTUI_EXPORT_DIR, else to
 `mlptui-exports/` in the current directory. A file appears whole or not at all (written to a temporary
@@ -20,13 +21,18 @@ import orjson
 from mlptui.base.files import temp_path
 
 EXPORT_DIR_ENV = "MLPTUI_EXPORT_DIR"
+_FORMULA_STARTS = frozenset("=+-@\t\r")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """RFC 4180 CSV: None as an empty cell, lists and dicts as JSON, numbers as Python writes them."""
+    """RFC 4180 CSV: None as an empty cell, lists and dicts as JSON, numbers as Python writes them, and
+    text that a spreadsheet would run as a formula written as text (`as_text`). Lines end in CRLF, as the
+    RFC says: the writer then quotes a cell holding a lone carriage return, which would otherwise split
+    its row for a reader."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header)
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow([_cell(h) for h in header])
     for row in rows:
         writer.writerow([_cell(v) for v in row])
     return out.getvalue()
@@ -42,8 +48,19 @@ def _cell(value: Any) -> Any:
     if value is None:
         return ""
     if isinstance(value, list | dict | tuple):
-        return orjson.dumps(value).decode()
+        return as_text(orjson.dumps(value).decode())
+    if isinstance(value, str):
+        return as_text(value)
     return value
+
+
+def as_text(cell: str) -> str:
+    """A cell that a spreadsheet would read as a formula (it begins with `=`, `+`, `-`, `@`, a tab or a
+    carriage return: an op named `=HYPERLINK(…)` would run) with `'` in front, which spreadsheets read as
+    "this cell is text" (OWASP, CSV Injection). A cell that is a number, `-1.5` or `+3e4`, stays a number."""
+    if cell[:1] in _FORMULA_STARTS and not _NUMBER.fullmatch(cell):
+        return "'" + cell
+    return cell
 
 
 def export_folder() -> Path:

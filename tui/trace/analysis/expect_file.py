@@ -9,7 +9,8 @@ the app (which shows the mismatches first). Reading only: the viewer never write
     expect = ["kernels per step == 1", "attention kernel: flash", "tensor cores: all GEMMs"]
 
 TOML is read with the standard library's tomllib (Python 3.11+), else the `tomli` package when it is
-installed; on Python 3.10 without tomli, reading the file is a one-line error.
+installed; on Python 3.10 without tomli, reading the file is a one-line error. Only a regular file of at
+most MAX_BYTES is read: a named pipe or a device (`/dev/zero`) is refused before any read.
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ import fnmatch
 from pathlib import Path
 from typing import Any
 
+from mlptui.base.errors import TraceError
+from mlptui.base.regular_file import read_regular, shown
 from mlptui.trace.analysis.expectations import ExpectationError
 
 EXPECT_FILE = "expect.toml"
+MAX_BYTES = 1 << 20      # a real expectations file holds a few lines; a bigger one is not one
 
 
 def _toml_loads(text: str) -> dict[str, Any]:
@@ -36,6 +40,8 @@ def _toml_loads(text: str) -> dict[str, Any]:
         data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ExpectationError(f"not valid TOML: {exc}") from None
+    except ValueError:      # an integer of more digits than Python turns into a number (4,300)
+        raise ExpectationError("not valid TOML: a number too long to read") from None
     return data
 
 
@@ -48,10 +54,14 @@ def beside(trace_path: Path) -> Path | None:
 def expectations_for(trace_path: Path, file: Path) -> list[str]:
     """The expectation strings `file` gives the trace at `trace_path` (top-level `expect` first, then
     every `[[trace]]` table whose `match` glob matches the file name)."""
+    if file.is_dir():
+        raise ExpectationError(f"{shown(file)}: is a folder, not an expectations file")
     try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ExpectationError(f"cannot read {file}: {getattr(exc, 'strerror', None) or exc}") from None
+        text = read_regular(file, str(file), limit=MAX_BYTES).decode("utf-8")
+    except TraceError as exc:       # a FIFO, a device, a folder, a missing file or one over MAX_BYTES
+        raise ExpectationError(f"cannot read the expectations file: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ExpectationError(f"cannot read {shown(file)}: not UTF-8 text ({exc.reason})") from None
     try:
         data = _toml_loads(text)
     except ExpectationError as exc:

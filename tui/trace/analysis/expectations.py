@@ -47,6 +47,8 @@ FORMS = ("kernels per step OP N", "launches per step OP N", "memcpy per step OP 
 
 _COUNT = re.compile(r"^(kernels|launches|memcpy) per step\s*(==|!=|<=|>=|<|>)\s*(\d+)$")
 _INTEGRITY = re.compile(r"""^integrity\s*(?:==|=|:)\s*(["']?)ok\1$""")
+MAX_DIGITS = 9           # N of a count: more digits is no count a trace could hold (and `int` refuses 4,300)
+_SHOWN = 80              # characters of an expectation quoted in a message
 
 
 class ExpectationError(MlptuiError):
@@ -73,6 +75,9 @@ def parse(text: str) -> Expectation:
     s = " ".join(str(text).strip().lower().split())
     m = _COUNT.match(s)
     if m:
+        if len(m.group(3)) > MAX_DIGITS:
+            raise ExpectationError(f"malformed expectation {_quoted(text)}: N is a whole number of at most "
+                                   f"{MAX_DIGITS} digits")
         return Expectation(text, "count", m.group(1), m.group(2), int(m.group(3)))
     if s == "no memcpy":
         return Expectation(text, "count", "memcpy", "==", 0)
@@ -80,7 +85,7 @@ def parse(text: str) -> Expectation:
         word = s.removeprefix("attention kernel:").strip()
         if word in ATTENTION_WORDS:
             return Expectation(text, "attention", word)
-        raise ExpectationError(f"malformed expectation {text!r}: the attention kernel is one of "
+        raise ExpectationError(f"malformed expectation {_quoted(text)}: the attention kernel is one of "
                                f"{', '.join(ATTENTION_WORDS)}")
     if s in ("tensor cores: all gemms", "tensor cores: no gemms"):
         return Expectation(text, "tensor-cores", s.split(": ")[1].split()[0])
@@ -88,7 +93,13 @@ def parse(text: str) -> Expectation:
         return Expectation(text, "mask", "rebuilt" if s == "mask rebuilt" else "not")
     if _INTEGRITY.match(s):
         return Expectation(text, "integrity", "ok")
-    raise ExpectationError(f"malformed expectation {text!r}: expected one of: {'; '.join(FORMS)}")
+    raise ExpectationError(f"malformed expectation {_quoted(text)}: expected one of: {'; '.join(FORMS)}")
+
+
+def _quoted(text: str) -> str:
+    """`text` quoted for a one-line message, cut to _SHOWN characters."""
+    text = str(text)
+    return repr(text if len(text) <= _SHOWN else text[:_SHOWN] + "…")
 
 
 def _per_step_counts(trace: Trace, subject: str) -> list[int]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlptui.base.private_folder import is_private
+from mlptui.base.settings import whole_number
 
 DEFAULT_CAP_MB = 2048
 _ENTRY = re.compile(r"^([0-9a-f]{32})(?:\.[a-z_]+)?\.(?:npz|json)$")     # index, companions, rank digests
@@ -40,9 +41,10 @@ class Group:
 
 
 def cap_bytes() -> int:
-    wanted = os.environ.get("MLPTUI_CACHE_MAX_MB", "")
-    mb = int(wanted) if wanted.isascii() and wanted.isdigit() else DEFAULT_CAP_MB
-    return mb << 20
+    """MLPTUI_CACHE_MAX_MB in bytes; DEFAULT_CAP_MB when it is unset or not a whole number (then said by
+    mlptui.base.settings.setting_problems)."""
+    mb = whole_number("MLPTUI_CACHE_MAX_MB")
+    return (DEFAULT_CAP_MB if mb is None else mb) << 20
 
 
 def usage(folder: Path) -> list[Group]:

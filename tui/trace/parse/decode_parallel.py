@@ -29,6 +29,7 @@ import msgspec
 
 from mlptui.base.progress import Progress
 from mlptui.base.regular_file import identity, read_exactly
+from mlptui.base.settings import whole_number
 from mlptui.trace.parse.classify import Classifier
 from mlptui.trace.parse.decode import (
     _AFTER_EVENT,
@@ -74,8 +75,8 @@ def workers_for(size: int) -> int:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    setting = os.environ.get("MLPTUI_DECODE_WORKERS", "").strip()
-    wanted = min(cpus - 1, int(setting)) if setting.isdigit() else cpus - 1 - _busy_cpus()
+    setting = whole_number("MLPTUI_DECODE_WORKERS")
+    wanted = min(cpus - 1, setting) if setting is not None else cpus - 1 - _busy_cpus()
     return max(0, min(wanted, size // TASK_BYTES - 1))
 
 

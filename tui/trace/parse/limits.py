@@ -23,6 +23,7 @@ import re
 from typing import Any
 
 from mlptui.base.errors import TraceError
+from mlptui.base.settings import whole_number
 from mlptui.base.values import MAX_NESTING, TOO_DEEP, bounded
 
 __all__ = ["MAX_NESTING", "TOO_DEEP", "InflateBudget", "bounded", "check_density", "clean_device", "finite_number"]
@@ -82,9 +83,9 @@ def max_input_bytes() -> int:
         limit = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         limit = 1 << 40
-    wanted = os.environ.get("MLPTUI_MAX_INPUT_MB", "")
-    if wanted.isascii() and wanted.isdigit():
-        limit = min(limit, int(wanted) << 20)
+    wanted = whole_number("MLPTUI_MAX_INPUT_MB")
+    if wanted is not None:
+        limit = min(limit, wanted << 20)
     return limit
 
 
