@@ -145,7 +145,7 @@ def _backtrack(g: Graph, incoming: list[list[int]], dist: list[float]) -> list[i
     path = []
     v = 1
     while v != 0:
-        tight = [e for e in incoming[v] if abs(dist[g.src[e]] + g.weight[e] - dist[v]) <= _TOL * max(1.0, dist[v])]
+        tight = [e for e in incoming[v] if abs(dist[g.src[e]] + g.weight[e] - dist[v]) <= _TOL + 1e-12 * dist[v]]
         if not tight:
             break
         e = tight[-1]
