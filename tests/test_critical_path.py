@@ -204,3 +204,16 @@ def test_json_shape() -> None:
     assert set(step["segments"][0]) == {"kind", "name", "start_us", "dur_us", "op"}
     assert {w["name"] for w in step["what_if"]} == {t["name"] for t in step["top"]}
     assert all(w["step_us"] <= step["length_us"] + TOL for w in step["what_if"])
+
+
+def test_check_expectations_on_the_path_share() -> None:
+    from mlptui.trace.analysis.expectations import ExpectationError, evaluate, parse
+
+    gpu_bound = load_trace(next(SAMPLES.glob("mlp-train-eager-64x2048x768x3072-bf16-h200-x2-20261122T143342/*rank-0*.gz")))
+    eager = load_trace(next(SAMPLES.glob("mlp-eager-64x128x768x3072-bf16-*.pt.trace.json.gz")))
+    e = parse("critical_path.gpu_share >= 0.8")
+    assert evaluate(gpu_bound, e).ok
+    assert not evaluate(eager, e).ok                 # its first step's path is all host time
+    assert evaluate(eager, parse("Critical_Path.cpu_share > 0.2")).ok
+    with pytest.raises(ExpectationError, match="gpu_share"):
+        parse("critical_path.bogus_share >= 0.8")
