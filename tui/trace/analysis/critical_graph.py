@@ -51,13 +51,18 @@ KINDS = (CPU, LAUNCH, LAUNCH_DELAY, "kernel", "memcpy", "memset", SYNC_WAIT, IDL
 NONE, OP, GPU = 0, 1, 2          # what owns an edge: nothing, a CPU slice (Op id), a device op (GpuOp id)
 
 
+Edge = tuple[int, int, float, str, int, int, bool, bool]   # src, dst, weight, kind, owner, owner_id, own, unexplained
+
+
 @dataclass
 class Graph:
-    """Nodes 0 (source) and 1 (sink), then two per event; edges as parallel lists."""
+    """Nodes 0 (source) and 1 (sink), then two per event, made in an order every edge follows but for
+    ties in time the path code checks; edges as tuples while building, as columns after `done()`."""
 
     start_us: float                     # the window (µs from the trace's first event)
     end_us: float
     time: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    edges: list[Edge] = field(default_factory=list)
     src: list[int] = field(default_factory=list)
     dst: list[int] = field(default_factory=list)
     weight: list[float] = field(default_factory=list)
@@ -73,18 +78,19 @@ class Graph:
 
     def edge(self, u: int, v: int, w: float, kind: str, owner: int = NONE, owner_id: int = -1,
              own: bool = False, unexplained: bool = False) -> None:
-        self.src.append(u)
-        self.dst.append(v)
-        self.weight.append(max(w, 0.0))
-        self.kind.append(kind)
-        self.owner.append(owner)
-        self.owner_id.append(owner_id)
-        self.own.append(own)
-        self.unexplained.append(unexplained)
+        self.edges.append((u, v, w if w > 0 else 0.0, kind, owner, owner_id, own, unexplained))
 
     def from_source(self, v: int) -> None:
         """v is explained by nothing in the graph: it hangs from the window's start by its measured offset."""
         self.edge(0, v, self.time[v] - self.start_us, IDLE, unexplained=True)
+
+    def done(self) -> Graph:
+        if self.edges:
+            cols = list(zip(*self.edges, strict=True))
+            self.src, self.dst, self.weight, self.kind = list(cols[0]), list(cols[1]), list(cols[2]), list(cols[3])
+            self.owner, self.owner_id, self.own, self.unexplained = (list(cols[4]), list(cols[5]), list(cols[6]),
+                                                                     list(cols[7]))
+        return self
 
 
 def is_blocking_sync(name: str) -> bool:
@@ -125,7 +131,7 @@ def build_graph(trace: Trace, step: int | None) -> Graph:
         if v is not None:
             g.edge(v, 1, 0.0, IDLE)
     _syncs(g, cpu, device)
-    return g
+    return g.done()
 
 
 _NONE = np.zeros(0, dtype=np.int64)
@@ -184,9 +190,8 @@ class _Cpu:
         ts, dur = t.op_ts[ops].tolist(), t.op_dur[ops].tolist()
         self.ts = dict(zip(ids, ts, strict=True))
         self.dur = dict(zip(ids, dur, strict=True))
-        self.start = {i: g.node(a) for i, a in zip(ids, ts, strict=True)}
-        # a zero-length slice is one instant
-        self.end = {i: (g.node(a + d) if d > 0 else self.start[i]) for i, a, d in zip(ids, ts, dur, strict=True)}
+        self.start: dict[int, int] = {}           # nodes, made as each thread's chain reaches them
+        self.end: dict[int, int] = {}
         self.kind: dict[int, str] = {}
         self.leaf_edge: dict[int, int] = {}        # a call with nothing inside it: its start -> end edge
         self.sync_calls: list[int] = []
@@ -224,16 +229,21 @@ class _Cpu:
         marks.sort()
         open_: list[int] = []
         prev = -1
-        for _, is_start, _, i in marks:
-            v = self.start[i] if is_start else self.end[i]
+        for at, is_start, _, i in marks:
+            if is_start:
+                v = self.start[i] = g.node(at)
+                if self.dur[i] <= 0:            # a zero-length slice is one instant
+                    self.end[i] = v
+            else:
+                v = self.end[i] = g.node(at)
             if prev < 0:
                 g.from_source(v)
             elif v != prev:
                 owner = open_[-1] if open_ else -1
                 if owner >= 0:
                     g.edge(prev, v, g.time[v] - g.time[prev], self.kind.get(owner, CPU), OP, owner, own=True)
-                    if prev == self.start[owner] and v == self.end[owner]:
-                        self.leaf_edge[owner] = len(g.src) - 1
+                    if prev == self.start[owner] and owner == i and not is_start:
+                        self.leaf_edge[owner] = len(g.edges) - 1
                 else:                       # thread time outside every recorded slice of the window
                     g.edge(prev, v, g.time[v] - g.time[prev], CPU)
             if is_start:
@@ -261,8 +271,11 @@ class _Device:
         launch = t.gpu_launch[gpu].tolist()
         code = {c: DEVICE_KINDS[cat] for cat in DEVICE_KINDS for c in t.cat_ids((cat,))}
         cats = t.gpu_cat[gpu].tolist()
-        self.start = {k: g.node(a) for k, a in zip(ids, ts, strict=True)}
-        self.end = {k: g.node(e) for k, e in zip(ids, ends, strict=True)}
+        self.start: dict[int, int] = {}
+        self.end: dict[int, int] = {}
+        for k, a, e in zip(ids, ts, ends, strict=True):     # in stream order: each op's start, then its end
+            self.start[k] = g.node(a)
+            self.end[k] = g.node(e)
         self.launch_ts = {k: (cpu.ts[c] if c in cpu.ts else -np.inf) for k, c in zip(ids, launch, strict=True)}
         # ends of every device op, by end, for the sync and cross-stream searches
         by_end = sorted(zip(ends, ids, strict=True))
@@ -353,6 +366,7 @@ def _syncs(g: Graph, cpu: _Cpu, device: _Device) -> None:
         g.edge(device.end[k], cpu.end[c], tail, SYNC_WAIT, OP, c)
         e = cpu.leaf_edge.get(c)
         if e is not None:
-            g.weight[e] = min(g.weight[e], tail)
+            u, v, w, *rest = g.edges[e]
+            g.edges[e] = (u, v, min(w, max(tail, 0.0)), *rest)
 
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from mlptui.trace.analysis.critical_graph import GPU, KINDS, OP, Graph, build_graph
 from mlptui.trace.analysis.op_owner import owners
 from mlptui.trace.model import Trace
@@ -76,100 +78,121 @@ def critical_path(trace: Trace, step: int | None) -> CriticalPath:
     if step is not None and not 0 <= step < len(trace.steps):
         raise IndexError(f"no step {step} (the trace has {len(trace.steps)})")
     g = build_graph(trace, step)
-    order, incoming = _topology(g)
-    longest = _longest(g, order, incoming, g.weight)
-    path = _backtrack(g, incoming, longest)
+    flow = _Flow(g)
+    weight = np.asarray(g.weight, dtype=np.float64)
+    longest = flow.longest(weight)
+    path = flow.backtrack(longest, weight)
     segments = _segments(trace, g, path, longest)
-    length = longest[1]
     breakdown = dict.fromkeys(KINDS, 0.0)
-    own: dict[tuple[str, str], float] = {}
-    for s in segments:
-        breakdown[s.kind] += s.dur_us
-        if s.kind in OWN_TIME:
-            own[(s.name, s.kind)] = own.get((s.name, s.kind), 0.0) + s.dur_us
-    top = sorted(((n, k, us) for (n, k), us in own.items()), key=lambda r: (-r[2], r[0]))[:TOP]
+    for seg in segments:
+        breakdown[seg.kind] += seg.dur_us
     names = _edge_names(trace, g)
-    what_if = []
-    for name, _kind, _us in top:
-        weights = [0.0 if g.own[e] and names[e] == name else w for e, w in enumerate(g.weight)]
-        what_if.append((name, _longest(g, order, incoming, weights)[1]))
+    own = np.asarray(g.own, dtype=bool)
+    on_path: dict[tuple[int, str], float] = {}
+    for e in path:
+        if g.own[e] and g.kind[e] in OWN_TIME and g.weight[e] > 0:
+            key = (int(names[e]), g.kind[e])
+            on_path[key] = on_path.get(key, 0.0) + g.weight[e]
+    strings = trace.columns.strings
+    ranked = sorted(on_path.items(), key=lambda r: (-r[1], strings[r[0][0]]))[:TOP]
+    top = [(strings[n], k, us) for (n, k), us in ranked]
+    what_if = [(strings[n], flow.longest(np.where(own & (names == n), 0.0, weight))[1]) for (n, _k), _us in ranked]
     mark = trace.steps[step] if step is not None and trace.steps else None
     window = g.end_us - g.start_us
+    length = longest[1]
     return CriticalPath(
         step=-1 if mark is None else mark.index, name=ALL_NAME if mark is None else mark.name, start_us=g.start_us,
         window_us=window, length_us=length, remainder_us=window - length,
-        unexplained_us=sum(g.weight[e] for e in _segment_edges(g, path) if g.unexplained[e]),
+        unexplained_us=sum(g.weight[e] for e in path if g.unexplained[e]),
         segments=segments, breakdown_us=breakdown, top=top, what_if=what_if)
 
 
-def _topology(g: Graph) -> tuple[list[int], list[list[int]]]:
-    """The nodes in an order every edge goes forward in (Kahn's), and each node's incoming edges."""
-    n = len(g.time)
-    incoming: list[list[int]] = [[] for _ in range(n)]
+class _Flow:
+    """The graph's edges in an order that settles every node before it is used: by the position of their
+    end node in a topological order (the nodes by time, made-order breaking ties, source first and sink
+    last; Kahn's algorithm where a tie in time goes against that order)."""
+
+    def __init__(self, g: Graph) -> None:
+        n = len(g.time)
+        src = np.asarray(g.src, dtype=np.int64)
+        dst = np.asarray(g.dst, dtype=np.int64)
+        key = np.asarray(g.time, dtype=np.float64)
+        key[0], key[1] = -np.inf, np.inf
+        order = np.lexsort((np.arange(n), key))
+        pos = np.empty(n, dtype=np.int64)
+        pos[order] = np.arange(n)
+        if len(src) and not bool((pos[src] < pos[dst]).all()):
+            pos = _kahn(n, src, dst)
+        self.by_dst = np.argsort(pos[dst], kind="stable")
+        self.src = src[self.by_dst].tolist()
+        self.dst = dst[self.by_dst].tolist()
+        self.n = n
+        # each node's incoming edges (edge numbers of g), for the walk back
+        by_node = np.argsort(dst, kind="stable")
+        self.in_edges = by_node
+        self.in_start = np.searchsorted(dst[by_node], np.arange(n + 1), side="left")
+        self.g_src = g.src
+
+    def longest(self, weight: np.ndarray) -> list[float]:
+        """Longest distance from the source to every node (a node the source cannot reach stays at 0)."""
+        dist = [0.0] * self.n
+        for u, v, w in zip(self.src, self.dst, weight[self.by_dst].tolist(), strict=True):
+            d = dist[u] + w
+            if d > dist[v]:
+                dist[v] = d
+        return dist
+
+    def backtrack(self, dist: list[float], weight: np.ndarray) -> list[int]:
+        """The path's edges (of g) with a weight, source to sink; among edges that tie, the last one added
+        (a sync or wait edge is added after the edges it explains better)."""
+        path = []
+        v = 1
+        src = self.g_src
+        while v != 0:
+            chosen = -1
+            for e in self.in_edges[self.in_start[v]:self.in_start[v + 1]].tolist():
+                if abs(dist[src[e]] + weight[e] - dist[v]) <= _TOL + 1e-12 * dist[v]:
+                    chosen = max(chosen, e)
+            if chosen < 0:
+                break
+            if weight[chosen] > 0:
+                path.append(chosen)
+            v = src[chosen]
+        path.reverse()
+        return path
+
+
+def _kahn(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     outgoing: list[list[int]] = [[] for _ in range(n)]
-    for e, (u, v) in enumerate(zip(g.src, g.dst, strict=True)):
-        incoming[v].append(e)
+    waiting = [0] * n
+    for u, v in zip(src.tolist(), dst.tolist(), strict=True):
         outgoing[u].append(v)
-    waiting = [len(x) for x in incoming]
+        waiting[v] += 1
     ready = deque(v for v in range(n) if waiting[v] == 0)
-    order = []
+    pos = np.empty(n, dtype=np.int64)
+    at = 0
     while ready:
         u = ready.popleft()
-        order.append(u)
+        pos[u] = at
+        at += 1
         for v in outgoing[u]:
             waiting[v] -= 1
             if waiting[v] == 0:
                 ready.append(v)
-    if len(order) != n:         # cannot happen: every edge goes forward in time or in nesting
+    if at != n:                 # cannot happen: every edge goes forward in time or along a thread
         raise RuntimeError("the dependency graph has a cycle")
-    return order, incoming
+    return pos
 
 
-def _longest(g: Graph, order: list[int], incoming: list[list[int]], weight: list[float]) -> list[float]:
-    """Longest distance from the source to every node (nodes the source cannot reach stay at 0)."""
-    dist = [0.0] * len(g.time)
-    src = g.src
-    for v in order:
-        best = 0.0
-        for e in incoming[v]:
-            d = dist[src[e]] + weight[e]
-            if d > best:
-                best = d
-        dist[v] = best
-    return dist
-
-
-def _backtrack(g: Graph, incoming: list[list[int]], dist: list[float]) -> list[int]:
-    """The path's edges from source to sink; among edges that tie, the last one added (a sync or wait
-    edge is added after the edges it explains better)."""
-    path = []
-    v = 1
-    while v != 0:
-        tight = [e for e in incoming[v] if abs(dist[g.src[e]] + g.weight[e] - dist[v]) <= _TOL + 1e-12 * dist[v]]
-        if not tight:
-            break
-        e = tight[-1]
-        path.append(e)
-        v = g.src[e]
-    path.reverse()
-    return path
-
-
-def _segment_edges(g: Graph, path: list[int]) -> list[int]:
-    return [e for e in path if g.weight[e] > 0]
-
-
-def _edge_names(trace: Trace, g: Graph) -> list[str]:
+def _edge_names(trace: Trace, g: Graph) -> np.ndarray:
+    """The string id of each edge's owner's name (-1 for none)."""
     c = trace.columns
-    strings = c.strings
-    names = []
-    for o, i in zip(g.owner, g.owner_id, strict=True):
-        if o == OP:
-            names.append(strings[int(c.op_name[i])])
-        elif o == GPU:
-            names.append(strings[int(c.gpu_name[i])])
-        else:
-            names.append("")
+    owner = np.asarray(g.owner, dtype=np.int64)
+    ids = np.asarray(g.owner_id, dtype=np.int64)
+    names = np.full(len(owner), -1, dtype=np.int64)
+    is_op, is_gpu = owner == OP, owner == GPU
+    names[is_op] = c.op_name[ids[is_op]]
+    names[is_gpu] = c.gpu_name[ids[is_gpu]]
     return names
 
 
@@ -178,7 +201,7 @@ def _segments(trace: Trace, g: Graph, path: list[int], dist: list[float]) -> lis
     strings = c.strings
     who = owners(trace)
     out = []
-    for e in _segment_edges(g, path):
+    for e in path:
         o, i, kind = g.owner[e], g.owner_id[e], g.kind[e]
         start = g.start_us + dist[g.src[e]]
         if o == OP:
