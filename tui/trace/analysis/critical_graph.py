@@ -51,18 +51,14 @@ KINDS = (CPU, LAUNCH, LAUNCH_DELAY, "kernel", "memcpy", "memset", SYNC_WAIT, IDL
 NONE, OP, GPU = 0, 1, 2          # what owns an edge: nothing, a CPU slice (Op id), a device op (GpuOp id)
 
 
-Edge = tuple[int, int, float, str, int, int, bool, bool]   # src, dst, weight, kind, owner, owner_id, own, unexplained
-
-
 @dataclass
 class Graph:
     """Nodes 0 (source) and 1 (sink), then two per event, made in an order every edge follows but for
-    ties in time the path code checks; edges as tuples while building, as columns after `done()`."""
+    ties in time the path code checks; edges as parallel lists."""
 
     start_us: float                     # the window (µs from the trace's first event)
     end_us: float
     time: list[float] = field(default_factory=lambda: [0.0, 0.0])
-    edges: list[Edge] = field(default_factory=list)
     src: list[int] = field(default_factory=list)
     dst: list[int] = field(default_factory=list)
     weight: list[float] = field(default_factory=list)
@@ -78,19 +74,18 @@ class Graph:
 
     def edge(self, u: int, v: int, w: float, kind: str, owner: int = NONE, owner_id: int = -1,
              own: bool = False, unexplained: bool = False) -> None:
-        self.edges.append((u, v, w if w > 0 else 0.0, kind, owner, owner_id, own, unexplained))
+        self.src.append(u)
+        self.dst.append(v)
+        self.weight.append(w if w > 0 else 0.0)
+        self.kind.append(kind)
+        self.owner.append(owner)
+        self.owner_id.append(owner_id)
+        self.own.append(own)
+        self.unexplained.append(unexplained)
 
     def from_source(self, v: int) -> None:
         """v is explained by nothing in the graph: it hangs from the window's start by its measured offset."""
         self.edge(0, v, self.time[v] - self.start_us, IDLE, unexplained=True)
-
-    def done(self) -> Graph:
-        if self.edges:
-            cols = list(zip(*self.edges, strict=True))
-            self.src, self.dst, self.weight, self.kind = list(cols[0]), list(cols[1]), list(cols[2]), list(cols[3])
-            self.owner, self.owner_id, self.own, self.unexplained = (list(cols[4]), list(cols[5]), list(cols[6]),
-                                                                     list(cols[7]))
-        return self
 
 
 def is_blocking_sync(name: str) -> bool:
@@ -131,7 +126,7 @@ def build_graph(trace: Trace, step: int | None) -> Graph:
         if v is not None:
             g.edge(v, 1, 0.0, IDLE)
     _syncs(g, cpu, device)
-    return g.done()
+    return g
 
 
 _NONE = np.zeros(0, dtype=np.int64)
@@ -197,11 +192,20 @@ class _Cpu:
         self.sync_calls: list[int] = []
         self.wait_calls: list[float] = []          # cudaStreamWaitEvent starts, by time
         self._calls(trace, t, ids, t.op_cat[ops].tolist(), t.op_name[ops].tolist())
-        threads: dict[tuple[int, int], list[int]] = {}
-        for i, th in zip(ids, zip(t.op_pid[ops].tolist(), t.op_tid[ops].tolist(), strict=True), strict=True):
-            threads.setdefault(th, []).append(i)
+        self.parent = dict(zip(ids, t.op_parent[ops].tolist(), strict=True))
+        self.thread_ends = []
+        if not ids:
+            return
         depth = dict(zip(ids, t.op_depth[ops].tolist(), strict=True))
-        self.thread_ends = [self._chain(mine, depth) for mine in threads.values()]
+        th = np.lexsort((t.op_tid[ops], t.op_pid[ops]))      # stable: id order (start order) within a thread
+        keys = np.stack([t.op_pid[ops][th], t.op_tid[ops][th]], axis=1)
+        cuts = np.flatnonzero((keys[1:] != keys[:-1]).any(axis=1)) + 1
+        for part in np.split(ops[th], cuts):
+            mine = part.tolist()
+            if self._nested(mine):
+                self.thread_ends.append(self._chain_nested(part))
+            else:
+                self.thread_ends.append(self._chain(mine, depth))
 
     def _calls(self, trace: Trace, t: Tables, ids: list[int], cats: list[int], names: list[int]) -> None:
         kinds = call_kinds(trace)
@@ -218,6 +222,63 @@ class _Cpu:
             if is_stream_wait(name):
                 self.wait_calls.append(self.ts[i])
         self.wait_calls.sort()
+
+    def _nested(self, mine: list[int]) -> bool:
+        """No two slices under the same parent (or at the top of the window) overlap: then the innermost
+        slice open after an instant is the slice that started there, or the parent of the one that ended."""
+        last_end: dict[int, float] = {}
+        for i in mine:
+            p = self.parent[i] if self.parent[i] in self.dur else -1
+            if self.ts[i] < last_end.get(p, -np.inf):
+                return False
+            last_end[p] = self.ts[i] + self.dur[i]
+        return True
+
+    def _chain_nested(self, part: np.ndarray) -> int:
+        """_chain's edges for a thread whose slices nest properly, with numpy."""
+        g = self.g
+        ts = np.array([self.ts[i] for i in part.tolist()])
+        dur = np.array([self.dur[i] for i in part.tolist()])
+        depth = np.arange(len(part))         # start order stands in for depth among slices that nest
+        has_end = dur > 0
+        at = np.concatenate([ts, (ts + dur)[has_end]])
+        is_start = np.concatenate([np.ones(len(part), bool), np.zeros(int(has_end.sum()), bool)])
+        tie = np.concatenate([depth, -depth[has_end]])
+        op = np.concatenate([part, part[has_end]])
+        order = np.lexsort((tie, is_start, at))
+        at, is_start, op = at[order], is_start[order], op[order]
+        first = len(g.time)
+        g.time.extend(at.tolist())
+        nodes = np.arange(first, first + len(at))
+        ops, starts = op.tolist(), is_start.tolist()
+        for i, n, st in zip(ops, nodes.tolist(), starts, strict=True):
+            if st:
+                self.start[i] = n
+                if self.dur[i] <= 0:
+                    self.end[i] = n
+            else:
+                self.end[i] = n
+        g.from_source(first)
+        # the gap after an instant: the slice that started there (if it lasts), else the parent of the slice
+        # that ended (or the zero-length one that happened) when that parent is in the window
+        owners = [i if st and self.dur[i] > 0 else (self.parent[i] if self.parent[i] in self.start else -1)
+                  for i, st in zip(ops[:-1], starts[:-1], strict=True)]
+        u, v = nodes[:-1].tolist(), nodes[1:].tolist()
+        base = len(g.src)
+        kind = self.kind
+        g.src.extend(u)
+        g.dst.extend(v)
+        g.weight.extend(np.maximum(np.diff(at), 0.0).tolist())
+        g.kind.extend([kind.get(o, CPU) for o in owners])
+        g.owner.extend([OP if o >= 0 else NONE for o in owners])
+        g.owner_id.extend(owners)
+        g.own.extend([o >= 0 for o in owners])
+        g.unexplained.extend([False] * len(owners))
+        for c in self.sync_calls:
+            k = self.start.get(c, -1) - first
+            if 0 <= k < len(ops) - 1 and ops[k + 1] == c and not starts[k + 1]:
+                self.leaf_edge[c] = base + k
+        return int(nodes[-1])
 
     def _chain(self, mine: list[int], depth: dict[int, int]) -> int:
         """A thread's starts and ends in time order, each gap owned by the innermost slice open across it
@@ -243,7 +304,7 @@ class _Cpu:
                 if owner >= 0:
                     g.edge(prev, v, g.time[v] - g.time[prev], self.kind.get(owner, CPU), OP, owner, own=True)
                     if prev == self.start[owner] and owner == i and not is_start:
-                        self.leaf_edge[owner] = len(g.edges) - 1
+                        self.leaf_edge[owner] = len(g.src) - 1
                 else:                       # thread time outside every recorded slice of the window
                     g.edge(prev, v, g.time[v] - g.time[prev], CPU)
             if is_start:
@@ -366,7 +427,6 @@ def _syncs(g: Graph, cpu: _Cpu, device: _Device) -> None:
         g.edge(device.end[k], cpu.end[c], tail, SYNC_WAIT, OP, c)
         e = cpu.leaf_edge.get(c)
         if e is not None:
-            u, v, w, *rest = g.edges[e]
-            g.edges[e] = (u, v, min(w, max(tail, 0.0)), *rest)
+            g.weight[e] = min(g.weight[e], max(tail, 0.0))
 
 
