@@ -14,6 +14,7 @@ from mlptui.base.units import duration
 from mlptui.trace.analysis.critical_graph import KINDS
 from mlptui.trace.analysis.critical_path import CriticalPath, critical_paths
 from mlptui.trace.model import Trace
+from mlptui.trace.names.kernel import decode_kernel
 
 COLLECTIVES_NOTE = ("collective kernels count as device work with their measured duration (one rank's trace does "
                     "not say which rank each waited for)")
@@ -51,9 +52,14 @@ def _rows(d: dict[str, Any], top: int) -> list[list[str]]:
              f"{s['gpu_share'] * 100:.0f}%"] for s in steps]
 
 
+def label(name: str, kind: str) -> str:
+    """A kernel by its decoded short name (the JSON keeps the raw one); anything else as recorded."""
+    return decode_kernel(name).short if kind == "kernel" else name
+
+
 def _detail(s: dict[str, Any], top: int) -> tuple[list[list[str]], list[str]]:
     gain = {w["name"]: w["step_us"] for w in s["what_if"]}
-    rows = [[t["name"], t["kind"], duration(t["us"]),
+    rows = [[label(t["name"], t["kind"]), t["kind"], duration(t["us"]),
              duration(gain[t["name"]]) if t["name"] in gain else "n/a"] for t in s["top"][:top]]
     notes = []
     if abs(s["remainder_us"]) >= 0.001:
