@@ -340,8 +340,8 @@ class _Device:
         self.launch_ts = {k: (cpu.ts[c] if c in cpu.ts else -np.inf) for k, c in zip(ids, launch, strict=True)}
         # ends of every device op, by end, for the sync and cross-stream searches
         by_end = sorted(zip(ends, ids, strict=True))
-        self.by_end_t = [e for e, _ in by_end]
-        self.by_end = [k for _, k in by_end]
+        self.by_end_t: list[float] = [e for e, _ in by_end]
+        self.by_end: list[int] = [k for _, k in by_end]
         self.lane = dict(zip(ids, lane, strict=True))
         prev_on: dict[tuple[int, int], int] = {}
         for k, a, e, ln, c, cat in zip(ids, ts, ends, lane, launch, cats, strict=True):
