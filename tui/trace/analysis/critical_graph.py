@@ -40,7 +40,7 @@ import numpy as np
 
 from mlptui.trace.analysis.launches import call_kinds
 from mlptui.trace.analysis.steps import LAUNCH_PATH_KINDS
-from mlptui.trace.analysis.tables import Tables, tables
+from mlptui.trace.analysis.tables import Tables, tables, unique_ids
 from mlptui.trace.model import KERNEL, LAUNCH_CATS, MEMCPY, MEMSET, Trace
 
 # Segment kinds (the path's vocabulary; docs/json.md).
@@ -151,7 +151,7 @@ def _split(ids: np.ndarray, step: np.ndarray) -> dict[int, np.ndarray]:
     if not len(ids):
         return {}
     order = np.argsort(step, kind="stable")
-    keys, first = np.unique(step[order], return_index=True)
+    keys, first = unique_ids(step[order], return_index=True)
     return dict(zip(keys.tolist(), np.split(ids[order], first[1:]), strict=True))
 
 
@@ -173,7 +173,8 @@ def _device_rows(t: Tables, rows: _Rows, own: np.ndarray, step: int | None, star
     lo, hi = np.searchsorted(ts, [start - rows.max_dur, end], side="left")
     near = rows.by_start[lo:hi]
     near = near[(t.gpu_ts[near] + t.gpu_dur[near] > start) & (t.gpu_step[near] < step)]
-    return np.union1d(own, near)
+    both = np.sort(np.concatenate([own, near]))
+    return both[np.concatenate(([True], both[1:] != both[:-1]))] if len(both) else both
 
 
 class _Cpu:
