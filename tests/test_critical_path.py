@@ -217,3 +217,21 @@ def test_check_expectations_on_the_path_share() -> None:
     assert evaluate(eager, parse("Critical_Path.cpu_share > 0.2")).ok
     with pytest.raises(ExpectationError, match="gpu_share"):
         parse("critical_path.bogus_share >= 0.8")
+
+
+def test_hta_multi_stream_event_wait_edge() -> None:
+    """HTA's test: the cudaEventRecord (correlation 1385) on stream 20 syncs back to kernel 1 (27), not to
+    kernel 2 (57, stream 28), and the Memset on stream 24 after the cudaStreamWaitEvent gets an edge from
+    kernel 1's end of weight 0 (it started long after: its launch held it)."""
+    path = CORPUS / "critical_path__cuda_event_sync_multi_stream__event_sync_trace.json.gz"
+    if not path.exists():
+        pytest.skip("corpus not here")
+    trace = load_trace(path)
+    g = build_graph(trace, None)
+    _, kernel1_end = _node_of(g, _by_correlation(trace, 27))
+    _, kernel2_end = _node_of(g, _by_correlation(trace, 57))
+    memset_start, _ = _node_of(g, _by_correlation(trace, 1411))
+    into = {g.src[e]: e for e in range(len(g.src)) if g.dst[e] == memset_start}
+    assert kernel1_end in into and kernel2_end not in into
+    e = into[kernel1_end]
+    assert (g.kind[e], g.weight[e]) == (SYNC_WAIT, 0.0)

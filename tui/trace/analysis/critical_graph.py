@@ -15,12 +15,13 @@ each edge carries the kind of time it is, the event that owns it, and whether it
   the call returned;
 - stream order: each device op -> the next one on its stream (device, stream);
 - blocking synchronisation (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, their HIP
-  twins, blocking copies): the device op it waited for -> the call's end. The index keeps no stream of a
-  call, so the op waited for is the one that ended last before the call returned among the work queued
-  before the call;
-- cross-stream event waits: where a cudaStreamWaitEvent was issued between the launches of a device op
-  and of its stream predecessor, and the op started after both its launch and its predecessor, the op
-  that ended last on another stream of its device before it started -> the op.
+  twins, blocking copies): the device op it waited for -> the call's end: the one the recorded sync
+  names (mlptui.trace.analysis.critical_syncs), else the one that ended last before the call returned
+  among the work queued before the call;
+- cross-stream event waits: a recorded "Stream Wait Event" (critical_syncs); without one, where a
+  cudaStreamWaitEvent was issued between the launches of a device op and of its stream predecessor, and
+  the op started after both its launch and its predecessor, the op that ended last on another stream of
+  its device before it started -> the op.
 
 Weights are measured: the edge that set a node's time (its latest arrival) carries the measured gap;
 the others carry the least gap they imply (0 for a launch delay or stream gap that did not bind), so the
@@ -38,6 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mlptui.trace.analysis.critical_syncs import recorded_waits
 from mlptui.trace.analysis.launches import call_kinds
 from mlptui.trace.analysis.steps import LAUNCH_PATH_KINDS
 from mlptui.trace.analysis.tables import Tables, tables, unique_ids
@@ -120,7 +122,7 @@ def build_graph(trace: Trace, step: int | None) -> Graph:
     else:
         for e in cpu.thread_ends:
             g.edge(e, 1, 0.0, IDLE)
-    device = _Device(t, g, cpu, _device_rows(t, rows, own, step if root >= 0 else None, start, end))
+    device = _Device(trace, t, g, cpu, _device_rows(t, rows, own, step if root >= 0 else None, start, end))
     for k in own.tolist():
         v = device.end.get(k)
         if v is not None:
@@ -207,6 +209,14 @@ class _Cpu:
                 self.thread_ends.append(self._chain_nested(part))
             else:
                 self.thread_ends.append(self._chain(mine, depth))
+
+    def by_correlation(self, t: Tables) -> dict[int, int]:
+        """correlation -> Op id, for the window's runtime/driver calls."""
+        ids = np.fromiter(self.ts.keys(), dtype=np.int64, count=len(self.ts))
+        if not len(ids):
+            return {}
+        ids = ids[t.op_correlation_present[ids]]
+        return dict(zip(t.op_correlation[ids].tolist(), ids.tolist(), strict=True))
 
     def _calls(self, trace: Trace, t: Tables, ids: list[int], cats: list[int], names: list[int]) -> None:
         kinds = call_kinds(trace)
@@ -322,7 +332,7 @@ class _Cpu:
 class _Device:
     """The device ops of the window: their nodes, launch, stream-order and cross-stream edges."""
 
-    def __init__(self, t: Tables, g: Graph, cpu: _Cpu, gpu: np.ndarray) -> None:
+    def __init__(self, trace: Trace, t: Tables, g: Graph, cpu: _Cpu, gpu: np.ndarray) -> None:
         self.g = g
         order = np.lexsort((gpu, t.gpu_ts[gpu], t.gpu_stream[gpu], t.gpu_device[gpu]))
         gpu = gpu[order]
@@ -344,6 +354,11 @@ class _Device:
         self.by_end_t: list[float] = [e for e, _ in by_end]
         self.by_end: list[int] = [k for _, k in by_end]
         self.lane = dict(zip(ids, lane, strict=True))
+        lanes: dict[tuple[int, int], list[int]] = {}
+        for k, ln in zip(ids, lane, strict=True):
+            lanes.setdefault(ln, []).append(k)
+        self.recorded = recorded_waits(trace, cpu.by_correlation(t), cpu.ts, lanes, self.launch_ts,
+                                       (g.start_us, g.end_us))
         prev_on: dict[tuple[int, int], int] = {}
         for k, a, e, ln, c, cat in zip(ids, ts, ends, lane, launch, cats, strict=True):
             g.edge(self.start[k], self.end[k], e - a, code.get(cat, "kernel"), GPU, k, own=True)
@@ -365,7 +380,12 @@ class _Device:
                 arrivals.append((launched, "launch"))
             else:
                 has_call = False                # the clocks disagree: the op started before its launch
-        waited = self._waited_on(k, ts, prev, max((a for a, _ in arrivals), default=-np.inf), cpu)
+        recorded = self.recorded.op_waits.get(k)
+        if recorded is not None:                # the last to end of what it waited for (before it started)
+            ends = [(g.time[self.end[w]], w) for w in recorded if g.time[self.end[w]] <= ts]
+            waited = max(ends)[1] if ends else -1
+        else:
+            waited = self._waited_on(k, ts, prev, max((a for a, _ in arrivals), default=-np.inf), cpu)
         if waited >= 0:
             arrivals.append((g.time[self.end[waited]], "wait"))
         if not arrivals:
@@ -421,7 +441,11 @@ def _syncs(g: Graph, cpu: _Cpu, device: _Device) -> None:
     call's own edge keeps only that tail, so a what-if that ends the op sooner ends the call sooner."""
     for c in cpu.sync_calls:
         ts, end = cpu.ts[c], cpu.ts[c] + cpu.dur[c]
-        k = device.waited_by_sync(ts, end)
+        k = device.recorded.call_waits.get(c, -1)
+        if k >= 0 and not ts < g.time[device.end[k]] <= end:
+            continue                            # recorded, and it did not wait (or the clocks disagree)
+        if k < 0:
+            k = device.waited_by_sync(ts, end)
         if k < 0:
             continue
         tail = end - g.time[device.end[k]]
