@@ -27,6 +27,9 @@ SAMPLE_FILES = sorted(SAMPLES.glob("*.pt.trace.json.gz")) + sorted(SAMPLES.glob(
 CORPUS_WITH_STEPS = [CORPUS / "ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
                      CORPUS / "timeline_analysis__sampled_rank-0.json.gz",
                      CORPUS / "amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+                     CORPUS / "nccl_parser_config__nccl_data.json.gz",
+                     CORPUS / "trace_diff__control__control.json.gz",
+                     REAL / "AMD-AGI__TraceLens__mi300_resnet_act_checkpoint.json.gz",
                      REAL / "pytorch__kineto__worker0.1623143089861.pt.trace.json.gz"]
 
 
