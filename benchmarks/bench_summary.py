@@ -34,6 +34,7 @@ _SECTIONS = (
     ("mlptui.trace.analysis.summary", "launch_calls", "launch calls", 0),
     ("mlptui.trace.analysis.summary", "_dispatch", "dispatch paths", 0),
     ("mlptui.trace.analysis.summary", "dispatch_paths", "dispatch paths", 0),
+    ("mlptui.trace.analysis.summary", "critical_path_dict", "critical path", 0),
     ("mlptui.trace.analysis.summary", "profile_sections", "profile sections", 0),
     ("mlptui.trace.analysis.profile_sections", "overview", "overview", 1),
     ("mlptui.trace.analysis.kernel_figures", "trace_launches", "kernels' args re-read", 2),

@@ -58,8 +58,10 @@ def test_a_clash_is_checked_against_every_binding_where_the_key_works() -> None:
     assert parse_user_keys("sort=t,search=s") == ({"sort": "t", "search": "s"}, [])
     # the picker's `m` does not work on the trace screen, so `jump=m` takes nothing from anyone
     assert parse_user_keys("jump=m")[1] == []
-    # but `c` jumps to the diff's CPU side, where raw-names (the same id) works too
-    assert parse_user_keys("raw-names=c")[1] == ["raw-names=c refused: c is already 'cpu side' (diff-cpu) in the diff"]
+    # but `c` opens the critical path where raw-names works (and jumps to the diff's CPU side, where the same
+    # id works too): the first place it clashes is named
+    assert parse_user_keys("raw-names=c")[1] == [
+        "raw-names=c refused: c is already 'critical path' (view-critical) in the trace screen's steps list"]
     # every id the help lists can be remapped
     ids = {b.id for _, group in GROUPS for b in group} | {b.id for _, chain in FOCUS_CHAINS for g in chain for b in g}
     assert "search" in ids and "open-rank" in ids and "diff-swap" in ids

@@ -102,6 +102,8 @@ TRACE_KEYS = [
         ("K", "kernels", "Kernel stats", "kernels, completed: Tensor Cores, calls, mean/min/max, blocks/SM", False),
         ("M", "memory", "Memory", "memory: curve per device, peak and its op, allocations per op", False),
         ("u", "modules", "Modules", "nn.Module tree with calls, host and device time", False),
+        ("c", "critical", "Critical path", "critical path: the chain of dependent work the step waits on, "
+         "by kind, what-if, and its segments", False),
     )
 ]
 

@@ -30,7 +30,14 @@ from mlptui.screens.when_composed import when_composed
 from mlptui.trace.analysis.breakdown import scope_label
 from mlptui.viewmodels.facts import TraceFacts
 from mlptui.viewmodels.profile_details import memory_peaks, module_detail, operator_detail
-from mlptui.viewmodels.profile_views import ProfileData, ProfileViews, overview_text, regrouped
+from mlptui.viewmodels.profile_views import (
+    ProfileData,
+    ProfileViews,
+    critical_of,
+    critical_text,
+    overview_text,
+    regrouped,
+)
 from mlptui.viewmodels.scope import Scope
 from mlptui.viewmodels.table_export import trace_stem
 from mlptui.widgets.footer import KeyBar
@@ -42,14 +49,15 @@ from mlptui.widgets.profile_tables import (
     MemoryOpTable,
     ModuleTable,
     OperatorTable,
+    SegmentTable,
     SortedTable,
 )
 from mlptui.widgets.table_csv import export_table
 from mlptui.widgets.worker_errors import ReportsWorkerErrors, WorkerFailed
 
-VIEWS = ("overview", "operators", "kernels", "memory", "modules")
+VIEWS = ("overview", "operators", "kernels", "memory", "modules", "critical")
 TITLES = {"overview": "o overview", "operators": "p operators", "kernels": "K kernels (completed)",
-          "memory": "M memory", "modules": "u modules"}
+          "memory": "M memory", "modules": "u modules", "critical": "c path"}
 VIEW_KEYS = [b for b in TRACE_KEYS if b.id and b.id.startswith("view-")]
 
 
@@ -128,6 +136,9 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
             with Vertical(id="view-modules"):
                 yield ModuleTable(id="modules")
                 yield Static("", id="modules-detail", classes="profile-detail")
+            with Vertical(id="view-critical"):
+                yield Static("", id="critical-summary")
+                yield SegmentTable(id="critical-segments")
         yield Input(placeholder="filter rows by name (enter: apply, empty: every row, esc: cancel)",
                     id="profile-filter")
         yield KeyBar()
@@ -185,7 +196,8 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
             return
         self._filled.add(self.view)
         {"overview": self._fill_overview, "operators": self._fill_operators, "kernels": self._fill_kernels,
-         "memory": self._fill_memory, "modules": self._fill_modules}[self.view](data)
+         "memory": self._fill_memory, "modules": self._fill_modules,
+         "critical": self._fill_critical}[self.view](data)
         self._header()
         self.refresh_bindings()      # the memory view's devices are known now
 
@@ -214,7 +226,7 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
             table.show([])
         self.query_one("#memory-peaks", Static).update("")
         self.query_one(MemoryPlot).show(None)
-        for detail in ("#operators-detail", "#modules-detail"):
+        for detail in ("#operators-detail", "#modules-detail", "#critical-summary"):
             self.query_one(detail, Static).update("")
 
     def _fill_memory(self, data: ProfileData) -> None:
@@ -260,6 +272,11 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
             self.device += 1
             self._show_device(data)
 
+    def _fill_critical(self, data: ProfileData) -> None:
+        path = critical_of(data)
+        self.query_one("#critical-summary", Static).update(critical_text(path))
+        self.query_one(SegmentTable).show_path(path.segments, path.start_us)
+
     def _fill_modules(self, data: ProfileData) -> None:
         if data.modules is None:
             self.query_one(ModuleTable).show([])
@@ -287,7 +304,7 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
         self.view = view
         self.query_one(ContentSwitcher).current = f"view-{view}"
         focus = {"overview": "#view-overview", "operators": "#operators", "kernels": "#kernel-stats",
-                 "memory": "#memory-ops", "modules": "#modules"}[view]
+                 "memory": "#memory-ops", "modules": "#modules", "critical": "#critical-segments"}[view]
         self.query_one(focus).focus()
         self.refresh_bindings()      # `v` shows on the memory view only
         self._fill()
@@ -306,7 +323,7 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
     # -- filter, raw names, export -------------------------------------------------------------
     def _view_table(self) -> SortedTable | None:
         table = {"operators": "#operators", "kernels": "#kernel-stats", "memory": "#memory-ops",
-                 "modules": "#modules"}.get(self.view)
+                 "modules": "#modules", "critical": "#critical-segments"}.get(self.view)
         return None if table is None else self.query_one(table, SortedTable)
 
     def action_filter(self) -> None:

@@ -14,6 +14,8 @@ from typing import Any
 from rich.text import Text
 
 from mlptui.trace.analysis.breakdown import CATEGORIES, Spans, category_intervals
+from mlptui.trace.analysis.critical_path import CriticalPath, critical_path
+from mlptui.trace.analysis.critical_path_report import label
 from mlptui.trace.analysis.kernel_stats import KernelGroup, kernel_stats
 from mlptui.trace.analysis.memory import MemoryReport, memory_report
 from mlptui.trace.analysis.modules import ModuleRow, module_tree
@@ -43,6 +45,7 @@ class ProfileData:
     memory: MemoryReport | None
     modules: list[ModuleRow] | None
     grouped: dict[str, list[Any]] = field(default_factory=dict)   # "operators-shapes", "kernels-op", once asked
+    critical: CriticalPath | None = None     # the scope's step (every step: the last one), once asked
 
     @property
     def scope(self) -> str:
@@ -103,6 +106,31 @@ def regrouped(data: ProfileData, which: str) -> list[Any]:
         else:
             data.grouped[which] = kernel_stats(data.trace, data.step, by_op=True, steps_only=bool(data.trace.steps))
     return data.grouped[which]
+
+
+def critical_of(data: ProfileData) -> CriticalPath:
+    """The critical path of the scope's step; of the last step for every step (the whole trace without
+    steps). Computed once, when the view is first shown."""
+    if data.critical is None:
+        trace = data.trace
+        step = data.step if data.step is not None else (len(trace.steps) - 1 if trace.steps else None)
+        data.critical = critical_path(trace, step)
+    return data.critical
+
+
+def critical_text(p: CriticalPath) -> Text:
+    """The path's length, its time by kind, and the what-if of its top names."""
+    out = Text()
+    out.append(f"{p.name}: critical path {fmt.us(p.length_us)}", "bold")
+    out.append(f" (the step window; device work {fmt.pct(p.gpu_share)} of it)\n")
+    parts = "  ".join(f"{k.replace('_', ' ')} {fmt.us(us)}" for k, us in p.breakdown_us.items() if us > 0)
+    out.append(f"  {parts}\n")
+    kinds = {name: kind for name, kind, _us in p.top}
+    for name, us in p.what_if:
+        out.append(f"  without {label(name, kinds.get(name, ''))}: {fmt.us(us)} (saves {fmt.us(p.length_us - us)})\n", "dim")
+    if p.unexplained_us > 0:
+        out.append(f"  {fmt.us(p.unexplained_us)} follows no recorded dependency\n", "dim")
+    return out
 
 
 def bar_widths(parts: dict[str, float], width: int) -> list[tuple[str, int]]:

@@ -10,6 +10,8 @@ from typing import Any
 
 from mlptui.base import units
 from mlptui.keys import TABLE_KEYS
+from mlptui.trace.analysis.critical_path import Segment
+from mlptui.trace.analysis.critical_path_report import label
 from mlptui.trace.analysis.kernel_stats import KernelGroup
 from mlptui.trace.analysis.memory import OpMemory
 from mlptui.trace.analysis.modules import ModuleRow
@@ -231,6 +233,24 @@ class MemoryOpTable(SortedTable):
 
 def _signed(n: int) -> str:
     return ("+" if n > 0 else "") + fmt.size_bytes(n)
+
+
+class SegmentTable(SortedTable):
+    """The critical path's segments, in time order (from the step's start)."""
+
+    CELLS = [
+        lambda s: label(s.name, s.kind) or "—", lambda s: s.kind.replace("_", " "), lambda s: fmt.us(s.dur_us),
+        lambda s: fmt.us(s.start_us), lambda s: s.op or "",
+    ]
+    KEYS = [lambda s: s.name, lambda s: s.kind, lambda s: s.dur_us, lambda s: s.start_us, lambda s: s.op or ""]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__([Column("on the path", 0, min_width=24), Column("kind", 12), Column("time", 9, ">"),
+                          Column("at", 10, ">", drop=4), Column("op", 20, drop=3)], id=id)
+
+    def show_path(self, segments: list[Segment], start_us: float) -> None:
+        """The segments, each at its time from the step's start."""
+        self.show([dataclasses.replace(s, start_us=s.start_us - start_us) for s in segments])
 
 
 class ModuleTable(SortedTable):

@@ -14,8 +14,10 @@ One expectation per string; case and surrounding spaces do not matter:
     mask rebuilt / no mask rebuilt   the causal mask is (not) built inside the profiled steps
     integrity = "ok"            the trace has no integrity problem (mlptui.trace.analysis.integrity);
                                 `integrity == ok` and `integrity: ok` read the same
+    critical_path.SHARE OP X    the share (0-1) of each step's critical path that is device work
+                                (`gpu_share`) or one kind of time (`cpu_share`, `launch_share`, ...)
 
-OP is one of == != < <= > >= and N a whole number. "Per step" holds when it holds in every profiled step
+OP is one of == != < <= > >= and N a whole number (X: a number). "Per step" holds when it holds in every profiled step
 (the whole trace is one step when it has none); kernels and attention kernels are those of the last
 profiled step for the `attention kernel` and `tensor cores` forms, as the findings.
 """
@@ -29,6 +31,8 @@ from dataclasses import dataclass
 
 from mlptui.base.errors import MlptuiError
 from mlptui.trace.analysis.attention import IMPLEMENTATION_WORDS, attention_facts, implementation
+from mlptui.trace.analysis.critical_graph import KINDS
+from mlptui.trace.analysis.critical_path import critical_paths
 from mlptui.trace.analysis.findings import focus_step, step_gpu
 from mlptui.trace.analysis.integrity import integrity
 from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
@@ -36,16 +40,19 @@ from mlptui.trace.model import KERNEL, LAUNCH_CATS, MEMCPY, Trace
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.names.runtime_calls import classify_call
 
-OPS: dict[str, Callable[[int, int], bool]] = {
+OPS: dict[str, Callable[[float, float], bool]] = {
     "==": operator.eq, "!=": operator.ne, "<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt,
 }
 COUNTS = ("kernels per step", "launches per step", "memcpy per step")
 ATTENTION_WORDS = (*[w for w in IMPLEMENTATION_WORDS if w != "unknown"], "none")
 FORMS = ("kernels per step OP N", "launches per step OP N", "memcpy per step OP N", "no memcpy",
          "attention kernel: " + "|".join(ATTENTION_WORDS), "tensor cores: all GEMMs", "tensor cores: no GEMMs",
-         "mask rebuilt", "no mask rebuilt", 'integrity = "ok"')
+         "mask rebuilt", "no mask rebuilt", 'integrity = "ok"',
+         "critical_path.gpu_share OP X (or cpu_share, launch_share, ...)")
+SHARES = ("gpu", *KINDS)
 
 _COUNT = re.compile(r"^(kernels|launches|memcpy) per step\s*(==|!=|<=|>=|<|>)\s*(\d+)$")
+_SHARE = re.compile(r"^critical_path\.(\w+)_share\s*(==|!=|<=|>=|<|>)\s*(\d+(?:\.\d*)?|\.\d+)$")
 _INTEGRITY = re.compile(r"""^integrity\s*(?:==|=|:)\s*(["']?)ok\1$""")
 MAX_DIGITS = 9           # N of a count: more digits is no count a trace could hold (and `int` refuses 4,300)
 _SHOWN = 80              # characters of an expectation quoted in a message
@@ -62,6 +69,7 @@ class Expectation:
     subject: str = ""  # kernels / launches / memcpy; the attention word; all / no; rebuilt / not
     op: str = ""
     value: int = 0
+    share: float = 0.0   # critical_path.*_share: the bound
 
 
 @dataclass(frozen=True)
@@ -79,6 +87,12 @@ def parse(text: str) -> Expectation:
             raise ExpectationError(f"malformed expectation {_quoted(text)}: N is a whole number of at most "
                                    f"{MAX_DIGITS} digits")
         return Expectation(text, "count", m.group(1), m.group(2), int(m.group(3)))
+    m = _SHARE.match(s)
+    if m:
+        if m.group(1) not in SHARES:
+            raise ExpectationError(f"malformed expectation {text!r}: the critical path's shares are "
+                                   f"{', '.join(k + '_share' for k in SHARES)}")
+        return Expectation(text, "critical-path", m.group(1), m.group(2), share=float(m.group(3)))
     if s == "no memcpy":
         return Expectation(text, "count", "memcpy", "==", 0)
     if s.startswith("attention kernel:"):
@@ -132,6 +146,8 @@ def evaluate(trace: Trace, e: Expectation) -> Outcome:
         counts = _per_step_counts(trace, e.subject)
         ok = all(OPS[e.op](c, e.value) for c in counts)
         return Outcome(e, ok, f"{e.subject} {_counts_text(counts)}")
+    if e.kind == "critical-path":
+        return _critical_path(trace, e)
     if e.kind == "attention":
         words: dict[str, str] = {}
         for raw in _step_kernels(trace):
@@ -163,6 +179,16 @@ def evaluate(trace: Trace, e: Expectation) -> Outcome:
     shows = (f"mask rebuilt in {facts.mask_steps} of {facts.steps} steps: {' → '.join(facts.mask_chain)}"
              if rebuilt and facts is not None else "no mask built inside the steps")
     return Outcome(e, rebuilt == (e.subject == "rebuilt"), shows)
+
+
+def _critical_path(trace: Trace, e: Expectation) -> Outcome:
+    shares = []
+    for p in critical_paths(trace):
+        part = p.gpu_share if e.subject == "gpu" else (p.breakdown_us[e.subject] / p.length_us if p.length_us > 0 else 0.0)
+        shares.append(part)
+    ok = all(OPS[e.op](round(x, 4), e.share) for x in shares)
+    shown = ", ".join(f"{x:.2f}" for x in shares)
+    return Outcome(e, ok, f"critical path {e.subject} share per step: {shown}")
 
 
 def check(trace: Trace, expectations: list[Expectation]) -> list[Outcome]:

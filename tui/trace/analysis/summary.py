@@ -43,7 +43,8 @@ JSON shape (`mlptui summary PATH --json`; times in µs rounded to ns, lists sort
                   with those kernels),
          "gpu_kernels": [raw names of the kernels the last op launched, in order; [] for none],
          "gpu_us": f (their total GPU time over all occurrences)}
-      ]
+      ],
+      "critical_path": {...}               # per step, the longest chain of dependent work (docs/json.md)
     }
 """
 
@@ -54,6 +55,11 @@ from typing import Any
 import numpy as np
 
 from mlptui.base.units import duration
+from mlptui.trace.analysis.critical_path_report import (
+    critical_path_dict,
+    render_critical_path_markdown,
+    render_critical_path_text,
+)
 from mlptui.trace.analysis.device_arch import device_arch
 from mlptui.trace.analysis.dispatch import dispatch_paths
 from mlptui.trace.analysis.findings import trace_findings
@@ -149,6 +155,7 @@ def summarize(trace: Trace) -> dict[str, Any]:
                          for c in launch_calls(trace)],
         "dispatch": dispatch_paths(trace),
         "device_marks": device_marks_section(trace),
+        "critical_path": critical_path_dict(trace),
         **profile_sections(trace),
     }
 
@@ -276,6 +283,7 @@ def render_text(d: dict[str, Any], top: int = 15) -> str:
         if len(d["dispatch"]) > top:
             out.append(f"  … {len(d['dispatch']) - top} more paths (--json has them all)")
     out += _marks_text(d.get("device_marks"))
+    out += render_critical_path_text(d, _table, top)
     if "overview" in d:
         out += render_profile_text(d, _table, top)
     return "\n".join(out) + "\n"
@@ -337,6 +345,7 @@ def render_markdown(d: dict[str, Any], top: int = 15) -> str:
                          [[str(r["count"]), " → ".join(r["path"]),
                            ", ".join(labels[k] for k in r["gpu_kernels"]) or "(no GPU)"]
                           for r in d["dispatch"][:top]])
+    out += render_critical_path_markdown(d, _md_table, top)
     if "overview" in d:
         out += render_profile_markdown(d, _md_table, top)
     return "\n".join(out) + "\n"
