@@ -82,7 +82,7 @@ def test_walk_differences_in_tmux() -> None:
     env = "TERM=xterm-256color NO_COLOR=1 "
     t.run("new-session", "-d", "-s", t.name, "-x", "100", "-y", "30", env + _command(str(a), str(b)))
     try:
-        t.wait_for(lambda s: "B vs A on this step" in s and _cursor_line(s))
+        t.wait_for(lambda s: " │ B vs A: " in s and _cursor_line(s))
         text = t.settled()
         assert "mlp/eager" in text and "mlp/reduce-overhead" in text
         first_is_diff = d.rows[0].status != SAME

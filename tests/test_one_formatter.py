@@ -52,12 +52,13 @@ def _allreduces(raw: dict) -> list[dict]:
 
 
 def _transfers_us() -> float:
-    """Each all-reduce's transfer, from the last rank's arrival: the shorter of the two ranks' kernels."""
+    """Rank 0's all-reduce transfers: the ranks were recorded on one host (one clock), so each call's
+    transfer runs from the last rank's arrival (the latest kernel start) to rank 0's own kernel end."""
     per_rank = []
     for path in sorted(RUN.glob("*rank-*.pt.trace.json.gz")):
         with gzip.open(path, "rt") as f:
-            per_rank.append([e["dur"] for e in _allreduces(json.load(f))])
-    return sum(min(durs) for durs in zip(*per_rank, strict=True))
+            per_rank.append([(e["ts"], e["ts"] + e["dur"]) for e in _allreduces(json.load(f))])
+    return sum(calls[0][1] - max(start for start, _ in calls) for calls in zip(*per_rank, strict=True))
 
 
 @pytest.fixture(scope="module")

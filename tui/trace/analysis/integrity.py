@@ -31,6 +31,7 @@ own and no grid), a recorded graph capture, invalid UTF-8 that the loader replac
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,9 +158,9 @@ def _launches_without_work(trace: Trace, t: Tables) -> _Missing | None:
         return None
     steps = t.op_step[empty]
     in_step = steps[steps >= 0]
-    ids, counts = np.unique(in_step, return_counts=True)
+    per_step = dict(sorted(Counter(in_step.tolist()).items()))     # not np.unique: it imports numpy.ma
     cuda = trace.meta.get("cuda_runtime_version")
-    return _Missing(empty, dict(zip(ids.tolist(), counts.tolist(), strict=True)), int((steps < 0).sum()),
+    return _Missing(empty, per_step, int((steps < 0).sum()),
                     len(launches), cuda if isinstance(cuda, int) and not isinstance(cuda, bool) else None)
 
 
@@ -172,8 +173,9 @@ def _work_without_launch(t: Tables) -> Problem | None:
     us = float(t.gpu_dur[lost].sum())
     first_host = float(t.op_ts.min()) if t.n_ops else 0.0
     early = int((t.gpu_ts[lost] < first_host).sum())
-    names, counts = np.unique(t.gpu_name[lost], return_counts=True)
-    top = ", ".join(f"{t.strings[int(names[k])]} ×{int(counts[k]):,}" for k in np.argsort(-counts, kind="stable")[:3])
+    by_name = sorted(Counter(t.gpu_name[lost].tolist()).items())            # by name id, as np.unique orders
+    by_name.sort(key=lambda item: -item[1])                                  # stable: ties keep that order
+    top = ", ".join(f"{t.strings[int(name)]} ×{count:,}" for name, count in by_name[:3])
     detail = (f"{len(lost):,} of {t.n_gpu:,} device ops ({us:,.1f} µs) have no launch call in the trace "
               f"({top}): in no step's own GPU work")
     if early:
@@ -223,13 +225,13 @@ def _incomplete_steps(trace: Trace, t: Tables, missing: _Missing | None) -> list
     span = trace.meta.get("recording_span_us")
     if isinstance(span, list) and len(span) == 2 and t.n_gpu:
         late = (t.gpu_ts + t.gpu_dur > float(span[1]) + _TOLERANCE_US) & (t.gpu_step >= 0)
-        found.update(np.unique(t.gpu_step[late]).tolist())
+        found.update(t.gpu_step[late].tolist())
     if missing is not None and t.n_gpu:
         launches = _launch_rows(trace, t)
         ran = launches[np.diff(t.op_gpu_ptr)[launches] > 0]
         last_ran = float(t.op_ts[ran].max()) if len(ran) else -np.inf
         tail = missing.calls[t.op_ts[missing.calls] > last_ran]
-        found.update(s for s in np.unique(t.op_step[tail]).tolist() if s >= 0)
+        found.update(s for s in t.op_step[tail].tolist() if s >= 0)
     return sorted(found)
 
 
@@ -239,7 +241,7 @@ def _notes(trace: Trace, t: Tables) -> list[str]:
     replayed = np.flatnonzero(t.gpu_launch >= 0)
     replayed = replayed[graph[t.op_name[t.gpu_launch[replayed]]]] if len(replayed) else replayed
     if len(replayed):
-        launches = len(np.unique(t.gpu_launch[replayed]))
+        launches = len(set(t.gpu_launch[replayed].tolist()))
         kernels = int(t.gpu_is((KERNEL,))[replayed].sum())
         notes.append(f"graph_replay: {kernels:,} kernel(s) ran in {launches:,} graph replay(s): they share their "
                      "graph launch's call (no launch call of their own) and record no grid, so per-kernel launch "

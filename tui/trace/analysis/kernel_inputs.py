@@ -47,7 +47,7 @@ def input_dtype(trace: Trace, op: int) -> str | None:
 def _relabelled(trace: Trace) -> dict[str, KernelName]:
     t = tables(trace)
     kernels = np.flatnonzero(t.gpu_is((KERNEL,)))
-    names = {int(i) for i in np.unique(t.gpu_name[kernels]).tolist()}
+    names = {int(i) for i in t.gpu_name[kernels].tolist()}     # a set, not np.unique (which imports numpy.ma)
     out: dict[str, KernelName] = {}
     for sid in names:
         name = decode_kernel(t.strings[sid])
