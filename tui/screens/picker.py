@@ -186,8 +186,8 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
         if spec in self.folders:
             table = self.query_one(TraceList)
             state = table.errors.get(spec, "reading…")
-            target.update(f"[b]{escape(table.labels.get(spec, spec))}[/b]  [dim]{escape(spec)}[/dim]\n"
-                          f"{escape(state)}")
+            target.update(Text.assemble((printable(table.labels.get(spec, spec)), "bold"), "  ",
+                                        (printable(spec), "dim"), "\n", printable(state)))
             return
         facts = host(self.app).facts_cache.get(spec)
         if facts is None:
