@@ -26,6 +26,7 @@ import pytest
 from conftest import ROOT
 
 from mlptui.base.errors import TraceError
+from mlptui.base.units import duration
 from mlptui.trace.analysis.kernel_stats import kernel_stats
 from mlptui.trace.analysis.operators import operators
 from mlptui.trace.analysis.overview import na_notes, overview
@@ -290,4 +291,5 @@ def test_work_launched_outside_every_operator_is_said() -> None:
         - _launched_inside(events, OPERATOR_CATS)
     assert outside > 0
     notes = na_notes(overview(load_trace(paths[-1])))
-    assert any(n.startswith(f"outside every operator: {outside:.1f} µs of device time") for n in notes), notes
+    # written in the documented units (mlptui.base.units.duration: 368.41 µs)
+    assert any(n.startswith(f"outside every operator: {duration(outside)} of device time") for n in notes), notes

@@ -116,6 +116,8 @@ def build_graph(trace: Trace, step: int | None) -> Graph:
     g = Graph(start, end)
     g.time[0], g.time[1] = start, end
     cpu = _Cpu(trace, t, g, ops)
+    if root not in cpu.start:       # a damaged step (its own slice left out of its rows): hang from its threads
+        root = -1
     if root >= 0:
         g.edge(0, cpu.start[root], 0.0, CPU)
         g.edge(cpu.end[root], 1, 0.0, IDLE)

@@ -52,14 +52,22 @@ def _rows(d: dict[str, Any], top: int) -> list[list[str]]:
              f"{s['gpu_share'] * 100:.0f}%"] for s in steps]
 
 
-def label(name: str, kind: str) -> str:
-    """A kernel by its decoded short name (the JSON keeps the raw one); anything else as recorded."""
-    return decode_kernel(name).short if kind == "kernel" else name
+def label(name: str, kind: str, shorts: dict[str, str] | None = None) -> str:
+    """A kernel by its short name (the report's own, which its op's inputs may have settled, else the decoded
+    one; the JSON keeps the raw name); anything else as recorded."""
+    if kind != "kernel":
+        return name
+    return (shorts or {}).get(name) or decode_kernel(name).short
 
 
-def _detail(s: dict[str, Any], top: int) -> tuple[list[list[str]], list[str]]:
+def _shorts(d: dict[str, Any]) -> dict[str, str]:
+    """The report's short name of each kernel (cuDNN's f16 told bf16 by its op's inputs)."""
+    return {k["name"]: k["short"] for k in d.get("kernels", []) if isinstance(k, dict) and k.get("short")}
+
+
+def _detail(s: dict[str, Any], top: int, shorts: dict[str, str]) -> tuple[list[list[str]], list[str]]:
     gain = {w["name"]: w["step_us"] for w in s["what_if"]}
-    rows = [[label(t["name"], t["kind"]), t["kind"], duration(t["us"]),
+    rows = [[label(t["name"], t["kind"], shorts), t["kind"], duration(t["us"]),
              duration(gain[t["name"]]) if t["name"] in gain else "n/a"] for t in s["top"][:top]]
     notes = []
     if abs(s["remainder_us"]) >= 0.001:
@@ -78,7 +86,7 @@ def render_critical_path_text(d: dict[str, Any], table: Callable[..., list[str]]
     out = ["", "critical path (the chain of dependent work that ends last; by kind of time)"]
     out += ["  " + r for r in table(head, _rows(d, top), set(range(1, len(head))))]
     last = cp["steps"][-1]
-    rows, notes = _detail(last, top)
+    rows, notes = _detail(last, top, _shorts(d))
     if rows:
         out += ["", f"  {last['step']}: most time on the path, and the step without it (what-if)"]
         out += ["  " + r for r in table(["name", "kind", "on path", "step without it"], rows, {2, 3})]
@@ -92,7 +100,7 @@ def render_critical_path_markdown(d: dict[str, Any], md_table: Callable[..., lis
         return []
     out = ["", "#### Critical path", ""] + md_table([_LABEL.get(h, h) for h in _HEAD], _rows(d, top))
     last = cp["steps"][-1]
-    rows, notes = _detail(last, top)
+    rows, notes = _detail(last, top, _shorts(d))
     if rows:
         out += ["", f"{last['step']}: most time on the path, and the step without it (what-if)", ""]
         out += md_table(["name", "kind", "on path", "step without it"], rows)
