@@ -687,7 +687,7 @@ def test_the_tuner_keeps_the_earliest_candidate_within_its_margin_of_the_fastest
     for timings, chosen in (([1.00, 0.99, 1.01], 0),  # 1 % faster: a draw, the first stays
                             ([1.00, 0.97, 0.975], 1),  # 3 % faster: the earliest within 2 % of it
                             ([1.00, 1.10, 0.90], 2)):
-        ms = {id(p.config): t for p, t in zip(cands, timings)}
+        ms = {id(p.config): t for p, t in zip(cands, timings, strict=True)}
         seen: list[int] = []
 
         def timed(fn, _cuda, ms=ms, seen=seen):

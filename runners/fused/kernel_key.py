@@ -55,7 +55,7 @@ def _replace(original: Any, key: str) -> None:
 
     for name, module in list(sys.modules.items()):
         if (name == "triton" or name.startswith("triton.")) and getattr(module, "triton_key", None) is original:
-            module.triton_key = kept_key
+            setattr(module, "triton_key", kept_key)  # noqa: B010 (a module attribute mypy cannot see)
 
 
 def settle() -> str:

@@ -393,7 +393,7 @@ class GateUpLauncher:
                 times[i].append(_median_ms(runs[i][1], self._cuda))
         medians = [sorted(t)[len(t) // 2] for t in times]
         fastest = min(medians)
-        return next(plan for (plan, _), t in zip(runs, medians) if t <= fastest * (1 + TUNE_MARGIN))
+        return next(plan for (plan, _), t in zip(runs, medians, strict=True) if t <= fastest * (1 + TUNE_MARGIN))
 
 
 def int_spec(m: int) -> int:
