@@ -129,7 +129,7 @@ def test_launchers_of_the_same_dims_share_one_tuning(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(launcher_mod.GateUpLauncher, "_tune", fake_tune)
     kept: list[str] = []  # the stub's choices must not reach the disk cache other tests read
     monkeypatch.setattr(launcher_mod.tuning_cache, "store", lambda _path, key, *_a: kept.append(key))
-    monkeypatch.setattr(launcher_mod.tuning_cache, "lookup", lambda _path, _key: None)
+    monkeypatch.setattr(launcher_mod.tuning_cache, "lookup", lambda _path, _key, **_kw: None)
     x, wg, wu = _inputs(16, 32, 64, torch.float16, seed=2)
     first, second = (launcher_mod.GateUpLauncher(wg.clone(), wu.clone()) for _ in range(2))
     first.tune = second.tune = True
@@ -672,3 +672,53 @@ def test_unfused_route_calls_as_a_module_only_the_projection_that_has_a_hook(mon
         monkeypatch.setattr(torch.nn.Linear, "forward", lambda self, t: forwards.append(1) or original(self, t))
         assert torch.equal(fused(x), want)
     assert hooked == [1] and forwards == [1]
+
+
+def test_the_tuner_keeps_the_earliest_candidate_within_its_margin_of_the_fastest(monkeypatch) -> None:
+    """Candidates a few % apart are a draw under noise: every process keeps the earlier (listed best-first),
+    and a later one is taken only where it is faster by more than TUNE_MARGIN. Timings are scripted."""
+    from mlptui.runners.fused import launcher as launcher_mod
+
+    x, wg, wu = _inputs(16, 32, 64, torch.float16, seed=4)
+    lau = launcher_mod.GateUpLauncher(wg, wu)
+    lau._cuda = True  # the GPU's path through the tuner, with the launches and timings stubbed
+    cands = [launcher_mod.Plan(c, False, False) for c in launcher_mod.candidate_configs(16)[:3]]
+    monkeypatch.setattr(lau, "_jit_launch", lambda plan, *_a: plan)
+    for timings, chosen in (([1.00, 0.99, 1.01], 0),  # 1 % faster: a draw, the first stays
+                            ([1.00, 0.97, 0.975], 1),  # 3 % faster: the earliest within 2 % of it
+                            ([1.00, 1.10, 0.90], 2)):
+        ms = {id(p.config): t for p, t in zip(cands, timings, strict=True)}
+        seen: list[int] = []
+
+        def timed(fn, _cuda, ms=ms, seen=seen):
+            plan = fn.args[0]
+            seen.append(cands.index(plan))
+            return ms[id(plan.config)]
+
+        monkeypatch.setattr(launcher_mod, "_median_ms", timed)
+        assert lau._tune(x, 16, cands) is cands[chosen]
+        # each candidate timed TUNE_ROUNDS times, the rounds in rotated order
+        assert sorted(seen) == sorted(list(range(3)) * launcher_mod.TUNE_ROUNDS) and seen[:3] != seen[3:6]
+
+
+def test_training_is_tuned_on_its_own_kernel_and_kept_under_its_own_key(monkeypatch) -> None:
+    from mlptui.runners.fused import launcher as launcher_mod
+
+    monkeypatch.setattr(launcher_mod, "_TUNED", {})
+    tuned: list[bool] = []
+
+    def fake_tune(self, x, m, candidates):
+        tuned.append(candidates[0].store_gu)
+        assert all(c.config.fits(store_gu=c.store_gu) for c in candidates)
+        return candidates[-1]
+
+    monkeypatch.setattr(launcher_mod.GateUpLauncher, "_tune", fake_tune)
+    kept: list[str] = []
+    monkeypatch.setattr(launcher_mod.tuning_cache, "store", lambda _path, key, *_a: kept.append(key))
+    monkeypatch.setattr(launcher_mod.tuning_cache, "lookup", lambda _path, _key, **_kw: None)
+    x, wg, wu = _inputs(16, 32, 64, torch.float16, seed=5)
+    lau = launcher_mod.GateUpLauncher(wg, wu)
+    lau.tune = True
+    train = lau.plan_for(x, 16, True)
+    assert tuned == [True] and train.store_gu  # the inference bucket was not tuned for it
+    assert kept == ["n64-k32-float16-m16-aligned-persistent-train"]

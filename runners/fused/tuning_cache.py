@@ -44,9 +44,11 @@ def cache_file(device: str, triton_version: str) -> Path:
     return cache_folder() / f"{slug}.json"
 
 
-def entry_key(n: int, k: int, dtype: str, bucket: int, aligned: bool, persistent: bool) -> str:
+def entry_key(n: int, k: int, dtype: str, bucket: int, aligned: bool, persistent: bool, *,
+              train: bool = False) -> str:
+    """One entry's key; `train`: the training kernel's own choice (it also writes gate and up)."""
     return f"n{n}-k{k}-{dtype}-m{bucket}-{'aligned' if aligned else 'unaligned'}-" \
-           f"{'persistent' if persistent else 'transient'}"
+           f"{'persistent' if persistent else 'transient'}{'-train' if train else ''}"
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -64,7 +66,7 @@ def _entries(path: Path) -> dict[str, Any]:
     return found
 
 
-def _choice(value: Any) -> Choice | None:
+def _choice(value: Any, store_gu: bool = False) -> Choice | None:
     """An entry rebuilt and checked, or None where it is damaged or does not fit."""
     if not isinstance(value, dict) or not isinstance(value.get("use_tma"), bool):
         return None
@@ -77,14 +79,15 @@ def _choice(value: Any) -> Choice | None:
         return None
     ints = (config.block_m, config.block_n, config.block_k, config.num_warps, config.num_stages,
             config.group_m, config.programs_per_sm)
-    if not all(type(v) is int and v > 0 for v in ints) or not config.fits():
+    if not all(type(v) is int and v > 0 for v in ints) or not config.fits(store_gu=store_gu):
         return None
     return config, value["use_tma"]
 
 
-def lookup(path: Path, key: str) -> Choice | None:
-    """The choice kept for `key` in `path`, read once per process."""
-    return _choice(_entries(path).get(key))
+def lookup(path: Path, key: str, *, store_gu: bool = False) -> Choice | None:
+    """The choice kept for `key` in `path`, read once per process (`store_gu`: it must fit the training
+    epilogue's shared memory)."""
+    return _choice(_entries(path).get(key), store_gu)
 
 
 def store(path: Path, key: str, config: GateUpConfig, use_tma: bool) -> None:
