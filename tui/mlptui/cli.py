@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from importlib.metadata import version
 from typing import Protocol
-
-from mlptui import __version__
 
 # name -> one-line help; command_module(name) imports the module that runs it
 COMMANDS: dict[str, str] = {
@@ -78,7 +77,7 @@ def command_module(name: str) -> Command:
 def _usage() -> str:
     width = max(len(n) for n in COMMANDS)
     lines = [
-        f"mlptui {__version__}: profile PyTorch on the GPU and explore the traces in a terminal",
+        f"mlptui {version('mlptui')}: profile PyTorch on the GPU and explore the traces in a terminal",
         "",
         "usage: mlptui [COMMAND] [ARGS...]     (no command: open the bundled sample traces)",
         "",
@@ -95,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         print(_usage())
         return 0
     if argv and argv[0] == "--version":
-        print(f"mlptui {__version__}")
+        print(f"mlptui {version('mlptui')}")
         return 0
     name = argv.pop(0) if argv and not argv[0].startswith("-") else "view"
     if name not in COMMANDS:

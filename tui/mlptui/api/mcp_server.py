@@ -7,13 +7,13 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable
+from importlib.metadata import version
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from mlptui import __version__
 from mlptui.api import bounds
 from mlptui.api.handle import TraceHandle
 from mlptui.api.runs import check as check_trace
@@ -58,7 +58,7 @@ def _plain(value: Any) -> Any:
 
 
 def build(traces: Traces, max_chars: int = bounds.MAX_CHARS) -> MCPServer:
-    server = MCPServer("mlptui", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    server = MCPServer("mlptui", instructions=INSTRUCTIONS, version=version("mlptui"), log_level="WARNING")
 
     def fit(doc: Any) -> str:
         return bounds.fit(_plain(doc), max_chars)

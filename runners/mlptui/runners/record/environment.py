@@ -53,8 +53,6 @@ def versions() -> dict[str, str | None]:
     found["torch"] = torch.__version__
     found["cuda"] = torch.version.cuda
     found["python"] = platform.python_version()
-    from mlptui import __version__
-
-    found["mlptui"] = __version__
+    found["mlptui"] = importlib.metadata.version("mlptui")
     found["platform"] = sys.platform
     return found
