@@ -19,7 +19,7 @@ pytestmark = pytest.mark.tmux
 
 
 def _command(a: str, b: str) -> str:
-    if (ROOT / "tui" / "app.py").exists() and (ROOT / "tui" / "commands" / "view.py").exists():
+    if (ROOT / "tui" / "mlptui" / "app.py").exists() and (ROOT / "tui" / "mlptui" / "commands" / "view.py").exists():
         args = [sys.executable, "-m", "mlptui.cli", "view", a, b]
     else:
         args = [sys.executable, str(ROOT / "tests" / "diff_harness.py"), a, b]

@@ -16,9 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # layer folder -> top-level packages it must never import
 RULES: dict[str, set[str]] = {
-    "tui": {"torch", "triton", "kernels", "liger_kernel"},
-    "tui/trace": {"torch", "triton", "textual", "textual_serve", "rich"},
-    "runners": {"textual", "textual_serve"},
+    "tui/mlptui": {"torch", "triton", "kernels", "liger_kernel"},
+    "tui/mlptui/trace": {"torch", "triton", "textual", "textual_serve", "rich"},
+    "runners/mlptui/runners": {"textual", "textual_serve"},
 }
 
 

@@ -86,7 +86,7 @@ async def _ws_status(port: int, origin: str | None, host: str | None = None, tok
             async with session.ws_connect(f"http://127.0.0.1:{port}/ws?width=100&height=30{query}",
                                           headers=headers, timeout=aiohttp.ClientWSTimeout(ws_close=5)) as ws:
                 data = b""
-                if (ROOT / "tui" / "app.py").exists():
+                if (ROOT / "tui" / "mlptui" / "app.py").exists():
                     # The tab's app process renders; its screen arrives as binary packets.
                     deadline = time.monotonic() + 20
                     while time.monotonic() < deadline and len(data) < 2000:
@@ -118,7 +118,7 @@ def test_page_and_guards(served: tuple[int, subprocess.Popen, str]) -> None:
     assert asyncio.run(_ws_status(port, own, host=f"evil.example:{port}", token=token))[0] == 403
     status, screen = asyncio.run(_ws_status(port, own, token=token))
     assert status == 101
-    if (ROOT / "tui" / "app.py").exists():
+    if (ROOT / "tui" / "mlptui" / "app.py").exists():
         assert len(screen) >= 2000, screen[:200]
 
 

@@ -267,7 +267,7 @@ def _without_where(value, where: set[str]):
     return value
 
 
-@pytest.mark.skipif(not (ROOT / "tui" / "commands" / "summary.py").exists(), reason="mlptui summary not built")
+@pytest.mark.skipif(not (ROOT / "tui" / "mlptui" / "commands" / "summary.py").exists(), reason="mlptui summary not built")
 def test_remote_summary_cli_equals_local(sshd: Sshd, tmp_path: Path) -> None:
     path = _sample("mlp-compile-*.pt.trace.json.gz")
     env = sshd.env(XDG_CACHE_HOME=str(tmp_path / "cache"))
@@ -285,7 +285,7 @@ def test_remote_summary_cli_equals_local(sshd: Sshd, tmp_path: Path) -> None:
     assert f"testbox:{path}" in listing["traces"]
 
 
-@pytest.mark.skipif(not (ROOT / "tui" / "commands" / "diff.py").exists(), reason="mlptui diff not built")
+@pytest.mark.skipif(not (ROOT / "tui" / "mlptui" / "commands" / "diff.py").exists(), reason="mlptui diff not built")
 def test_remote_diff_cli_equals_local(sshd: Sshd, tmp_path: Path) -> None:
     a = _sample("mlp-eager-*.pt.trace.json.gz")
     b = _sample("mlp-compile-*.pt.trace.json.gz")

@@ -101,8 +101,8 @@ class Tmux:
 
 @pytest.fixture
 def sample() -> Path:
-    if not (ROOT / "tui" / "app.py").exists():
-        pytest.skip("the explorer (tui/app.py) is not built yet")
+    if not (ROOT / "tui" / "mlptui" / "app.py").exists():
+        pytest.skip("the explorer (tui/mlptui/app.py) is not built yet")
     if shutil.which("tmux") is None:
         pytest.skip("needs tmux")
     found = sorted(SAMPLES.glob("mlp-eager-*.pt.trace.json.gz"))
