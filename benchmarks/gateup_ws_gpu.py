@@ -1,4 +1,4 @@
-"""The warp-specialized Hopper gate/up kernel (runners/fused/gateup_hopper_ws.py) against cuBLAS's GEMM of
+"""The warp-specialized Hopper gate/up kernel (runners/mlptui/runners/fused/gateup_hopper_ws.py) against cuBLAS's GEMM of
 the same work and the portable fused kernel, at the article shape (x [8192, 768], hidden 3072).
 
     python3 benchmarks/gateup_ws_gpu.py [--out report.json] [--quick]

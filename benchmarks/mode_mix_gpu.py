@@ -4,7 +4,7 @@ The sweep times the fused path forced on against eager in a calibration of three
 twin, fused-forced), then the routed module in a verification of five (plus torch.compile and Liger).
 In run 16 (H200) the fused path read 4-5 % faster than eager in the first and level with it in the
 second at 5120x13824, 1-64 rows. This script times the same forced module against eager in several
-mixes of neighbours, each as the sweep times a cell (runners/bench/sweep.py::cell_times: balanced orders, L2
+mixes of neighbours, each as the sweep times a cell (runners/mlptui/runners/bench/sweep.py::cell_times: balanced orders, L2
 flushed, synchronized calls):
 
 - base: eager, eager-again, fused-forced (the calibration);

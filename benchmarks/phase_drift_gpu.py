@@ -3,7 +3,7 @@
 In run 16's committed sweeps the fused path's paired ratio against eager moved between the calibration
 and the verification of the same cell with a standard deviation of 4-5 % where eager's call took under
 300 µs, and 0.3-1.4 % above (110 cells, both GPUs), while each timing's own ~95 % interval was about
-±1 %. This script times a few such cells as the sweep does (runners/bench/sweep.py::timed_cell: eager, its
+±1 %. This script times a few such cells as the sweep does (runners/mlptui/runners/bench/sweep.py::timed_cell: eager, its
 twin and the fused path forced on), several times each, the cells taking turns, so each cell is timed
 in several "phases" seconds apart. Every phase runs twice: with the process free to move between CPUs,
 and pinned to the one CPU it is on (is the drift the host thread moving between cores?). Per phase it

@@ -8,7 +8,7 @@ sit in memory (each mode of a sweep cell has its own copy). This script tells th
 - `routed-shared`: the same module built on eager's very parameter tensors (same placement as eager);
 - `eager-again`: a second eager module with its own weights (what a different allocation costs);
 
-each timed as the sweep times them (runners/bench/sweep.py::cell_times, balanced call orders, L2 flushed),
+each timed as the sweep times them (runners/mlptui/runners/bench/sweep.py::cell_times, balanced call orders, L2 flushed),
 in several fresh allocations per cell (the modules rebuilt each time, in a rotated order), plus each
 mode's host µs per call (enqueued back to back, timed before the synchronize).
 

@@ -1,4 +1,4 @@
-"""Triton's installation key kept on disk (runners/fused/kernel_key.py): a process whose Triton files match
+"""Triton's installation key kept on disk (runners/mlptui/runners/fused/kernel_key.py): a process whose Triton files match
 the kept stamp takes the kept key instead of hashing Triton; one whose files differ hashes and keeps the
 new key. Each case runs in its own process, as the key is settled once per process."""
 

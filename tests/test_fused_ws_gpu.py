@@ -1,4 +1,4 @@
-"""The warp-specialized Hopper gate/up kernel (runners/fused/gateup_hopper_ws.py) against an fp32
+"""The warp-specialized Hopper gate/up kernel (runners/mlptui/runners/fused/gateup_hopper_ws.py) against an fp32
 reference, on a Hopper GPU (skipped elsewhere). Its timings are in benchmarks/FUSED_NOTES.md (run 18)."""
 
 from __future__ import annotations

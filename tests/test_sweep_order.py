@@ -1,4 +1,4 @@
-"""The sweep's call orders (runners/bench/pairing.py::balanced_orders): every mode runs right after every other mode
+"""The sweep's call orders (runners/mlptui/runners/bench/pairing.py::balanced_orders): every mode runs right after every other mode
 equally often, and in every position equally often, so neither the warmth one call leaves for the next
 nor a round's position favours a mode."""
 

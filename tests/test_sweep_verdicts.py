@@ -1,5 +1,5 @@
-"""How the sweep turns one cell's interleaved calls into a verdict (runners/bench/sweep.py::paired_ratio) and how
-the report and the crossover fold read it (runners/bench/report.py, runners/fused/crossover.py). CPU only:
+"""How the sweep turns one cell's interleaved calls into a verdict (runners/mlptui/runners/bench/sweep.py::paired_ratio) and how
+the report and the crossover fold read it (runners/mlptui/runners/bench/report.py, runners/mlptui/runners/fused/crossover.py). CPU only:
 the call times are made up, the arithmetic is the sweep's."""
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ def install_hint(extra: str) -> str:
 
 def _installed_from() -> tuple[str, bool] | None:
     """The checkout this install came from and whether it is editable, as pip recorded it
-    (direct_url.json); else the checkout this file lies in (an editable install links into it)."""
+    (direct_url.json); else the checkout this file lies in (its source folders put on the path by hand)."""
     for dist in metadata.distributions(name="mlptui"):
         try:
             record = json.loads(dist.read_text("direct_url.json") or "null")
@@ -37,7 +37,7 @@ def _installed_from() -> tuple[str, bool] | None:
         url = urlparse(record.get("url", "")) if isinstance(record, dict) else None
         if url is not None and url.scheme == "file":
             return unquote(url.path), bool((record.get("dir_info") or {}).get("editable"))
-    root = Path(__file__).resolve().parents[2]
-    if (root / "pyproject.toml").is_file() and (root / "tui" / "base" / "extras.py").is_file():
+    root = Path(__file__).resolve().parents[3]
+    if (root / "pyproject.toml").is_file() and (root / "tui" / "mlptui" / "base" / "extras.py").is_file():
         return str(root), True
     return None

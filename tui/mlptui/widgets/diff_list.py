@@ -15,7 +15,7 @@ from mlptui.viewmodels.diff_cpu_section import CpuLine, cpu_section
 from mlptui.viewmodels.fmt import us
 from mlptui.widgets.lines import Cell, Column, LineList
 
-# Status -> component class suffix (colours in tui/diff.tcss); the marker carries it without colour.
+# Status -> component class suffix (colours in tui/mlptui/diff.tcss); the marker carries it without colour.
 TONES = {"same": "same", "changed": "changed", "added": "added", "removed": "removed", "fused": "fused"}
 
 COLUMNS = [

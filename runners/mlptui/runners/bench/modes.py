@@ -313,7 +313,7 @@ def bench_mlp(shapes: list[BenchShape], modes: list[str], *, dtype: torch.dtype 
     from mlptui.runners.fused import crossover, tuned_configs
 
     return {"results": results, "errors": errors,
-            "fused": {"route": "crossover model (runners/fused/crossover.py)", "margin": crossover.MARGIN,
+            "fused": {"route": "crossover model (runners/mlptui/runners/fused/crossover.py)", "margin": crossover.MARGIN,
                       "tuned": tuned_configs(),
                       "kernel": "fused_geglu_gateup_gemm_kernel (gate+up GEMM, GeGLU epilogue) + cuBLAS down"},
             "timing": {"method": f"triton.testing.do_bench median, L2 flushed before each call; best of {ROUNDS} "

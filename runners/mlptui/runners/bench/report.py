@@ -2,7 +2,7 @@
 under a device's time limit), and the crossover table updated from it. Plain JSON: no torch needed.
 
     python -m mlptui.runners.bench.report A.json B.json … --out sample_traces/bench/h100.json \
-        [--table runners/fused/crossover.json]
+        [--table runners/mlptui/runners/fused/crossover.json]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from mlptui.runners.fused import crossover
 
 def fused_over_eager(row: dict[str, Any]) -> float:
     """A fused result row's time against its cell's eager: the paired ratio where the report has it
-    (runners/bench/sweep.py::paired_ratio), else the ratio of the two medians (older reports)."""
+    (runners/mlptui/runners/bench/sweep.py::paired_ratio), else the ratio of the two medians (older reports)."""
     paired = row.get("paired_vs_eager")
     return float(paired[0]) if paired else 1 / float(row["vs_eager"])
 

@@ -5,7 +5,7 @@ Liger, forward and forward+backward; and, first, the crossover table the fused m
    GPU time by CUDA-graph replay (weights fixed, so the fused launcher captures its eager plan) and each
    path's host time per call (calls enqueued back to back, timed before the synchronize). The table
    is installed for this process and goes into the report (`crossover`) to be committed as
-   runners/fused/crossover.json.
+   runners/mlptui/runners/fused/crossover.json.
 2. Calibration (per family, both passes): the fused path forced on and eager (timed twice: the cell's
    noise), timed as the verification times them (timed_cell) at every row count. These pairs are folded
    into the installed model (crossover.with_calibration): at a row count this calibration measured, the

@@ -71,7 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ranks.add_argument("--nproc", type=int, metavar="N",
                        help="ranks to start: tp-mlp (default 2) or mlp --train (NCCL on CUDA, gloo on the CPU)")
     ranks.add_argument("--train", action="store_true",
-                       help="profile training steps: forward, backward and an AdamW step (runners/workloads/training.py); "
+                       help="profile training steps: forward, backward and an AdamW step (runners/mlptui/runners/workloads/training.py); "
                             "with mlp --nproc N a DDP step (bucketed gradient all-reduce)")
     ranks.add_argument("--delay-rank", type=int, metavar="R",
                        help="rank R sleeps before each of its steps: a straggler on purpose, the others wait "

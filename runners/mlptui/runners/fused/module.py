@@ -254,6 +254,6 @@ def build_fused_mlp(shape: Any, dtype: torch.dtype, device: str) -> Any:
     module = FusedGeGLUMLP(shape.dim, shape.hidden, device=device, dtype=dtype)
     module.load_state_dict(ref.state_dict())
     why = module.fallback_reason(shape.batch * shape.seq)
-    source = ("triton fused_geglu_gateup_gemm_kernel (runners/fused/kernels.py) + cuBLAS down projection"
+    source = ("triton fused_geglu_gateup_gemm_kernel (runners/mlptui/runners/fused/kernels.py) + cuBLAS down projection"
               if why is None else f"unfused eager path: {why}")
     return Built(module, (mlp_input(shape, dtype, device),), ref, mlp_flops(shape), source)

@@ -2,10 +2,10 @@
 modes `mlptui run ladder` records. Importing this file never imports torch: each builder is reached
 through a small function that imports its module only when a run starts.
 
-A builder is `build(shape: Shape, dtype: torch.dtype, device: str) -> Built` (runners/workloads/modules.py);
+A builder is `build(shape: Shape, dtype: torch.dtype, device: str) -> Built` (runners/mlptui/runners/workloads/modules.py);
 the returned module's weights must be seeded (same on every call), and `Built.reference` must compute
 the same function in fp32 eager so the run can report its error. To add a workload, add one `Workload` to
-`WORKLOADS` (runners/workloads/modules.py has helpers for the article's shapes and weights).
+`WORKLOADS` (runners/mlptui/runners/workloads/modules.py has helpers for the article's shapes and weights).
 """
 
 from __future__ import annotations
