@@ -39,7 +39,7 @@ import numpy as np
 
 from mlptui.trace.analysis.graph_capture import graph_capture
 from mlptui.trace.analysis.launches import call_kinds
-from mlptui.trace.analysis.tables import Tables, tables
+from mlptui.trace.analysis.tables import Tables, distinct, tables
 from mlptui.trace.model import KERNEL, LAUNCH_CATS, Trace
 
 KINDS = ("truncated", "launches_without_device_work", "device_work_without_launch", "clock", "steps_incomplete")
@@ -158,7 +158,7 @@ def _launches_without_work(trace: Trace, t: Tables) -> _Missing | None:
         return None
     steps = t.op_step[empty]
     in_step = steps[steps >= 0]
-    per_step = dict(sorted(Counter(in_step.tolist()).items()))     # not np.unique: it imports numpy.ma
+    per_step = dict(sorted(Counter(in_step.tolist()).items()))     # counted, not np.unique (numpy.ma)
     cuda = trace.meta.get("cuda_runtime_version")
     return _Missing(empty, per_step, int((steps < 0).sum()),
                     len(launches), cuda if isinstance(cuda, int) and not isinstance(cuda, bool) else None)
@@ -241,7 +241,7 @@ def _notes(trace: Trace, t: Tables) -> list[str]:
     replayed = np.flatnonzero(t.gpu_launch >= 0)
     replayed = replayed[graph[t.op_name[t.gpu_launch[replayed]]]] if len(replayed) else replayed
     if len(replayed):
-        launches = len(set(t.gpu_launch[replayed].tolist()))
+        launches = len(distinct(t.gpu_launch[replayed]))
         kernels = int(t.gpu_is((KERNEL,))[replayed].sum())
         notes.append(f"graph_replay: {kernels:,} kernel(s) ran in {launches:,} graph replay(s): they share their "
                      "graph launch's call (no launch call of their own) and record no grid, so per-kernel launch "

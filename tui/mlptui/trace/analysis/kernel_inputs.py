@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from mlptui.trace.analysis.tables import tables
+from mlptui.trace.analysis.tables import distinct, tables
 from mlptui.trace.model import KERNEL, Trace
 from mlptui.trace.names.common import KernelName
 from mlptui.trace.names.kernel import decode_kernel
@@ -47,7 +47,7 @@ def input_dtype(trace: Trace, op: int) -> str | None:
 def _relabelled(trace: Trace) -> dict[str, KernelName]:
     t = tables(trace)
     kernels = np.flatnonzero(t.gpu_is((KERNEL,)))
-    names = {int(i) for i in t.gpu_name[kernels].tolist()}     # a set, not np.unique (which imports numpy.ma)
+    names = {int(i) for i in distinct(t.gpu_name[kernels]).tolist()}
     out: dict[str, KernelName] = {}
     for sid in names:
         name = decode_kernel(t.strings[sid])
