@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mlptui.base.files import write_atomic
 from mlptui.runners.fused import tuning_cache
 
 _DONE: list[str] = []  # how this process's key was settled ("kept", "hashed", "off", "unavailable")
@@ -38,14 +39,6 @@ def stamp(root: Path) -> str:
 
 def key_file() -> Path:
     return tuning_cache.cache_folder() / "triton-key.json"
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
 
 
 def _replace(original: Any, key: str) -> None:
@@ -83,16 +76,14 @@ def _settle() -> str:
     except OSError:
         return "unavailable"
     path = key_file()
-    kept = _read(path)
+    kept = tuning_cache.read_object(path)
     if kept.get("stamp") == current and isinstance(kept.get("key"), str) and kept["key"]:
         _replace(original, kept["key"])
         return "kept"
     key = original()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"stamp": current, "key": key}), encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps({"stamp": current, "key": key}).encode())
     except OSError:
         pass
     return "hashed"

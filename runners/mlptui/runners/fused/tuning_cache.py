@@ -51,7 +51,8 @@ def entry_key(n: int, k: int, dtype: str, bucket: int, aligned: bool, persistent
            f"{'persistent' if persistent else 'transient'}{'-train' if train else ''}"
 
 
-def _read(path: Path) -> dict[str, Any]:
+def read_object(path: Path) -> dict[str, Any]:
+    """The JSON object in `path`; {} when it is missing, unreadable or not an object."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -62,7 +63,7 @@ def _read(path: Path) -> dict[str, Any]:
 def _entries(path: Path) -> dict[str, Any]:
     found = _LOADED.get(path)
     if found is None:
-        found = _LOADED[path] = _read(path)
+        found = _LOADED[path] = read_object(path)
     return found
 
 
@@ -101,7 +102,7 @@ def _write(path: Path, key: str, value: Any) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(path) + ".lock", timeout=10):
-            doc = _read(path)
+            doc = read_object(path)
             doc[key] = value
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
             try:
