@@ -75,3 +75,15 @@ async def test_the_uses_work_in_a_running_app() -> None:
         assert not tp.layout_required(app.screen)
         renders = tp.compositor_renders(app.screen)
         assert renders is not None and any(True for _ in renders)
+
+
+def test_an_attribute_set_in_init_that_textual_dropped_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_styles_cache` and `_vertical_scrollbar` are set by Widget.__init__, not on the class: a Widget whose
+    __init__ no longer sets them lacks them."""
+    from textual.widget import Widget
+
+    def bare_init(self: Widget, *args: object, **kwargs: object) -> None:
+        pass
+
+    monkeypatch.setattr(Widget, "__init__", bare_init)
+    assert tp.missing() == ["Widget._styles_cache", "Widget._vertical_scrollbar"]
