@@ -16,7 +16,6 @@ import pytest
 from app_support import wait_for_screen
 from conftest import find_sample, training_sample
 from markup_names import MARK, SHOWN, marked, screen_text
-from rich.text import Text
 from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets._toast import Toast
@@ -32,7 +31,7 @@ from mlptui.screens.profile_screen import ProfileScreen
 from mlptui.screens.rank_trace_screen import RankTraceScreen
 from mlptui.screens.ranks_screen import RanksScreen
 from mlptui.screens.trace_screen import TraceScreen
-from mlptui.widgets.details import Details
+from mlptui.widgets.details import Details, shown_text
 
 SIZE = (160, 50)
 FILE_MARK = MARK.replace("/", "")      # a file's name holds no `/`: its folder's path has `[/]`
@@ -102,7 +101,7 @@ async def test_every_pane_and_key_of_a_trace_shows_markup_names_as_written(
                      ("z",), ("z",), ("left_square_bracket",), ("right_square_bracket",)):
             text = await press(pilot, *keys)
             assert SHOWN in text, keys
-        assert f"note{MARK}  value{MARK}" in Text.from_markup(screen.query_one(Details).text).plain    # arg keys
+        assert f"note{MARK}  value{MARK}" in shown_text(screen.query_one(Details).text).plain    # arg keys
 
         # `x` writes the CSV into a folder whose name holds markup, and says where, as written
         text = await press(pilot, "2", "x")

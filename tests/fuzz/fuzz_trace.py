@@ -18,7 +18,7 @@ tests/test_fuzz.py runs the same target for a bounded time in CI.
 Besides libFuzzer's byte mutations, a structure-aware mutator (`mutate`) parses the input as JSON
 and swaps values for hostile ones of other types (deep nesting, lone surrogates, integers beyond 64
 bits, NaN, control characters, huge names, names that read as markup), and sometimes gzips the result.
-Every name a pane shows must read as written: the details panes' markup is parsed as the pane parses it
+Every name a pane shows must read as written: the details panes' markup is parsed by the pane's own parser (shown_text)
 and must hold the op's or kernel's name, and views.py checks the texts the screens draw.
 """
 
@@ -44,8 +44,7 @@ _reference: list = []     # the bundled sample every fuzzed trace is also diffed
 
 def _imports() -> None:
     global MlptuiError, load_trace_bytes, summarize, format_report, op_details, gpu_details, build_facts
-    global decode_kernel, classify_call, Text, open_every_view, open_the_diff, printable
-    from rich.text import Text
+    global decode_kernel, classify_call, shown_text, open_every_view, open_the_diff, printable
     if HERE not in sys.path:            # imported as tests.fuzz.fuzz_trace: its sibling is not on the path
         sys.path.insert(0, HERE)
     from views import open_every_view, open_the_diff
@@ -59,6 +58,7 @@ def _imports() -> None:
     from mlptui.trace.parse.load import load_trace_bytes
     from mlptui.viewmodels.detail_text import gpu_details, op_details
     from mlptui.viewmodels.facts import build_facts
+    from mlptui.widgets.details import shown_text
 
 
 def check(data: bytes) -> None:
@@ -78,12 +78,12 @@ def check(data: bytes) -> None:
         if fmt != "json" and "\x1b" in out:
             raise AssertionError("a raw escape character in the text report")
     for i in _spread(len(trace.ops)):
-        shown = Text.from_markup(op_details(trace, i)).plain       # as the details pane shows it
+        shown = shown_text(op_details(trace, i)).plain       # as the details pane shows it
         shown.encode("utf-8")
         if not shown.startswith(printable(trace.ops[i].name)):
             raise AssertionError(f"the op's name is not shown as written: {trace.ops[i].name!r}")
     for g in _spread(len(trace.gpu)):
-        shown = Text.from_markup(gpu_details(trace, g)).plain
+        shown = shown_text(gpu_details(trace, g)).plain
         shown.encode("utf-8")
         if printable(trace.gpu[g].name) not in shown:
             raise AssertionError(f"the kernel's name is not shown as written: {trace.gpu[g].name!r}")

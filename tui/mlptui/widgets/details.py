@@ -31,6 +31,13 @@ class Shown:
     width: int              # the width it was wrapped at
 
 
+def shown_text(markup: str) -> Text:
+    """The details text as the pane shows it. Names inside come from files: control characters are shown as
+    escapes, never sent raw, and `:o:` in a kernel's name stays three characters (no emoji codes)."""
+    markup = "\n".join(printable(line) for line in markup.split("\n"))
+    return Text.from_markup(markup, emoji=False) if markup else Text()
+
+
 class Details(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
     """The selected item's facts as text lines, wrapped to the pane and rendered line by line, so a
     new selection repaints this pane only (no layout pass over the screen). The lines draw their own
@@ -97,9 +104,7 @@ class Details(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
 
     @staticmethod
     def _parsed(markup: str) -> Text:
-        # Names inside come from files: control characters are shown as escapes, never sent raw.
-        markup = "\n".join(printable(line) for line in markup.split("\n"))
-        return Text.from_markup(markup) if markup else Text()
+        return shown_text(markup)
 
     def _wrap(self) -> None:
         room = self._room()
