@@ -26,7 +26,7 @@ class KernelFigures:
     not give."""
 
     blocks_per_sm: np.ndarray    # the trace's `blocks per SM`, else grid blocks ÷ the device's SMs
-    occupancy_pct: np.ndarray    # the trace's `est. achieved occupancy %`, when a number > 0 (0: not measured)
+    occupancy_pct: np.ndarray    # the trace's `est. achieved occupancy %`, when a finite number > 0 (0: not measured)
     theoretical: np.ndarray      # theoretical occupancy, 0..1 (mlptui.trace.analysis.occupancy)
     no_grid: np.ndarray          # bool: a kernel whose launch records no grid (graph replays), so no blocks per SM
     launch: LaunchColumns        # the launch columns they were computed from (grid blocks, threads, ...)
@@ -59,7 +59,8 @@ def _kernel_figures(trace: Trace) -> KernelFigures:
             bps[derive] = grid_blocks[derive] / sms
         _theoretical(theory, here, launch, props)
     # Kineto writes 0 % where it did not measure (driver-API launches, shared-memory opt-in): a gap, not a value.
-    occupancy = np.where(kernel & (launch.occupancy_pct > 0), launch.occupancy_pct, np.nan)
+    occupancy = np.where(kernel & (launch.occupancy_pct > 0) & np.isfinite(launch.occupancy_pct), launch.occupancy_pct,
+                         np.nan)       # an infinite percentage is no measurement either
     no_grid = kernel & np.isnan(grid_blocks) & np.isnan(launch.blocks_per_sm)
     return KernelFigures(bps, occupancy, theory, no_grid, launch)
 
