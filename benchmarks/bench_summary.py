@@ -4,7 +4,7 @@
     python benchmarks/bench_summary.py TRACE --ops-first  # make the Op and GpuOp objects first, on their own line
     python benchmarks/bench_summary.py TRACE --runs 3     # each run in a fresh process; medians
 
-The sections are timed by wrapping the functions that `summarize` calls (in mlptui.trace.analysis.summary
+The sections are timed by wrapping the functions that `summarize` calls (in mlptui.trace.analysis.report.summary
 and .profile_sections) for the one call, so the figures are what the command pays, shared work included:
 per-trace results kept with the trace (`Trace.derive`) are paid by the first section that asks. Nested lines (the
 profile sections, the kernels' args re-read) are part of the line above them. A name the code under test
@@ -27,23 +27,23 @@ from typing import Any
 
 # (module, function, label, nesting level), in the order summarize() calls them.
 _SECTIONS = (
-    ("mlptui.trace.analysis.summary", "trace_findings", "findings", 0),
-    ("mlptui.trace.analysis.summary", "all_step_stats", "step figures: each step", 0),
-    ("mlptui.trace.analysis.summary", "step_stats", "step figures: all steps", 0),
-    ("mlptui.trace.analysis.summary", "_grouped", "kernels, memcpy/memset groups", 0),
-    ("mlptui.trace.analysis.summary", "launch_calls", "launch calls", 0),
-    ("mlptui.trace.analysis.summary", "_dispatch", "dispatch paths", 0),
-    ("mlptui.trace.analysis.summary", "dispatch_paths", "dispatch paths", 0),
-    ("mlptui.trace.analysis.summary", "critical_path_dict", "critical path", 0),
-    ("mlptui.trace.analysis.summary", "profile_sections", "profile sections", 0),
-    ("mlptui.trace.analysis.profile_sections", "overview", "overview", 1),
-    ("mlptui.trace.analysis.kernel_figures", "trace_launches", "kernels' args re-read", 2),
-    ("mlptui.trace.analysis.kernel_figures", "event_launches", "kernels' args re-read", 2),
-    ("mlptui.trace.analysis.profile_sections", "operators_in_steps", "operators", 1),
-    ("mlptui.trace.analysis.profile_sections", "memory_report", "memory", 1),
-    ("mlptui.trace.analysis.profile_sections", "module_tree", "modules", 1),
-    ("mlptui.trace.analysis.profile_sections", "kernel_stats", "kernel stats", 1),
-    ("mlptui.trace.analysis.profile_sections", "recommendations", "recommendations", 1),
+    ("mlptui.trace.analysis.report.summary", "trace_findings", "findings", 0),
+    ("mlptui.trace.analysis.report.summary", "all_step_stats", "step figures: each step", 0),
+    ("mlptui.trace.analysis.report.summary", "step_stats", "step figures: all steps", 0),
+    ("mlptui.trace.analysis.report.summary", "_grouped", "kernels, memcpy/memset groups", 0),
+    ("mlptui.trace.analysis.report.summary", "launch_calls", "launch calls", 0),
+    ("mlptui.trace.analysis.report.summary", "_dispatch", "dispatch paths", 0),
+    ("mlptui.trace.analysis.report.summary", "dispatch_paths", "dispatch paths", 0),
+    ("mlptui.trace.analysis.report.summary", "critical_path_dict", "critical path", 0),
+    ("mlptui.trace.analysis.report.summary", "profile_sections", "profile sections", 0),
+    ("mlptui.trace.analysis.report.profile_sections", "overview", "overview", 1),
+    ("mlptui.trace.analysis.kernels.kernel_figures", "trace_launches", "kernels' args re-read", 2),
+    ("mlptui.trace.analysis.kernels.kernel_figures", "event_launches", "kernels' args re-read", 2),
+    ("mlptui.trace.analysis.report.profile_sections", "operators_in_steps", "operators", 1),
+    ("mlptui.trace.analysis.report.profile_sections", "memory_report", "memory", 1),
+    ("mlptui.trace.analysis.report.profile_sections", "module_tree", "modules", 1),
+    ("mlptui.trace.analysis.report.profile_sections", "kernel_stats", "kernel stats", 1),
+    ("mlptui.trace.analysis.report.profile_sections", "recommendations", "recommendations", 1),
 )
 
 
@@ -63,7 +63,7 @@ def measure(path: str, ops_first: bool) -> dict[str, Any]:
     c0, t0 = time.process_time(), time.perf_counter()
     from mlptui.commands.output import dumps_json
     from mlptui.gc_policy import bulk_allocation
-    from mlptui.trace.analysis.summary import summarize
+    from mlptui.trace.analysis.report.summary import summarize
     from mlptui.trace.parse.load import load_trace
     rows: dict[str, list[float]] = {"imports": [time.process_time() - c0, time.perf_counter() - t0]}
     levels = {"imports": 0}

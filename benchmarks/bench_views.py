@@ -43,13 +43,13 @@ def _loaded(trace: Any) -> Any:
 def measure(path: str, scope: str, step: int | None) -> dict[str, Any]:
     """Per section (label, CPU s, wall s) of one scope: "all" or "step"."""
     from mlptui.gc_policy import bulk_allocation
-    from mlptui.trace.analysis.breakdown import category_intervals
-    from mlptui.trace.analysis.kernel_stats import kernel_stats
-    from mlptui.trace.analysis.memory import memory_report
-    from mlptui.trace.analysis.modules import module_tree
-    from mlptui.trace.analysis.operators import operators_in_steps
-    from mlptui.trace.analysis.overview import overview
-    from mlptui.trace.analysis.recommendations import recommendations
+    from mlptui.trace.analysis.advice.recommendations import recommendations
+    from mlptui.trace.analysis.kernels.kernel_stats import kernel_stats
+    from mlptui.trace.analysis.memory.memory import memory_report
+    from mlptui.trace.analysis.operators.modules import module_tree
+    from mlptui.trace.analysis.operators.operators import operators_in_steps
+    from mlptui.trace.analysis.steps.breakdown import category_intervals
+    from mlptui.trace.analysis.steps.overview import overview
     from mlptui.trace.parse.load import load_trace
 
     rows: list[tuple[str, float, float]] = []

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from mlptui.trace.analysis.launches import classify_call
+from mlptui.trace.analysis.events.launches import classify_call
 from mlptui.trace.model import ANNOTATION, CPU_OP, LAUNCH_CATS, NO_IDS, GpuOp, Op, Step
 from mlptui.trace.parse.classify import CATEGORIES, Buckets, classify, flow_id
 from mlptui.trace.parse.decode import Decoded, LinkArgs

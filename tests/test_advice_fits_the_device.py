@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT, trace_bytes, x
 from test_overview_all_steps import _ns, _union, raw_windows
 
-from mlptui.trace.analysis.recommendations import MEMCPY_SHARE
+from mlptui.trace.analysis.advice.recommendations import MEMCPY_SHARE
 from mlptui.trace.parse.load import load_trace, load_trace_bytes
 from mlptui.viewmodels.profile_views import build_profile
 

@@ -8,8 +8,8 @@ import math
 import pytest
 from attention_support import Raw, attention_sample
 
-from mlptui.trace.analysis.attention import attention_facts
-from mlptui.trace.analysis.findings import trace_findings
+from mlptui.trace.analysis.advice.findings import trace_findings
+from mlptui.trace.analysis.attention.attention import attention_facts
 from mlptui.trace.parse.load import load_trace
 
 

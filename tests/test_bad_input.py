@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mlptui.base.errors import TraceError
-from mlptui.trace.analysis.summary import summarize
+from mlptui.trace.analysis.report.summary import summarize
 from mlptui.trace.model import Trace
 from mlptui.trace.parse.load import load_trace_bytes
 

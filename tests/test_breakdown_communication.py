@@ -21,7 +21,7 @@ from conftest import ROOT
 from test_overview_all_steps import _events, _ns, _union, raw_windows
 
 from mlptui.cli import main
-from mlptui.trace.analysis.overview import overview
+from mlptui.trace.analysis.steps.overview import overview
 from mlptui.trace.parse.load import load_trace
 
 NS5 = 0.005

@@ -1,4 +1,4 @@
-"""The report's sections read the trace's columns (mlptui.trace.analysis.tables): checked against
+"""The report's sections read the trace's columns (mlptui.trace.analysis.events.tables): checked against
 straightforward walks over the Op and GpuOp objects, and the columns taken from the index against the
 columns taken apart from the objects, on every bundled sample trace."""
 
@@ -10,13 +10,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mlptui.trace.analysis.dispatch import dispatch_paths
-from mlptui.trace.analysis.intervals import merged, merged_arrays
-from mlptui.trace.analysis.launches import launch_calls
-from mlptui.trace.analysis.operators import operators_in_steps
-from mlptui.trace.analysis.summary import summarize
-from mlptui.trace.analysis.tables import tables
-from mlptui.trace.analysis.timeline_segments import Segments
+from mlptui.trace.analysis.events.intervals import merged, merged_arrays
+from mlptui.trace.analysis.events.launches import launch_calls
+from mlptui.trace.analysis.events.tables import tables
+from mlptui.trace.analysis.events.timeline_segments import Segments
+from mlptui.trace.analysis.operators.dispatch import dispatch_paths
+from mlptui.trace.analysis.operators.operators import operators_in_steps
+from mlptui.trace.analysis.report.summary import summarize
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, PYTHON, Trace
 from mlptui.trace.parse.load import load_trace
 
@@ -181,7 +181,7 @@ def test_kernels_without_any_cpu_op_summarize() -> None:
     IndexError from the launch-bound recommendation (found by the fuzz target)."""
     import json
 
-    from mlptui.trace.analysis.summary import summarize
+    from mlptui.trace.analysis.report.summary import summarize
     from mlptui.trace.parse.load import load_trace_bytes
 
     events = [{"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": 1 + 10 * i, "dur": 5,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mlptui.base.errors import TraceError
-from mlptui.trace.analysis.launches import launch_calls
+from mlptui.trace.analysis.events.launches import launch_calls
 from mlptui.trace.model import DRIVER, KERNEL, RUNTIME
 from mlptui.trace.names.runtime_calls import classify_call
 from mlptui.trace.parse.load import load_trace

@@ -22,11 +22,11 @@ import pytest
 from conftest import ROOT
 
 from mlptui.base.errors import TraceError
-from mlptui.trace.analysis.device_arch import device_arch
-from mlptui.trace.analysis.findings import trace_findings
-from mlptui.trace.analysis.launches import launch_calls
-from mlptui.trace.analysis.steps import OVERHEAD_BOUND, all_step_stats, step_stats
-from mlptui.trace.analysis.summary import render_text, summarize
+from mlptui.trace.analysis.advice.findings import trace_findings
+from mlptui.trace.analysis.events.device_arch import device_arch
+from mlptui.trace.analysis.events.launches import launch_calls
+from mlptui.trace.analysis.report.summary import render_text, summarize
+from mlptui.trace.analysis.steps.steps import OVERHEAD_BOUND, all_step_stats, step_stats
 from mlptui.trace.model import KERNEL, MEMCPY, MEMSET, Trace
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.parse.load import load_trace

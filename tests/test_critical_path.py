@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from conftest import CORPUS, SAMPLES
 
-from mlptui.trace.analysis.critical_graph import GPU, SYNC_WAIT, build_graph
-from mlptui.trace.analysis.critical_path import CriticalPath, critical_path, critical_paths
-from mlptui.trace.analysis.critical_path_report import critical_path_dict
+from mlptui.trace.analysis.critical_path.critical_graph import GPU, SYNC_WAIT, build_graph
+from mlptui.trace.analysis.critical_path.critical_path import CriticalPath, critical_path, critical_paths
+from mlptui.trace.analysis.critical_path.critical_path_report import critical_path_dict
 from mlptui.trace.parse.load import load_trace
 
 REAL = CORPUS.parent / "real"
@@ -210,7 +210,7 @@ def test_json_shape() -> None:
 
 
 def test_check_expectations_on_the_path_share() -> None:
-    from mlptui.trace.analysis.expectations import ExpectationError, evaluate, parse
+    from mlptui.trace.analysis.expectations.expectations import ExpectationError, evaluate, parse
 
     gpu_bound = load_trace(next(SAMPLES.glob("mlp-train-eager-64x2048x768x3072-bf16-h200-x2-20261122T143342/*rank-0*.gz")))
     eager = load_trace(next(SAMPLES.glob("mlp-eager-64x128x768x3072-bf16-*.pt.trace.json.gz")))

@@ -10,7 +10,7 @@ from textual.widgets import Static
 from mlptui.app import make_app
 from mlptui.screens.diff_profile_screen import DiffProfileScreen
 from mlptui.screens.diff_screen import DiffScreen
-from mlptui.trace.analysis.operators import operators
+from mlptui.trace.analysis.operators.operators import operators
 from mlptui.trace.diff.render import render_text
 from mlptui.trace.diff.trace_diff import diff_traces
 from mlptui.trace.parse.load import load_trace

@@ -19,8 +19,8 @@ import pytest
 from conftest import ROOT, trace_bytes, x
 from test_overview_all_steps import _ns, _union, raw_windows
 
-from mlptui.trace.analysis.kernel_stats import kernel_stats
-from mlptui.trace.analysis.overview import overview
+from mlptui.trace.analysis.kernels.kernel_stats import kernel_stats
+from mlptui.trace.analysis.steps.overview import overview
 from mlptui.trace.parse.load import load_trace, load_trace_bytes
 from mlptui.viewmodels.profile_views import build_profile, overview_text
 

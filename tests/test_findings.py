@@ -3,7 +3,13 @@ cuLaunchKernelEx, no occupancy query) against the A100's occupancy query before 
 
 from __future__ import annotations
 
-from mlptui.trace.analysis.findings import focus_step, gemm_launch_line, kernel_mix, step_gpu, trace_findings
+from mlptui.trace.analysis.advice.findings import (
+    focus_step,
+    gemm_launch_line,
+    kernel_mix,
+    step_gpu,
+    trace_findings,
+)
 from mlptui.trace.parse.load import load_trace
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from conftest import CORPUS, SAMPLES
 
-from mlptui.trace.analysis.findings import trace_findings
-from mlptui.trace.analysis.profile_sections import profile_sections
+from mlptui.trace.analysis.advice.findings import trace_findings
+from mlptui.trace.analysis.report.profile_sections import profile_sections
 from mlptui.trace.parse.load import load_trace
 
 CAPTURED, RAN = 300, 4

@@ -19,7 +19,7 @@ from fuzz.fuzz_trace import check
 
 from mlptui.base.errors import TraceError
 from mlptui.commands.summary import format_report
-from mlptui.trace.analysis.summary import summarize
+from mlptui.trace.analysis.report.summary import summarize
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.parse.load import load_trace_bytes
 

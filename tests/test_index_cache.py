@@ -13,7 +13,7 @@ import orjson
 import pytest
 from conftest import find_sample
 
-from mlptui.trace.analysis.summary import summarize
+from mlptui.trace.analysis.report.summary import summarize
 from mlptui.trace.model import Trace
 from mlptui.trace.parse import index_cache
 from mlptui.trace.parse.load import load_trace

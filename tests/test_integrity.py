@@ -16,9 +16,9 @@ from conftest import CORPUS, find_sample, trace_bytes, x
 
 from mlptui.cli import main
 from mlptui.commands.summary import format_report
-from mlptui.trace.analysis.integrity import FIRST_STEP_LOSS, integrity
-from mlptui.trace.analysis.steps import all_step_stats, step_stats
-from mlptui.trace.analysis.summary import summarize
+from mlptui.trace.analysis.report.summary import summarize
+from mlptui.trace.analysis.steps.integrity import FIRST_STEP_LOSS, integrity
+from mlptui.trace.analysis.steps.steps import all_step_stats, step_stats
 from mlptui.trace.parse.load import load_trace, load_trace_bytes
 
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver", "Runtime")

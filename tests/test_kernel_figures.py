@@ -15,8 +15,8 @@ from conftest import ROOT
 from fuzz import hostile
 
 from mlptui.base.errors import TraceError
-from mlptui.trace.analysis.kernel_figures import kernel_figures
-from mlptui.trace.analysis.occupancy import device_for, launch_config, theoretical_occupancy
+from mlptui.trace.analysis.kernels.kernel_figures import kernel_figures
+from mlptui.trace.analysis.kernels.occupancy import device_for, launch_config, theoretical_occupancy
 from mlptui.trace.model import KERNEL, Trace
 from mlptui.trace.parse.limits import finite_number
 from mlptui.trace.parse.load import load_trace, load_trace_bytes

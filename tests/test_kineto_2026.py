@@ -14,7 +14,7 @@ import numpy as np
 import orjson
 import pytest
 
-from mlptui.trace.analysis.summary import summarize
+from mlptui.trace.analysis.report.summary import summarize
 from mlptui.trace.model import Trace
 from mlptui.trace.parse.load import load_trace
 from mlptui.viewmodels.detail_text import gpu_details

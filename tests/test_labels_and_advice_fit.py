@@ -16,10 +16,10 @@ from attention_support import attention_sample
 from conftest import ROOT, trace_bytes, x
 
 from mlptui.cli import main
-from mlptui.trace.analysis.kernel_inputs import kernel_name
-from mlptui.trace.analysis.operators import operators_in_steps
-from mlptui.trace.analysis.summary import summarize
-from mlptui.trace.analysis.tc_miss import tc_miss
+from mlptui.trace.analysis.advice.tc_miss import tc_miss
+from mlptui.trace.analysis.kernels.kernel_inputs import kernel_name
+from mlptui.trace.analysis.operators.operators import operators_in_steps
+from mlptui.trace.analysis.report.summary import summarize
 from mlptui.trace.diff.trace_diff import diff_traces
 from mlptui.trace.parse.load import load_trace, load_trace_bytes
 from mlptui.viewmodels.kernel_labels import every_kernel_labels

@@ -13,8 +13,8 @@ import orjson
 import pytest
 from conftest import find_sample
 
-from mlptui.trace.analysis.kernel_figures import KernelFigures, kernel_figures
-from mlptui.trace.analysis.summary import summarize
+from mlptui.trace.analysis.kernels.kernel_figures import KernelFigures, kernel_figures
+from mlptui.trace.analysis.report.summary import summarize
 from mlptui.trace.model import KERNEL, Trace
 from mlptui.trace.parse import index_cache
 from mlptui.trace.parse.args_store import ArgsStore

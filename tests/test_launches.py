@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mlptui.trace.analysis.launches import launch_calls, launches_by_op
+from mlptui.trace.analysis.events.launches import launch_calls, launches_by_op
 from mlptui.trace.names.runtime_calls import classify_call
 from mlptui.trace.parse.load import load_trace
 

@@ -13,9 +13,9 @@ import pytest
 from conftest import GENERATOR, find_sample, trace_bytes, x
 
 from mlptui.base.errors import MlptuiError
-from mlptui.trace.analysis.rank_digest import rank_digest
-from mlptui.trace.analysis.ranks import reduce_digests
-from mlptui.trace.analysis.summary import summarize
+from mlptui.trace.analysis.ranks.rank_digest import rank_digest
+from mlptui.trace.analysis.ranks.ranks import reduce_digests
+from mlptui.trace.analysis.report.summary import summarize
 from mlptui.trace.parse import index_cache
 from mlptui.trace.parse import load_many as load_many_module
 from mlptui.trace.parse.load import load_trace

@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT, trace_bytes, x
 from test_overview_all_steps import _ns, raw_windows
 
-from mlptui.trace.analysis.memory import memory_report
+from mlptui.trace.analysis.memory.memory import memory_report
 from mlptui.trace.parse.load import load_trace, load_trace_bytes
 from mlptui.viewmodels.profile_details import memory_peaks
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from conftest import ROOT
 
-from mlptui.trace.analysis.findings import trace_findings
-from mlptui.trace.analysis.launches import launch_calls
-from mlptui.trace.analysis.steps import step_stats
+from mlptui.trace.analysis.advice.findings import trace_findings
+from mlptui.trace.analysis.events.launches import launch_calls
+from mlptui.trace.analysis.steps.steps import step_stats
 from mlptui.trace.parse.load import load_trace
 from mlptui.viewmodels.profile_views import build_profile, overview_text
 

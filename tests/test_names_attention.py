@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from attention_support import attention_sample
 
-from mlptui.trace.analysis.attention import implementation
-from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
+from mlptui.trace.analysis.attention.attention import implementation
+from mlptui.trace.analysis.kernels.tensor_cores import uses_tensor_cores
 from mlptui.trace.names.kernel import decode_kernel
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLES
 
-from mlptui.trace.analysis.findings import kernel_label
-from mlptui.trace.analysis.tensor_cores import uses_tensor_cores
+from mlptui.trace.analysis.advice.findings import kernel_label
+from mlptui.trace.analysis.kernels.tensor_cores import uses_tensor_cores
 from mlptui.trace.names.kernel import decode_kernel
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "real"
@@ -103,7 +103,7 @@ def test_summary_lists_completed_kernels_by_decoded_name(capsys: pytest.CaptureF
 
 
 def test_the_kernel_mix_puts_the_most_gpu_time_first() -> None:
-    from mlptui.trace.analysis.findings import focus_step, kernel_mix, step_gpu
+    from mlptui.trace.analysis.advice.findings import focus_step, kernel_mix, step_gpu
     from mlptui.trace.parse.load import load_trace
 
     path = next(SAMPLES.glob("mlp-eager-*bf16*"))

@@ -81,8 +81,8 @@ def test_unsure_attention_says_unknown_rather_than_a_wrong_library() -> None:
 
 
 def test_device_architecture_in_the_vendors_words() -> None:
-    from mlptui.trace.analysis.device_arch import device_arch
-    from mlptui.trace.analysis.summary import _device_line
+    from mlptui.trace.analysis.events.device_arch import device_arch
+    from mlptui.trace.analysis.report.summary import _device_line
 
     mi300 = {"name": "AMD Instinct MI300X", "computeMajor": 9, "computeMinor": 4, "numSms": 304, "warpSize": 64}
     assert device_arch(mi300).to_dict() == {"vendor": "AMD", "arch": "gfx942", "units": "CUs", "count": 304}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mlptui.base.errors import TraceError
-from mlptui.trace.analysis.occupancy import (
+from mlptui.trace.analysis.kernels.occupancy import (
     kernel_launch,
     kernel_occupancy,
     kineto_estimate_pct,

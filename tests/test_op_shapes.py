@@ -9,8 +9,8 @@ from typing import Any
 
 from conftest import SAMPLES
 
-from mlptui.trace.analysis.op_shapes import input_shapes
-from mlptui.trace.analysis.operators import operators_in_steps
+from mlptui.trace.analysis.events.op_shapes import input_shapes
+from mlptui.trace.analysis.operators.operators import operators_in_steps
 from mlptui.trace.model import CPU_OP
 from mlptui.trace.parse.load import load_trace
 

@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT
 from test_operator_self_time import LAUNCH_CATS, PYTHON_CATS, _by_thread, _events, _is_operator, _nest
 
-from mlptui.trace.analysis.operators import operators
+from mlptui.trace.analysis.operators.operators import operators
 from mlptui.trace.parse.load import load_trace
 
 REAL = ROOT.parent / "shared" / "corpus" / "real"

@@ -27,9 +27,9 @@ from conftest import ROOT
 
 from mlptui.base.errors import TraceError
 from mlptui.base.units import duration
-from mlptui.trace.analysis.kernel_stats import kernel_stats
-from mlptui.trace.analysis.operators import operators
-from mlptui.trace.analysis.overview import na_notes, overview
+from mlptui.trace.analysis.kernels.kernel_stats import kernel_stats
+from mlptui.trace.analysis.operators.operators import operators
+from mlptui.trace.analysis.steps.overview import na_notes, overview
 from mlptui.trace.parse.load import load_trace
 
 CORPUS = ROOT.parent / "shared" / "corpus"

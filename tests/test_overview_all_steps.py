@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from conftest import ROOT
 
-from mlptui.trace.analysis.overview import overview
-from mlptui.trace.analysis.steps import step_stats
+from mlptui.trace.analysis.steps.overview import overview
+from mlptui.trace.analysis.steps.steps import step_stats
 from mlptui.trace.parse.load import load_trace
 
 CORPUS = ROOT.parent / "shared" / "corpus"

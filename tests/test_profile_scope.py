@@ -14,13 +14,13 @@ from conftest import SAMPLES, trace_bytes
 from scoped_trace import GEMM_US, ODD, RELU_US, memory_event, scoped_events, write_scoped_trace
 from test_operator_merge import merged_inner
 
-from mlptui.trace.analysis.breakdown import step_windows
-from mlptui.trace.analysis.kernel_stats import kernel_stats
-from mlptui.trace.analysis.memory import memory_report, memory_span_us
-from mlptui.trace.analysis.modules import module_tree
-from mlptui.trace.analysis.operators import operators_in_steps
-from mlptui.trace.analysis.overview import overview
-from mlptui.trace.analysis.profile_sections import profile_sections
+from mlptui.trace.analysis.kernels.kernel_stats import kernel_stats
+from mlptui.trace.analysis.memory.memory import memory_report, memory_span_us
+from mlptui.trace.analysis.operators.modules import module_tree
+from mlptui.trace.analysis.operators.operators import operators_in_steps
+from mlptui.trace.analysis.report.profile_sections import profile_sections
+from mlptui.trace.analysis.steps.breakdown import step_windows
+from mlptui.trace.analysis.steps.overview import overview
 from mlptui.trace.parse.load import load_trace
 
 TRAIN = sorted(SAMPLES.glob("mlp-train-*.pt.trace.json.gz"))[-1]

@@ -10,14 +10,14 @@ import orjson
 import pytest
 from conftest import ROOT, SAMPLES
 
-from mlptui.trace.analysis.breakdown import CATEGORIES, breakdown, step_windows
-from mlptui.trace.analysis.kernel_stats import kernel_stats
-from mlptui.trace.analysis.memory import memory_report
-from mlptui.trace.analysis.modules import module_tree
-from mlptui.trace.analysis.operators import call_sites, operators
-from mlptui.trace.analysis.overview import overview
-from mlptui.trace.analysis.summary import summarize
-from mlptui.trace.analysis.tensor_cores import tc_eligible, uses_tensor_cores
+from mlptui.trace.analysis.kernels.kernel_stats import kernel_stats
+from mlptui.trace.analysis.kernels.tensor_cores import tc_eligible, uses_tensor_cores
+from mlptui.trace.analysis.memory.memory import memory_report
+from mlptui.trace.analysis.operators.modules import module_tree
+from mlptui.trace.analysis.operators.operators import call_sites, operators
+from mlptui.trace.analysis.report.summary import summarize
+from mlptui.trace.analysis.steps.breakdown import CATEGORIES, breakdown, step_windows
+from mlptui.trace.analysis.steps.overview import overview
 from mlptui.trace.parse.load import load_trace
 
 REAL = ROOT.parent / "shared" / "corpus" / "real"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import SAMPLES
 
-from mlptui.trace.analysis.ranks import rank_run, ranks_report
+from mlptui.trace.analysis.ranks.ranks import rank_run, ranks_report
 from mlptui.trace.parse.load import load_trace
 
 TP_RUN = next(p for p in sorted(SAMPLES.glob("tp-mlp-*-x2-*")) if "delay" not in

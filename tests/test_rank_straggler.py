@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import SAMPLES, trace_bytes, x
 
-from mlptui.trace.analysis.ranks import rank_run, ranks_report
+from mlptui.trace.analysis.ranks.ranks import rank_run, ranks_report
 from mlptui.trace.parse.load import load_trace
 
 RUNS = sorted(SAMPLES.glob("*-x2-*"))

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from mlptui.trace.analysis.collectives import collectives
-from mlptui.trace.analysis.ranks import comm_compute, rank_info, rank_run, ranks_report
+from mlptui.trace.analysis.comms.collectives import collectives
+from mlptui.trace.analysis.ranks.ranks import comm_compute, rank_info, rank_run, ranks_report
 from mlptui.trace.parse.load import load_trace
 from mlptui.trace.parse.rank_hint import rank_files, rank_hint
 

@@ -14,9 +14,9 @@ import orjson
 import pytest
 
 from mlptui.cli import main
-from mlptui.trace.analysis import intervals
-from mlptui.trace.analysis.collectives import collectives, is_comm_kernel
-from mlptui.trace.analysis.ranks import rank_run
+from mlptui.trace.analysis.comms.collectives import collectives, is_comm_kernel
+from mlptui.trace.analysis.events import intervals
+from mlptui.trace.analysis.ranks.ranks import rank_run
 from mlptui.trace.model import KERNEL, Trace
 from mlptui.trace.parse.load import load_trace
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mlptui.trace.analysis.gpu_specs import (
+from mlptui.trace.analysis.kernels.gpu_specs import (
     A100_PCIE_80,
     A100_SXM_40,
     A100_SXM_80,
@@ -25,7 +25,7 @@ from mlptui.trace.analysis.gpu_specs import (
     V100_SXM2,
     peak_for,
 )
-from mlptui.trace.analysis.roofline import kernel_roofline, op_work
+from mlptui.trace.analysis.kernels.roofline import kernel_roofline, op_work
 from mlptui.trace.model import KERNEL
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.parse.load import load_trace, load_trace_bytes

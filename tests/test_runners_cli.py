@@ -62,7 +62,7 @@ def test_mlp_on_cpu_writes_a_trace_whose_dispatch_tree_has_aten_linear(tmp_path:
         assert any(trace.ops[c].name in ("aten::matmul", "aten::mm") for c in op.children)
     assert [s.name for s in trace.steps] == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
     # headless dispatch of a CPU-only trace: every leaf path of the steps, none with kernels
-    from mlptui.trace.analysis.summary import summarize
+    from mlptui.trace.analysis.report.summary import summarize
 
     dispatch = summarize(trace)["dispatch"]
     assert dispatch and all(row["gpu_kernels"] == [] for row in dispatch)

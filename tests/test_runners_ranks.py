@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from mlptui.cli import main
-from mlptui.trace.analysis.ranks import rank_info, rank_run
+from mlptui.trace.analysis.ranks.ranks import rank_info, rank_run
 from mlptui.trace.parse.load import load_trace
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,9 +12,9 @@ from test_runners_cli import SMALL_MLP, mlptui, only_run  # noqa: E402
 
 from mlptui.runners.cli import run as cli_run  # noqa: E402
 from mlptui.runners.workloads.training import make_optimizer, train_step  # noqa: E402
-from mlptui.trace.analysis.memory import memory_report  # noqa: E402
-from mlptui.trace.analysis.modules import module_tree  # noqa: E402
-from mlptui.trace.analysis.operators import operators  # noqa: E402
+from mlptui.trace.analysis.memory.memory import memory_report  # noqa: E402
+from mlptui.trace.analysis.operators.modules import module_tree  # noqa: E402
+from mlptui.trace.analysis.operators.operators import operators  # noqa: E402
 from mlptui.trace.parse.load import load_trace  # noqa: E402
 
 

@@ -8,7 +8,7 @@ import statistics
 import pytest
 
 from mlptui.base.errors import MlptuiError
-from mlptui.trace.analysis.ranks_render import render_ranks_text
+from mlptui.trace.analysis.ranks.ranks_render import render_ranks_text
 
 
 def test_the_unknown_workload_line_names_tp_mlp() -> None:

@@ -50,7 +50,7 @@ def fingerprint(trace) -> dict:
         "gpu_us": round(sum(g.dur for g in trace.gpu), 3),
     }
     try:
-        from mlptui.trace.analysis.steps import all_step_stats
+        from mlptui.trace.analysis.steps.steps import all_step_stats
     except ImportError:
         return fp
     fp["step_stats"] = [(s.name, round(s.gpu_busy_us, 3), s.kernels, s.launches) for s in all_step_stats(trace)]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import trace_bytes, x
 
-from mlptui.trace.analysis.steps import (
+from mlptui.trace.analysis.steps.steps import (
     COMPUTE_BOUND,
     CPU_ONLY,
     GPU_NOT_RECORDED,

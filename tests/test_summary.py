@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from mlptui.cli import main
-from mlptui.trace.analysis.summary import render_markdown, render_text, summarize
+from mlptui.trace.analysis.report.summary import render_markdown, render_text, summarize
 from mlptui.trace.parse.load import load_trace
 
 STEP_KEYS = {"index", "name", "cpu_us", "gpu_busy_us", "gpu_idle_us", "kernels", "launches",

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import ROOT
 
-from mlptui.trace.analysis.findings import trace_findings
+from mlptui.trace.analysis.advice.findings import trace_findings
 from mlptui.trace.parse.load import load_trace
 from mlptui.viewmodels.profile_views import build_profile, overview_text
 

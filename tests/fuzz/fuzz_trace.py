@@ -52,7 +52,7 @@ def _imports() -> None:
     from mlptui.base.errors import MlptuiError
     from mlptui.base.text import printable
     from mlptui.commands.summary import format_report
-    from mlptui.trace.analysis.summary import summarize
+    from mlptui.trace.analysis.report.summary import summarize
     from mlptui.trace.names.kernel import decode_kernel
     from mlptui.trace.names.runtime_calls import classify_call
     from mlptui.trace.parse.load import load_trace_bytes

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from mlptui.base.text import printable
-from mlptui.trace.analysis.breakdown import scope_label
+from mlptui.trace.analysis.steps.breakdown import scope_label
 from mlptui.trace.diff.render import render_markdown, render_text
 from mlptui.trace.diff.trace_diff import diff_traces
 from mlptui.viewmodels.diff_cpu_section import cpu_section

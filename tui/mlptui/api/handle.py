@@ -45,11 +45,11 @@ class TraceHandle:
         """The whole report (None), or one step's sections, each computed once."""
         if index not in self._computed:
             if index is None:
-                from mlptui.trace.analysis.summary import summarize
+                from mlptui.trace.analysis.report.summary import summarize
 
                 self._computed[index] = summarize(self.trace)
             else:
-                from mlptui.trace.analysis.profile_sections import profile_sections
+                from mlptui.trace.analysis.report.profile_sections import profile_sections
 
                 self._computed[index] = profile_sections(self.trace, index)
         return self._computed[index]

@@ -33,8 +33,8 @@ def diff(a: TraceHandle | str, b: TraceHandle | str, step_a: int | None = None,
 def check(trace: TraceHandle | str, expectations: list[str] | str) -> Check:
     """Each expectation (docs/check.md) against the trace: whether it holds and what the trace shows. A
     malformed expectation raises MlptuiError before the trace is read."""
-    from mlptui.trace.analysis.expectations import check as check_all
-    from mlptui.trace.analysis.expectations import parse
+    from mlptui.trace.analysis.expectations.expectations import check as check_all
+    from mlptui.trace.analysis.expectations.expectations import parse
 
     texts = [expectations] if isinstance(expectations, str) else list(expectations)
     if not texts:

@@ -7,7 +7,7 @@ import numpy as np
 
 from mlptui.api.rows import TimelineRow
 from mlptui.base.errors import MlptuiError
-from mlptui.trace.analysis.tables import tables
+from mlptui.trace.analysis.events.tables import tables
 from mlptui.trace.model import Trace
 
 

@@ -2,7 +2,7 @@
 trace shows; exit 0 when all hold, 1 on any mismatch (with a one-line reason on stderr), 2 for a malformed
 expectation or an unreadable trace. Without --expect, the expectations come from `expect.toml` beside the
 trace (or --expectations FILE); a folder checks each of its traces that way. The language:
-mlptui.trace.analysis.expectations (docs/check.md)."""
+mlptui.trace.analysis.expectations.expectations (docs/check.md)."""
 
 from __future__ import annotations
 
@@ -53,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_one(path: Path, args: argparse.Namespace) -> str | None:
     """Check one trace and print its outcomes; the first mismatch as one line, or None."""
-    from mlptui.trace.analysis.expect_file import EXPECT_FILE, beside, expectations_for
-    from mlptui.trace.analysis.expectations import check, parse
+    from mlptui.trace.analysis.expectations.expect_file import EXPECT_FILE, beside, expectations_for
+    from mlptui.trace.analysis.expectations.expectations import check, parse
     from mlptui.trace.parse.load import load_trace
 
     texts = list(args.expect)

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             print(safe_lines(found))
         return 0
     with bulk_allocation():      # the report's imports too: the collector's passes over them free nothing
-        from mlptui.trace.analysis.summary import summarize
+        from mlptui.trace.analysis.report.summary import summarize
 
         trace = open_trace(args.path)
         report = summarize(trace)
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         from mlptui.viewmodels.table_export import dict_rows_csv
 
         if args.csv == "breakdown":
-            from mlptui.trace.analysis.profile_sections import breakdown_rows
+            from mlptui.trace.analysis.report.profile_sections import breakdown_rows
 
             rows = breakdown_rows(report["overview"])
         else:
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 def format_report(report: dict, fmt: str, top: int = 15) -> str:
     """The report as `mlptui summary` writes it: "json" (exact), "md" or "text" (terminal-safe)."""
     from mlptui.commands.output import dumps_json, safe_doc
-    from mlptui.trace.analysis.summary import render_markdown, render_text
+    from mlptui.trace.analysis.report.summary import render_markdown, render_text
     from mlptui.viewmodels.trust_text import trust_banner
 
     if fmt == "json":

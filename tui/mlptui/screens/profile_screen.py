@@ -27,7 +27,7 @@ from mlptui.gc_policy import bulk_allocation
 from mlptui.give_way import giving_way
 from mlptui.keys import PROFILE_KEYS, TRACE_KEYS
 from mlptui.screens.when_composed import when_composed
-from mlptui.trace.analysis.breakdown import scope_label
+from mlptui.trace.analysis.steps.breakdown import scope_label
 from mlptui.viewmodels.facts import TraceFacts
 from mlptui.viewmodels.profile_details import memory_peaks, module_detail, operator_detail
 from mlptui.viewmodels.profile_views import (

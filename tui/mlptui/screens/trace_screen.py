@@ -28,8 +28,8 @@ from mlptui.screens.hidden_draw import HiddenDraw
 from mlptui.screens.host import host
 from mlptui.screens.step_ahead import StepAhead
 from mlptui.screens.when_composed import when_composed
-from mlptui.trace.analysis.device_arch import device_arch
-from mlptui.trace.analysis.kernel_inputs import kernel_name
+from mlptui.trace.analysis.events.device_arch import device_arch
+from mlptui.trace.analysis.kernels.kernel_inputs import kernel_name
 from mlptui.trace.model import LAUNCH_CATS
 from mlptui.viewmodels import fmt
 from mlptui.viewmodels.detail_text import gpu_details, op_details

@@ -7,9 +7,9 @@ from typing import Any
 
 from mlptui.base import units
 from mlptui.base.text import markup_escape as escape
-from mlptui.trace.analysis.kineto_args import channel_label, disagreement, kineto_occupancy
-from mlptui.trace.analysis.occupancy import device_for, kernel_occupancy, launch_config
-from mlptui.trace.analysis.roofline import kernel_roofline
+from mlptui.trace.analysis.kernels.kineto_args import channel_label, disagreement, kineto_occupancy
+from mlptui.trace.analysis.kernels.occupancy import device_for, kernel_occupancy, launch_config
+from mlptui.trace.analysis.kernels.roofline import kernel_roofline
 from mlptui.trace.model import LAUNCH_CATS, Trace
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.viewmodels import fmt

@@ -18,7 +18,7 @@ _ARG_FIELDS = ("grid", "block", "registers per thread", "shared memory", "blocks
 
 
 def _occupancy(trace: Trace, gpu_id: int) -> str | None:
-    from mlptui.trace.analysis.occupancy import kernel_occupancy
+    from mlptui.trace.analysis.kernels.occupancy import kernel_occupancy
 
     occ = kernel_occupancy(trace, gpu_id)
     if occ is None:
@@ -28,7 +28,7 @@ def _occupancy(trace: Trace, gpu_id: int) -> str | None:
 
 
 def _roofline(trace: Trace, gpu_id: int) -> str | None:
-    from mlptui.trace.analysis.roofline import kernel_roofline
+    from mlptui.trace.analysis.kernels.roofline import kernel_roofline
 
     roof = kernel_roofline(trace, gpu_id)
     if roof is None:

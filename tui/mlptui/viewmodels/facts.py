@@ -7,18 +7,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mlptui.trace.analysis.expect_file import outcomes_beside
-from mlptui.trace.analysis.expectations import Outcome
-from mlptui.trace.analysis.findings import focus_step, kernel_mix, trace_findings
-from mlptui.trace.analysis.integrity import integrity
-from mlptui.trace.analysis.launches import (
+from mlptui.trace.analysis.advice.findings import focus_step, kernel_mix, trace_findings
+from mlptui.trace.analysis.events.launches import (
     LaunchCallStat,
     OpLaunches,
     call_kinds,
     launch_calls,
     launches_by_op,
 )
-from mlptui.trace.analysis.steps import StepStats, all_step_stats, is_cpu_op, step_stats
+from mlptui.trace.analysis.expectations.expect_file import outcomes_beside
+from mlptui.trace.analysis.expectations.expectations import Outcome
+from mlptui.trace.analysis.steps.integrity import integrity
+from mlptui.trace.analysis.steps.steps import StepStats, all_step_stats, is_cpu_op, step_stats
 from mlptui.trace.model import KERNEL, Trace
 from mlptui.trace.names.runtime_calls import classify_call
 from mlptui.viewmodels.lanes import Lane, build_lanes

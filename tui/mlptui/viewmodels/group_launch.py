@@ -4,7 +4,7 @@ shared memory per block, as the kernels pane shows them for one launch.
 A figure is shown when every call of the group launched with the same value (grid and block: the same
 number of blocks and of threads per block; the dims written are the first call's), "varies" when the
 calls differ, and "" when the trace does not record it. Uniformity is read from the launch columns of
-every call (mlptui.trace.analysis.kernel_figures), so a group of any size costs one args read.
+every call (mlptui.trace.analysis.kernels.kernel_figures), so a group of any size costs one args read.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from mlptui.trace.analysis.kernel_figures import kernel_figures
+from mlptui.trace.analysis.kernels.kernel_figures import kernel_figures
 from mlptui.trace.model import Trace
 from mlptui.viewmodels import fmt
 

@@ -5,9 +5,9 @@ for its one column), so a million-kernel trace costs what is looked at."""
 from __future__ import annotations
 
 from mlptui.base.units import bandwidth, throughput
-from mlptui.trace.analysis.kernel_inputs import kernel_name
-from mlptui.trace.analysis.occupancy import Occupancy, kernel_occupancy
-from mlptui.trace.analysis.roofline import Roofline, kernel_roofline
+from mlptui.trace.analysis.kernels.kernel_inputs import kernel_name
+from mlptui.trace.analysis.kernels.occupancy import Occupancy, kernel_occupancy
+from mlptui.trace.analysis.kernels.roofline import Roofline, kernel_roofline
 from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import KernelName
 

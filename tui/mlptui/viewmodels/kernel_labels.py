@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from mlptui.trace.analysis.kernel_inputs import kernel_name
+from mlptui.trace.analysis.kernels.kernel_inputs import kernel_name
 from mlptui.trace.model import Trace
 from mlptui.trace.names import distinct
 

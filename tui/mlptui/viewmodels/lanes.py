@@ -111,7 +111,7 @@ class CounterLane(Lane):
 
 def counter_lanes(trace: Trace) -> list[Lane]:
     """A lane per (GPU, metric) of the trace's hardware-counter samples."""
-    from mlptui.trace.analysis.device_marks import counter_samples
+    from mlptui.trace.analysis.steps.device_marks import counter_samples
 
     if not any(m.kind == "counter" for m in trace.marks):
         return []

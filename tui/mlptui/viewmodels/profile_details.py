@@ -8,9 +8,9 @@ from __future__ import annotations
 from rich.text import Text
 
 from mlptui.base.text import printable
-from mlptui.trace.analysis.memory import MemoryReport
-from mlptui.trace.analysis.modules import ModuleRow
-from mlptui.trace.analysis.operators import OpGroup, call_sites, top_entries
+from mlptui.trace.analysis.memory.memory import MemoryReport
+from mlptui.trace.analysis.operators.modules import ModuleRow
+from mlptui.trace.analysis.operators.operators import OpGroup, call_sites, top_entries
 from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.viewmodels import fmt

@@ -13,15 +13,15 @@ from typing import Any
 
 from rich.text import Text
 
-from mlptui.trace.analysis.breakdown import CATEGORIES, Spans, category_intervals
-from mlptui.trace.analysis.critical_path import CriticalPath, critical_path
-from mlptui.trace.analysis.critical_path_report import label
-from mlptui.trace.analysis.kernel_stats import KernelGroup, kernel_stats
-from mlptui.trace.analysis.memory import MemoryReport, memory_report
-from mlptui.trace.analysis.modules import ModuleRow, module_tree
-from mlptui.trace.analysis.operators import OpGroup, operators_in_steps
-from mlptui.trace.analysis.overview import na_notes, overview
-from mlptui.trace.analysis.recommendations import recommendations
+from mlptui.trace.analysis.advice.recommendations import recommendations
+from mlptui.trace.analysis.critical_path.critical_path import CriticalPath, critical_path
+from mlptui.trace.analysis.critical_path.critical_path_report import label
+from mlptui.trace.analysis.kernels.kernel_stats import KernelGroup, kernel_stats
+from mlptui.trace.analysis.memory.memory import MemoryReport, memory_report
+from mlptui.trace.analysis.operators.modules import ModuleRow, module_tree
+from mlptui.trace.analysis.operators.operators import OpGroup, operators_in_steps
+from mlptui.trace.analysis.steps.breakdown import CATEGORIES, Spans, category_intervals
+from mlptui.trace.analysis.steps.overview import na_notes, overview
 from mlptui.trace.model import Trace
 from mlptui.viewmodels import fmt
 

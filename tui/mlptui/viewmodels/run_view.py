@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlptui.base import units
-from mlptui.trace.analysis.links import Link, link_for
-from mlptui.trace.analysis.ranks import ranks_report
-from mlptui.trace.analysis.ranks_render import (
+from mlptui.trace.analysis.comms.links import Link, link_for
+from mlptui.trace.analysis.ranks.ranks import ranks_report
+from mlptui.trace.analysis.ranks.ranks_render import (
     RANK_HEADERS,
     collective_headers,
     collective_rows,

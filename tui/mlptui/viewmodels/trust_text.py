@@ -1,5 +1,5 @@
 """The trust banner: one line saying that a trace cannot be read as is, and why, from its integrity
-(mlptui.trace.analysis.integrity, as `summary --json` writes it). Shown first by the app's trace header
+(mlptui.trace.analysis.steps.integrity, as `summary --json` writes it). Shown first by the app's trace header
 and by `mlptui summary`; nothing when the trace is sound.
 
     trust_banner(integrity_dict) -> str | None

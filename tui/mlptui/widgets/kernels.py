@@ -13,8 +13,8 @@ from typing import Any
 from textual import work
 
 from mlptui.keys import KERNEL_KEYS, TABLE_KEYS
-from mlptui.trace.analysis.occupancy import Occupancy
-from mlptui.trace.analysis.roofline import Roofline
+from mlptui.trace.analysis.kernels.occupancy import Occupancy
+from mlptui.trace.analysis.kernels.roofline import Roofline
 from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import KernelName
 from mlptui.viewmodels import fmt

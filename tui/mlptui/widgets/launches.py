@@ -2,7 +2,7 @@
 
 "A linear is query + launch, a pointwise op is just launch" on Ampere; memset + cuLaunchKernelEx on
 Hopper; cuLaunchKernel for Triton; cudaGraphLaunch for graphs. The rows come from
-`mlptui.trace.analysis.launches.launches_by_op`, computed once per trace and grouped by step.
+`mlptui.trace.analysis.events.launches.launches_by_op`, computed once per trace and grouped by step.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from mlptui.keys import TABLE_KEYS
-from mlptui.trace.analysis.launches import LaunchCallStat, OpLaunches
+from mlptui.trace.analysis.events.launches import LaunchCallStat, OpLaunches
 from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.names.runtime_calls import classify_call

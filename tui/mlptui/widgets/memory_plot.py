@@ -11,7 +11,7 @@ from textual_plotext import PlotextPlot
 from textual_plotext.plot import Plot
 
 from mlptui.give_way import giving_way
-from mlptui.trace.analysis.memory import DeviceMemory
+from mlptui.trace.analysis.memory.memory import DeviceMemory
 
 DrawKey = tuple[int, int, str, int]       # width, height, theme, generation of the curve
 MAX_POINTS = 4000          # plotext draws every point it is given; the screen has far fewer cells

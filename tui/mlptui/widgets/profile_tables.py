@@ -10,12 +10,12 @@ from typing import Any
 
 from mlptui.base import units
 from mlptui.keys import TABLE_KEYS
-from mlptui.trace.analysis.critical_path import Segment
-from mlptui.trace.analysis.critical_path_report import label
-from mlptui.trace.analysis.kernel_stats import KernelGroup
-from mlptui.trace.analysis.memory import OpMemory
-from mlptui.trace.analysis.modules import ModuleRow
-from mlptui.trace.analysis.operators import OpGroup
+from mlptui.trace.analysis.critical_path.critical_path import Segment
+from mlptui.trace.analysis.critical_path.critical_path_report import label
+from mlptui.trace.analysis.kernels.kernel_stats import KernelGroup
+from mlptui.trace.analysis.memory.memory import OpMemory
+from mlptui.trace.analysis.operators.modules import ModuleRow
+from mlptui.trace.analysis.operators.operators import OpGroup
 from mlptui.trace.model import Trace
 from mlptui.viewmodels import fmt
 from mlptui.viewmodels.group_launch import GroupLaunch, group_launch

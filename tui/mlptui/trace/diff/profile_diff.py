@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from mlptui.base.units import MISSING, duration, share
-from mlptui.trace.analysis.operators import OpGroup, operators
-from mlptui.trace.analysis.overview import overview
+from mlptui.trace.analysis.operators.operators import OpGroup, operators
+from mlptui.trace.analysis.steps.overview import overview
 from mlptui.trace.model import Trace
 
 OVERVIEW_KEYS = ("gpu_util", "sm_efficiency", "achieved_occupancy", "theoretical_occupancy", "tensor_core_share",

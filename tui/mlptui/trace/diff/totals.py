@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mlptui.trace.analysis.launches import LaunchCallStat
+from mlptui.trace.analysis.events.launches import LaunchCallStat
 
 
 class _Kernel(Protocol):

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from mlptui.base.errors import MlptuiError
-from mlptui.trace.analysis.kernel_inputs import kernel_name
-from mlptui.trace.analysis.launches import launch_calls
-from mlptui.trace.analysis.steps import StepStats, all_step_stats, step_stats
+from mlptui.trace.analysis.events.launches import launch_calls
+from mlptui.trace.analysis.kernels.kernel_inputs import kernel_name
+from mlptui.trace.analysis.steps.steps import StepStats, all_step_stats, step_stats
 from mlptui.trace.diff.align import (
     ADDED,
     ATTENTION_CALL_OPS,

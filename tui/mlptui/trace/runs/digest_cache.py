@@ -22,13 +22,13 @@ from typing import Any
 import orjson
 
 from mlptui.base.files import atomic_writer
-from mlptui.trace.analysis.rank_digest import DIGEST_VERSION
+from mlptui.trace.analysis.ranks.rank_digest import DIGEST_VERSION
 from mlptui.trace.parse import cache_folder, index_cache
 from mlptui.trace.runs.digest_check import check_digest
 
 # the modules whose code a digest's figures depend on, besides the indexer's (already in the file key)
-_MODULES = ("analysis/rank_digest.py", "analysis/collectives.py", "analysis/steps.py", "analysis/intervals.py",
-            "analysis/launches.py", "analysis/tables.py", "analysis/rank_clock.py", "names/common.py")
+_MODULES = ("analysis/ranks/rank_digest.py", "analysis/comms/collectives.py", "analysis/steps/steps.py", "analysis/events/intervals.py",
+            "analysis/events/launches.py", "analysis/events/tables.py", "analysis/ranks/rank_clock.py", "names/common.py")
 _CODE: str | None = None
 MAX_BYTES = 256 << 20      # a digest is a few numbers per step and per collective call: MBs for 100k calls
 

@@ -3,7 +3,7 @@ have changed it, and one field of the wrong type would crash the run's summary o
 
     check_digest(doc)       raises ValueError naming the first field that is not what digest_to_dict writes
 
-Every field of mlptui.trace.analysis.rank_digest.RankDigest with its type (None where it may be
+Every field of mlptui.trace.analysis.ranks.rank_digest.RankDigest with its type (None where it may be
 unknown), whole numbers within 64 bits (all JSON writers agree on those), finite figures, and times
 that are not negative where they are lengths (durations, step windows, busy time).
 """

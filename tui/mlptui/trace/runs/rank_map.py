@@ -58,8 +58,8 @@ def digest_file(path: str, key: dict[str, Any] | None = None) -> DigestResult:
             hit = digest_cache.lookup(p, key)
             if hit is not None:
                 return DigestResult(path, hit, None, True, time.perf_counter() - start, _host())
-        from mlptui.trace.analysis.rank_digest import digest_to_dict, rank_digest
-        from mlptui.trace.analysis.ranks import rank_info
+        from mlptui.trace.analysis.ranks.rank_digest import digest_to_dict, rank_digest
+        from mlptui.trace.analysis.ranks.ranks import rank_info
         from mlptui.trace.parse.load import load_trace
 
         was_enabled = gc.isenabled()

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mlptui.trace.analysis.rank_digest import digest_from_dict
-from mlptui.trace.analysis.ranks import reduce_digests
+from mlptui.trace.analysis.ranks.rank_digest import digest_from_dict
+from mlptui.trace.analysis.ranks.ranks import reduce_digests
 from mlptui.trace.parse import index_cache
 from mlptui.trace.runs import digest_cache
 from mlptui.trace.runs.local_map import map_local

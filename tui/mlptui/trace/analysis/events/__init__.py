@@ -1,0 +1,1 @@
+"""How a trace's events connect, shared by every analysis: the column tables, interval arithmetic, launch calls and what they launched, CUDA-graph captures, which op owns a kernel, op shapes, device work the host does not link to, and the device's vendor and architecture."""

@@ -1,0 +1,1 @@
+"""Memory: allocations per op, peaks per device, memory not freed."""
