@@ -32,7 +32,20 @@ def test_the_source_roots_hold_only_the_package() -> None:
     assert entries(ROOT / "tui") == ["mlptui"]
     assert entries(ROOT / "runners") == ["mlptui"]
     assert entries(ROOT / "runners" / "mlptui") == ["runners"]
-    assert not (ROOT / "tui" / "mlptui" / "__init__.py").exists()   # a namespace package spanning both roots
+    # one package spanning both roots: tui/mlptui/__init__.py joins runners/mlptui (which has none) to it
+    assert (ROOT / "tui" / "mlptui" / "__init__.py").exists()
+    assert not (ROOT / "runners" / "mlptui" / "__init__.py").exists()
+
+
+def test_importing_mlptui_loads_nothing_and_names_the_api() -> None:
+    """`import mlptui` runs in every command and runner: it must not load the API (numpy, the core) until a
+    name of it is used, and then give exactly the API's public names."""
+    code = ("import sys, mlptui; heavy = sorted(m for m in ('numpy', 'mlptui.api', 'mlptui.trace') if m in sys.modules); "
+            "import mlptui.api as api; print(heavy, mlptui.open_trace is api.open_trace, "
+            "set(api.__all__) <= set(dir(mlptui)), hasattr(mlptui, 'no_such_name'))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd="/")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["[]", "True", "True", "False"]
 
 
 def test_the_install_is_a_pth_of_plain_paths() -> None:
