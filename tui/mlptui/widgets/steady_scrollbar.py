@@ -23,7 +23,7 @@ from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
 
 from mlptui.textual_private import adopt_vertical_scrollbar, own_vertical_scrollbar
-from mlptui.widgets.kept import kept
+from mlptui.widgets.kept import lru_get_or_make
 
 if TYPE_CHECKING:
     from textual.widget import Widget
@@ -93,7 +93,7 @@ class SteadyScrollBar(ScrollBar):
         self._shown_for = self._thumb_inputs()
         if look is None:
             return super().render_lines(crop)
-        return kept(self._looks, (crop, look), partial(super().render_lines, crop), LOOKS_KEPT)
+        return lru_get_or_make(self._looks, (crop, look), partial(super().render_lines, crop), LOOKS_KEPT)
 
 
 class SteadyScrollbars:
