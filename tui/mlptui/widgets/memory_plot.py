@@ -34,7 +34,7 @@ def _thin(xs: list[float], ys: list[float], limit: int = MAX_POINTS) -> tuple[li
 
 
 class MemoryPlot(PlotextPlot):
-    """plotext draws the whole canvas as text (10-25 ms at 200 columns, the interpreter held): the text
+    """plotext draws the whole canvas as text (long enough to delay a key, the interpreter held): the text
     is drawn in a worker, on a figure of its own, once per curve, size and theme, and the pane is blank
     until it is ready, so the key that shows the memory view repaints at once and the curve follows.
     Showing the same curve again, or the view again, draws nothing."""
