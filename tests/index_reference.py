@@ -27,10 +27,10 @@ from mlptui.trace.parse.index import (
     _finish,
     _flow_index,
     _id_of,
+    _IndexInputs,
     _memory_events,
     _names,
     _ns,
-    _Pre,
     _roll_up,
     _stream_id,
 )
@@ -76,7 +76,7 @@ def reference_index(decoded: Decoded, source: str) -> SimpleNamespace:
     origin_us = float(min(b.cpu_ts.min(initial=np.inf), b.gpu_ts.min(initial=np.inf)))
     if origin_us == np.inf:
         origin_us = 0.0
-    pre = _Pre(Decoded(events, decoded.meta), source, b, warnings, string_ids, names, starts, ends, origin_us,
+    pre = _IndexInputs(Decoded(events, decoded.meta), source, b, warnings, string_ids, names, starts, ends, origin_us,
                len(events))
     return _build_objects(pre)
 
@@ -90,8 +90,8 @@ def _wide(value: int | None) -> int:
     return int(value is not None and _fit(value) is None)
 
 
-def _build_objects(pre: _Pre) -> SimpleNamespace:
-    b, warnings, string_ids, origin_us = pre.b, pre.warnings, pre.string_ids, pre.origin_us
+def _build_objects(pre: _IndexInputs) -> SimpleNamespace:
+    b, warnings, string_ids, origin_us = pre.buckets, pre.warnings, pre.string_ids, pre.origin_us
     events: list[Any] = pre.decoded.events
     gpu_link = [events[i].args for i in b.gpu_ev.tolist()]
     cpu = _cpu_columns(events, b, origin_us, warnings, string_ids)

@@ -38,7 +38,7 @@ EXPECTED: dict[str, tuple[int, int, int, int, int]] = {
 REFUSED: dict[str, str] = {
     "execution_trace__benchmark_simple_add_et.json.gz": "this is a PyTorch execution trace, not a profiler trace",
 }
-# Big enough to take a while on a 2-core box; loaded once per session.
+# Big enough to take a while; loaded once per session.
 _cache: dict[str, object] = {}
 
 

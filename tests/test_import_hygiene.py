@@ -50,7 +50,7 @@ print(sorted(m for m in sys.modules if m == "numpy.ma" or m.startswith("numpy.ma
 
 
 def test_summary_does_not_import_numpy_ma() -> None:
-    """numpy.ma costs 10-20 ms of a fresh process's imports; a plain np.unique or np.median pulls it in."""
+    """numpy.ma adds to every fresh process's imports; a plain np.unique or np.median pulls it in."""
     samples = [str(p) for p in sorted((ROOT / "sample_traces").rglob("*.pt.trace.json*"))]
     assert len(samples) >= 8
     proc = subprocess.run([sys.executable, "-c", NO_MASKED, *samples], cwd=ROOT, capture_output=True, text=True,

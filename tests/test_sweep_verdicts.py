@@ -177,8 +177,8 @@ def test_a_calibrated_cell_must_also_save_the_drift_between_two_timings_up_to_tw
 
 
 def test_training_is_routed_by_the_same_margins_as_inference() -> None:
-    """Training cells measured 2-10 % faster with the fused path forced on route fused (run 17's TRAIN_MARGIN
-    of 10 % kept 17 such H100 cells unfused); an unmeasured training cell stays unfused."""
+    """Training cells measured 2-10 % faster with the fused path forced on route fused (a larger training
+    margin kept such cells unfused); an unmeasured training cell stays unfused."""
     fam = cx.Family(768, 3072, cx.PathCost(5, (1, 8192), (10, 180)), cx.PathCost(5, (1, 8192), (14, 260)),
                     bench_rows=(64, 8192), fwd_bench=((None, None), (None, None)),
                     train_bench=((None, None), (3_100.0, 3_300.0)))

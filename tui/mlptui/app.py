@@ -14,7 +14,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from mlptui import give_way
+from mlptui import worker_pause
 from mlptui.base.errors import MlptuiError
 from mlptui.base.settings import setting_problems
 from mlptui.base.text import printable
@@ -66,7 +66,7 @@ class MlptuiApp(App[int]):
         if isinstance(event, events.InputEvent):
             self.idle_collector.input_seen()
             if isinstance(event, GIVE_WAY_TO):      # not mouse moves: workers pause while a key is handled
-                self.set_timer(give_way.QUIET_S, partial(give_way.quiet, give_way.input_seen()))
+                self.set_timer(worker_pause.QUIET_S, partial(worker_pause.quiet, worker_pause.input_seen()))
         await super().on_event(event)
 
     def on_unmount(self) -> None:

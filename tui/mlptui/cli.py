@@ -103,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     from mlptui.base.errors import MlptuiError
 
     if name not in _TORCH_COMMANDS:
-        # numpy's OpenBLAS starts a thread per core at import (0.05 s of CPU per process on 2 cores) and no
-        # mlptui analysis multiplies matrices; a value the user set is kept.
+        # numpy's OpenBLAS starts a thread per core at import, CPU time every process pays, and no mlptui
+        # analysis multiplies matrices; a value the user set is kept.
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         module = command_module(name)

@@ -40,8 +40,8 @@ class IdleCollector:
     """Full collections between key presses, not during them.
 
     With the trace frozen, a full collection still walks every object made since (the widgets, their
-    caches), and with a trace of several GB spread over memory that walk costs 10-30 ms: enough to double a
-    key's repaint when it falls inside one. While the app runs, the collector's own full collections are
+    caches), and with a trace of several GB spread over memory that walk is long enough to double a key's
+    repaint when it falls inside one. While the app runs, the collector's own full collections are
     off; `tick` (called on a timer) runs one once input has been quiet for QUIET_S and younger
     collections have promoted something since the last. The younger generations collect as before.
     """

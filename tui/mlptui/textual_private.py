@@ -51,7 +51,7 @@ def missing() -> list[str]:
 
 def _set_in_init(owner: Any) -> tuple[str, ...]:
     """The attribute names `owner.__init__` refers to (self._x = … is not on the class). Read from the compiled
-    code, not the source: reading and searching Widget's source cost ~0.3 s of every start."""
+    code, not the source: reading and searching Widget's source was a large share of every start."""
     init = getattr(owner, "__init__", None)
     code = getattr(init, "__code__", None)
     return tuple(code.co_names) if code is not None else ()

@@ -2,7 +2,7 @@
 lift.
 
 - The terminal is at most MAX_COLUMNS × MAX_ROWS, whatever size the page asks for at start or on a
-  resize (a 20000×20000 terminal took 2.1 GB in one app process); a size that is not a number is 80×24.
+  resize (an app's memory grows with its terminal's cells); a size that is not a number is 80×24.
 - When the tab goes (closed, aborted, silent past the heartbeat, or the server stopping), its app is asked
   to quit, and killed after STOP_GRACE_S: its slot is free again within seconds, never held by an app
   that does not answer.

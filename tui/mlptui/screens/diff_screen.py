@@ -23,7 +23,7 @@ from mlptui.base.text import printable
 from mlptui.base.units import MISSING
 from mlptui.keys import DIFF_KEYS
 from mlptui.screens.help_screen import HelpScreen, binding_lines, help_text
-from mlptui.screens.host import host
+from mlptui.screens.host import as_explorer
 from mlptui.screens.when_composed import when_composed
 from mlptui.trace.diff.cpu import op_key
 from mlptui.trace.diff.render import MARKERS, direction, figure_pairs, fmt_speedup
@@ -91,7 +91,7 @@ class DiffHelp(HelpScreen):
     """The explorer's help with the diff screen's keys first (same box, same look, same remaps)."""
 
     def text(self, width: int | None) -> Text:
-        keymap = host(self.app).user_keys
+        keymap = as_explorer(self.app).user_keys
         text = Text()
         text.append("Diff screen\n", "bold")
         for b in DIFF_KEYS:

@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from mlptui import keys
-from mlptui.screens.host import host
+from mlptui.screens.host import as_explorer
 
 GROUPS = [
     ("Everywhere", keys.APP_KEYS),
@@ -94,7 +94,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(self.text(self.width()), id="help-text")
 
     def text(self, width: int | None) -> Text:
-        return help_text(host(self.app).user_keys, width)
+        return help_text(as_explorer(self.app).user_keys, width)
 
     def width(self) -> int:
         """Columns inside the box: at most its 110, less its border, padding and scrollbar."""

@@ -29,6 +29,6 @@ class ExplorerHost(Protocol):
         """Replace the loading screen with the loaded traces' screen (one trace, or the diff of two)."""
 
 
-def host(app: App[Any]) -> ExplorerHost:
+def as_explorer(app: App[Any]) -> ExplorerHost:
     """The explorer behind `app` (the app class implements ExplorerHost)."""
     return cast(ExplorerHost, app)

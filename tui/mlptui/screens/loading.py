@@ -12,7 +12,7 @@ from textual.widgets import ProgressBar, Static
 
 from mlptui.base.errors import MlptuiError
 from mlptui.gc_policy import bulk_allocation
-from mlptui.screens.host import host
+from mlptui.screens.host import as_explorer
 from mlptui.screens.progress import ProgressScreen
 from mlptui.screens.when_composed import when_composed
 from mlptui.widgets.literal import literal
@@ -82,7 +82,7 @@ class LoadingScreen(ProgressScreen):
         facts = message.facts
         if self.with_facts is not None:
             facts = [self.with_facts, *facts]
-        host(self.app).show_loaded(self, facts)
+        as_explorer(self.app).show_loaded(self, facts)
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 1:

@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 from mlptui.base.errors import MlptuiError
 from mlptui.base.text import printable
-from mlptui.screens.host import host
+from mlptui.screens.host import as_explorer
 from mlptui.screens.when_composed import when_composed
 from mlptui.widgets.lines import LineList
 from mlptui.widgets.literal import literal
@@ -44,7 +44,7 @@ class PartnerScreen(ReportsWorkerErrors, ModalScreen[str | None]):
     @when_composed
     def on_mount(self) -> None:
         self.query_one("#partner-box").border_title = literal(f"traces in {self.folder}")
-        self.query_one(TraceList).facts.update(host(self.app).facts_cache)
+        self.query_one(TraceList).facts.update(as_explorer(self.app).facts_cache)
         self.query_one(TraceList).focus()
         self.list_folder()
 

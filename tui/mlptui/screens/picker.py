@@ -25,7 +25,7 @@ from mlptui.base.errors import MlptuiError
 from mlptui.base.text import printable
 from mlptui.gc_policy import bulk_allocation
 from mlptui.keys import PICKER_KEYS
-from mlptui.screens.host import host
+from mlptui.screens.host import as_explorer
 from mlptui.screens.when_composed import when_composed
 from mlptui.widgets.footer import KeyBar
 from mlptui.widgets.lines import LineList
@@ -99,7 +99,7 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
             f"{files} trace{'s' if files != 1 else ''}{folders} · per-step figures of the last profiled step")
         self.query_one("#picker-findings-pane").border_title = "findings"
         table = self.query_one(TraceList)
-        table.facts.update(host(self.app).facts_cache)
+        table.facts.update(as_explorer(self.app).facts_cache)
         table.reset_rows(0)
         table.focus()
         self._show_findings()
@@ -119,7 +119,7 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
             except (MlptuiError, OSError) as exc:
                 self.post_message(self.Summarised(spec, None, f"unreadable: {exc}"))
         for spec in self.specs[:len(self.specs) - len(self.folders)]:
-            if spec in host(self.app).facts_cache:
+            if spec in as_explorer(self.app).facts_cache:
                 continue
             kind = source_kind(spec)
             try:
@@ -146,7 +146,7 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
     def on_picker_screen_summarised(self, message: Summarised) -> None:
         table = self.query_one(TraceList)
         if message.facts is not None:
-            host(self.app).facts_cache[message.spec] = message.facts
+            as_explorer(self.app).facts_cache[message.spec] = message.facts
             table.facts[message.spec] = message.facts
         elif message.error:
             table.errors[message.spec] = message.error
@@ -160,7 +160,7 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
     def on_screen_resume(self) -> None:
         """Back from a trace: what was loaded meanwhile (a large or remote one opened with enter) fills its row."""
         table = self.query_one(TraceList)
-        loaded = {s: f for s, f in host(self.app).facts_cache.items() if s in table.specs and s not in table.facts}
+        loaded = {s: f for s, f in as_explorer(self.app).facts_cache.items() if s in table.specs and s not in table.facts}
         if loaded:
             table.facts.update(loaded)
             table.refresh_text()
@@ -189,7 +189,7 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
             target.update(Text.assemble((printable(table.labels.get(spec, spec)), "bold"), "  ",
                                         (printable(spec), "dim"), "\n", printable(state)))
             return
-        facts = host(self.app).facts_cache.get(spec)
+        facts = as_explorer(self.app).facts_cache.get(spec)
         if facts is None:
             table = self.query_one(TraceList)
             error = table.errors.get(spec)
@@ -220,9 +220,9 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
     def action_open(self) -> None:
         spec = self._current()
         if spec in self.folders:
-            host(self.app).list_or_open(spec)       # its ranks, or a list of its traces
+            as_explorer(self.app).list_or_open(spec)       # its ranks, or a list of its traces
         elif spec is not None:
-            host(self.app).open_specs([spec])
+            as_explorer(self.app).open_specs([spec])
 
     def action_jump(self, n: int) -> None:
         table = self.query_one(TraceList)
@@ -249,7 +249,7 @@ class PickerScreen(ReportsWorkerErrors, Screen[None]):
         marked = table.marked_spec
         table.marked_spec = None        # the mark is spent on this diff: back here, no [A] is left over
         table.refresh_text()
-        host(self.app).open_specs([marked, spec])
+        as_explorer(self.app).open_specs([marked, spec])
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:

@@ -24,7 +24,6 @@ from textual.widgets import ContentSwitcher, Input, Static
 
 from mlptui.base.text import printable
 from mlptui.gc_policy import bulk_allocation
-from mlptui.give_way import giving_way
 from mlptui.keys import PROFILE_KEYS, TRACE_KEYS
 from mlptui.screens.when_composed import when_composed
 from mlptui.trace.analysis.steps.breakdown import scope_label
@@ -54,6 +53,7 @@ from mlptui.widgets.profile_tables import (
 )
 from mlptui.widgets.table_csv import export_table
 from mlptui.widgets.worker_errors import ReportsWorkerErrors, WorkerFailed
+from mlptui.worker_pause import pausing_for_input
 
 VIEWS = ("overview", "operators", "kernels", "memory", "modules", "critical")
 TITLES = {"overview": "o overview", "operators": "p operators", "kernels": "K kernels (completed)",
@@ -172,11 +172,11 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
         # The key's repaint first: the computation holds the interpreter lock that painting needs.
         painted.wait(timeout=1.0)
         # Many small objects over a big trace: full collections would hold the interpreter while keys wait.
-        with bulk_allocation(), giving_way():
+        with bulk_allocation(), pausing_for_input():
             self.views.build(step, groupings=False)
         self.post_message(self.Ready(step))
         # then the other groupings, ahead of `a` (shown as they are: a view never waits for them)
-        with bulk_allocation(), giving_way():
+        with bulk_allocation(), pausing_for_input():
             self.views.build_groupings(step)
 
     def on_profile_screen_ready(self, message: Ready) -> None:
@@ -404,7 +404,7 @@ class ProfileScreen(ReportsWorkerErrors, Screen[Scope]):
     def regroup(self, which: str) -> None:
         data = self.data
         if data is not None:
-            with bulk_allocation(), giving_way():
+            with bulk_allocation(), pausing_for_input():
                 regrouped(data, which)
             self.post_message(self.Regrouped("operators" if which == "operators-shapes" else "kernels"))
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 
 LARGEST_STEP = 20_000       # kernels, or dispatch-tree roots, of a step prepared ahead
-LARGEST_WALK = 50_000       # dispatch-tree roots of every step walked ahead (about 5 ms on a 2-core box)
+LARGEST_WALK = 50_000       # dispatch-tree roots of every step walked ahead (one piece between keys)
 
 
 class StepAhead:
@@ -72,7 +72,7 @@ class StepAhead:
         else:
             step = trace.steps[scope.step]
             start, end, focus = step.ts, step.ts + step.dur, step.op
-            # a huge step's walk or labels would hold the keyboard for tens of milliseconds: left to its key
+            # a huge step's walk or labels would hold the keyboard past a key's repaint: left to its key
             walk = labels = len(gpu_ids) <= LARGEST_STEP and tree.roots_in(start, end) <= LARGEST_STEP
             if not walk:
                 return []

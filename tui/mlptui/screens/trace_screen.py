@@ -22,10 +22,9 @@ from textual.widgets import Input, Static
 
 from mlptui.base.text import printable
 from mlptui.gc_policy import bulk_allocation
-from mlptui.give_way import giving_way
 from mlptui.keys import TRACE_KEYS
 from mlptui.screens.hidden_draw import HiddenDraw
-from mlptui.screens.host import host
+from mlptui.screens.host import as_explorer
 from mlptui.screens.step_ahead import StepAhead
 from mlptui.screens.when_composed import when_composed
 from mlptui.trace.analysis.events.device_arch import device_arch
@@ -50,6 +49,7 @@ from mlptui.widgets.steps import StepList
 from mlptui.widgets.table_csv import export_table
 from mlptui.widgets.timeline import Timeline
 from mlptui.widgets.worker_errors import ReportsWorkerErrors
+from mlptui.worker_pause import pausing_for_input
 
 if TYPE_CHECKING:
     from mlptui.screens.profile_screen import ProfileScreen
@@ -185,7 +185,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         the all-steps kernel labels ahead of the first `[` `]` there."""
         import mlptui.screens.profile_screen  # noqa: F401
 
-        with giving_way():
+        with pausing_for_input():
             self.facts.trace.derive(every_kernel_labels)
         self.post_message(self.ViewsImportable())
 
@@ -236,7 +236,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="launches")
     def link_launches(self) -> None:
-        with bulk_allocation(), giving_way():
+        with bulk_allocation(), pausing_for_input():
             add_launches(self.facts)
         self.post_message(self.LaunchesReady())
 
@@ -527,7 +527,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
             self.app.pop_screen()
 
     def action_diff(self) -> None:
-        host(self.app).choose_diff_partner(self.facts)
+        as_explorer(self.app).choose_diff_partner(self.facts)
 
     def action_profile_view(self, view: str) -> None:
         from mlptui.screens.profile_screen import ProfileScreen

@@ -267,7 +267,7 @@ def _list_paths(s: HubSpec) -> list[str]:
 
 def _probe(api: Any, s: HubSpec) -> None:
     """One request without retries: fails at once when the Hub is unreachable (the listing and paths-info
-    calls retry with backoff for ~20 s) and says "no such repo or bucket" before anything else."""
+    calls retry with backoff for a long while) and says "no such repo or bucket" before anything else."""
     if s.is_bucket:
         api.bucket_info(s.repo_id)
     else:

@@ -14,12 +14,13 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
-def kept(store: OrderedDict[K, V], key: K, make: Callable[[], V], most: int) -> V:
-    """`store[key]`, made by `make` when missing; the store then keeps the `most` most recently used."""
+def lru_get_or_make(store: OrderedDict[K, V], key: K, make: Callable[[], V], max_entries: int) -> V:
+    """`store[key]`, made by `make` when missing; the store then keeps the `max_entries` most recently
+    used."""
     value = store.get(key)
     if value is None:
         value = store[key] = make()
-        if len(store) > most:
+        if len(store) > max_entries:
             store.popitem(last=False)
     else:
         store.move_to_end(key)

@@ -22,7 +22,7 @@ from textual.strip import Strip
 
 from mlptui.base.text import printable
 from mlptui.keys import LIST_KEYS
-from mlptui.widgets.kept import kept
+from mlptui.widgets.kept import lru_get_or_make
 from mlptui.widgets.plain_paint import PlainPaint
 from mlptui.widgets.scroll_range import set_scroll_range
 from mlptui.widgets.steady_scrollbar import SteadyScrollbars
@@ -172,7 +172,7 @@ class LineList(SteadyScrollbars, PlainPaint, ScrollView, can_focus=True):
         """Kept lines of the frame the lines are drawn for now."""
         frame = (tuple(widths), total, self.frame_extra())
         if frame != self._kept_for:
-            self._kept = kept(self._kept_frames, frame, OrderedDict, KEPT_FRAMES)
+            self._kept = lru_get_or_make(self._kept_frames, frame, OrderedDict, KEPT_FRAMES)
             self._kept_for = frame
 
     def reset_rows(self, cursor: int = 0) -> None:

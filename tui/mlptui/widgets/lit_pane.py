@@ -1,8 +1,8 @@
 """The pane holding the focus is drawn lit (a heavy accent title rule, the title in reverse).
 
 Textual's `:focus-within` would do it, but on every focus move it restyles the old and the new pane with
-everything inside them (the list, its scrollbars, the header), a few dozen nodes and 5-7 ms per focus key at
-200x60, though only the panes' own border and title change. Here the pane takes a class, and only the pane
+everything inside them (the list, its scrollbars, the header), a few dozen nodes per focus key,
+though only the panes' own border and title change. Here the pane takes a class, and only the pane
 itself is restyled: nothing inside a pane is styled by it (app.tcss has no `.pane.-lit X` rule).
 """
 

@@ -10,8 +10,8 @@ from textual.message import Message
 from textual_plotext import PlotextPlot
 from textual_plotext.plot import Plot
 
-from mlptui.give_way import giving_way
 from mlptui.trace.analysis.memory.memory import DeviceMemory
+from mlptui.worker_pause import pausing_for_input
 
 DrawKey = tuple[int, int, str, int]       # width, height, theme, generation of the curve
 MAX_POINTS = 4000          # plotext draws every point it is given; the screen has far fewer cells
@@ -34,7 +34,7 @@ def _thin(xs: list[float], ys: list[float], limit: int = MAX_POINTS) -> tuple[li
 
 
 class MemoryPlot(PlotextPlot):
-    """plotext draws the whole canvas as text (10-25 ms at 200 columns, the interpreter held): the text
+    """plotext draws the whole canvas as text (long enough to delay a key, the interpreter held): the text
     is drawn in a worker, on a figure of its own, once per curve, size and theme, and the pane is blank
     until it is ready, so the key that shows the memory view repaints at once and the curve follows.
     Showing the same curve again, or the view again, draws nothing."""
@@ -64,7 +64,7 @@ class MemoryPlot(PlotextPlot):
     @work(thread=True, exclusive=True, exit_on_error=False, group="memory-plot")
     def _draw(self, key: DrawKey, dev: DeviceMemory | None, position: tuple[int, int] | None, theme: str) -> None:
         width, height = key[0], key[1]
-        with giving_way():
+        with pausing_for_input():
             plot = Plot()
             if position is not None:
                 _plot_curve(plot, dev, position)

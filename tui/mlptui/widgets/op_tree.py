@@ -47,7 +47,7 @@ class OpTree(LineList):
         )
         self.trace: Trace | None = None
         # The rows, as typed arrays: lists of a whole trace's ids would be walked by every full collection
-        # of the garbage collector (tens of milliseconds between two keys on a 1M-event trace).
+        # of the garbage collector (a pause between two keys on a big trace).
         self.ids: array[int] = array("q")         # op id, or -1 - thread index for a thread's heading row
         self.depths: array[int] = array("q")
         self.expanded: set[int] = set()

@@ -3,7 +3,7 @@ a lookup instead of Textual styling each of its lines again.
 
 Textual repaints a pane's scrollbar whenever the pane's scroll range is set or a style cascades into it
 (a scope change sets every pane's range, a focus move restyles two panes), and nearly always the thumb is
-drawn on the cells it was: the same lines, styled again at 50-100 us each. The look is everything the lines
+drawn on the cells it was: the same lines, styled again each time. The look is everything the lines
 are made from: the size and the cut asked for, the bar's segments, the colours beneath and the line filters;
 the first time a look is asked for, Textual draws it.
 """
@@ -23,7 +23,7 @@ from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
 
 from mlptui.textual_private import adopt_vertical_scrollbar, own_vertical_scrollbar
-from mlptui.widgets.kept import kept
+from mlptui.widgets.kept import lru_get_or_make
 
 if TYPE_CHECKING:
     from textual.widget import Widget
@@ -73,7 +73,7 @@ class SteadyScrollBar(ScrollBar):
                 recompose: bool = False) -> Bar:
         # Textual asks for a repaint on every new range, window or position, and on every range it sets
         # during a layout, though the thumb is drawn where it is: the screen would redraw the bar's cells
-        # (from kept lines, still 2-4 ms of compositing) after the key's paint, inside the next key's time.
+        # (from kept lines, still a compositing pass) after the key's paint, inside the next key's time.
         # No style has changed since the look was shown (that forgets it): the same thumb inputs need no
         # look computed again (a focus move asks 6-8 times per bar).
         if repaint and not (regions or layout or recompose) and self._shown is not None:
@@ -93,7 +93,7 @@ class SteadyScrollBar(ScrollBar):
         self._shown_for = self._thumb_inputs()
         if look is None:
             return super().render_lines(crop)
-        return kept(self._looks, (crop, look), partial(super().render_lines, crop), LOOKS_KEPT)
+        return lru_get_or_make(self._looks, (crop, look), partial(super().render_lines, crop), LOOKS_KEPT)
 
 
 class SteadyScrollbars:

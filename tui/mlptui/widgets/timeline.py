@@ -27,7 +27,7 @@ from textual.strip import Strip
 from mlptui.keys import TIMELINE_KEYS
 from mlptui.viewmodels import fmt
 from mlptui.viewmodels.lanes import LABEL, Lane
-from mlptui.widgets.kept import kept
+from mlptui.widgets.kept import lru_get_or_make
 from mlptui.widgets.plain_paint import PlainPaint
 
 SHADES = " ░▒▓█"
@@ -200,7 +200,7 @@ class Timeline(PlainPaint, ScrollView, can_focus=True):
             return Strip.blank(width, self._style(""))
         key = (width, self.start, self.span, id(self.lanes), len(self.cpu_marks), tuple(self.cpu_marks[:4]),
                tuple(self.gpu_marks[:16]), self.cursor)
-        rows = kept(self._kept, key, dict, KEPT_VIEWS)
+        rows = lru_get_or_make(self._kept, key, dict, KEPT_VIEWS)
         strip = rows.get(index)
         if strip is None:
             label = Segment(self.lanes[index].label.ljust(LABEL), self._style("label"))

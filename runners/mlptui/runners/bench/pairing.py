@@ -14,8 +14,8 @@ def balanced_orders(n: int) -> list[list[int]]:
 
     Why: in host-bound cells a call runs faster right after a call of the same code (warm instruction and
     data caches). Rotating one fixed order put each mode after the same neighbour every round: eager after
-    the Hub kernel, its twin after eager, so the twin read 2-4 % faster than eager, and so did any mode
-    that ran after the twin (H100 and H200, run 11 of benchmarks/FUSED_NOTES.md)."""
+    the Hub kernel, its twin after eager, so the twin read faster than eager, and so did any mode that
+    ran after the twin (benchmarks/results/fused-mlp.md, "Call order")."""
     first = [0]
     lo, hi = 1, n - 1
     while len(first) < n:

@@ -27,7 +27,7 @@ def fused_over_eager(row: dict[str, Any]) -> float:
 def over_best(row: dict[str, Any], forced: dict[str, Any] | None) -> float | None:
     """The routed module's time against the better of its two choices, eager and the fused path forced on,
     both timed in the same group as it (paired ratios against eager); None where the cell has no forced
-    timing (reports before run 19)."""
+    timing (reports written before the sweep timed the forced path)."""
     if forced is None or not forced.get("paired_vs_eager") or not row.get("paired_vs_eager"):
         return None
     return fused_over_eager(row) / min(1.0, float(forced["paired_vs_eager"][0]))
@@ -39,7 +39,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     older reports, the ratio beyond eager's spread against itself in the same cell). Where the cells timed
     the fused path forced on beside the routed module: the worst ratio of the routed module to the better
     of eager and the forced path, and the cells more than 2 % behind it (the route left a gain unused, or
-    took a loss)."""
+    lost time)."""
     out: dict[str, Any] = {}
     for ps in ("fwd", "fwd+bwd"):
         cells = [r for r in results if r.get("sweep") and r["mode"] == "fused" and r["pass"] == ps

@@ -44,7 +44,7 @@ from mlptui.runners.workloads.modules import LigerConfig, SimpleGeGLUMLP, seeded
 
 FAMILIES: tuple[tuple[int, int], ...] = ((768, 3072), (1024, 2816), (2048, 5632), (1536, 8960), (4096, 11008),
                                          (5120, 13824))
-HOST_BOUND_CALLS = 400  # calls per mode where calls are short, interleaved (200 until run 16)
+HOST_BOUND_CALLS = 400  # calls per mode where calls are short, interleaved
 CELL_BUDGET_S = 1.5  # of timed calls per cell, all modes together, where calls are long
 BURN_S = 0.1
 MIN_CALLS = 20
@@ -199,8 +199,8 @@ def cell_times(fns: dict[str, Callable[[], Any]]) -> dict[str, list[float]]:
     every mode is timed at the clocks of sustained load. A call's time is its latency, from the call to
     the GPU's last kernel: where the host's work is longer than the GPU's, the host's is what it measures.
 
-    Why not do_bench's blocks of back-to-back calls: two modules running identical kernels read up to 3 %
-    apart in GPU-bound cells that way, against 0.1 % by alternation (benchmarks/train_step_gpu.py, H200)."""
+    Why not do_bench's blocks of back-to-back calls: two modules running identical kernels read further apart
+    in GPU-bound cells that way than by alternation (benchmarks/results/fused-mlp.md, "Timing method")."""
     gc.collect()
     gc.disable()
     try:
@@ -221,8 +221,8 @@ def cell_times(fns: dict[str, Callable[[], Any]]) -> dict[str, list[float]]:
 def timed_cell(fns: dict[str, Callable[[], Any]]) -> tuple[dict[str, float], dict[str, list[float]]]:
     """Each mode's median µs in this cell (cell_times), and each other mode's paired ratio against eager
     with its interval (paired_ratio: [median, low, high]), the figure the verdicts read: on identical code
-    timed as two modes it strayed half as far from 1 as the ratio of the two medians (H100, 8 cells × 3
-    allocations: mean |ratio − 1| 0.52 % against 1.03 %, benchmarks/FUSED_NOTES.md run 13)."""
+    timed as two modes it strays less from 1 than the ratio of the two medians
+    (benchmarks/results/fused-mlp.md, "Paired ratios")."""
     times = cell_times(fns)
     best = medians_us(times)
     paired = {m: [round(v, 4) for v in paired_ratio(times, m)] for m in times if m != "eager"} \
@@ -241,10 +241,9 @@ def verification_groups(modes: list[str]) -> list[list[str]]:
     pair).
 
     Why: a call of torch.compile's or Liger's MLP between two calls of the fused path slowed its kernel
-    against eager by 2-5 % in weight-bound cells (5120x13824 at 1 row: 0.984 alone, 1.024 after
-    torch.compile), while ~100 µs of plain Python work between them did not (0.997); a model runs one
-    of the two implementations, not both in turn with a compiled copy (benchmarks/mode_mix_gpu.py, H200,
-    benchmarks/FUSED_NOTES.md run 16). The calibration times the same three modes."""
+    against eager in weight-bound cells, while plain Python work between them did not; a model runs one
+    of the two implementations, not both in turn with a compiled copy (benchmarks/mode_mix_gpu.py;
+    benchmarks/results/fused-mlp.md, "Mixed modes"). The calibration times the same three modes."""
     first = [m for m in modes if m in HEAD_TO_HEAD]
     rest = [m for m in modes if m not in HEAD_TO_HEAD]
     if len(first) < 2 or "eager" not in first or not rest:

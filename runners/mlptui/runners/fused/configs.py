@@ -22,13 +22,13 @@ class GateUpConfig:
     flatten: bool = False
     interleaved: bool = False
     # programs of the persistent grid per SM (at most one per tile). Where few rows leave few tiles, one
-    # program per SM leaves SMs idle in the last round of tiles: at 4096x11008 and 64 rows, 172 tiles over
-    # 132 SMs took 70.6 us in two rounds and 58.2 us as 172 programs (H200, benchmarks/FUSED_NOTES.md run 16)
+    # program per SM leaves SMs idle in the last round of tiles, and a program per tile finishes sooner
+    # (benchmarks/results/fused-mlp.md, "Decode grids")
     programs_per_sm: int = 1
 
     def fits(self, smem_limit: int = 227 * 1024, store_gu: bool = False) -> bool:
         """store_gu: the training epilogue also writes gate and up, for which Triton 3.6 stages one more
-        output tile in shared memory (measured on an H200: 128x128x64 with 4 stages then needs 262,176 B)."""
+        output tile in shared memory (so 128x128x64 with 4 stages no longer fits Hopper's 227 KiB)."""
         stage = (self.block_m + 2 * self.block_n) * self.block_k * 2
         epilogue = self.block_m * self.block_n * 2 * (2 if store_gu else 1)
         # two fp32 accumulators spread over the CTA's threads; past ~128 registers each they spill
@@ -55,12 +55,12 @@ def candidate_configs(m: int) -> list[GateUpConfig]:
     """The small set of configurations tried for a row count (tuned once per m_bucket).
 
     From the sweep in benchmarks/FUSED_NOTES.md: at large M, 128x128 tiles over interleaved weights
-    (one 128x256 wgmma per k-step) with the tile loop flattened into the k loop win by 10-15 %.
+    (one 128x256 wgmma per k-step) with the tile loop flattened into the k loop win
+    (benchmarks/results/fused-mlp.md, "Tiles").
     """
     C = GateUpConfig
     if m <= 64:  # decode-like: weight-bandwidth bound; narrow N tiles and up to 3 programs per SM keep
-        # every SM streaming weights to the end (run 16: 10-18 % faster than one program per SM at
-        # 4096x11008 and 5120x13824, 1-64 rows, on an H200)
+        # every SM streaming weights to the end (benchmarks/results/fused-mlp.md, "Decode grids")
         cands = [C(16, 32, 128, 4, 4, interleaved=True, programs_per_sm=3), C(16, 64, 256, 4, 3, programs_per_sm=3),
                  C(16, 32, 256, 4, 3, programs_per_sm=3), C(16, 64, 128, 4, 4, programs_per_sm=3),
                  C(64, 64, 64, 4, 4, interleaved=True, programs_per_sm=3), C(64, 32, 128, 4, 3, programs_per_sm=3)]

@@ -28,23 +28,22 @@ from typing import Any
 TABLE_FILE = Path(__file__).with_name("crossover.json")
 MARGIN = 0.03  # the fused path must be predicted ≥ 3 % faster
 # ... and, where a calibration measured it, measured faster by this much at the slow end of the paired
-# ratio's ~95 % interval (already a bound that holds against noise; it was MARGIN until run 16, which kept
-# cells measured 1.5-3 % faster, 4096x11008 at 1 row on an H200 among them, on the unfused route)
+# ratio's ~95 % interval (already a bound that holds against noise, so less than MARGIN, which kept cells
+# the calibration measured faster fused on the unfused route)
 BENCH_MARGIN = 0.01
 # ... and by this many µs per call, up to DRIFT_CAP of eager's call. Two timings of one cell made minutes apart
-# (the calibration and the verification of run 16, 110 fused-path cells on an H100 and an H200) moved the
-# fused path's time against eager's by 8.2 µs RMS (up to 22 µs), whatever the cell's size: a shift of the
-# host's latency between the two moments (benchmarks/phase_drift_gpu.py). Run 17 asked for the full 12 µs
-# everywhere; that left cells measured 5-12 % faster unfused (1536x8960 at 512 rows on an H100: 7.4 % at
-# the slow end, 11.5 µs), so the route gave up more than the 2 % it may lose to the better path. The cap
-# keeps a short call's allowance at 2 %: a cell measured that much faster is the better path's, and the
-# drift is then a risk taken on both sides alike.
+# (the calibration and the verification) move the fused path's time against eager's by a few µs, whatever
+# the cell's size: a shift of the host's latency between the two moments (benchmarks/phase_drift_gpu.py).
+# The full allowance everywhere left short cells measured faster fused on the unfused route, giving up more
+# than the share of a call the route may lose to the better path. The cap keeps a short call's allowance
+# at DRIFT_CAP: a cell measured that much faster is the better path's, and the drift is then a risk taken
+# on both sides alike (benchmarks/results/fused-mlp.md, "Drift allowance").
 PHASE_DRIFT_US = 12.0
 DRIFT_CAP = 0.02
 # Training (forward+backward) is routed by the sweep's measurements alone (the model only knows forward
-# calls), with the same margins: from 2k rows its cells take over a millisecond and their paired ratios
-# move by under 0.5 % (run 17), where the forced fused path was measured 2-10 % faster than eager.
-DEFAULT_MIN_ROWS = 128  # GPUs without a measured table (the old rule, measured on an H100 and an H200)
+# calls), with the same margins: from 2k rows its cells are long and their paired ratios steady, where
+# the forced fused path was measured faster than eager (benchmarks/results/fused-mlp.md, "Training route").
+DEFAULT_MIN_ROWS = 128  # GPUs without a measured table (the rule of the first sweeps)
 
 
 @dataclass(frozen=True)
@@ -123,8 +122,8 @@ class CrossoverModel:
         model. Training (forward+backward): only where the sweep measured the fused path faster.
 
         Why the measurement first: the model's GPU times are CUDA-graph replays back to back, which at
-        compute-bound sizes moved by 5 % between two runs on one H200 (eager 3,496 and 3,319 µs at
-        4096x11008, 8,192 rows) and vetoed cells the calibration measured 6-7 % faster (run 16)."""
+        compute-bound sizes moved between two runs on one GPU by more than the margin and vetoed cells the
+        calibration measured faster (benchmarks/results/fused-mlp.md, "Measured routing")."""
         if rows <= 0:
             return False
         verdict = self.measured(rows, dim, hidden, train)
@@ -201,8 +200,9 @@ def _bench_cells(results: list[dict[str, Any]]) -> dict[tuple[int, int, str, int
             continue  # eager timed twice differed by more than the margin: this cell resolves nothing
         eager_us = float(eager["median_us"])
         # The round-by-round ratio where the report has it (less noisy), at the slow end of its ~95 %
-        # interval: a cell is measured faster only when the interval says so. Two H100 cells whose median
-        # read fused 3 % faster in the calibration read it slower in the verification (run 13).
+        # interval: a cell is measured faster only when the interval says so. A cell whose median read
+        # fused faster in the calibration could read it slower in the verification (benchmarks/results/
+        # fused-mlp.md, "Paired ratios").
         paired = fused.get("paired_vs_eager")
         pairs[key] = (eager_us * float(paired[-1]) if paired else float(fused["median_us"]), eager_us)
     return pairs

@@ -1,8 +1,8 @@
 """A warp-specialized gate/up kernel for Hopper (sm90), written in Gluon: h = gelu_tanh(x @ wg.T) * (x @ wu.T).
 
 Why: the portable kernel (kernels.py) runs the GeGLU epilogue of a tile while its Tensor Cores sit idle,
-so at the article shape it trails cuBLAS's plain GEMM of the same work by 5 % (benchmarks/FUSED_NOTES.md,
-run 17). Here the work of one CTA is split into partitions that run at once:
+so at the article shape it trails cuBLAS's plain GEMM of the same work (benchmarks/results/fused-mlp.md,
+"Warp-specialized kernel"). Here the work of one CTA is split into partitions that run at once:
 
 - a producer warp issues TMA loads of x, wg and wu tiles into a ring of STAGES shared-memory slots;
 - two consumer warpgroups take the program's output tiles in turn (ping-pong): while one runs its
@@ -14,9 +14,8 @@ transaction bytes), `empty[s]` when the consumer that read it has retired the wg
 sides count slots with one running index g (slot g % STAGES, phase (g // STAGES) & 1); the producer walks
 the program's tiles in order and consumer c takes tiles c, c + 2, …, so the indices agree.
 
-Measured at the article shape (benchmarks/FUSED_NOTES.md, run 18): correct in both forms, and slower than
-the portable kernel (130 µs one consumer, 149 µs ping-pong, against 124-125 µs and cuBLAS's 117-119 µs on
-an H100), so nothing routes to it yet.
+At the article shape it is correct in both forms and slower than the portable kernel
+(benchmarks/results/fused-mlp.md, "Warp-specialized kernel"), so nothing routes to it yet.
 
 Only Hopper runs it (Gluon's warp specialization and wgmma); Ampere, Blackwell and AMD keep the portable
 kernel. Imports Gluon at module import: import this module only where capability 9.x was checked.
@@ -163,7 +162,7 @@ def gateup_ws_kernel(x_desc, wg_desc, wu_desc, h_desc, M, N, K, GROUP_M, STAGES:
     # STAGES slots per consumer: each consumer has a ring of its own. With one ring shared, the second
     # consumer waits on a slot a whole tile (more than STAGES k-steps) ahead of the first, where an mbarrier's
     # phase parity cannot tell the phase it wants from one two laps earlier: it read stale slots and freed
-    # slots still in use (the ping-pong fault of benchmarks/FUSED_NOTES.md run 18)
+    # slots still in use (the first ping-pong version's fault)
     SLOTS: gl.constexpr = STAGES * (2 if PINGPONG else 1)
     a_bufs = gl.allocate_shared_memory(x_desc.dtype, [SLOTS] + x_desc.block_type.shape, x_desc.layout)
     g_bufs = gl.allocate_shared_memory(wg_desc.dtype, [SLOTS] + wg_desc.block_type.shape, wg_desc.layout)

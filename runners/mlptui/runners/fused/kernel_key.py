@@ -1,13 +1,13 @@
 """Triton's installation key kept on disk, so a new process's first kernel launch does not hash Triton.
 
-Before Triton looks a kernel up in its on-disk cache it computes `triton_key()`: a SHA-256 of its own
-compiler sources and of libtriton (hundreds of MB), once per process. On an H100 that was 0.34-0.44 s of a
-0.5 s first call at a tuned bucket (benchmarks/FUSED_NOTES.md run 18). The key only changes when Triton's
-files do, so it is kept in the tuning cache's folder next to a stamp of those files (path, size and
-modification time of every .py and shared library under the package, a few ms to read), and a process
-whose stamp matches takes the kept key instead of hashing. A stamp that differs, a damaged file or a
-Triton without `triton.runtime.cache.triton_key` leaves Triton's own function alone (it then hashes as
-before, and the new key is kept for the next process). MLPTUI_TRITON_KEY=hash turns the kept key off.
+Before Triton looks a kernel up in its on-disk cache it computes `triton_key()`: a SHA-256 of its own compiler
+sources and of libtriton (hundreds of MB), once per process. That hash was most of a new process's first call
+at a tuned bucket (benchmarks/results/fused-mlp.md, "First call"). The key only changes when Triton's files
+do, so it is kept in the tuning cache's folder next to a stamp of those files (path, size and modification
+time of every .py and shared library under the package, cheap to read), and a process whose stamp matches
+takes the kept key instead of hashing. A stamp that differs, a damaged file or a Triton without
+`triton.runtime.cache.triton_key` leaves Triton's own function alone (it then hashes as before, and the new
+key is kept for the next process). MLPTUI_TRITON_KEY=hash turns the kept key off.
 """
 
 from __future__ import annotations

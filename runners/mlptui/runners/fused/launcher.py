@@ -42,7 +42,7 @@ TUNE_MARGIN = 0.02  # a later candidate must be this much faster than an earlier
 # this process (and, through tuning_cache, for later processes): two modules of the same dims run the
 # same configuration. Why: each launcher tuning on
 # its own could pick differently between configurations a few % apart, so the sweep's calibration (one
-# module) and its verification (another) timed different kernels (benchmarks/FUSED_NOTES.md run 16).
+# module) and its verification (another) timed different kernels.
 _TUNED: dict[tuple[Any, ...], tuple[GateUpConfig, bool]] = {}
 
 
@@ -253,9 +253,8 @@ class GateUpLauncher:
     def plan_for(self, x: torch.Tensor, m: int, store_gu: bool) -> Plan:
         """The plan of `m`'s bucket: kept in this process, else kept on disk, else tuned (and kept), else
         (no tuning here) the bucket's first candidate. Training (store_gu) is tuned on its own kernel, whose
-        epilogue writes three tiles where inference writes one: at the article shape on an H100 the
-        candidates' training kernels span 154-178 µs while their inference forms span 124-146 µs, in
-        another order (benchmarks/FUSED_NOTES.md run 20)."""
+        epilogue writes three tiles where inference writes one: the candidates' training kernels rank in
+        another order than their inference forms (benchmarks/results/fused-mlp.md, "Training tuning")."""
         bucket = m_bucket(m)
         plan = self._plans.get((bucket, store_gu))
         if plan is not None:
@@ -374,8 +373,8 @@ class GateUpLauncher:
         """The earliest candidate within TUNE_MARGIN of the fastest, each timed TUNE_ROUNDS times in
         rotated order (the median counts). Candidates are listed best-first by earlier sweeps, so where
         several are within noise of each other every process keeps the same one: a plain minimum of one
-        timing each picked between near-equal configurations by chance (three processes on one H100 took
-        group 16, 8 and 16; benchmarks/FUSED_NOTES.md run 20)."""
+        timing each picked between near-equal configurations by chance (processes on one GPU picked
+        different groups: benchmarks/results/fused-mlp.md, "Training tuning")."""
         h = torch.empty((m, self.n), device=self.device, dtype=self.dtype)
         gu = torch.empty((m, 2 * self.n), device=self.device, dtype=self.dtype) if candidates[0].store_gu else h
         runs: list[tuple[Plan, Callable[[], Any]]] = []

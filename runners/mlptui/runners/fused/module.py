@@ -49,10 +49,11 @@ def _linear(m: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 def _unfused(x: torch.Tensor, gate: nn.Module, up: nn.Module, down: nn.Module) -> torch.Tensor:
     """geglu_mlp, with each projection's F.linear called directly where nothing could tell it from the
-    module's call. Module.__call__ costs about 5 µs of host time per projection here, a third of the
-    unfused MLP's whole call on the host. Each projection is checked right before its own launch, as
+    module's call. Module.__call__'s host time per projection is a large share of the unfused
+    MLP's whole call on the host. Each projection is checked right before its own launch, as
     Module.__call__ checks it: in weight-bandwidth-bound calls the time to the first launch is on the
-    critical path, and checking all three up front put the route 1-3 % behind eager there (run 14)."""
+    critical path, and checking all three up front put the route behind eager there
+    (benchmarks/results/fused-mlp.md, "Unfused route")."""
     if not _globally_plain():
         return geglu_mlp(x, gate, up, down)
     h = F.gelu(_linear(gate, x), approximate="tanh") * _linear(up, x)
@@ -168,9 +169,9 @@ class FusedGeGLUMLP(nn.Module):
         # Inference on a row count already routed unfused: eager's five kernels before any other Python,
         # through _unfused (F.linear on the weights where nothing could tell it from the projections'
         # Module.__call__). In the sweep's alternating calls (cold host caches), every line ahead of the
-        # first launch shows in the latency of weight-bandwidth-bound cells: eager's own function here read
-        # 1.0 % over eager on an H100, the full routing 1.4 %, _unfused called directly 2-4 % under it
-        # (benchmarks/FUSED_NOTES.md run 13).
+        # first launch shows in the latency of weight-bandwidth-bound cells: going through eager's own
+        # function or the full routing read behind eager, _unfused called directly ahead of both
+        # (benchmarks/results/fused-mlp.md, "Unfused route").
         if not torch.is_grad_enabled() and not torch.compiler.is_compiling():
             shape = x.shape
             if len(shape) == 2 and self._routes.get(shape[0]) is False:
@@ -182,7 +183,7 @@ class FusedGeGLUMLP(nn.Module):
         if torch.compiler.is_compiling():
             return self._forward_traced(x)
         # Submodules and weights are read from the module's own dicts: `self.gate_proj.weight` goes through
-        # Module.__getattr__ twice (about 1.8 µs here, as much as a launch's Python), and the unfused route
+        # Module.__getattr__ twice (as much host time as a launch's Python), and the unfused route
         # must cost no more host time than eager's own call. The dicts are what setattr and
         # load_state_dict change, so a replaced weight or submodule is seen at once.
         mods = self._modules

@@ -1,5 +1,5 @@
 """Tuned launch configurations kept on disk, so a new process's first call at a known row bucket skips
-the tuner (2-5 s of do_bench per bucket) and costs a file read.
+the tuner (seconds of do_bench per bucket) and costs a file read.
 
 One JSON file per GPU model, compute capability and Triton version, under
 `$XDG_CACHE_HOME/mlptui/fused/` (default `~/.cache/mlptui/fused/`; a relative XDG_CACHE_HOME is ignored,

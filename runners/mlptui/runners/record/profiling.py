@@ -14,8 +14,8 @@ import torch
 
 # Sizes of the unprofiled timing loop: like triton.testing.do_bench, a short estimate sets how many
 # calls fit in the warm-up and measurement budgets. The warm-up is long because a GPU left idle (while
-# a kernel source loads, say) runs at idle clocks for a while: 25 ms of warm-up measured Liger's MLP
-# 40% slow on an H200 straight after an 8 s pause.
+# a kernel source loads, say) runs at idle clocks for a while: a short warm-up measured a kernel well
+# below its speed right after a pause (benchmarks/results/fused-mlp.md, "Warm-up").
 WARMUP_MS = 200.0
 MEASURE_MS = 200.0
 BUSY_MS = 300.0

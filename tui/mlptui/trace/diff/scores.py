@@ -47,7 +47,7 @@ class Scores:
 
     def any_between(self, ca: np.ndarray, cb: np.ndarray) -> bool:
         """Whether some item of `ca` may score with some item of `cb` (False: nothing to align)."""
-        # sorted and searched, not np.intersect1d: that imports numpy.ma (30 ms) on its first call
+        # sorted and searched, not np.intersect1d: that imports numpy.ma on its first call
         sa = np.sort(self.same_as[ca])
         sb = self.same_as[cb]
         at = np.minimum(np.searchsorted(sa, sb), len(sa) - 1)

@@ -476,7 +476,7 @@ def _mtia_category(name: str | None) -> str | None:
 
 
 def _median(values: np.ndarray) -> float:
-    """np.median's value, without its first call's import of numpy.ma (10-20 ms in a fresh process)."""
+    """np.median's value, without its first call's import of numpy.ma."""
     mid = len(values) // 2
     if len(values) % 2:
         return float(np.partition(values, mid)[mid])

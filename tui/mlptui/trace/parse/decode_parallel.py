@@ -10,9 +10,9 @@ sequential decode gives. Anything unusual (a cut that does not decode, a value o
 UTF-8, a truncated file, a range denser in objects than a trace) gives None, and the caller decodes the
 file the sequential way, which repairs or refuses it with the reason.
 
-Workers start by fork where this process runs no other thread (about 10 ms), else as
-mlptui.trace.parse.process_pool starts them (the fork server: about 0.2 s), and never inside a worker
-process.
+Workers start by fork where this process runs no other thread (the cheaper start), else as
+mlptui.trace.parse.process_pool starts them (the fork server, a process start of its own), and never
+inside a worker process.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
 # multiprocessing is imported where workers are started or asked about, not with this module: the loader
-# imports it, and `summary` of a small trace would pay 20-30 ms for nothing.
+# imports it, and `summary` of a small trace would pay that import for nothing.
 
 # Below this size the sequential decode is done before workers would have started.
 MIN_FILE_BYTES = 48 << 20
@@ -63,8 +63,8 @@ def workers_for(size: int) -> int:
     """Worker processes for a file of `size` bytes: 0 (decode here, sequentially) when it is small, when
     this is itself a worker, or when MLPTUI_DECODE_WORKERS says 0; else MLPTUI_DECODE_WORKERS, or by
     default one less than the CPUs this process may use (this process decodes too) that no other process
-    keeps busy right now; never more than one less than those CPUs. (On a busy machine a worker only adds its start and its copying to the CPU
-    time: on the 2-core box with one other process running, 0.09 s more CPU for no less wall time.)"""
+    keeps busy right now; never more than one less than those CPUs. (On a busy machine a worker only adds
+    its start and its copying to the CPU time, and saves no wall time.)"""
     if size < MIN_FILE_BYTES:
         return 0
     import multiprocessing

@@ -68,35 +68,37 @@ def build_trace(decoded: Decoded, source: str) -> Trace:
     """Index `decoded`: its events as classified while they were decoded (`decoded.classified`), or its
     `events` (the list is emptied once classified)."""
     warnings = list(decoded.warnings)
-    c = decoded.classified
-    if c is None:
-        c = Classifier()
-        c.add(decoded.events)
+    classifier = decoded.classified
+    if classifier is None:
+        classifier = Classifier()
+        classifier.add(decoded.events)
     decoded.events = []
     decoded.classified = None
-    b = c.finish(warnings)
-    del c
+    buckets = classifier.finish(warnings)
+    del classifier
     string_ids: dict[str, int] = {}
-    names = _names(b.meta, string_ids)
-    links = _links(b, warnings)
+    names = _names(buckets.meta, string_ids)
+    links = _links(buckets, warnings)
     starts: dict[FlowKey, int] = {}
     ends: dict[FlowKey, int] = {}
-    if len(b.flows.kind) and not links.gpu.corr_present.all():
-        starts, ends = _flow_index(_flow_rows(b), string_ids)
-    origin_us = float(min(b.cpu_ts.min(initial=np.inf), b.gpu_ts.min(initial=np.inf)))
+    if len(buckets.flows.kind) and not links.gpu.corr_present.all():
+        starts, ends = _flow_index(_flow_rows(buckets), string_ids)
+    origin_us = float(min(buckets.cpu_ts.min(initial=np.inf), buckets.gpu_ts.min(initial=np.inf)))
     if origin_us == np.inf:
         origin_us = 0.0
-    pre = _Pre(decoded, source, b, warnings, string_ids, names, starts, ends, origin_us, b.n_events)
+    pre = _IndexInputs(decoded, source, buckets, warnings, string_ids, names, starts, ends, origin_us,
+                       buckets.n_events)
     return _build_columns(pre, links)
 
 
 @dataclass
-class _Pre:
-    """What the events hold besides the CPU and GPU slices' own fields."""
+class _IndexInputs:
+    """What the column build needs besides the CPU and GPU slices' own fields: the classified events'
+    buckets, names, flow ends and the time origin."""
 
     decoded: Decoded
     source: str
-    b: Buckets
+    buckets: Buckets
     warnings: list[str]
     string_ids: dict[str, int]
     names: tuple[dict[tuple[int, int], str], dict[int, str]]
@@ -106,7 +108,7 @@ class _Pre:
     n_events: int
 
 
-def _finish(pre: _Pre, thread_keys: list[tuple[int, int]], roots: list[list[int]],
+def _finish(pre: _IndexInputs, thread_keys: list[tuple[int, int]], roots: list[list[int]],
             streams: Iterable[tuple[int, int]], unlinked: int, launches: int,
             device_counts: dict[int, int]) -> dict[str, Any]:
     """The Trace's fields other than its ops, GPU ops and steps."""
@@ -123,14 +125,14 @@ def _finish(pre: _Pre, thread_keys: list[tuple[int, int]], roots: list[list[int]
     devices = [clean_device(d) for d in devices if isinstance(d, dict)] if isinstance(devices, list) else []
     meta["process_names"] = {str(k): v for k, v in process_names.items()}
     meta["unlinked_gpu_ops"] = unlinked
-    meta["device_side_events"] = pre.b.device_side
+    meta["device_side_events"] = pre.buckets.device_side
     meta["events"] = pre.n_events
-    if pre.b.recording_span is not None:     # the profiler's own span, on the columns' clock
-        meta["recording_span_us"] = [round(t - pre.origin_us, 3) for t in pre.b.recording_span]
-    if pre.b.outliers:
-        meta["slices_outside_trace"] = pre.b.outliers
-    if pre.b.bad_durations:
-        meta["bad_durations"] = pre.b.bad_durations
+    if pre.buckets.recording_span is not None:     # the profiler's own span, on the columns' clock
+        meta["recording_span_us"] = [round(t - pre.origin_us, 3) for t in pre.buckets.recording_span]
+    if pre.buckets.outliers:
+        meta["slices_outside_trace"] = pre.buckets.outliers
+    if pre.buckets.bad_durations:
+        meta["bad_durations"] = pre.buckets.bad_durations
     if "traceName" in meta:
         meta["trace_name"] = meta["traceName"]
     return {"source": pre.source, "threads": threads, "streams": stream_list,
@@ -161,19 +163,19 @@ class _Links:
     launch: LaunchColumns             # each GPU event's launch keys, in event order
 
 
-def _links(b: Buckets, warnings: list[str]) -> _Links:
+def _links(buckets: Buckets, warnings: list[str]) -> _Links:
     """Names, threads and link ids of the CPU and GPU events, and the GPU events' args."""
     strings = Codes()
-    name_of = np.zeros(len(b.kinds), dtype=np.int64)
-    for part in (b.cpu_kind, b.gpu_kind):        # names numbered as first seen, CPU events first
-        for k in by_first_use(part, len(b.kinds)):
-            name_of[k] = strings[b.kinds[k][2]]
-    wide = int(b.cpu_links.wide.sum() + b.gpu_links.wide.sum())
+    name_of = np.zeros(len(buckets.kinds), dtype=np.int64)
+    for part in (buckets.cpu_kind, buckets.gpu_kind):        # names numbered as first seen, CPU events first
+        for k in by_first_use(part, len(buckets.kinds)):
+            name_of[k] = strings[buckets.kinds[k][2]]
+    wide = int(buckets.cpu_links.wide.sum() + buckets.gpu_links.wide.sum())
     if wide:
         warnings.append(f"{wide} link id(s) wider than 64 bits ignored (the events are not linked by them)")
     out = [_Fields(name_of[kind], kind, k.ext, k.ext_present, k.corr, k.corr_present)
-           for kind, k in ((b.cpu_kind, b.cpu_links), (b.gpu_kind, b.gpu_links))]
-    return _Links(out[0], out[1], strings, b.kinds, b.gpu_launch)
+           for kind, k in ((buckets.cpu_kind, buckets.cpu_links), (buckets.gpu_kind, buckets.gpu_links))]
+    return _Links(out[0], out[1], strings, buckets.kinds, buckets.gpu_launch)
 
 
 def _first_seen(kind: np.ndarray, kinds: list[Kind]) -> tuple[np.ndarray, list[tuple[Any, Any]]]:
@@ -186,21 +188,21 @@ def _first_seen(kind: np.ndarray, kinds: list[Kind]) -> tuple[np.ndarray, list[t
     return number[kind], list(codes)
 
 
-def _build_columns(pre: _Pre, links: _Links) -> Trace:
-    b, warnings, string_ids, origin_us = pre.b, pre.warnings, pre.string_ids, pre.origin_us
+def _build_columns(pre: _IndexInputs, links: _Links) -> Trace:
+    buckets, warnings, string_ids, origin_us = pre.buckets, pre.warnings, pre.string_ids, pre.origin_us
     cpu, gpu, strings = links.cpu, links.gpu, links.strings
 
     # CPU slices: trees, then every op field in tree order (index k = Op id).
-    start = _ns(b.cpu_ts, origin_us)
-    dur = _durations(b.cpu_dur, warnings, b)
+    start = _ns(buckets.cpu_ts, origin_us)
+    dur = _durations(buckets.cpu_dur, warnings, buckets)
     thread_of, thread_raw = _first_seen(cpu.kind, links.kinds)
     forest = build_forest(thread_of, start, dur)
     if forest.partial_overlaps:
         warnings.append(f"{forest.partial_overlaps} CPU slice(s) end after the slice they start in "
                         "(partial overlap); each nested under the innermost slice that contains it")
     thread_keys = [(_id_of(p, string_ids), _id_of(t, string_ids)) for p, t in thread_raw]
-    memory = _memory_events(b.mem, b.mem_ev, origin_us, string_ids)
-    device_marks = _device_marks(b.marks, origin_us, string_ids)
+    memory = _memory_events(buckets.mem, buckets.mem_ev, origin_us, string_ids)
+    device_marks = _device_marks(buckets.marks, origin_us, string_ids)
     order = forest.order
     n_ops = len(order)
     parent = forest.parent
@@ -209,12 +211,12 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
     op_pid, op_tid = ids[op_thread, 0], ids[op_thread, 1]
     op_start, op_dur_ns = start[order], dur[order]
     op_ts, op_dur = op_start / 1000.0, op_dur_ns / 1000.0
-    code = b.cpu_cat[order]
-    launch_code = np.isin(code, [CATEGORIES.index(c) for c in LAUNCH_CATS])
+    code = buckets.cpu_cat[order]
+    launch_code = np.isin(code, [CATEGORIES.index(cat) for cat in LAUNCH_CATS])
     ext, ext_p = cpu.ext[order], cpu.ext_present[order]
     corr, corr_p = cpu.corr[order].copy(), cpu.corr_present[order].copy()
     if pre.starts:
-        raw_ts = b.cpu_ts[order]
+        raw_ts = buckets.cpu_ts[order]
         for k in np.flatnonzero(launch_code & ~corr_p).tolist():
             found = pre.starts.get((int(op_pid[k]), int(op_tid[k]), float(raw_ts[k])))
             if found is not None:
@@ -227,8 +229,8 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
     ext_ops = owners[at]
 
     # GPU work in time order, linked to its launch call and launching op.
-    gstart = _ns(b.gpu_ts, origin_us)
-    gdur_ns = _durations(b.gpu_dur, warnings, b)
+    gstart = _ns(buckets.gpu_ts, origin_us)
+    gdur_ns = _durations(buckets.gpu_dur, warnings, buckets)
     gorder = np.argsort(gstart, kind="stable")
     stream_of, stream_raw = _first_seen(gpu.kind[gorder], links.kinds)
     stream_keys = [(_id_of(p, string_ids), _stream_id(t, string_ids)) for p, t in stream_raw]
@@ -239,7 +241,7 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
     g_ext, g_ext_p = gpu.ext[gorder], gpu.ext_present[gorder]
     g_corr, g_corr_p = gpu.corr[gorder].copy(), gpu.corr_present[gorder].copy()
     if pre.ends:
-        raw_ts = b.gpu_ts[gorder]
+        raw_ts = buckets.gpu_ts[gorder]
         for g in np.flatnonzero(~g_corr_p).tolist():
             found = pre.ends.get((int(g_dev[g]), int(g_stream[g]), float(raw_ts[g])))
             if found is not None:
@@ -278,7 +280,7 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
     np.add.at(child_sum, parent[has_parent], op_dur_ns[has_parent])
     self_us = np.maximum(op_dur_ns - child_sum, 0) / 1000.0
     gpu_us = _roll_up(direct, parent, forest.depth)
-    cat_ids = np.array([strings[c] for c in CATEGORIES], dtype=np.int64)   # adds the category names
+    cat_ids = np.array([strings[cat] for cat in CATEGORIES], dtype=np.int64)   # adds the category names
     names = list(strings)
     step_name = np.array([s.startswith(STEP_PREFIX) for s in names], dtype=bool)
     op_name = cpu.name[order]
@@ -306,18 +308,18 @@ def _build_columns(pre: _Pre, links: _Links) -> Trace:
     roots_ptr = np.zeros(len(thread_keys) + 1, dtype=np.int64)
     np.cumsum(np.bincount(op_thread[roots_of], minlength=len(thread_keys)), out=roots_ptr[1:])
     roots = roots_of.tolist()
-    kernel_rows = b.gpu_cat[gorder] == CATEGORIES.index(KERNEL)
+    kernel_rows = buckets.gpu_cat[gorder] == CATEGORIES.index(KERNEL)
     launch_cols = _kernels_only(links.launch, gorder, kernel_rows)
     columns = TraceColumns.of(names, {
         "op_name": op_name, "op_cat": cat_ids[code], "op_pid": op_pid, "op_tid": op_tid,
-        "op_event": b.cpu_ev[order], "op_parent": parent, "op_depth": forest.depth.astype(np.int64),
+        "op_event": buckets.cpu_ev[order], "op_parent": parent, "op_depth": forest.depth.astype(np.int64),
         "op_step": op_step,
         "op_external_id": np.where(ext_p, ext, 0), "op_external_id_present": ext_p,
         "op_correlation": np.where(corr_p, corr, 0), "op_correlation_present": corr_p,
         "op_ts": op_ts, "op_dur": op_dur, "op_self_us": self_us, "op_gpu_us": gpu_us,
         "op_gpu_ptr": gpu_ptr, "op_gpu_ids": owned[by_owner],
-        "gpu_name": gpu.name[gorder], "gpu_cat": cat_ids[b.gpu_cat[gorder]], "gpu_device": g_dev,
-        "gpu_stream": g_stream, "gpu_event": b.gpu_ev[gorder], "gpu_launch": launch, "gpu_op": op,
+        "gpu_name": gpu.name[gorder], "gpu_cat": cat_ids[buckets.gpu_cat[gorder]], "gpu_device": g_dev,
+        "gpu_stream": g_stream, "gpu_event": buckets.gpu_ev[gorder], "gpu_launch": launch, "gpu_op": op,
         "gpu_step": g_step,
         "gpu_external_id": np.where(g_ext_p, g_ext, 0), "gpu_external_id_present": g_ext_p,
         "gpu_correlation": np.where(g_corr_p, g_corr, 0), "gpu_correlation_present": g_corr_p,
@@ -430,15 +432,15 @@ def _ns(values: np.ndarray, origin_us: float) -> np.ndarray:
     return np.rint(arr * 1000.0).astype(np.int64)
 
 
-def _durations(values: np.ndarray, warnings: list[str], b: Buckets | None = None) -> np.ndarray:
+def _durations(values: np.ndarray, warnings: list[str], buckets: Buckets | None = None) -> np.ndarray:
     """Durations in integer ns; bad ones (not finite, negative, absurd) are zero and counted (in `b` too)."""
     arr = np.array(values, dtype=np.float64)
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(arr) | (arr < 0) | (arr > _MAX_DUR_US)
     if bad.any():
         warnings.append(f"{int(bad.sum())} slice(s) with a negative or impossible duration read as zero-length")
-        if b is not None:
-            b.bad_durations += int(bad.sum())
+        if buckets is not None:
+            buckets.bad_durations += int(bad.sum())
         arr[bad] = 0.0
     return np.rint(arr * 1000.0).astype(np.int64)
 
@@ -456,9 +458,9 @@ def _flow_index(flows: Iterable[tuple[str, Any, Any, float, int]], string_ids: d
     return starts, ends
 
 
-def _flow_rows(b: Buckets) -> list[tuple[str, Any, Any, float, int]]:
+def _flow_rows(buckets: Buckets) -> list[tuple[str, Any, Any, float, int]]:
     """The launch flows among the flow events, as (ph, pid, tid, ts, id), in event order."""
-    kinds, f = b.kinds, b.flows
+    kinds, f = buckets.kinds, buckets.flows
     ids = f.ids.tolist() if isinstance(f.ids, np.ndarray) else f.ids
     out = []
     for k, ts, missing, raw in zip(f.kind.tolist(), f.ts.tolist(), f.ts_none.tolist(), ids, strict=True):

@@ -163,8 +163,7 @@ def _index(decoded: Decoded, source: str, total: int, progress: Progress | None,
 
 def _anonymous_map(size: int) -> mmap.mmap:
     """`size` bytes of private anonymous memory. Private, not the default shared mapping: a shared anonymous
-    map is backed by shared memory, whose page faults cost more (filling 100 MB: 0.045-0.062 s of system
-    time against 0.061-0.082 s, eight runs each on the development box)."""
+    map is backed by shared memory, whose page faults cost more system time."""
     private = getattr(mmap, "MAP_PRIVATE", None)
     if private is None:      # no mmap flags on this platform
         return mmap.mmap(-1, size)
@@ -174,8 +173,8 @@ def _anonymous_map(size: int) -> mmap.mmap:
 def _read_plain(f: io.BufferedReader, total: int, progress: Progress | None) -> memoryview:
     """The file's bytes, in an anonymous memory map: unlike a bytearray it is not zeroed first, and unlike a
     numpy buffer it is not advised onto huge pages, whose first allocation on a long-running machine waits
-    for the kernel to compact memory (0.03-0.25 s per 100 MB and 0.9-2.2 s per GB measured on the
-    development box, against a steady 0.06 s and 0.55 s here). Writable: the decode writes its brackets
+    for the kernel to compact memory, for as long as the machine's state makes it, where an anonymous
+    map costs the same every time. Writable: the decode writes its brackets
     into it (mlptui.trace.parse.decode.decode_in_pieces)."""
     view = memoryview(_anonymous_map(total)) if total else memoryview(bytearray())
     done = 0

@@ -59,7 +59,7 @@ _progress_queue: Any = None       # in a worker: where progress messages go
 def load_many(paths: Sequence[str | os.PathLike[str]], *, workers: int | None = None,
               on_progress: OnProgress | None = None) -> Iterator[tuple[str, Trace | MlptuiError]]:
     """Load and index `paths` in parallel; yield (path, Trace or MlptuiError) as each one finishes."""
-    # Each file is hashed once: here, for the cache check; the key goes with the file to its worker.
+    # Each file is keyed once (a stat): here, for the cache check; the key goes with the file to its worker.
     with index_cache.keys_remembered():
         yield from _load_many([str(p) for p in paths], workers, on_progress)
 

@@ -144,7 +144,7 @@ def _task(paths: list[str]) -> list[DigestResult]:
 
 def batch_size(ranks: int, workers: int) -> int:
     """Ranks per task: one each when there are few per worker; on a small cluster enough to keep the
-    scheduler's cost per task (about 1 ms on a quiet machine, tens of ms on a busy one) small beside the
+    scheduler's cost per task (small on a quiet machine, many times more on a busy one) small beside the
     ranks' own, while each worker still gets about eight tasks to balance with."""
     return max(1, min(32, ranks // max(1, 8 * workers)))
 

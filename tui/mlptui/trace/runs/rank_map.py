@@ -3,8 +3,8 @@
     digest_file(path, key=None) -> DigestResult
 
 Runs in this process, in a local worker process or in a Dask task: it imports nothing of the app, returns
-only plain data (a small dict or a one-line error), and never raises for a bad file. The file is hashed
-once (`key`, when the caller has hashed it already, is reused as long as the file is unchanged): the
+only plain data (a small dict or a one-line error), and never raises for a bad file. The file is keyed
+once (`key`, when the caller has keyed it already, is reused as long as the file is unchanged): the
 digest cache and the index cache lookup both use that key. A digest in the cache is returned without
 parsing; otherwise the trace is loaded (from its index cache entry when there is one, none is written) with the
 garbage collector paused — building millions of small objects with it running costs more than the

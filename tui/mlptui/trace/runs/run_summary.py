@@ -3,11 +3,12 @@ processes, or on a Dask cluster), reduce the digests to the run's report.
 
     summarize_run(files, scheduler=None, workers=None, on_progress=None) -> RunSummary
 
-`files`: (rank, path) in rank order, as mlptui.trace.parse.rank_hint tells them from the files' headers.
-This process never holds a rank's trace: it keeps one digest per rank (a few numbers per step and per
-collective), so its memory does not grow with the size of the ranks. Locally every file is hashed once,
-here: ranks whose digest is cached are read from the cache; only the others go to the map, with their
-key. With a Dask scheduler the files may sit on other machines, so the workers do all of it.
+`files`: (rank, path) in rank order, as mlptui.trace.parse.rank_hint tells them from the files' headers. This
+process never holds a rank's trace: it keeps one digest per rank (a few numbers per step and per collective),
+so its memory does not grow with the size of the ranks. Locally every file is keyed once, here (a stat,
+mlptui.trace.parse.index_cache.file_key): ranks whose digest is cached are read from the cache; only the
+others go to the map, with their key. With a Dask scheduler the files may sit on other machines, so the
+workers do all of it.
 `on_progress(done, total, path)` is called in this process as each rank finishes.
 `summarize_run(files, scheduler=..., host=H)` says the files are on host H's disk (a `H:path` folder).
 """
@@ -48,7 +49,7 @@ class RunSummary:
 
 
 def _probe(path: Path) -> tuple[DigestResult | None, tuple[str, dict[str, Any] | None]]:
-    """The file's key (its one hash) and its cached digest, if any."""
+    """The file's key (a stat of it) and its cached digest, if any."""
     start = time.perf_counter()
     try:
         key = index_cache.file_key(path) if index_cache.enabled() else None
@@ -61,8 +62,8 @@ def _probe(path: Path) -> tuple[DigestResult | None, tuple[str, dict[str, Any] |
 
 
 def _cached(files: Sequence[tuple[int, Path]]) -> tuple[list[DigestResult], list[tuple[str, dict[str, Any] | None]]]:
-    """Ranks answered by the digest cache, and the rest as map jobs (path, key). Hashing releases the GIL,
-    so a few threads read and hash files side by side."""
+    """Ranks answered by the digest cache, and the rest as map jobs (path, key). Stats and reads release the
+    GIL, so a few threads look files up side by side."""
     threads = max(1, min(4, os.cpu_count() or 1, len(files)))
     with ThreadPoolExecutor(threads) as pool:
         probed = list(pool.map(_probe, [p for _, p in files]))

@@ -13,7 +13,7 @@ import numpy as np
 
 from mlptui.trace.analysis.events.device_arch import device_arch
 from mlptui.trace.analysis.events.graph_capture import graph_capture
-from mlptui.trace.analysis.events.tables import Tables, tables, unique_ids
+from mlptui.trace.analysis.events.tables import TraceColumns, tables, unique_ids
 from mlptui.trace.analysis.events.unlinked import unlinked_line
 from mlptui.trace.analysis.kernels.kernel_inputs import kernel_name
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Trace
@@ -32,11 +32,11 @@ def step_gpu(trace: Trace, step: int | None) -> list[int]:
     return list(range(t.n_gpu)) if step is None else np.flatnonzero(t.gpu_step == step).tolist()
 
 
-def _in_step(t: Tables, step: int | None) -> np.ndarray:
+def _in_step(t: TraceColumns, step: int | None) -> np.ndarray:
     return np.ones(t.n_ops, dtype=bool) if step is None else t.op_step == step
 
 
-def _cpu_ops(t: Tables) -> np.ndarray:
+def _cpu_ops(t: TraceColumns) -> np.ndarray:
     """Per op: mlptui.trace.analysis.steps.steps.is_cpu_op."""
     mask: np.ndarray = t.op_is((CPU_OP, ANNOTATION)) & ~t.names_where(lambda s: s.startswith(STEP_PREFIX))[t.op_name]
     return mask

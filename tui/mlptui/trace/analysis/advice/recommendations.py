@@ -36,7 +36,7 @@ import numpy as np
 from mlptui.trace.analysis.advice.tc_miss import TcMiss, tc_miss
 from mlptui.trace.analysis.events.device_arch import DeviceArch, device_arch
 from mlptui.trace.analysis.events.graph_capture import MIN_CAPTURED, graph_capture
-from mlptui.trace.analysis.events.tables import Tables, tables
+from mlptui.trace.analysis.events.tables import TraceColumns, tables
 from mlptui.trace.analysis.kernels.occupancy import device_for
 from mlptui.trace.analysis.operators.operators import OpGroup
 from mlptui.trace.model import KERNEL, MEMCPY, Trace
@@ -52,7 +52,7 @@ SMALL_KERNEL_SHARE = 0.5
 SMALL_KERNEL_US = 10.0
 
 
-def _in_scope(trace: Trace, t: Tables) -> np.ndarray:
+def _in_scope(trace: Trace, t: TraceColumns) -> np.ndarray:
     """Per GPU op: launched in the scope's step(s) (the whole trace when it has no steps)."""
     return np.ones(t.n_gpu, dtype=bool) if not trace.steps else t.gpu_step >= 0
 

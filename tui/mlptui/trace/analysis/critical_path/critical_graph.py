@@ -41,7 +41,7 @@ import numpy as np
 
 from mlptui.trace.analysis.critical_path.critical_syncs import recorded_waits
 from mlptui.trace.analysis.events.launches import call_kinds
-from mlptui.trace.analysis.events.tables import Tables, tables, unique_ids
+from mlptui.trace.analysis.events.tables import TraceColumns, tables, unique_ids
 from mlptui.trace.analysis.steps.steps import LAUNCH_PATH_KINDS
 from mlptui.trace.model import KERNEL, LAUNCH_CATS, MEMCPY, MEMSET, Trace
 
@@ -159,7 +159,7 @@ def _split(ids: np.ndarray, step: np.ndarray) -> dict[int, np.ndarray]:
     return dict(zip(keys.tolist(), np.split(ids[order], first[1:]), strict=True))
 
 
-def _whole_window(t: Tables) -> tuple[float, float]:
+def _whole_window(t: TraceColumns) -> tuple[float, float]:
     starts = [float(t.op_ts.min())] if t.n_ops else []
     ends = [float((t.op_ts + t.op_dur).max())] if t.n_ops else []
     if t.n_gpu:
@@ -168,7 +168,7 @@ def _whole_window(t: Tables) -> tuple[float, float]:
     return (min(starts), max(ends)) if starts else (0.0, 0.0)
 
 
-def _device_rows(t: Tables, rows: _Rows, own: np.ndarray, step: int | None, start: float, end: float) -> np.ndarray:
+def _device_rows(t: TraceColumns, rows: _Rows, own: np.ndarray, step: int | None, start: float, end: float) -> np.ndarray:
     """The step's own device work, and work queued before the step that ran inside its window (it may hold
     the step's work back on a stream); later steps' work is left out. All of it for the whole trace."""
     if step is None:
@@ -184,7 +184,7 @@ def _device_rows(t: Tables, rows: _Rows, own: np.ndarray, step: int | None, star
 class _Cpu:
     """The CPU slices of the window: their nodes, and one chain of instants per thread."""
 
-    def __init__(self, trace: Trace, t: Tables, g: Graph, ops: np.ndarray) -> None:
+    def __init__(self, trace: Trace, t: TraceColumns, g: Graph, ops: np.ndarray) -> None:
         self.g = g
         ids = ops.tolist()
         ts, dur = t.op_ts[ops].tolist(), t.op_dur[ops].tolist()
@@ -212,7 +212,7 @@ class _Cpu:
             else:
                 self.thread_ends.append(self._chain(mine, depth))
 
-    def by_correlation(self, t: Tables) -> dict[int, int]:
+    def by_correlation(self, t: TraceColumns) -> dict[int, int]:
         """correlation -> Op id, for the window's runtime/driver calls."""
         ids = np.fromiter(self.ts.keys(), dtype=np.int64, count=len(self.ts))
         if not len(ids):
@@ -220,7 +220,7 @@ class _Cpu:
         ids = ids[t.op_correlation_present[ids]]
         return dict(zip(t.op_correlation[ids].tolist(), ids.tolist(), strict=True))
 
-    def _calls(self, trace: Trace, t: Tables, ids: list[int], cats: list[int], names: list[int]) -> None:
+    def _calls(self, trace: Trace, t: TraceColumns, ids: list[int], cats: list[int], names: list[int]) -> None:
         kinds = call_kinds(trace)
         launch_cats = set(t.cat_ids(LAUNCH_CATS))
         for i, c, n in zip(ids, cats, names, strict=True):
@@ -334,7 +334,7 @@ class _Cpu:
 class _Device:
     """The device ops of the window: their nodes, launch, stream-order and cross-stream edges."""
 
-    def __init__(self, trace: Trace, t: Tables, g: Graph, cpu: _Cpu, gpu: np.ndarray) -> None:
+    def __init__(self, trace: Trace, t: TraceColumns, g: Graph, cpu: _Cpu, gpu: np.ndarray) -> None:
         self.g = g
         order = np.lexsort((gpu, t.gpu_ts[gpu], t.gpu_stream[gpu], t.gpu_device[gpu]))
         gpu = gpu[order]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlptui.trace.analysis.events.tables import Tables, tables
+from mlptui.trace.analysis.events.tables import TraceColumns, tables
 from mlptui.trace.model import CPU_OP, PYTHON, Trace
 from mlptui.trace.parse.index import STEP_PREFIX
 
@@ -49,7 +49,7 @@ def _trace_owners(trace: Trace) -> Owners:
     return _owners(tables(trace))
 
 
-def _owners(t: Tables) -> Owners:
+def _owners(t: TraceColumns) -> Owners:
     n = t.n_ops
     ids = np.arange(n, dtype=np.int64)
     not_node = t.names_where(_not_a_node, t.op_name)[t.op_name] if n else np.zeros(0, bool)
@@ -78,7 +78,7 @@ def _not_a_node(name: str) -> bool:
     return name.startswith(STEP_PREFIX) or name.startswith(NOT_OPERATOR_PREFIXES)
 
 
-def _same_name_merges(t: Tables, is_operator: np.ndarray, above: np.ndarray, counted: np.ndarray) -> np.ndarray:
+def _same_name_merges(t: TraceColumns, is_operator: np.ndarray, above: np.ndarray, counted: np.ndarray) -> np.ndarray:
     """Per op, the outermost operator of its same-name chain it is merged into, or -1: an operator is merged
     into the operator just above it (Python frames looked through) when that one has the same name and no
     other slice beneath it."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from mlptui.trace.analysis.events.tables import Tables, tables, unique_ids
+from mlptui.trace.analysis.events.tables import TraceColumns, tables, unique_ids
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, Trace
 
 
@@ -92,7 +92,7 @@ def _append(paths: list[tuple[int, ...]], path: tuple[int, ...]) -> int:
     return len(paths) - 1
 
 
-def _owners_and_paths(t: Tables, on_path: np.ndarray,
+def _owners_and_paths(t: TraceColumns, on_path: np.ndarray,
                       step_op: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[tuple[int, ...]]]:
     """Per op: the nearest path op at or above it (-1 below a step's own op or none), and its path's id;
     paths as name-id tuples. Parents sit one level above their children, so one level at a time."""

@@ -24,7 +24,7 @@ import numpy as np
 
 from mlptui.trace.analysis.events.op_owner import owners
 from mlptui.trace.analysis.events.op_shapes import input_shapes
-from mlptui.trace.analysis.events.tables import Tables, tables, unique_ids
+from mlptui.trace.analysis.events.tables import TraceColumns, tables, unique_ids
 from mlptui.trace.analysis.kernels.tensor_cores import tc_eligible, uses_tensor_cores
 from mlptui.trace.model import KERNEL, PYTHON, Trace
 
@@ -115,7 +115,7 @@ def operators(trace: Trace, step: int | None = None, by_shapes: bool = False,
     return rows
 
 
-def _scope(t: Tables, is_operator: np.ndarray, step: int | None, steps_only: bool) -> np.ndarray:
+def _scope(t: TraceColumns, is_operator: np.ndarray, step: int | None, steps_only: bool) -> np.ndarray:
     """The operators (op_owner's nodes) of `step`, or of every step (`steps_only`), or of the whole trace,
     as a mask over the ops."""
     mask: np.ndarray = is_operator
@@ -126,7 +126,7 @@ def _scope(t: Tables, is_operator: np.ndarray, step: int | None, steps_only: boo
     return mask
 
 
-def _fill_launched(rows: list[OpGroup], t: Tables, work_group: np.ndarray, work: np.ndarray) -> None:
+def _fill_launched(rows: list[OpGroup], t: TraceColumns, work_group: np.ndarray, work: np.ndarray) -> None:
     """Each group's launched work by name, [count, µs], names in the order the group first launched them."""
     if not len(work):
         return

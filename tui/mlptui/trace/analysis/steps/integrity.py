@@ -39,7 +39,7 @@ import numpy as np
 
 from mlptui.trace.analysis.events.graph_capture import graph_capture
 from mlptui.trace.analysis.events.launches import call_kinds
-from mlptui.trace.analysis.events.tables import Tables, distinct, tables
+from mlptui.trace.analysis.events.tables import TraceColumns, distinct, tables
 from mlptui.trace.model import KERNEL, LAUNCH_CATS, Trace
 
 KINDS = ("truncated", "launches_without_device_work", "device_work_without_launch", "clock", "steps_incomplete")
@@ -142,14 +142,14 @@ class _Missing:
         return Problem("launches_without_device_work", n, detail)
 
 
-def _launch_rows(trace: Trace, t: Tables) -> np.ndarray:
+def _launch_rows(trace: Trace, t: TraceColumns) -> np.ndarray:
     calls = np.flatnonzero(t.op_is(LAUNCH_CATS))
     kinds = call_kinds(trace)
     is_launch = t.names_where(lambda s: kinds.get(s) == "launch", t.op_name[calls])
     return calls[is_launch[t.op_name[calls]]] if len(calls) else calls
 
 
-def _launches_without_work(trace: Trace, t: Tables) -> _Missing | None:
+def _launches_without_work(trace: Trace, t: TraceColumns) -> _Missing | None:
     if graph_capture(trace) is not None:     # captured launches run no kernel by design: a note says so
         return None
     launches = _launch_rows(trace, t)
@@ -164,7 +164,7 @@ def _launches_without_work(trace: Trace, t: Tables) -> _Missing | None:
                     len(launches), cuda if isinstance(cuda, int) and not isinstance(cuda, bool) else None)
 
 
-def _work_without_launch(t: Tables) -> Problem | None:
+def _work_without_launch(t: TraceColumns) -> Problem | None:
     if not t.op_is(LAUNCH_CATS).any():          # GPU events only: nothing to link to (a note says so)
         return None
     lost = np.flatnonzero(t.gpu_launch < 0)
@@ -183,12 +183,12 @@ def _work_without_launch(t: Tables) -> Problem | None:
     return Problem("device_work_without_launch", len(lost), detail)
 
 
-def _ns_resolution(t: Tables) -> bool:
+def _ns_resolution(t: TraceColumns) -> bool:
     times = np.concatenate((t.op_ts[:1000], t.gpu_ts[:1000], t.gpu_dur[:1000]))
     return bool(np.any(np.rint(times) != times))
 
 
-def _clock(trace: Trace, t: Tables) -> Problem | None:
+def _clock(trace: Trace, t: TraceColumns) -> Problem | None:
     parts: list[str] = []
     count = 0
     bad = int(trace.meta.get("bad_durations") or 0)
@@ -220,7 +220,7 @@ def _clock(trace: Trace, t: Tables) -> Problem | None:
     return Problem("clock", count, "; ".join(parts)) if count else None
 
 
-def _incomplete_steps(trace: Trace, t: Tables, missing: _Missing | None) -> list[int]:
+def _incomplete_steps(trace: Trace, t: TraceColumns, missing: _Missing | None) -> list[int]:
     found: set[int] = set()
     span = trace.meta.get("recording_span_us")
     if isinstance(span, list) and len(span) == 2 and t.n_gpu:
@@ -235,7 +235,7 @@ def _incomplete_steps(trace: Trace, t: Tables, missing: _Missing | None) -> list
     return sorted(found)
 
 
-def _notes(trace: Trace, t: Tables) -> list[str]:
+def _notes(trace: Trace, t: TraceColumns) -> list[str]:
     notes: list[str] = []
     graph = t.names_where(lambda s: "GraphLaunch" in s, t.op_name)
     replayed = np.flatnonzero(t.gpu_launch >= 0)

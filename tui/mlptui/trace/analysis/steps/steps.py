@@ -38,7 +38,7 @@ import numpy as np
 
 from mlptui.trace.analysis.events.intervals import merged, merged_arrays
 from mlptui.trace.analysis.events.launches import call_kinds
-from mlptui.trace.analysis.events.tables import Tables, tables, unique_ids
+from mlptui.trace.analysis.events.tables import TraceColumns, tables, unique_ids
 from mlptui.trace.analysis.steps.integrity import verdict_unknown
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Op, Step, Trace
 from mlptui.trace.parse.index import STEP_PREFIX
@@ -98,11 +98,11 @@ def busy_us(intervals: list[tuple[float, float]]) -> float:
 class _Device:
     """The union of all GPU work in the trace, to measure any window against it (one per trace)."""
 
-    def __init__(self, t: Tables) -> None:
+    def __init__(self, t: TraceColumns) -> None:
         self.starts, self.ends = merged_arrays(t.gpu_ts, t.gpu_ts + t.gpu_dur)
 
     @staticmethod
-    def of(trace: Trace, t: Tables) -> _Device:
+    def of(trace: Trace, t: TraceColumns) -> _Device:
         return trace.derive(_device)
 
     def busy(self, windows: list[tuple[float, float]]) -> float:
@@ -136,7 +136,7 @@ class _Rows:
     calls: np.ndarray
 
 
-def _stats(t: Tables, index: int, name: str, windows: list[tuple[float, float]], cpu_us: float, rows: _Rows,
+def _stats(t: TraceColumns, index: int, name: str, windows: list[tuple[float, float]], cpu_us: float, rows: _Rows,
            device: _Device, kinds: _Kinds, unknown: bool = False) -> StepStats:
     windows = merged(windows)
     window = sum(e - s for s, e in windows)
@@ -164,14 +164,14 @@ class _Kinds:
     on_path: np.ndarray
 
 
-def _call_kinds(trace: Trace, t: Tables) -> _Kinds:
+def _call_kinds(trace: Trace, t: TraceColumns) -> _Kinds:
     calls = t.op_name[t.op_is(LAUNCH_CATS)]
     kinds = call_kinds(trace)           # the launch calls every pane counts
     return _Kinds(t.names_where(lambda s: kinds[s] in _LAUNCH_KINDS, calls),
                   t.names_where(lambda s: kinds[s] in LAUNCH_PATH_KINDS, calls))
 
 
-def _by_step(t: Tables) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+def _by_step(t: TraceColumns) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
     """Per step index: its GPU op rows and its runtime/driver call rows, each in id order."""
     calls = np.flatnonzero(t.op_is(LAUNCH_CATS))
     return _split(np.arange(t.n_gpu), t.gpu_step), _split(calls, t.op_step[calls])
@@ -189,11 +189,11 @@ def _split(rows: np.ndarray, step: np.ndarray) -> dict[int, np.ndarray]:
 _NONE = np.zeros(0, dtype=np.int64)
 
 
-def _window(start: float, end: float, t: Tables, gpu: np.ndarray) -> tuple[float, float]:
+def _window(start: float, end: float, t: TraceColumns, gpu: np.ndarray) -> tuple[float, float]:
     return start, max(end, float((t.gpu_ts[gpu] + t.gpu_dur[gpu]).max())) if len(gpu) else end
 
 
-def _one(trace: Trace, t: Tables, s: Step, gpu: dict[int, np.ndarray], calls: dict[int, np.ndarray],
+def _one(trace: Trace, t: TraceColumns, s: Step, gpu: dict[int, np.ndarray], calls: dict[int, np.ndarray],
          device: _Device, kinds: _Kinds) -> StepStats:
     own = gpu.get(s.index, _NONE)
     return _stats(t, s.index, s.name, [_window(s.ts, s.ts + s.dur, t, own)], s.dur,
@@ -208,7 +208,7 @@ def all_step_stats(trace: Trace) -> list[StepStats]:
     return [_one(trace, t, s, gpu, calls, device, kinds) for s in trace.steps]
 
 
-def _whole_trace(trace: Trace, t: Tables) -> StepStats:
+def _whole_trace(trace: Trace, t: TraceColumns) -> StepStats:
     gpu = np.arange(t.n_gpu)
     calls = np.flatnonzero(t.op_is(LAUNCH_CATS))
     if t.n_ops:

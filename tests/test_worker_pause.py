@@ -1,5 +1,5 @@
-"""Workers give way to key presses: a worker inside `giving_way` stops at its next call while input is
-being handled, for at most PAUSE_CAP_S, and runs on once the app says input is quiet."""
+"""Worker threads pause for key presses: a worker inside `pausing_for_input` stops at its next call while
+input is being handled, for at most PAUSE_CAP_S, and runs on once the app says input is quiet."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from mlptui import give_way
+from mlptui import worker_pause
 
-# Under a coverage run or a debugger the worker keeps their trace function and does not give way.
+# Under a coverage run or a debugger the worker keeps their trace function and does not pause.
 traced_elsewhere = pytest.mark.skipif(sys.gettrace() is not None, reason="a trace function is already set")
 
 
@@ -20,7 +20,7 @@ def _step() -> None:
 
 
 def _count_calls(stop: threading.Event, counts: list[int], ready: threading.Event) -> None:
-    with give_way.giving_way():
+    with worker_pause.pausing_for_input():
         ready.set()
         while not stop.is_set():
             _step()
@@ -41,15 +41,15 @@ def test_a_worker_pauses_while_input_is_handled_and_resumes_after() -> None:
     worker.start()
     try:
         assert ready.wait(5)
-        assert sys.getswitchinterval() == min(interval, give_way.SWITCH_S)
+        assert sys.getswitchinterval() == min(interval, worker_pause.SWITCH_S)
         assert _calls_during(counts, 0.05) > 100                  # running freely
-        generation = give_way.input_seen()
+        generation = worker_pause.input_seen()
         time.sleep(0.01)                                         # it reaches its next call and stops there
         assert _calls_during(counts, 0.05) <= 1
-        give_way.quiet(generation)
+        worker_pause.quiet(generation)
         assert _calls_during(counts, 0.05) > 100                  # input quiet: running again
     finally:
-        give_way.quiet(give_way.input_seen())
+        worker_pause.quiet(worker_pause.input_seen())
         stop.set()
         worker.join(5)
     assert sys.getswitchinterval() == interval                  # restored with the last such worker
@@ -62,17 +62,17 @@ def test_a_pause_never_outlasts_its_cap() -> None:
     worker.start()
     try:
         assert ready.wait(5)
-        give_way.input_seen()                                   # never followed by quiet
-        time.sleep(give_way.PAUSE_CAP_S + 0.05)
+        worker_pause.input_seen()                                   # never followed by quiet
+        time.sleep(worker_pause.PAUSE_CAP_S + 0.05)
         assert _calls_during(counts, 0.05) > 100                  # its pause for this key is used up
     finally:
-        give_way.quiet(give_way.input_seen())
+        worker_pause.quiet(worker_pause.input_seen())
         stop.set()
         worker.join(5)
 
 
 def _hold_while_computing(held: threading.Lock, holding: threading.Event, done: threading.Event) -> None:
-    with give_way.giving_way(), held:
+    with worker_pause.pausing_for_input(), held:
         holding.set()
         for _ in range(20_000):                                 # a figure being computed: many calls
             _step()
@@ -85,23 +85,23 @@ def test_the_ui_thread_waiting_on_a_worker_is_not_left_waiting() -> None:
     it waits): the worker pauses once, up to the cap, then finishes."""
     held, holding, done = threading.Lock(), threading.Event(), threading.Event()
     worker = threading.Thread(target=_hold_while_computing, args=(held, holding, done))
-    give_way.input_seen()
+    worker_pause.input_seen()
     try:
         worker.start()
         assert holding.wait(5)
-        got = held.acquire(timeout=give_way.PAUSE_CAP_S + 1.0)   # as the UI thread would, blocked
+        got = held.acquire(timeout=worker_pause.PAUSE_CAP_S + 1.0)   # as the UI thread would, blocked
         if got:
             held.release()
         assert got and done.wait(5)
     finally:
-        give_way.quiet(give_way.input_seen())
+        worker_pause.quiet(worker_pause.input_seen())
         worker.join(5)
 
 
 def test_an_older_quiet_does_not_end_a_newer_key() -> None:
-    first = give_way.input_seen()
-    second = give_way.input_seen()
-    give_way.quiet(first)
-    assert give_way._busy[0]
-    give_way.quiet(second)
-    assert not give_way._busy[0]
+    first = worker_pause.input_seen()
+    second = worker_pause.input_seen()
+    worker_pause.quiet(first)
+    assert worker_pause._busy[0]
+    worker_pause.quiet(second)
+    assert not worker_pause._busy[0]

@@ -1,12 +1,12 @@
-"""Workers give way to key presses.
+"""Worker threads pause while the app handles a key press.
 
-A worker thread computing a view's figures holds the interpreter lock in 5 ms turns with the UI thread,
-so a key pressed meanwhile took about twice its time to repaint. Inside `giving_way()` a worker pauses
-at its next Python call while the app says input is being handled (`busy`, cleared QUIET_S after the
-last key by the app), for at most PAUSE_CAP_S in all per key: should the UI thread wait on something
-the worker holds (a figure it is computing), the worker goes on after that and pauses no more for that
-key. The figures take longer to arrive (the check runs on every call the worker makes); the keys keep
-their own speed.
+A worker thread computing a view's figures takes turns with the UI thread at the interpreter lock, each turn
+as long as the interpreter's switch interval, so a key pressed meanwhile repaints late. Inside
+`pausing_for_input()` a worker pauses at its next Python call while the app says input is being handled
+(`busy`, cleared QUIET_S after the last key by the app), for at most PAUSE_CAP_S in all per key: should the UI
+thread wait on something the worker holds (a figure it is computing), the worker goes on after that and pauses
+no more for that key. The figures take longer to arrive (the check runs on every call the worker makes); the
+keys keep their own speed.
 """
 
 from __future__ import annotations
@@ -58,15 +58,15 @@ def _pause(frame: FrameType, event: str, arg: Any) -> None:
 
 
 _lock = threading.Lock()
-_running = 0            # workers inside giving_way
+_running = 0            # workers inside pausing_for_input
 _interval = 0.005       # the interpreter's switch interval before the first of them
 
 
 @contextmanager
-def giving_way() -> Iterator[None]:
+def pausing_for_input() -> Iterator[None]:
     """In a worker thread: pause at calls while input is handled. While such a worker runs, the UI thread
-    waits at most SWITCH_S (not the interpreter's 5 ms) for the lock when a key arrives, before it can
-    even say so. Nothing is traced where the thread already has a trace function (a debugger, a
+    waits at most SWITCH_S (not the interpreter's default interval) for the lock when a key arrives,
+    before it can even say so. Nothing is traced where the thread already has a trace function (a debugger, a
     coverage run)."""
     global _running, _interval
     with _lock:
