@@ -1,22 +1,22 @@
 """The API's functions over more than one trace, each the function behind its command: `diff` is
-`mlptui diff --json`, `check` is `mlptui check`, `ranks` is `mlptui summary RUN_DIR --json`."""
+`mlptui diff --json`, `check` is `mlptui check`, `load_run` is `mlptui summary RUN_DIR --json`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import cast
 
-from mlptui.api.handle import TraceHandle, open_trace
+from mlptui.api.handle import Trace, load
 from mlptui.api.results import Check, Diff, Ranks
 from mlptui.api.rows import OutcomeRow
 from mlptui.base.errors import MlptuiError
 
 
-def _handle(trace: TraceHandle | str) -> TraceHandle:
-    return trace if isinstance(trace, TraceHandle) else open_trace(trace)
+def _handle(trace: Trace | str | Path) -> Trace:
+    return trace if isinstance(trace, Trace) else load(trace)
 
 
-def diff(a: TraceHandle | str, b: TraceHandle | str, step_a: int | None = None,
+def diff(a: Trace | str | Path, b: Trace | str | Path, step_a: int | None = None,
          step_b: int | None = None) -> Diff:
     """B against A, aligned on ProfilerStep#step_a of A and #step_b of B (default: each one's median step)."""
     from mlptui.trace.diff.trace_diff import diff_traces, step_by_number
@@ -30,7 +30,7 @@ def diff(a: TraceHandle | str, b: TraceHandle | str, step_a: int | None = None,
                 speedup=float(speedup) if isinstance(speedup, (int, float)) else None)
 
 
-def check(trace: TraceHandle | str, expectations: list[str] | str) -> Check:
+def check(trace: Trace | str | Path, expectations: list[str] | str) -> Check:
     """Each expectation (docs/check.md) against the trace: whether it holds and what the trace shows. A
     malformed expectation raises MlptuiError before the trace is read."""
     from mlptui.trace.analysis.expectations.expectations import check as check_all
@@ -45,7 +45,7 @@ def check(trace: TraceHandle | str, expectations: list[str] | str) -> Check:
     return Check(ok=all(r["ok"] for r in rows), rows=rows)
 
 
-def ranks(run_dir: str | Path) -> Ranks:
+def load_run(run_dir: str | Path) -> Ranks:
     """The report of a folder whose traces are the ranks of one run, read in local worker processes."""
     from mlptui.sources.dispatch import is_folder, list_traces, source_kind
     from mlptui.trace.parse.rank_hint import rank_files_or_why
