@@ -155,6 +155,7 @@ def test_diff_is_diff_json(capsys: pytest.CaptureFixture[str]) -> None:
     cli = _cli_json(capsys, "diff", "--json", a, b)
     d = api.diff(a, b)
     assert d.doc == cli and d.rows == cli["kernels"] and d.speedup == cli["speedup"]
+    assert api.load(a).diff(api.load(b)).doc == cli          # the method, as the function
 
 
 def test_check_outcomes(capsys: pytest.CaptureFixture[str]) -> None:
@@ -162,6 +163,7 @@ def test_check_outcomes(capsys: pytest.CaptureFixture[str]) -> None:
     kernels = sum(1 for e in _raw(_linear()) if e.get("cat") == "kernel")
     r = api.check(path, ["kernels per step == 1", "no memcpy", "kernels per step == 2"])
     assert kernels == 3 and [o["ok"] for o in r.rows] == [True, True, False] and not r.ok
+    assert api.load(path).check(["kernels per step == 1", "no memcpy", "kernels per step == 2"]) == r
     capsys.readouterr()
     assert main(["check", path, "--expect", "kernels per step == 2"]) == 1
     assert r.rows[2]["shows"] in capsys.readouterr().out

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from mlptui.api import dispatch_tree, timeline
+from mlptui.api import compare, dispatch_tree, timeline
 from mlptui.api.results import Check, Diff, Dispatch, Findings, Memory, Modules, Overview, Table
 from mlptui.api.rows import KernelRow, ModuleRow, OperatorRow, RecommendationRow, TimelineRow
 from mlptui.base.errors import MlptuiError
@@ -139,15 +139,11 @@ class Trace:
     def diff(self, other: Trace, step: int | None = None, other_step: int | None = None) -> Diff:
         """`other` against this trace (`mlptui diff THIS OTHER --json`), aligned on ProfilerStep#`step` of
         this one and #`other_step` of the other (default: each one's median step)."""
-        from mlptui.api.runs import diff
-
-        return diff(self, other, step, other_step)
+        return compare.diff(self.trace, other.trace, step, other_step)
 
     def check(self, expectations: list[str] | str) -> Check:
         """Each expectation (docs/check.md) against this trace, as `mlptui check` judges it."""
-        from mlptui.api.runs import check
-
-        return check(self, expectations)
+        return compare.check(self.trace, compare.parse_all(expectations))
 
     def findings(self) -> Findings:
         r = self.summary()
