@@ -38,7 +38,7 @@ SLOW_MODULES = frozenset({
 CORPUS_MODULES = frozenset({
     "test_load_parallel", "test_index_columnar", "test_load_pieces", "test_corpus_real", "test_kernel_figures",
     "test_index_tree", "test_operator_self_time", "test_names", "test_ranks_corpus", "test_index_cache_guard",
-    "test_occupancy",
+    "test_occupancy", "test_mcp_corpus",
 })
 
 _DRIVES_THE_APP: dict[Path, bool] = {}

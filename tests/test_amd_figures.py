@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 from conftest import ROOT, trace_bytes, x
 
+from mlptui.render.summary_text import render_text
 from mlptui.trace.analysis.kernels.kernel_figures import kernel_figures
 from mlptui.trace.analysis.kernels.kernel_stats import kernel_stats
 from mlptui.trace.analysis.memory.memory import memory_report
-from mlptui.trace.analysis.report.summary import render_text, summarize
+from mlptui.trace.analysis.report.summary import summarize
 from mlptui.trace.parse.load import load_trace, load_trace_bytes
 from mlptui.viewmodels.profile_views import build_profile, overview_text
 

@@ -3,8 +3,10 @@ the bundled samples, and its operator, kernel, dispatch and timeline figures aga
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from conftest import SAMPLES, find_sample, training_sample
 
 import mlptui.api as api
 from mlptui.cli import main
+from mlptui.commands.output import dumps_json
 
 SAMPLE_FILES = sorted(SAMPLES.glob("*.pt.trace.json.gz"))
 RUN_DIR = sorted(p for p in SAMPLES.glob("tp-mlp-eager-*-x2-*") if p.is_dir())[-1]
@@ -24,6 +27,11 @@ def _cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
     return json.loads(capsys.readouterr().out)
 
 
+def _json(value: Any) -> Any:
+    """A typed report as `--json` writes it."""
+    return json.loads(dumps_json(value))
+
+
 def _linear() -> Path:
     return find_sample("linear", "eager", "bf16")
 
@@ -31,11 +39,9 @@ def _linear() -> Path:
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.name.split("-2026")[0])
 def test_figures_equal_summary_json(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cli = _cli_json(capsys, "summary", "--json", str(path))
-    t = api.open_trace(str(path))
-    s = t.summary()
-    assert (s.source, s.counts, s.total, s.steps, s.findings) == (
-        cli["source"], cli["counts"], cli["total"], cli["steps"], cli["findings"])
-    assert t.steps().rows == cli["steps"]
+    t = api.load(str(path))
+    assert _json(t.summary()) == cli
+    assert _json(t.steps().rows) == cli["steps"]
     assert t.operators().rows == cli["operators"]
     assert t.kernels().rows == cli["kernel_stats"]
     ov = t.overview()
@@ -51,11 +57,10 @@ def test_figures_equal_summary_json(path: Path, capsys: pytest.CaptureFixture[st
 def test_a_step_is_that_steps_row_and_sections(capsys: pytest.CaptureFixture[str]) -> None:
     path = training_sample()
     cli = _cli_json(capsys, "summary", "--json", path)
-    t = api.open_trace(path)
+    t = api.load(path)
     last = cli["steps"][-1]
     number = int(last["name"].rpartition("#")[2])
-    s = t.summary(step=number)
-    assert s.total == last and s.scope == last["name"]
+    assert _json(t.step(number)) == last and t.scope(number) == last["name"]
     assert [r["name"] for r in t.overview(step=number).rows] == [last["name"]]
     assert sum(r["calls"] for r in t.kernels(step=number).rows) == last["kernels"]
     with pytest.raises(api.MlptuiError, match="no ProfilerStep#999"):
@@ -87,7 +92,7 @@ def test_operator_and_kernel_totals_from_raw_events() -> None:
         return any(a <= ts <= b for a, b in steps)
 
     kernels = [e for e in events if e.get("cat") == "kernel" and inside(launches[e["args"]["correlation"]]["ts"])]
-    t = api.open_trace(str(path))
+    t = api.load(str(path))
     rows = t.kernels().rows
     assert sum(r["calls"] for r in rows) == len(kernels) == 3
     assert sum(r["total_us"] for r in rows) == pytest.approx(sum(e["dur"] for e in kernels), abs=1e-3)
@@ -111,17 +116,17 @@ def test_dispatch_of_linear_reaches_addmm_and_its_gemm() -> None:
     path = _linear()
     events = _raw(path)
     gemms = [e for e in events if e.get("cat") == "kernel"]
-    d = api.open_trace(str(path)).dispatch("aten::linear")
+    d = api.load(str(path)).dispatch("aten::linear")
     by_name = {r["name"]: r for r in d.rows}
     assert d.rows[0]["name"] == "aten::linear" and d.rows[0]["depth"] == 0
     assert by_name["aten::t"]["depth"] == by_name["aten::addmm"]["depth"] == 1
     assert by_name["aten::addmm"]["gpu_kernels"] == sorted({e["name"] for e in gemms})
     assert by_name["aten::addmm"]["gpu_us"] == pytest.approx(sum(e["dur"] for e in gemms), abs=1e-3)
     assert by_name["aten::t"]["gpu_kernels"] == [] and by_name["aten::t"]["gpu_us"] == 0
-    shallow = api.open_trace(str(path)).dispatch("aten::linear → aten::t", depth=0)
+    shallow = api.load(str(path)).dispatch("aten::linear → aten::t", depth=0)
     assert [r["name"] for r in shallow.rows] == ["aten::t"]
     with pytest.raises(api.MlptuiError, match="no op aten::nothing"):
-        api.open_trace(str(path)).dispatch("aten::nothing")
+        api.load(str(path)).dispatch("aten::nothing")
 
 
 def test_timeline_window_holds_the_raw_events() -> None:
@@ -129,7 +134,7 @@ def test_timeline_window_holds_the_raw_events() -> None:
     events = _raw(path)
     # times count from the first CPU or GPU slice (not the profiler's own "Trace" span)
     origin = min(e["ts"] for e in events if e.get("ph") == "X" and e.get("cat") != "Trace")
-    t = api.open_trace(str(path))
+    t = api.load(str(path))
     gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     rows = t.timeline(0, 1e12, lanes=["gpu"]).rows
     assert len(rows) == len(gpu)
@@ -150,6 +155,7 @@ def test_diff_is_diff_json(capsys: pytest.CaptureFixture[str]) -> None:
     cli = _cli_json(capsys, "diff", "--json", a, b)
     d = api.diff(a, b)
     assert d.doc == cli and d.rows == cli["kernels"] and d.speedup == cli["speedup"]
+    assert api.load(a).diff(api.load(b)).doc == cli          # the method, as the function
 
 
 def test_check_outcomes(capsys: pytest.CaptureFixture[str]) -> None:
@@ -157,6 +163,7 @@ def test_check_outcomes(capsys: pytest.CaptureFixture[str]) -> None:
     kernels = sum(1 for e in _raw(_linear()) if e.get("cat") == "kernel")
     r = api.check(path, ["kernels per step == 1", "no memcpy", "kernels per step == 2"])
     assert kernels == 3 and [o["ok"] for o in r.rows] == [True, True, False] and not r.ok
+    assert api.load(path).check(["kernels per step == 1", "no memcpy", "kernels per step == 2"]) == r
     capsys.readouterr()
     assert main(["check", path, "--expect", "kernels per step == 2"]) == 1
     assert r.rows[2]["shows"] in capsys.readouterr().out
@@ -166,19 +173,45 @@ def test_check_outcomes(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_ranks_is_the_run_report(capsys: pytest.CaptureFixture[str]) -> None:
     cli = _cli_json(capsys, "summary", "--json", str(RUN_DIR))
-    r = api.ranks(RUN_DIR)
+    r = api.load_run(RUN_DIR)
     assert r.report == cli["ranks"] and r.sources == cli["traces"]
     with pytest.raises(api.MlptuiError, match="not a folder"):
-        api.ranks(_linear())
+        api.load_run(_linear())
 
 
 def test_bad_input_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(api.MlptuiError) as missing:
-        api.open_trace(str(tmp_path / "none.json"))
+        api.load(str(tmp_path / "none.json"))
     bad = tmp_path / "bad.json"
     bad.write_text("{ not json")
     with pytest.raises(api.MlptuiError) as broken:
-        api.open_trace(str(bad))
-    with pytest.raises(api.MlptuiError, match="is a folder"):
-        api.open_trace(str(RUN_DIR))
+        api.load(str(bad))
+    with pytest.raises(api.MlptuiError, match="is a folder of 2 trace"):
+        api.load(str(RUN_DIR))
     assert "\n" not in str(missing.value) and "\n" not in str(broken.value)
+
+
+# ---------------------------------------------------------------- tables as DataFrames
+
+def test_operators_and_steps_to_pandas_are_the_report_rows() -> None:
+    pandas = pytest.importorskip("pandas", reason="the `pandas` extra is not installed")
+    import mlptui
+
+    t = mlptui.load(str(_linear()))
+    ops = t.operators()
+    frame = ops.to_pandas()
+    assert isinstance(frame, pandas.DataFrame) and list(frame.columns) == list(ops.rows[0])
+    # pandas writes a missing figure (None) as NaN in a column of numbers
+    assert frame.astype(object).where(frame.notna(), None).to_dict("records") == ops.rows
+    steps = t.steps()
+    frame = steps.to_pandas()
+    assert list(frame.columns) == [f.name for f in dataclasses.fields(api.StepStats)]
+    assert frame.to_dict("records") == [dataclasses.asdict(s) for s in steps.rows]
+    events = _raw(_linear())
+    assert frame["kernels"].sum() == sum(1 for e in events if e.get("cat") == "kernel")
+
+
+def test_to_pandas_without_pandas_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pandas", None)        # import pandas raises ImportError
+    with pytest.raises(api.MlptuiError, match=r"pip install 'mlptui\[pandas\]'"):
+        api.load(str(_linear())).steps().to_pandas()

@@ -20,7 +20,8 @@ import pytest
 from conftest import find_sample
 from test_run_summary import tiny_rank
 
-from mlptui.trace.analysis.report.summary import render_text, summarize
+from mlptui.render.summary_text import render_text
+from mlptui.trace.analysis.report.summary import summarize
 from mlptui.trace.parse import index_cache
 from mlptui.trace.parse.load import load_trace
 from mlptui.trace.runs import digest_cache

@@ -22,10 +22,11 @@ import pytest
 from conftest import ROOT
 
 from mlptui.base.errors import TraceError
+from mlptui.render.summary_text import render_text
 from mlptui.trace.analysis.advice.findings import trace_findings
 from mlptui.trace.analysis.events.device_arch import device_arch
 from mlptui.trace.analysis.events.launches import launch_calls
-from mlptui.trace.analysis.report.summary import render_text, summarize
+from mlptui.trace.analysis.report.summary import summarize
 from mlptui.trace.analysis.steps.steps import OVERHEAD_BOUND, all_step_stats, step_stats
 from mlptui.trace.model import KERNEL, MEMCPY, MEMSET, Trace
 from mlptui.trace.names.kernel import decode_kernel
@@ -224,12 +225,12 @@ def test_slices_nest_by_true_containment_and_gpu_time_rolls_up_only_into_them(pa
 
 def test_headless_dispatch_has_every_leaf_path(pair: tuple[Plain, Trace]) -> None:
     _, t = pair
-    rows = summarize(t)["dispatch"]
+    rows = summarize(t).dispatch
     step_ops = [o for o in t.ops if o.cat in ("cpu_op", "user_annotation") and not o.name.startswith("ProfilerStep#")
                 and (o.step >= 0 or not t.steps)]
     assert bool(rows) == bool(step_ops)
     if not t.gpu:
-        assert all(r["gpu_kernels"] == [] for r in rows)
+        assert all(r.gpu_kernels == [] for r in rows)
 
 
 # ---------------------------------------------------------------- the facts that were wrong
@@ -254,7 +255,7 @@ def test_with_stack_steps_nest_inside_the_python_frames_that_contain_them() -> N
     total_gpu = sum(g.dur for g in t.gpu)
     assert all(op.gpu_us <= total_gpu + 1e-3 for op in t.ops)
     # the headless dispatch of the step is not empty, and its paths are ops of the step
-    assert summarize(t)["dispatch"]
+    assert summarize(t).dispatch
 
 
 def test_pipelined_steps_are_not_overhead_bound() -> None:
@@ -286,7 +287,7 @@ def test_launches_without_gpu_activity_are_said_not_recorded() -> None:
     launches = sum(n for call, n in plain(name).calls.items() if "Launch" in call)
     assert any("GPU activity was not recorded" in w and str(launches) in w for w in t.warnings)
     report = summarize(t)
-    assert report["total"]["verdict"] == "gpu-not-recorded"
+    assert report.total.verdict == "gpu-not-recorded"
     assert "cpu-only" not in render_text(report).splitlines()[3]
 
 
@@ -296,7 +297,7 @@ def test_mtia_device_work_is_device_work() -> None:
     t = loaded(name)
     p = plain(name)
     assert sum(1 for g in t.gpu if g.cat == KERNEL) == len(p.kernels) > 0
-    assert t.streams and summarize(t)["total"]["verdict"] != "cpu-only"
+    assert t.streams and summarize(t).total.verdict != "cpu-only"
     from mlptui.viewmodels.lanes import build_lanes
 
     device_lanes = [lane for lane in build_lanes(t) if lane.kind == "gpu"]

@@ -4,6 +4,7 @@ idle/busy and links are computed here from the raw events."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 from decimal import Decimal
@@ -15,7 +16,7 @@ from conftest import CORPUS, SAMPLES
 
 from mlptui.trace.analysis.critical_path.critical_graph import GPU, SYNC_WAIT, build_graph
 from mlptui.trace.analysis.critical_path.critical_path import CriticalPath, critical_path, critical_paths
-from mlptui.trace.analysis.critical_path.critical_path_report import critical_path_dict
+from mlptui.trace.analysis.critical_path.critical_path_report import critical_path_report
 from mlptui.trace.parse.load import load_trace
 
 REAL = CORPUS.parent / "real"
@@ -199,7 +200,7 @@ def test_hta_multi_stream_device_sync() -> None:
 
 def test_json_shape() -> None:
     trace = load_trace(next(SAMPLES.glob("mlp-eager-64x128x768x3072-bf16-*.pt.trace.json.gz")))
-    d = critical_path_dict(trace)
+    d = dataclasses.asdict(critical_path_report(trace))
     step = d["steps"][-1]
     assert step["step"] == trace.steps[-1].name
     assert set(step["breakdown_us"]) == {"cpu", "launch", "launch_delay", "kernel", "memcpy", "memset",

@@ -41,11 +41,12 @@ def test_importing_mlptui_loads_nothing_and_names_the_api() -> None:
     """`import mlptui` runs in every command and runner: it must not load the API (numpy, the core) until a
     name of it is used, and then give exactly the API's public names."""
     code = ("import sys, mlptui; heavy = sorted(m for m in ('numpy', 'mlptui.api', 'mlptui.trace') if m in sys.modules); "
-            "import mlptui.api as api; print(heavy, mlptui.open_trace is api.open_trace, "
-            "set(api.__all__) <= set(dir(mlptui)), hasattr(mlptui, 'no_such_name'))")
+            "import mlptui.api as api; print(heavy, mlptui.load is api.load, "
+            "set(api.__all__) <= set(dir(mlptui)), hasattr(mlptui, 'no_such_name'), "
+            "mlptui.__all__ == api.__all__)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd="/")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["[]", "True", "True", "False"]
+    assert proc.stdout.split() == ["[]", "True", "True", "False", "True"]
 
 
 def test_the_install_is_a_pth_of_plain_paths() -> None:

@@ -20,6 +20,7 @@ from mlptui.trace.analysis.report.summary import summarize
 from mlptui.trace.analysis.steps.integrity import FIRST_STEP_LOSS, integrity
 from mlptui.trace.analysis.steps.steps import all_step_stats, step_stats
 from mlptui.trace.parse.load import load_trace, load_trace_bytes
+from mlptui.trace.reports.summary import IntegrityReport
 
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver", "Runtime")
 
@@ -104,7 +105,7 @@ def test_a_kernel_before_its_launch_is_a_clock_problem() -> None:
 def test_a_sound_trace_has_no_problem() -> None:
     events = _step(1, 0, True, 100) + _step(2, 200, True, 200)
     trace = load_trace_bytes(trace_bytes(events), source="sound.json")
-    assert integrity(trace).to_dict() == {"ok": True, "problems": [], "notes": []}
+    assert integrity(trace).report() == IntegrityReport(ok=True, problems=[], notes=[])
 
 
 # ---------------------------------------------------------------- a cut file
@@ -122,9 +123,9 @@ def test_a_cut_trace_has_no_definite_verdict(how: str) -> None:
     data = _cut(full) if how == "json" else _cut(gzip.compress(full))
     trace = load_trace_bytes(data, source=f"cut.{how}")
     report = summarize(trace)
-    assert report["integrity"]["ok"] is False
-    assert report["integrity"]["problems"][0]["kind"] == "truncated"
-    assert {s["verdict"] for s in report["steps"]} | {report["total"]["verdict"]} == {"unknown"}
+    assert report.integrity.ok is False
+    assert report.integrity.problems[0].kind == "truncated"
+    assert {s.verdict for s in report.steps} | {report.total.verdict} == {"unknown"}
     text = format_report(report, "text")
     first, *rest = text.splitlines()
     assert first.startswith("⚠ not to be trusted as is: the file is cut")

@@ -21,6 +21,11 @@ from mlptui.viewmodels.detail_text import gpu_details
 from mlptui.viewmodels.lanes import build_lanes
 
 
+def _json(report: object) -> Any:
+    """The report as `summary --json` writes it."""
+    return orjson.loads(orjson.dumps(report))
+
+
 def _load(tmp_path: Path, doc: dict[str, Any], name: str = "t.pt.trace.json") -> Trace:
     path = tmp_path / name
     path.write_bytes(orjson.dumps(doc))
@@ -96,7 +101,7 @@ def test_stream_sync_is_synchronisation_on_its_stream_not_a_stream_or_busy_time(
     assert [(s.device, s.stream) for s in trace.streams] == [(0, sync["args"]["stream"])]
     assert sync["tid"] == sync["args"]["stream"] + 1_000_000
     # GPU busy time and every step figure as if the sync were not there
-    a, b = summarize(trace), summarize(without)
+    a, b = _json(summarize(trace)), _json(summarize(without))
     assert a["steps"] == b["steps"] and a["overview"]["total"] == b["overview"]["total"]
     assert a["device_marks"]["syncs"] == [{"device": sync["pid"], "stream": sync["args"]["stream"],
                                            "name": sync["name"], "count": 1, "total_us": sync["dur"]}]
@@ -134,7 +139,7 @@ def test_hardware_counters_load_list_and_replace_the_estimates_measured(tmp_path
     assert not trace.warnings
     counters = _raw(doc, ph="C", cat="hardware_counters")
     assert {e["pid"] for e in counters} == {"GPU 0 Counters"}        # a string pid loads
-    d = summarize(trace)
+    d = _json(summarize(trace))
     for row in d["device_marks"]["counters"]:
         values = [e["args"][""] for e in counters if e["name"] == row["metric"]]
         assert (row["device"], row["samples"], row["min"], row["max"]) == (0, len(values), min(values), max(values))
@@ -162,15 +167,15 @@ def test_hardware_counters_load_list_and_replace_the_estimates_measured(tmp_path
 def test_without_counters_the_estimates_stay_and_say_so(tmp_path: Path) -> None:
     doc = k26.events()
     doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("ph") != "C"]
-    total = summarize(_load(tmp_path, doc))["overview"]["total"]
+    total = summarize(_load(tmp_path, doc)).overview["total"]
     assert total["achieved_occupancy_measured"] is None and total["sm_efficiency_measured"] is None
     assert total["achieved_occupancy"] is not None
 
 
 def test_top_level_warning_and_error_arrays_are_not_relied_on(tmp_path: Path) -> None:
     """Kineto 9612d061097c stopped writing them; a trace with or without them reads the same."""
-    with_arrays = summarize(_load(tmp_path, k26.events(warning_arrays=True), "a.pt.trace.json"))
-    without = summarize(_load(tmp_path, k26.events(), "b.pt.trace.json"))
+    with_arrays = _json(summarize(_load(tmp_path, k26.events(warning_arrays=True), "a.pt.trace.json")))
+    without = _json(summarize(_load(tmp_path, k26.events(), "b.pt.trace.json")))
     for d in (with_arrays, without):
         d.pop("source")
     assert with_arrays == without

@@ -81,16 +81,16 @@ def test_unsure_attention_says_unknown_rather_than_a_wrong_library() -> None:
 
 
 def test_device_architecture_in_the_vendors_words() -> None:
+    from mlptui.render.summary_text import _device_line
     from mlptui.trace.analysis.events.device_arch import device_arch
-    from mlptui.trace.analysis.report.summary import _device_line
+    from mlptui.trace.reports.common import DeviceArch
 
     mi300 = {"name": "AMD Instinct MI300X", "computeMajor": 9, "computeMinor": 4, "numSms": 304, "warpSize": 64}
-    assert device_arch(mi300).to_dict() == {"vendor": "AMD", "arch": "gfx942", "units": "CUs", "count": 304}
+    assert device_arch(mi300) == DeviceArch(vendor="AMD", arch="gfx942", units="CUs", count=304)
     assert device_arch({**mi300, "gcnArchName": "gfx942:sramecc+:xnack-"}).arch == "gfx942"
     unnamed = {"name": "", "computeMajor": 9, "computeMinor": 4, "numSms": 304}
     assert device_arch(unnamed, {"hip_runtime_version": 60443483}).vendor == "AMD"
-    line = _device_line({"device": unnamed, "device_arch": device_arch(unnamed, {"hip_runtime_version": 1}).to_dict(),
-                         "counts": {"gpu_ops": 1}})
+    line = _device_line(unnamed, device_arch(unnamed, {"hip_runtime_version": 1}), 1)
     # an unnamed device is named from what the header has (its vendor and architecture), never left blank
     assert line.startswith("device: AMD gfx9") and "sm" not in line and ", ," not in line and "CUs" in line
     h100 = {"name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0, "numSms": 132, "warpSize": 32}

@@ -19,7 +19,31 @@ from typing import TYPE_CHECKING, Any
 __path__[:] = extend_path(__path__, __name__)
 
 if TYPE_CHECKING:
-    from mlptui.api import *  # noqa: F403
+    from mlptui.api import (
+        Check,
+        Diff,
+        Dispatch,
+        Findings,
+        Memory,
+        MlptuiError,
+        Modules,
+        Overview,
+        Ranks,
+        StepStats,
+        SummaryReport,
+        Table,
+        Trace,
+        check,
+        diff,
+        load,
+        load_run,
+    )
+
+# The API's public names (mlptui.api.__all__), loaded on first use by __getattr__ below.
+__all__ = [
+    "Check", "Diff", "Dispatch", "Findings", "Memory", "MlptuiError", "Modules", "Overview", "Ranks",
+    "StepStats", "SummaryReport", "Table", "Trace", "check", "diff", "load", "load_run",
+]
 
 
 

@@ -1,13 +1,13 @@
 """The Python API: the figures of `mlptui summary --json`, `diff --json` and `check`, as typed results.
 
-    import mlptui.api as m
-    t = m.open_trace("run.pt.trace.json.gz")
-    t.summary().total["gpu_busy_us"]
-    pandas.DataFrame(t.operators(sort="device_self_us").rows)
+    import mlptui
+    t = mlptui.load("run.pt.trace.json.gz")
+    t.summary().total.gpu_busy_us
+    t.operators().to_pandas()
 
 Documented in docs/api.md. Imports neither textual nor rich."""
 
-from mlptui.api.handle import TraceHandle, open_trace
+from mlptui.api.handle import Trace, load
 from mlptui.api.results import (
     Check,
     Diff,
@@ -17,13 +17,14 @@ from mlptui.api.results import (
     Modules,
     Overview,
     Ranks,
-    Summary,
     Table,
 )
-from mlptui.api.runs import check, diff, ranks
+from mlptui.api.runs import check, diff, load_run
 from mlptui.base.errors import MlptuiError
+from mlptui.trace.reports.common import StepStats
+from mlptui.trace.reports.summary import SummaryReport
 
 __all__ = [
-    "Check", "Diff", "Dispatch", "Findings", "Memory", "MlptuiError", "Modules", "Overview", "Ranks", "Summary",
-    "Table", "TraceHandle", "check", "diff", "open_trace", "ranks",
+    "Check", "Diff", "Dispatch", "Findings", "Memory", "MlptuiError", "Modules", "Overview", "Ranks", "StepStats",
+    "SummaryReport", "Table", "Trace", "check", "diff", "load", "load_run",
 ]

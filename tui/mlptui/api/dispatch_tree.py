@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from mlptui.api.rows import DispatchRow
 from mlptui.base.errors import MlptuiError
+from mlptui.trace.reports.summary import DispatchPath
 
 _SPLIT = re.compile(r"\s*(?:→|->|>)\s*")
 
@@ -41,7 +41,7 @@ def _find(path: list[str], want: list[str]) -> int:
     return -1
 
 
-def subtree(paths: list[dict[str, Any]], want: list[str],
+def subtree(paths: list[DispatchPath], want: list[str],
             depth: int | None) -> tuple[list[list[str]], list[DispatchRow]]:
     """(the contexts above the op, the subtree's rows depth first) from the `dispatch` section's rows."""
     if depth is not None and depth < 0:
@@ -49,19 +49,19 @@ def subtree(paths: list[dict[str, Any]], want: list[str],
     root = _Node(want[-1])
     contexts: list[list[str]] = []
     for row in paths:
-        at = _find(row["path"], want)
+        at = _find(row.path, want)
         if at < 0:
             continue
-        above = row["path"][:at + 1 - len(want)]
+        above = row.path[:at + 1 - len(want)]
         if above not in contexts:
             contexts.append(above)
         node = root
-        node.gpu_us += row["gpu_us"]
-        for name in row["path"][at + 1:]:
+        node.gpu_us += row.gpu_us
+        for name in row.path[at + 1:]:
             node = node.children.setdefault(name, _Node(name))
-            node.gpu_us += row["gpu_us"]
-        node.count += row["count"]
-        for k in row["gpu_kernels"]:
+            node.gpu_us += row.gpu_us
+        node.count += row.count
+        for k in row.gpu_kernels:
             if k not in node.gpu_kernels:
                 node.gpu_kernels.append(k)
     if not contexts:

@@ -1,18 +1,22 @@
-"""`open_trace(path) -> TraceHandle`: one loaded trace and the figures of `mlptui summary --json` over it.
+"""`load(path) -> Trace`: one loaded trace and the figures of `mlptui summary --json` over it.
 
-The whole-trace report is `summarize(trace)`, the function behind `summary --json`, computed once; a
-step's sections are `profile_sections(trace, step)`, the function behind the report's sections. Every
-method returns a slice of those, so the API, the CLI and the MCP tools give the same values."""
+The whole-trace report is `summarize(trace)`, the function behind `summary --json` (a SummaryReport),
+computed once; a step's sections are `profile_sections(trace, step)`, the function behind the report's
+sections. Every method returns those or a slice of them, so the API, the CLI and the MCP tools give the
+same values."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from mlptui.api import dispatch_tree, timeline
-from mlptui.api.results import Dispatch, Findings, Memory, Modules, Overview, Summary, Table
-from mlptui.api.rows import KernelRow, ModuleRow, OperatorRow, StepRow, TimelineRow
+from mlptui.api import compare, dispatch_tree, timeline
+from mlptui.api.results import Check, Diff, Dispatch, Findings, Memory, Modules, Overview, Table
+from mlptui.api.rows import KernelRow, ModuleRow, OperatorRow, RecommendationRow, TimelineRow
 from mlptui.base.errors import MlptuiError
-from mlptui.trace.model import Trace
+from mlptui.trace import model
+from mlptui.trace.reports.common import StepStats
+from mlptui.trace.reports.summary import SummaryReport
 
 RowT = TypeVar("RowT")
 
@@ -20,38 +24,42 @@ NO_MEMORY = "n/a: no allocator events in the steps (record with profile_memory=T
 NO_MODULES = "n/a: the trace has no nn.Module frames (record with with_stack=True)"
 
 
-class TraceHandle:
+class Trace:
     """One loaded trace. `step` arguments are the N of ProfilerStep#N, as `mlptui diff --step-a` takes it;
     None is every step together (the whole trace when it has no steps)."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: model.Trace) -> None:
         self.trace = trace
-        self._computed: dict[int | None, dict[str, Any]] = {}
+        self._report: SummaryReport | None = None
+        self._computed: dict[int, dict[str, Any]] = {}
 
     @property
     def source(self) -> str:
         return self.trace.source
 
     def __repr__(self) -> str:
-        return f"TraceHandle({self.trace.source!r}, {len(self.trace.steps)} steps)"
+        return f"Trace({self.trace.source!r}, {len(self.trace.steps)} steps)"
 
     # ---------------------------------------------------------------- the report and its scopes
 
-    def report(self) -> dict[str, Any]:
-        """`mlptui summary PATH --json`'s document (without its `ranks` key), computed once."""
-        return self._sections(None)
+    def summary(self) -> SummaryReport:
+        """`mlptui summary PATH --json`'s document, computed once."""
+        if self._report is None:
+            from mlptui.trace.analysis.report.summary import summarize
+
+            self._report = summarize(self.trace)
+        return self._report
 
     def _sections(self, index: int | None) -> dict[str, Any]:
-        """The whole report (None), or one step's sections, each computed once."""
+        """The profiler views' sections over every step (None), or over one step, each computed once."""
+        if index is None:
+            r = self.summary()
+            return {"overview": r.overview, "recommendations": r.recommendations, "operators": r.operators,
+                    "kernel_stats": r.kernel_stats, "memory": r.memory, "modules": r.modules}
         if index not in self._computed:
-            if index is None:
-                from mlptui.trace.analysis.report.summary import summarize
+            from mlptui.trace.analysis.report.profile_sections import profile_sections
 
-                self._computed[index] = summarize(self.trace)
-            else:
-                from mlptui.trace.analysis.report.profile_sections import profile_sections
-
-                self._computed[index] = profile_sections(self.trace, index)
+            self._computed[index] = profile_sections(self.trace, index)
         return self._computed[index]
 
     def _index(self, step: int | None) -> int | None:
@@ -61,6 +69,10 @@ class TraceHandle:
 
         return step_by_number(self.trace, step, "step")
 
+    def scope(self, step: int | None = None) -> str:
+        """What a figure over `step` covers: "ProfilerStep#N", "steps" (every step) or "trace" (no steps)."""
+        return self._scope(self._index(step))
+
     def _scope(self, index: int | None) -> str:
         if index is not None:
             return self.trace.steps[index].name
@@ -68,18 +80,14 @@ class TraceHandle:
 
     # ---------------------------------------------------------------- the methods
 
-    def summary(self, step: int | None = None) -> Summary:
-        r = self.report()
+    def step(self, step: int | None = None) -> StepStats:
+        """One step's figures (ProfilerStep#`step`), or every step together for None."""
         index = self._index(step)
-        steps = cast(list[StepRow], r["steps"])
-        total = cast(StepRow, r["total"]) if index is None else next(s for s in steps if s["index"] == index)
-        return Summary(source=r["source"], device=r["device"], device_arch=r["device_arch"], counts=r["counts"],
-                       scope=self._scope(index), total=total, steps=steps if index is None else [total],
-                       findings=r["findings"], warnings=r["warnings"], verdict_rule=r["verdict_rule"],
-                       manifest=r["manifest"])
+        r = self.summary()
+        return r.total if index is None else next(s for s in r.steps if s.index == index)
 
-    def steps(self) -> Table[StepRow]:
-        return Table(cast(list[StepRow], self.report()["steps"]), self._scope(None))
+    def steps(self) -> Table[StepStats]:
+        return Table(self.summary().steps, self._scope(None))
 
     def overview(self, step: int | None = None) -> Overview:
         index = self._index(step)
@@ -103,13 +111,13 @@ class TraceHandle:
         return Table(_sorted(_matching(rows, filter, ("name", "short")), sort), self._scope(index))
 
     def memory(self) -> Memory:
-        mem = self.report()["memory"]
+        mem = self.summary().memory
         if mem is None:
             return Memory(False, NO_MEMORY, [], [], [])
         return Memory(True, None, mem["ops"], mem["devices"], mem["unfreed"])
 
     def modules(self) -> Modules:
-        mods = cast("list[ModuleRow] | None", self.report()["modules"])
+        mods = cast("list[ModuleRow] | None", self.summary().modules)
         if mods is None:
             return Modules(False, NO_MODULES, [])
         return Modules(True, None, [dict(m) for m in mods])
@@ -118,7 +126,7 @@ class TraceHandle:
         """The dispatch subtree below an op (or a path such as "aten::linear → aten::addmm") with the
         kernels each op launched, from the report's `dispatch` section."""
         want = dispatch_tree.parse_op(op_or_path)
-        contexts, rows = dispatch_tree.subtree(self.report()["dispatch"], want, depth)
+        contexts, rows = dispatch_tree.subtree(self.summary().dispatch, want, depth)
         return Dispatch(op=want, contexts=contexts, rows=rows, cut_below=depth)
 
     def timeline(self, start_us: float, end_us: float, lanes: list[str] | None = None) -> Table[TimelineRow]:
@@ -128,9 +136,19 @@ class TraceHandle:
         """The lanes `timeline` can keep: "cpu PID/TID" per thread, "gpu DEVICE/STREAM" per stream."""
         return timeline.lane_names(self.trace)
 
+    def diff(self, other: Trace, step: int | None = None, other_step: int | None = None) -> Diff:
+        """`other` against this trace (`mlptui diff THIS OTHER --json`), aligned on ProfilerStep#`step` of
+        this one and #`other_step` of the other (default: each one's median step)."""
+        return compare.diff(self.trace, other.trace, step, other_step)
+
+    def check(self, expectations: list[str] | str) -> Check:
+        """Each expectation (docs/check.md) against this trace, as `mlptui check` judges it."""
+        return compare.check(self.trace, compare.parse_all(expectations))
+
     def findings(self) -> Findings:
-        r = self.report()
-        return Findings(lines=r["findings"], recommendations=r["recommendations"], attention=r["attention"])
+        r = self.summary()
+        return Findings(lines=r.findings, recommendations=cast(list[RecommendationRow], r.recommendations),
+                        attention=r.attention)
 
 
 def _matching(rows: list[RowT], text: str | None, keys: tuple[str, ...]) -> list[RowT]:
@@ -163,16 +181,19 @@ def _sorted(rows: list[RowT], sort: str | None) -> list[RowT]:
     return sorted(rows, key=value, reverse=descending)
 
 
-def open_trace(path_or_spec: str) -> TraceHandle:
-    """Load a trace as `mlptui summary` does: a file, `host:path` over ssh, or `hf://`. A folder is not one
-    trace: `ranks(folder)` reports a run's ranks."""
+def load(path: str | Path) -> Trace:
+    """Load a trace as `mlptui summary` does: a file, a folder holding one trace, `host:path` over ssh, or
+    `hf://`. A folder of several traces is not one trace: `load_run(folder)` reports a run's ranks."""
     from mlptui.gc_policy import bulk_allocation
     from mlptui.sources.dispatch import is_folder, list_traces
     from mlptui.sources.dispatch import open_trace as open_source
 
-    spec = str(path_or_spec)
+    spec = str(path)
     if is_folder(spec):
         found = list_traces(spec)
-        raise MlptuiError(f"{spec} is a folder of {len(found)} trace(s): open one of them, or ask ranks() for a run")
+        if len(found) != 1:
+            raise MlptuiError(f"{spec} is a folder of {len(found)} trace(s): load one of them, or load_run() "
+                              "a folder of rank traces")
+        spec = found[0]
     with bulk_allocation():
-        return TraceHandle(open_source(spec))
+        return Trace(open_source(spec))

@@ -4,21 +4,21 @@ at a time. A failure is a tool error carrying the command line's one-line reason
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Callable
 from importlib.metadata import version
 from typing import Annotated, Any
 
+import orjson
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from mlptui.api import bounds
-from mlptui.api.handle import TraceHandle
+from mlptui.api.handle import Trace
 from mlptui.api.runs import check as check_trace
 from mlptui.api.runs import diff as diff_traces
-from mlptui.api.runs import ranks as run_ranks
+from mlptui.api.runs import load_run as run_ranks
 from mlptui.api.session import Traces
 from mlptui.base.errors import MlptuiError
 
@@ -54,7 +54,17 @@ def _answer(work: Callable[[], str]) -> str:
 
 
 def _plain(value: Any) -> Any:
-    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else value
+    """A result as plain JSON values (typed reports as their JSON), so that bounds can shorten any part."""
+    return orjson.loads(bounds.dumps(value))
+
+
+def summary_doc(t: Trace, step: int | None) -> dict[str, Any]:
+    """The headline of `summary --json` over every step, or over one step (`total` is then that step's)."""
+    r = t.summary()
+    total = t.step(step)
+    return {"source": r.source, "device": r.device, "device_arch": r.device_arch, "counts": r.counts,
+            "scope": t.scope(step), "total": total, "steps": r.steps if step is None else [total],
+            "findings": r.findings, "warnings": r.warnings, "verdict_rule": r.verdict_rule, "manifest": r.manifest}
 
 
 def build(traces: Traces, max_chars: int = bounds.MAX_CHARS) -> MCPServer:
@@ -64,9 +74,9 @@ def build(traces: Traces, max_chars: int = bounds.MAX_CHARS) -> MCPServer:
         return bounds.fit(_plain(doc), max_chars)
 
     def table(rows: list[Any], limit: int | None, cursor: str | None, **extra: Any) -> str:
-        return bounds.page(rows, limit, cursor, max_chars, extra)
+        return bounds.page([_plain(r) for r in rows], limit, cursor, max_chars, extra)
 
-    def handle(tid: str) -> TraceHandle:
+    def handle(tid: str) -> Trace:
         return traces.get(tid)
 
     @server.tool(structured_output=False)
@@ -76,14 +86,14 @@ def build(traces: Traces, max_chars: int = bounds.MAX_CHARS) -> MCPServer:
             tid, t = traces.open(path)
             s = t.summary()
             return fit({"id": tid, "source": s.source, "device": (s.device or {}).get("name"),
-                        "device_arch": s.device_arch, "steps": [r["name"] for r in s.steps], "counts": s.counts,
-                        "integrity": {"warnings": s.warnings, "unlinked_gpu_ops": s.counts["unlinked_gpu_ops"]}})
+                        "device_arch": s.device_arch, "steps": [r.name for r in s.steps], "counts": s.counts,
+                        "integrity": {"warnings": s.warnings, "unlinked_gpu_ops": s.counts.unlinked_gpu_ops}})
         return _answer(work)
 
     @server.tool(structured_output=False)
     def summary(id: TraceId, step: Step = None) -> str:
         """The headline figures: per-step CPU and GPU time, kernels, launches and verdict, and the findings."""
-        return _answer(lambda: fit(handle(id).summary(step)))
+        return _answer(lambda: fit(summary_doc(handle(id), step)))
 
     @server.tool(structured_output=False)
     def steps(id: TraceId, limit: Limit = None, cursor: Cursor = None) -> str:

@@ -1,26 +1,27 @@
-"""What the API's methods return: small frozen dataclasses over the figures of `mlptui summary --json`,
-`mlptui diff --json` and `mlptui check`, never recomputed. A table keeps its rows as `.rows`, a list of
-dicts (pandas.DataFrame(table.rows) makes a frame of it)."""
+"""What the API's methods return beside the core's typed reports: small frozen dataclasses over the figures
+of `mlptui summary --json`, `mlptui diff --json` and `mlptui check`, never recomputed. A table keeps its
+rows as `.rows`; `.to_pandas()` makes a DataFrame of them (the `pandas` extra)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from mlptui.api.frames import Rows
 from mlptui.api.rows import (
     DispatchRow,
     MemoryOpRow,
     OutcomeRow,
     OverviewRow,
     RecommendationRow,
-    StepRow,
 )
+from mlptui.trace.reports.attention import AttentionFacts
 
 RowT = TypeVar("RowT")
 
 
 @dataclass(frozen=True)
-class Table(Generic[RowT]):
+class Table(Rows, Generic[RowT]):
     """Rows of one shape over a scope: "steps" (every step), "ProfilerStep#N" (one), "trace" (a trace
     without steps)."""
 
@@ -29,21 +30,6 @@ class Table(Generic[RowT]):
 
     def __len__(self) -> int:
         return len(self.rows)
-
-
-@dataclass(frozen=True)
-class Summary:
-    source: str
-    device: dict[str, Any] | None            # deviceProperties of the GPU, as recorded
-    device_arch: dict[str, Any]
-    counts: dict[str, int]                   # events, cpu_ops, gpu_ops, threads, streams, steps, unlinked_gpu_ops
-    scope: str
-    total: StepRow                           # the scope's figures: every step together, or the step asked for
-    steps: list[StepRow]
-    findings: list[str]
-    warnings: list[str]
-    verdict_rule: str
-    manifest: dict[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -57,7 +43,7 @@ class Overview:
 
 
 @dataclass(frozen=True)
-class Memory:
+class Memory(Rows):
     """`available` False: the trace has no allocator events; `why` says so and every table is empty."""
 
     available: bool
@@ -68,14 +54,14 @@ class Memory:
 
 
 @dataclass(frozen=True)
-class Modules:
+class Modules(Rows):
     available: bool
     why: str | None
     rows: list[dict[str, Any]]               # ModuleRow: path, calls, host_us, device_us
 
 
 @dataclass(frozen=True)
-class Dispatch:
+class Dispatch(Rows):
     """The CPU dispatch subtree below an op, with the kernels each op launched."""
 
     op: list[str]                            # the op (or path) asked for
@@ -88,11 +74,11 @@ class Dispatch:
 class Findings:
     lines: list[str]                         # the last step at a glance, as `summary` writes them
     recommendations: list[RecommendationRow]
-    attention: dict[str, Any] | None
+    attention: AttentionFacts | None
 
 
 @dataclass(frozen=True)
-class Diff:
+class Diff(Rows):
     """`mlptui diff --json`'s document; `rows` is its kernel table (A against B, row by row)."""
 
     doc: dict[str, Any]
@@ -101,7 +87,7 @@ class Diff:
 
 
 @dataclass(frozen=True)
-class Check:
+class Check(Rows):
     ok: bool
     rows: list[OutcomeRow]
 

@@ -1,25 +1,10 @@
-"""The row shapes of the API's tables: each is the row `mlptui summary --json` writes for that table
-(docs/json.md), typed for mypy. At run time a row is a plain dict, so `pandas.DataFrame(table.rows)`
-takes a table as it is."""
+"""The row shapes of the API's tables that the core writes as plain dicts: each is the row `mlptui summary
+--json` writes for that table (docs/json.md), typed for mypy. A table whose rows the core types (a step:
+mlptui.trace.reports) has those rows instead."""
 
 from __future__ import annotations
 
 from typing import Any, TypedDict
-
-
-class StepRow(TypedDict):
-    index: int
-    name: str
-    cpu_us: float
-    gpu_busy_us: float
-    gpu_idle_us: float
-    kernels: int
-    launches: int
-    launch_overhead_us: float
-    verdict: str
-    window_us: float
-    device_busy_us: float
-    device_idle_us: float
 
 
 class OverviewRow(TypedDict):

@@ -1,51 +1,35 @@
 """The API's functions over more than one trace, each the function behind its command: `diff` is
-`mlptui diff --json`, `check` is `mlptui check`, `ranks` is `mlptui summary RUN_DIR --json`."""
+`mlptui diff --json`, `check` is `mlptui check`, `load_run` is `mlptui summary RUN_DIR --json`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import cast
 
-from mlptui.api.handle import TraceHandle, open_trace
+from mlptui.api import compare
+from mlptui.api.handle import Trace, load
 from mlptui.api.results import Check, Diff, Ranks
-from mlptui.api.rows import OutcomeRow
 from mlptui.base.errors import MlptuiError
 
 
-def _handle(trace: TraceHandle | str) -> TraceHandle:
-    return trace if isinstance(trace, TraceHandle) else open_trace(trace)
+def _handle(trace: Trace | str | Path) -> Trace:
+    return trace if isinstance(trace, Trace) else load(trace)
 
 
-def diff(a: TraceHandle | str, b: TraceHandle | str, step_a: int | None = None,
+def diff(a: Trace | str | Path, b: Trace | str | Path, step_a: int | None = None,
          step_b: int | None = None) -> Diff:
     """B against A, aligned on ProfilerStep#step_a of A and #step_b of B (default: each one's median step)."""
-    from mlptui.trace.diff.trace_diff import diff_traces, step_by_number
-
-    ta, tb = _handle(a).trace, _handle(b).trace
-    ia = None if step_a is None else step_by_number(ta, step_a, "A")
-    ib = None if step_b is None else step_by_number(tb, step_b, "B")
-    doc = diff_traces(ta, tb, ia, ib).to_json()
-    speedup = doc.get("speedup")
-    return Diff(doc=doc, rows=list(doc.get("kernels") or []),
-                speedup=float(speedup) if isinstance(speedup, (int, float)) else None)
+    return compare.diff(_handle(a).trace, _handle(b).trace, step_a, step_b)
 
 
-def check(trace: TraceHandle | str, expectations: list[str] | str) -> Check:
+def check(trace: Trace | str | Path, expectations: list[str] | str) -> Check:
     """Each expectation (docs/check.md) against the trace: whether it holds and what the trace shows. A
     malformed expectation raises MlptuiError before the trace is read."""
-    from mlptui.trace.analysis.expectations.expectations import check as check_all
-    from mlptui.trace.analysis.expectations.expectations import parse
-
-    texts = [expectations] if isinstance(expectations, str) else list(expectations)
-    if not texts:
-        raise MlptuiError("nothing to check: give one expectation or more (docs/check.md)")
-    parsed = [parse(t) for t in texts]
-    outcomes = check_all(_handle(trace).trace, parsed)
-    rows: list[OutcomeRow] = [{"expectation": o.expectation.text, "ok": o.ok, "shows": o.shows} for o in outcomes]
-    return Check(ok=all(r["ok"] for r in rows), rows=rows)
+    parsed = compare.parse_all(expectations)
+    return compare.check(_handle(trace).trace, parsed)
 
 
-def ranks(run_dir: str | Path) -> Ranks:
+def load_run(run_dir: str | Path) -> Ranks:
     """The report of a folder whose traces are the ranks of one run, read in local worker processes."""
     from mlptui.sources.dispatch import is_folder, list_traces, source_kind
     from mlptui.trace.parse.rank_hint import rank_files_or_why

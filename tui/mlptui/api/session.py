@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from pathlib import Path
 
-from mlptui.api.handle import TraceHandle, open_trace
+from mlptui.api.handle import Trace, load
 from mlptui.base.errors import MlptuiError
 
 
@@ -17,7 +17,7 @@ class Traces:
         self.keep = max(keep, 1)
         self._spec_of: dict[str, str] = {}          # id -> source, for every trace opened (never forgotten)
         self._id_of: dict[str, str] = {}
-        self._loaded: OrderedDict[str, TraceHandle] = OrderedDict()
+        self._loaded: OrderedDict[str, Trace] = OrderedDict()
 
     def allowed(self, spec: str) -> str:
         """`spec` as it will be read; MlptuiError when `--root` does not allow it."""
@@ -36,29 +36,29 @@ class Traces:
             raise MlptuiError(f"{spec} is outside {self.root}: the server reads only files under it (--root)")
         return str(resolved)
 
-    def open(self, spec: str) -> tuple[str, TraceHandle]:
+    def open(self, spec: str) -> tuple[str, Trace]:
         spec = self.allowed(spec)
         known = self._id_of.get(spec)
         if known is not None:
             return known, self.get(known)
-        handle = open_trace(spec)
+        handle = load(spec)
         tid = f"t{len(self._spec_of) + 1}"
         self._spec_of[tid], self._id_of[spec] = spec, tid
         self._remember(tid, handle)
         return tid, handle
 
-    def get(self, tid: str) -> TraceHandle:
+    def get(self, tid: str) -> Trace:
         if tid not in self._spec_of:
             opened = ", ".join(self._spec_of) or "none yet"
             raise MlptuiError(f"no trace with id {tid!r} (opened: {opened}); call open_trace first")
         handle = self._loaded.get(tid)
         if handle is None:
-            handle = open_trace(self._spec_of[tid])
+            handle = load(self._spec_of[tid])
             self._remember(tid, handle)
         self._loaded.move_to_end(tid)
         return handle
 
-    def _remember(self, tid: str, handle: TraceHandle) -> None:
+    def _remember(self, tid: str, handle: Trace) -> None:
         self._loaded[tid] = handle
         self._loaded.move_to_end(tid)
         while len(self._loaded) > self.keep:

@@ -8,6 +8,7 @@ in every string of a document before it is rendered as text or Markdown (base.te
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from typing import Any
@@ -32,6 +33,9 @@ def _plain(value: Any, depth: int = 0) -> Any:
         if depth >= 4 * MAX_DEPTH:
             return "…"
         return {k if isinstance(k, str) else str(k): _plain(v, depth + 1) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # a typed report: its fields in order, as orjson writes them
+        return _plain({f.name: getattr(value, f.name) for f in dataclasses.fields(value)}, depth)
     if isinstance(value, (list, tuple)):
         if depth >= 4 * MAX_DEPTH:
             return "…"

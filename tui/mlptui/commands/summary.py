@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mlptui.trace.reports.summary import SummaryReport
 
 # the report's tables (lists of rows of one shape), by their key in `--json`
 CSV_TABLES = ("steps", "breakdown", "operators", "kernel_stats", "kernels", "memory_ops", "launch_calls", "dispatch")
@@ -77,34 +81,40 @@ def run(args: argparse.Namespace) -> int:
 
         trace = open_trace(args.path)
         report = summarize(trace)
-    report["ranks"] = None  # one trace; a folder of rank traces has a "ranks" section
     if getattr(args, "csv", None):
         from mlptui.viewmodels.table_export import dict_rows_csv
 
         if args.csv == "breakdown":
             from mlptui.trace.analysis.report.profile_sections import breakdown_rows
 
-            rows = breakdown_rows(report["overview"])
+            rows = breakdown_rows(report.overview)
         else:
-            rows = report[args.csv] or []
+            rows = [_row(r) for r in getattr(report, args.csv) or []]
         sys.stdout.write(dict_rows_csv(safe_doc(rows)))
         return 0
     sys.stdout.write(format_report(report, "json" if args.json else "md" if args.md else "text", top=args.top))
     return 0
 
 
-def format_report(report: dict, fmt: str, top: int = 15) -> str:
+def _row(row: Any) -> dict[str, Any]:
+    """A table's row as CSV takes it: a typed row's fields in order, or the row as it is."""
+    import dataclasses
+
+    return dataclasses.asdict(row) if dataclasses.is_dataclass(row) and not isinstance(row, type) else dict(row)
+
+
+def format_report(report: SummaryReport, fmt: str, top: int = 15) -> str:
     """The report as `mlptui summary` writes it: "json" (exact), "md" or "text" (terminal-safe)."""
     from mlptui.commands.output import dumps_json, safe_doc
-    from mlptui.trace.analysis.report.summary import render_markdown, render_text
+    from mlptui.render.summary_text import render_markdown, render_text
     from mlptui.viewmodels.trust_text import trust_banner
 
     if fmt == "json":
         return dumps_json(report)
     render = render_markdown if fmt == "md" else render_text
-    doc = safe_doc(report)
+    doc: SummaryReport = safe_doc(report)
     text = render(doc, top=top)
-    banner = trust_banner(doc.get("integrity"))      # first: nothing below reads right without it
+    banner = trust_banner(doc.integrity)      # first: nothing below reads right without it
     if banner is None:
         return text
     return (f"> **{banner}**\n\n" if fmt == "md" else f"{banner}\n") + text

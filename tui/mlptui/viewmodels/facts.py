@@ -83,7 +83,7 @@ def build_facts(trace: Trace) -> TraceFacts:
     facts = TraceFacts(trace, stats, gpu_by_step, None, {}, build_lanes(trace), trace_findings(trace),
                        kernel_mix(trace, gpu_by_step.get(step, [])), cpu_ops)
     facts.expectations, facts.expect_problem = outcomes_beside(trace)
-    facts.trust = trust_banner(integrity(trace).to_dict())
+    facts.trust = trust_banner(integrity(trace).report())
     if len(trace.ops) <= INLINE_LAUNCH_OPS:
         add_launches(facts)
     return facts

@@ -2,12 +2,13 @@
 (mlptui.trace.analysis.steps.integrity, as `summary --json` writes it). Shown first by the app's trace header
 and by `mlptui summary`; nothing when the trace is sound.
 
-    trust_banner(integrity_dict) -> str | None
+    trust_banner(integrity) -> str | None
 """
 
 from __future__ import annotations
 
-from typing import Any
+from mlptui.trace.reports.common import Problem
+from mlptui.trace.reports.summary import IntegrityReport
 
 _WORDS = {
     "truncated": "the file is cut",
@@ -18,18 +19,16 @@ _WORDS = {
 }
 
 
-def _phrase(problem: dict[str, Any]) -> str:
-    words = _WORDS.get(str(problem.get("kind")), str(problem.get("kind")))
-    count = problem.get("count")
-    return words if problem.get("kind") == "truncated" or not count else f"{words} ({count:,})"
+def _phrase(problem: Problem) -> str:
+    words = _WORDS.get(problem.kind, problem.kind)
+    return words if problem.kind == "truncated" or not problem.count else f"{words} ({problem.count:,})"
 
 
-def trust_banner(integrity: dict[str, Any] | None) -> str | None:
+def trust_banner(integrity: IntegrityReport | None) -> str | None:
     """`⚠ not to be trusted as is: the file is cut; launch calls without their kernels (12)`, or None."""
-    if not integrity or integrity.get("ok", True):
+    if integrity is None or integrity.ok:
         return None
-    problems = integrity.get("problems") or []
+    problems = integrity.problems
     unknown = f"; the verdicts resting on {'it' if len(problems) == 1 else 'them'} read unknown" if any(
-        p.get("kind") in ("truncated", "launches_without_device_work", "steps_incomplete") for p in problems) else ""
+        p.kind in ("truncated", "launches_without_device_work", "steps_incomplete") for p in problems) else ""
     return "⚠ not to be trusted as is: " + "; ".join(_phrase(p) for p in problems) + unknown
-

@@ -36,7 +36,7 @@ op of attention (`aten::scaled_dot_product_attention` and its backends, `aten::s
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -56,6 +56,7 @@ from mlptui.trace.names.distinct import distinct_labels
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.names.runtime_calls import classify_call
 from mlptui.trace.parse.index import STEP_PREFIX
+from mlptui.trace.reports.attention import AttentionFacts, CopyFact, FusedFact, GemmFact, OccupancyFact
 
 # The op SDPA dispatches to, per backend (forward; CPU's flash kernel included).
 SDPA_BACKEND_OPS = {
@@ -115,68 +116,6 @@ def implementation(raw: str) -> Implementation | None:
              "Triton": "triton"}
     word = words.get(library, "unknown")
     return Implementation(IMPLEMENTATION_WORDS[word], word)
-
-
-@dataclass(frozen=True)
-class CopyFact:
-    name: str
-    us: float
-    op: str                      # the CPU op that launched it ("" when none was open)
-    chain: tuple[str, ...]       # that op and the ops around it, outermost first
-
-
-@dataclass(frozen=True)
-class GemmFact:
-    short: str
-    tensor_cores: bool
-    fp32: bool
-
-
-@dataclass(frozen=True)
-class OccupancyFact:
-    theoretical: float | None    # 0..1
-    blocks_per_sm: int | None
-    warps_per_sm: int | None
-    max_warps_per_sm: int | None
-    limiter: str | None
-    regs_per_thread: int | None
-    threads_per_block: int | None
-    regs_per_block: int | None
-    smem_per_block: int | None
-    kineto_pct: float | None     # the trace's est. achieved occupancy %
-    kineto_note: str | None      # why Kineto's figure is not a measurement, when it reads 0
-
-
-@dataclass(frozen=True)
-class FusedFact:
-    raw: str
-    short: str
-    implementation: str
-    word: str
-    backend: str | None          # flash, efficient, cudnn, math, or None when no SDPA op launched it
-    backend_op: str | None
-    launch_path: tuple[str, ...]
-    count: int
-    us: float
-    occupancy: OccupancyFact | None
-
-
-@dataclass
-class AttentionFacts:
-    step: str
-    steps: int
-    kernels_per_step: list[int]
-    memcpys: list[CopyFact] = field(default_factory=list)
-    memcpy_steps: int = 0        # profiled steps with at least one Memcpy
-    gemms: list[GemmFact] = field(default_factory=list)
-    mask_chain: tuple[str, ...] = ()
-    mask_steps: int = 0
-    mask_us: float = 0.0
-    safe_softmax: bool = False
-    fused: list[FusedFact] = field(default_factory=list)
-    cpu_us: float | None = None
-    gpu_us: float | None = None
-    call_label: str | None = None
 
 
 def focus_step(trace: Trace) -> int | None:
@@ -312,37 +251,42 @@ def _compute(trace: Trace) -> AttentionFacts | None:
     if not is_attention_trace(trace, step, gpu_ids):
         return None
     per_step = [sum(1 for g in trace.gpu if g.step == s.index and g.cat == KERNEL) for s in trace.steps]
-    facts = AttentionFacts(step=trace.steps[step].name if step is not None else "whole trace",
-                           steps=len(trace.steps),
-                           kernels_per_step=per_step or [sum(1 for g in gpu_ids if trace.gpu[g].cat == KERNEL)])
-    facts.memcpy_steps = len({g.step for g in trace.gpu if g.cat == MEMCPY and g.step >= 0})
+    memcpys: list[CopyFact] = []
+    gemms: list[GemmFact] = []
     fused: dict[str, list[int]] = {}
     for g in gpu_ids:
         gop = trace.gpu[g]
         if gop.cat == MEMCPY:
             op = trace.ops[gop.op].name if gop.op >= 0 else ""
-            facts.memcpys.append(CopyFact(gop.name, gop.dur, op, _chain(trace, gop.op) if gop.op >= 0 else ()))
+            memcpys.append(CopyFact(name=gop.name, us=gop.dur, op=op,
+                                    chain=_chain(trace, gop.op) if gop.op >= 0 else ()))
         if gop.cat != KERNEL:
             continue
         name = decode_kernel(gop.name)
         if name.family == "gemm":
             low = gop.name.lower()
             fp32 = name.dtype == "f32" or "sgemm" in low or "ffma" in low or "f32f32" in low
-            facts.gemms.append(GemmFact(name.short, uses_tensor_cores(gop.name), fp32))
+            gemms.append(GemmFact(short=name.short, tensor_cores=uses_tensor_cores(gop.name), fp32=fp32))
         elif implementation(gop.name) is not None:
             fused.setdefault(gop.name, []).append(g)
+    kernels: list[FusedFact] = []
     for raw, ids in fused.items():
         impl = implementation(raw)
         assert impl is not None
         first = ids[0]
         backend, backend_op = _backend(trace, trace.gpu[first].op)
-        facts.fused.append(FusedFact(
+        kernels.append(FusedFact(
             raw=raw, short=kernel_name(trace, raw).short, implementation=impl.label, word=impl.word, backend=backend,
             backend_op=backend_op, launch_path=launch_path(trace, first), count=len(ids),
             us=sum(trace.gpu[g].dur for g in ids), occupancy=_occupancy(trace, first)))
-    _mask(trace, step, facts)
-    facts.cpu_us, facts.gpu_us, facts.call_label = _per_call(trace)
-    return facts
+    mask = _mask(trace, step)
+    cpu_us, gpu_us, call_label = _per_call(trace)
+    return AttentionFacts(
+        step=trace.steps[step].name if step is not None else "whole trace", steps=len(trace.steps),
+        kernels_per_step=per_step or [sum(1 for g in gpu_ids if trace.gpu[g].cat == KERNEL)], memcpys=memcpys,
+        memcpy_steps=len({g.step for g in trace.gpu if g.cat == MEMCPY and g.step >= 0}), gemms=gemms,
+        mask_chain=mask.chain, mask_steps=mask.steps, mask_us=mask.us, safe_softmax=mask.safe_softmax,
+        fused=kernels, cpu_us=cpu_us, gpu_us=gpu_us, call_label=call_label)
 
 
 def _inside(trace: Trace, op_id: int, name: str) -> bool:
@@ -354,22 +298,30 @@ def _inside(trace: Trace, op_id: int, name: str) -> bool:
     return False
 
 
-def _mask(trace: Trace, step: int | None, facts: AttentionFacts) -> None:
+@dataclass(frozen=True, slots=True)
+class _Mask:
+    safe_softmax: bool
+    chain: tuple[str, ...] = ()
+    steps: int = 0
+    us: float = 0.0
+
+
+def _mask(trace: Trace, step: int | None) -> _Mask:
     ops = _step_ops(trace, step)
-    facts.safe_softmax = any(op.name == "aten::_safe_softmax" for op in ops)
+    safe_softmax = any(op.name == "aten::_safe_softmax" for op in ops)
     # the mask's own ops, not those inside another of them (aten::ones fills through aten::fill_)
     mask = [op for op in sorted(ops, key=lambda o: o.ts) if op.name in MASK_OPS
             and not _inside(trace, op.id, "aten::_safe_softmax")
             and not (op.parent >= 0 and trace.ops[op.parent].name in MASK_OPS)]
     if not any(op.name in _MASK_BUILDERS for op in mask):
-        return
+        return _Mask(safe_softmax)
     chain: list[str] = []
     for op in mask:
         if op.name not in chain:
             chain.append(op.name)
-    facts.mask_chain = tuple(chain)
-    facts.mask_us = sum(op.gpu_us for op in mask)
-    facts.mask_steps = len({op.step for op in trace.ops if op.name in _MASK_BUILDERS and op.step >= 0})
+    return _Mask(safe_softmax, tuple(chain),
+                 len({op.step for op in trace.ops if op.name in _MASK_BUILDERS and op.step >= 0}),
+                 sum(op.gpu_us for op in mask))
 
 
 def occupancy_text(occ: OccupancyFact) -> str:
@@ -469,9 +421,3 @@ def _fused_lines(facts: AttentionFacts) -> list[str]:
             lines.append(f"attention occupancy{of}: " + occupancy_text(f.occupancy))
     return lines
 
-
-def attention_dict(facts: AttentionFacts) -> dict[str, Any]:
-    """The figures for `summary --json` (times in µs, occupancy 0..1)."""
-    from dataclasses import asdict
-
-    return asdict(facts)

@@ -12,8 +12,9 @@ trace's metadata, so an empty device name still reads right.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from mlptui.trace.reports.common import DeviceArch as DeviceArch  # as this module computes it
 
 # Product -> gfx target, for traces whose deviceProperties lack gcnArchName (most torch versions).
 _AMD_TARGETS: tuple[tuple[str, str], ...] = (
@@ -21,22 +22,6 @@ _AMD_TARGETS: tuple[tuple[str, str], ...] = (
     ("MI250", "gfx90a"), ("MI210", "gfx90a"), ("MI100", "gfx908"), ("MI50", "gfx906"), ("MI60", "gfx906"),
 )
 _AMD_META_KEYS = ("hip_runtime_version", "hip_driver_version", "roctracer_version", "rocprofiler_version")
-
-
-@dataclass(frozen=True, slots=True)
-class DeviceArch:
-    vendor: str            # "NVIDIA", "AMD" or "unknown"
-    arch: str | None       # "sm_90", "gfx942", or None when the trace does not say
-    units: str             # what its compute units are called: "SMs", "CUs" or "units"
-    count: int | None      # how many (deviceProperties numSms)
-
-    @property
-    def word(self) -> str:
-        """How to name the device in a sentence: "sm90" on NVIDIA, "gfx942" on AMD, else "GPU"."""
-        return self.arch.replace("sm_", "sm", 1) if self.arch else "GPU"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"vendor": self.vendor, "arch": self.arch, "units": self.units, "count": self.count}
 
 
 def _is_amd(device: dict[str, Any], meta: dict[str, Any]) -> bool:
@@ -52,7 +37,8 @@ def _int(value: Any) -> int | None:
 def device_arch(device: dict[str, Any] | None, meta: dict[str, Any] | None = None) -> DeviceArch:
     meta = meta or {}
     if not device:
-        return DeviceArch("AMD" if any(meta.get(k) for k in _AMD_META_KEYS) else "unknown", None, "units", None)
+        vendor = "AMD" if any(meta.get(k) for k in _AMD_META_KEYS) else "unknown"
+        return DeviceArch(vendor=vendor, arch=None, units="units", count=None)
     count = _int(device.get("numSms"))
     major, minor = _int(device.get("computeMajor")), _int(device.get("computeMinor"))
     if _is_amd(device, meta):
@@ -62,10 +48,10 @@ def device_arch(device: dict[str, Any] | None, meta: dict[str, Any] | None = Non
             gcn = next((target for product, target in _AMD_TARGETS if product in name), "")
         if not gcn and major is not None:
             gcn = f"gfx{major} (HIP {major}.{minor or 0})"
-        return DeviceArch("AMD", gcn or None, "CUs", count)
+        return DeviceArch(vendor="AMD", arch=gcn or None, units="CUs", count=count)
     if major is not None:
-        return DeviceArch("NVIDIA", f"sm_{major}{minor or 0}", "SMs", count)
-    return DeviceArch("unknown", None, "units", count)
+        return DeviceArch(vendor="NVIDIA", arch=f"sm_{major}{minor or 0}", units="SMs", count=count)
+    return DeviceArch(vendor="unknown", arch=None, units="units", count=count)
 
 
 def device_label(device: dict[str, Any] | None, meta: dict[str, Any] | None = None) -> str:

@@ -11,15 +11,14 @@ of them. Computed on the columns (mlptui.trace.analysis.events.tables), one tree
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from mlptui.trace.analysis.events.tables import TraceColumns, tables, unique_ids
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, Trace
+from mlptui.trace.reports.summary import DispatchPath
 
 
-def dispatch_paths(trace: Trace) -> list[dict[str, Any]]:
+def dispatch_paths(trace: Trace) -> list[DispatchPath]:
     t = tables(trace)
     n = t.n_ops
     step_op = np.zeros(n, dtype=bool)
@@ -82,8 +81,8 @@ def dispatch_paths(trace: Trace) -> list[dict[str, Any]]:
     for k in np.argsort(first, kind="stable").tolist():            # rows by their first end
         p, q = divmod(int(keys[k]), n_strings + len(seqs) + 1)
         kernel_names = [] if q == 0 else [names[q - 1]] if q <= n_strings else list(seq_names[q - 1 - n_strings])
-        rows.append({"path": [names[i] for i in paths[p]], "count": counts[k], "gpu_kernels": kernel_names,
-                     "gpu_us": round(totals[k], 3)})
+        rows.append(DispatchPath(path=[names[i] for i in paths[p]], count=counts[k], gpu_kernels=kernel_names,
+                                 gpu_us=round(totals[k], 3)))
     return rows
 
 

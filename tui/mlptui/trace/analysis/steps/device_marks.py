@@ -15,9 +15,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from mlptui.trace.model import DeviceMark, Trace
+from mlptui.trace.reports.summary import CounterSeries, DeviceMarks, StreamSync
 
 # metric -> the figure it measures, as a share of 1 (the metrics are percentages)
 MEASURED = {"sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy",
@@ -48,14 +47,14 @@ def _samples(trace: Trace) -> dict[tuple[int, str], list[tuple[float, float]]]:
     return trace.derive(counter_samples)
 
 
-def counter_rows(trace: Trace) -> list[dict[str, Any]]:
+def counter_rows(trace: Trace) -> list[CounterSeries]:
     rows = []
     for (device, metric), samples in sorted(_samples(trace).items()):
         values = [v for _, v in samples]
-        rows.append({"device": device, "metric": metric, "samples": len(samples),
-                     "first_us": round(samples[0][0], 3), "last_us": round(samples[-1][0], 3),
-                     "min": min(values), "mean": round(sum(values) / len(values), 4), "max": max(values),
-                     "measures": MEASURED.get(metric)})
+        rows.append(CounterSeries(device=device, metric=metric, samples=len(samples),
+                                  first_us=round(samples[0][0], 3), last_us=round(samples[-1][0], 3),
+                                  min=min(values), mean=round(sum(values) / len(values), 4), max=max(values),
+                                  measures=MEASURED.get(metric)))
     return rows
 
 
@@ -76,22 +75,21 @@ def measured_figures(trace: Trace, device: int | None,
     return out
 
 
-def stream_syncs(trace: Trace) -> list[dict[str, Any]]:
+def stream_syncs(trace: Trace) -> list[StreamSync]:
     """Per (device, stream, kind of sync): how many and how long, in the order first seen."""
-    rows: dict[tuple[int, int, str], dict[str, Any]] = {}
+    counts: dict[tuple[int, int, str], int] = {}
+    totals: dict[tuple[int, int, str], float] = {}
     for m in trace.marks:
         if m.kind == "sync":
-            row = rows.setdefault((m.device, m.lane, m.name), {"device": m.device, "stream": m.lane,
-                                                                "name": m.name, "count": 0, "total_us": 0.0})
-            row["count"] += 1
-            row["total_us"] += m.dur
-    for row in rows.values():
-        row["total_us"] = round(row["total_us"], 3)
-    return list(rows.values())
+            key = (m.device, m.lane, m.name)
+            counts[key] = counts.get(key, 0) + 1
+            totals[key] = totals.get(key, 0.0) + m.dur
+    return [StreamSync(device=device, stream=stream, name=name, count=n, total_us=round(totals[device, stream, name], 3))
+            for (device, stream, name), n in counts.items()]
 
 
-def device_marks_section(trace: Trace) -> dict[str, Any] | None:
+def device_marks_section(trace: Trace) -> DeviceMarks | None:
     """The `device_marks` section of `summary --json`; None when the trace has neither."""
     if not trace.marks:
         return None
-    return {"syncs": stream_syncs(trace), "counters": counter_rows(trace)}
+    return DeviceMarks(syncs=stream_syncs(trace), counters=counter_rows(trace))

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -41,22 +40,14 @@ from mlptui.trace.analysis.events.graph_capture import graph_capture
 from mlptui.trace.analysis.events.launches import call_kinds
 from mlptui.trace.analysis.events.tables import TraceColumns, distinct, tables
 from mlptui.trace.model import KERNEL, LAUNCH_CATS, Trace
+from mlptui.trace.reports.common import Problem
+from mlptui.trace.reports.summary import IntegrityReport
 
 KINDS = ("truncated", "launches_without_device_work", "device_work_without_launch", "clock", "steps_incomplete")
 FIRST_STEP_LOSS = ("on CUDA before 13.1 the profiler drops GPU kernel events at the start of each session "
                    "(pytorch/pytorch#192021)")
 _CUDA_FIXED = 13010          # cuda_runtime_version as Kineto writes it: major * 1000 + minor * 10
 _TOLERANCE_US = 0.001        # one ns: times are sums of 3-decimal floats
-
-
-@dataclass(frozen=True)
-class Problem:
-    kind: str
-    count: int
-    detail: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "count": self.count, "detail": self.detail}
 
 
 @dataclass(frozen=True)
@@ -71,8 +62,9 @@ class Integrity:
     def ok(self) -> bool:
         return not self.problems
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "problems": [p.to_dict() for p in self.problems], "notes": list(self.notes)}
+    def report(self) -> IntegrityReport:
+        """What `summary --json` writes of it."""
+        return IntegrityReport(ok=self.ok, problems=list(self.problems), notes=list(self.notes))
 
 
 def integrity(trace: Trace) -> Integrity:
@@ -86,7 +78,7 @@ def _integrity(trace: Trace) -> Integrity:
     cut = trace.meta.get("file_truncated")
     if cut:
         how = "the gzip stream" if isinstance(cut, dict) and cut.get("how") == "gzip" else "the JSON"
-        problems.append(Problem("truncated", 1, f"{how} ends early: the events after the cut are lost, whichever "
+        problems.append(Problem(kind="truncated", count=1, detail=f"{how} ends early: the events after the cut are lost, whichever "
                                                 "step they belong to, so every verdict is unknown"))
     missing = _launches_without_work(trace, t)
     if missing is not None:
@@ -100,8 +92,8 @@ def _integrity(trace: Trace) -> Integrity:
     incomplete = _incomplete_steps(trace, t, missing)
     if incomplete:
         names = ", ".join(trace.steps[i].name for i in incomplete)
-        problems.append(Problem("steps_incomplete", len(incomplete),
-                                f"GPU work of {names} runs past the trace's end: the step's GPU figures are partial"))
+        problems.append(Problem(kind="steps_incomplete", count=len(incomplete),
+                                detail=f"GPU work of {names} runs past the trace's end: the step's GPU figures are partial"))
         unknown.update(dict.fromkeys(incomplete, "its GPU work runs past the trace's end"))
     whole = bool(cut) or (missing is not None and t.n_gpu > 0)
     return Integrity(problems, _notes(trace, t), bool(cut), unknown, whole)
@@ -139,7 +131,7 @@ class _Missing:
                 detail += f". Only the first step lost kernels: {FIRST_STEP_LOSS}"
         if self.outside_steps:
             detail += f"; {self.outside_steps:,} outside every step"
-        return Problem("launches_without_device_work", n, detail)
+        return Problem(kind="launches_without_device_work", count=n, detail=detail)
 
 
 def _launch_rows(trace: Trace, t: TraceColumns) -> np.ndarray:
@@ -180,7 +172,7 @@ def _work_without_launch(t: TraceColumns) -> Problem | None:
               f"({top}): in no step's own GPU work")
     if early:
         detail += f"; {early:,} start before the first host event (launched before recording began)"
-    return Problem("device_work_without_launch", len(lost), detail)
+    return Problem(kind="device_work_without_launch", count=len(lost), detail=detail)
 
 
 def _ns_resolution(t: TraceColumns) -> bool:
@@ -217,7 +209,7 @@ def _clock(trace: Trace, t: TraceColumns) -> Problem | None:
     elif outside:
         parts.append(f"{outside:,} slice(s) with a timestamp far outside the trace (skipped)")
     count = bad + len(early) + outside
-    return Problem("clock", count, "; ".join(parts)) if count else None
+    return Problem(kind="clock", count=count, detail="; ".join(parts)) if count else None
 
 
 def _incomplete_steps(trace: Trace, t: TraceColumns, missing: _Missing | None) -> list[int]:

@@ -31,8 +31,7 @@ its slices.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -42,6 +41,7 @@ from mlptui.trace.analysis.events.tables import TraceColumns, tables, unique_ids
 from mlptui.trace.analysis.steps.integrity import verdict_unknown
 from mlptui.trace.model import ANNOTATION, CPU_OP, KERNEL, LAUNCH_CATS, Op, Step, Trace
 from mlptui.trace.parse.index import STEP_PREFIX
+from mlptui.trace.reports.common import StepStats as StepStats  # its figures are defined here
 
 OVERHEAD_BOUND = "overhead-bound"
 COMPUTE_BOUND = "compute-bound"
@@ -55,25 +55,6 @@ VERDICT_RULE = ("unknown when the trace is cut or the step's GPU work is not all
                 "work; gpu-not-recorded when it made launch calls but the trace has no GPU activity")
 _LAUNCH_KINDS = frozenset({"launch", "graph"})
 LAUNCH_PATH_KINDS = frozenset({"launch", "graph", "occupancy", "attribute", "memset"})
-
-
-@dataclass(frozen=True, slots=True)
-class StepStats:
-    index: int              # Step.index; -1 for "all steps" or a trace without steps
-    name: str
-    cpu_us: float
-    gpu_busy_us: float
-    gpu_idle_us: float
-    kernels: int
-    launches: int
-    launch_overhead_us: float
-    verdict: str
-    window_us: float = 0.0          # step start to the later of its end and the end of its own GPU work
-    device_busy_us: float = 0.0     # all work on the device within the window (any step's)
-    device_idle_us: float = 0.0     # window minus device_busy_us
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def is_cpu_op(op: Op) -> bool:

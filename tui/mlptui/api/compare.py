@@ -1,0 +1,45 @@
+"""B against A (`mlptui diff --json`) and expectations against a trace (`mlptui check`), over loaded traces:
+what `Trace.diff`/`Trace.check` and the functions `diff`/`check` of mlptui.api.runs return."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mlptui.api.results import Check, Diff
+from mlptui.api.rows import OutcomeRow
+from mlptui.base.errors import MlptuiError
+from mlptui.trace.model import Trace
+
+if TYPE_CHECKING:
+    from mlptui.trace.analysis.expectations.expectations import Expectation
+
+
+def diff(ta: Trace, tb: Trace, step_a: int | None = None, step_b: int | None = None) -> Diff:
+    """B against A, aligned on ProfilerStep#step_a of A and #step_b of B (default: each one's median step)."""
+    from mlptui.trace.diff.trace_diff import diff_traces, step_by_number
+
+    ia = None if step_a is None else step_by_number(ta, step_a, "A")
+    ib = None if step_b is None else step_by_number(tb, step_b, "B")
+    doc = diff_traces(ta, tb, ia, ib).to_json()
+    speedup = doc.get("speedup")
+    return Diff(doc=doc, rows=list(doc.get("kernels") or []),
+                speedup=float(speedup) if isinstance(speedup, (int, float)) else None)
+
+
+def parse_all(expectations: list[str] | str) -> list[Expectation]:
+    """The expectations parsed (docs/check.md); a malformed one raises MlptuiError before any trace is read."""
+    from mlptui.trace.analysis.expectations.expectations import parse
+
+    texts = [expectations] if isinstance(expectations, str) else list(expectations)
+    if not texts:
+        raise MlptuiError("nothing to check: give one expectation or more (docs/check.md)")
+    return [parse(t) for t in texts]
+
+
+def check(trace: Trace, parsed: list[Expectation]) -> Check:
+    """Each parsed expectation against the trace: whether it holds and what the trace shows."""
+    from mlptui.trace.analysis.expectations.expectations import check as check_all
+
+    outcomes = check_all(trace, parsed)
+    rows: list[OutcomeRow] = [{"expectation": o.expectation.text, "ok": o.ok, "shows": o.shows} for o in outcomes]
+    return Check(ok=all(r["ok"] for r in rows), rows=rows)

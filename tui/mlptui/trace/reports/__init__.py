@@ -1,0 +1,1 @@
+"""Typed reports: what the core computes, as the renderers, the API and --json read it."""
