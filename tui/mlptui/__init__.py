@@ -1,7 +1,7 @@
 """mlptui: see what PyTorch does on the GPU, from its profiler traces.
 
     import mlptui
-    t = mlptui.load("sample_traces/mlp-eager.pt.trace.json.gz")
+    t = mlptui.load("run.pt.trace.json.gz")      # a file, a run folder, host:path or hf://
     t.summary().total
 
 The Python API (docs/api.md) is `mlptui.api`; its public names are reached from here too, loaded on first
