@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
-from typing import cast
 
 from mlptui.api.handle import TraceHandle, open_trace
 from mlptui.api.results import Check, Diff, Ranks
@@ -66,4 +66,4 @@ def ranks(run_dir: str | Path) -> Ranks:
     if run.report is None:
         more = f" (and {len(run.failed) - 1} more)" if len(run.failed) > 1 else ""
         raise MlptuiError(f"no rank of the run could be read: {run.failed[0]}{more}")
-    return Ranks(report=cast(dict, run.report), sources=run.sources, failed=run.failed)
+    return Ranks(report=asdict(run.report), sources=run.sources, failed=run.failed)

@@ -9,6 +9,7 @@ encoding can carry); JSON output is never passed through it (JSON escapes exactl
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -46,6 +47,10 @@ def printable_tree(value: Any, _depth: int = 0) -> Any:
         if _depth >= MAX_DEPTH:
             return "…"
         return [printable_tree(v, _depth + 1) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # A typed report: the same dataclass with its fields made printable (its depth is the JSON's).
+        return dataclasses.replace(value, **{f.name: printable_tree(getattr(value, f.name), _depth + 1)
+                                             for f in dataclasses.fields(value) if f.init})
     return value
 
 

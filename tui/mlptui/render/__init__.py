@@ -1,0 +1,1 @@
+"""Renderers: text, Markdown and CSV of the core's typed reports."""
