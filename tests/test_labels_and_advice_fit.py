@@ -57,8 +57,8 @@ def test_cudnn_attention_is_labelled_bf16_from_its_ops_inputs(capsys: pytest.Cap
     assert next(k["short"] for k in report["kernel_stats"] if k["name"] == raw) == short
     assert every_kernel_labels(trace)[raw] == short
     assert "cuDNN attention fwd bf16" in " ".join(str(f) for f in report["findings"])
-    doc = diff_traces(trace, trace).to_json()
-    assert short in {s for row in doc["kernels"] for s in row["a_short"]}
+    doc = diff_traces(trace, trace).report()
+    assert short in {s for row in doc.kernels for s in row.a_short}
     assert main(["summary", str(path)]) == 0
     assert " f16" not in capsys.readouterr().out.replace("fwd bf16", "")
 

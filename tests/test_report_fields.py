@@ -5,6 +5,7 @@ added, renamed or moved shows here)."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from pathlib import Path
@@ -14,19 +15,31 @@ import orjson
 import pytest
 
 from mlptui.cli import main
+from mlptui.trace.reports.diff import GatedDiffReport
 from mlptui.trace.reports.ranks import RanksReport
 
-SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_traces"
+
+
+def _present(hint: Any) -> Any:
+    """`X` of a field typed `X | None`; any other type as it is."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return args[0] if len(args) == 1 else hint
+    return hint
 
 
 def _dataclass_in(hint: Any) -> type | None:
     """The dataclass a field's type holds directly or as `X | None`."""
-    if dataclasses.is_dataclass(hint):
-        return typing.cast(type, hint)
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        found = [a for a in typing.get_args(hint) if dataclasses.is_dataclass(a)]
-        return typing.cast(type, found[0]) if found else None
-    return None
+    hint = _present(hint)
+    return typing.cast(type, hint) if dataclasses.is_dataclass(hint) else None
+
+
+def _items_of(hint: Any) -> type | None:
+    """The dataclass of a field typed `list[X]` or `list[X] | None`."""
+    hint = _present(hint)
+    return _dataclass_in(typing.get_args(hint)[0]) if typing.get_origin(hint) is list else None
 
 
 def keys_match(doc: Any, cls: type, where: str = "$") -> int:
@@ -42,12 +55,10 @@ def keys_match(doc: Any, cls: type, where: str = "$") -> int:
         inner = _dataclass_in(hint)
         if inner is not None:
             checked += keys_match(value, inner, f"{where}.{name}")
-        elif typing.get_origin(hint) is list:
-            (item,) = typing.get_args(hint)
-            inner = _dataclass_in(item)
-            if inner is not None:
-                for i, v in enumerate(value):
-                    checked += keys_match(v, inner, f"{where}.{name}[{i}]")
+        item = _items_of(hint)
+        if item is not None:
+            for i, v in enumerate(value):
+                checked += keys_match(v, item, f"{where}.{name}[{i}]")
     return checked
 
 
@@ -61,3 +72,30 @@ def test_the_ranks_section_is_its_report(capsys: pytest.CaptureFixture[str]) -> 
     doc = _cli_json(["summary", str(folder), "--json"], capsys)
     assert keys_match(doc["ranks"], RanksReport) > 10
     assert doc["ranks"]["calls"] and doc["ranks"]["collectives"] and doc["ranks"]["stragglers"]
+
+
+def test_the_diff_is_its_report(capsys: pytest.CaptureFixture[str]) -> None:
+    eager, compiled = sorted(SAMPLES.glob("mlp-eager-*.gz"))[0], sorted(SAMPLES.glob("mlp-compile-*.gz"))[0]
+    doc = _cli_json(["diff", str(eager), str(compiled), "--json", "--fail-if-slower", "1000"], capsys)
+    assert keys_match(doc, GatedDiffReport) > 40
+    assert doc["gate"] and doc["operators"] and doc["overview"] and doc["by_family"] and doc["launch_calls"]
+
+
+def field_names(cls: type) -> set[str]:
+    """Every field name of `cls` and of the dataclasses its fields hold, at any depth."""
+    names = set()
+    for name, hint in typing.get_type_hints(cls).items():
+        names.add(name)
+        inner = _dataclass_in(hint) or _items_of(hint)
+        if inner is not None:
+            names |= field_names(inner)
+    return names
+
+
+def test_docs_json_names_exactly_the_diff_reports_fields() -> None:
+    text = (ROOT / "docs" / "json.md").read_text(encoding="utf-8")
+    section = text.split("## `diff --json`", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```", 2)[1]
+    # a quoted word is a key unless it is a value: after a colon, or one of several joined by `|`
+    keys = {m.group(1) for m in re.finditer(r'(?<![:|] )(?<![:|])"([a-z_]+)"(?!\|)', block)}
+    assert keys == field_names(GatedDiffReport)

@@ -24,7 +24,7 @@ def diff(a: TraceHandle | str, b: TraceHandle | str, step_a: int | None = None,
     ta, tb = _handle(a).trace, _handle(b).trace
     ia = None if step_a is None else step_by_number(ta, step_a, "A")
     ib = None if step_b is None else step_by_number(tb, step_b, "B")
-    doc = diff_traces(ta, tb, ia, ib).to_json()
+    doc = asdict(diff_traces(ta, tb, ia, ib).report())
     speedup = doc.get("speedup")
     return Diff(doc=doc, rows=list(doc.get("kernels") or []),
                 speedup=float(speedup) if isinstance(speedup, (int, float)) else None)
