@@ -33,6 +33,7 @@ def diff(a: TraceHandle | str, b: TraceHandle | str, step_a: int | None = None,
 def check(trace: TraceHandle | str, expectations: list[str] | str) -> Check:
     """Each expectation (docs/check.md) against the trace: whether it holds and what the trace shows. A
     malformed expectation raises MlptuiError before the trace is read."""
+    from mlptui.render.check_text import shows_text
     from mlptui.trace.analysis.expectations.expectations import check as check_all
     from mlptui.trace.analysis.expectations.expectations import parse
 
@@ -41,7 +42,8 @@ def check(trace: TraceHandle | str, expectations: list[str] | str) -> Check:
         raise MlptuiError("nothing to check: give one expectation or more (docs/check.md)")
     parsed = [parse(t) for t in texts]
     outcomes = check_all(_handle(trace).trace, parsed)
-    rows: list[OutcomeRow] = [{"expectation": o.expectation.text, "ok": o.ok, "shows": o.shows} for o in outcomes]
+    rows: list[OutcomeRow] = [{"expectation": o.expectation, "ok": o.ok, "shows": shows_text(o.shown)}
+                              for o in outcomes]
     return Check(ok=all(r["ok"] for r in rows), rows=rows)
 
 
