@@ -16,6 +16,7 @@ import pytest
 
 from mlptui.cli import main
 from mlptui.trace.reports.diff import GatedDiffReport
+from mlptui.trace.reports.profile import ProfileSections, UsedDevice
 from mlptui.trace.reports.ranks import RanksReport
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,6 +46,8 @@ def _items_of(hint: Any) -> type | None:
 def keys_match(doc: Any, cls: type, where: str = "$") -> int:
     """Check `doc`'s keys against `cls`'s fields, recursively; the number of objects checked."""
     assert isinstance(doc, dict), f"{where}: {type(doc).__name__}, not an object"
+    # a row of a subclass (a device that ran kernels, with its figures) has the subclass's fields
+    cls = next((sub for sub in cls.__subclasses__() if len(doc) == len(dataclasses.fields(sub))), cls)
     names = [f.name for f in dataclasses.fields(cls)]
     assert list(doc) == names, f"{where}: keys {list(doc)} != {cls.__name__}'s fields {names}"
     checked = 1
@@ -82,12 +85,13 @@ def test_the_diff_is_its_report(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def field_names(cls: type) -> set[str]:
-    """Every field name of `cls` and of the dataclasses its fields hold, at any depth."""
+    """Every field name of `cls` and of the dataclasses of its module its fields hold, at any depth (a part
+    of another report, such as the overview's devices, is named in that report's section)."""
     names = set()
     for name, hint in typing.get_type_hints(cls).items():
         names.add(name)
         inner = _dataclass_in(hint) or _items_of(hint)
-        if inner is not None:
+        if inner is not None and inner.__module__ == cls.__module__:
             names |= field_names(inner)
     return names
 
@@ -99,3 +103,12 @@ def test_docs_json_names_exactly_the_diff_reports_fields() -> None:
     # a quoted word is a key unless it is a value: after a colon, or one of several joined by `|`
     keys = {m.group(1) for m in re.finditer(r'(?<![:|] )(?<![:|])"([a-z_]+)"(?!\|)', block)}
     assert keys == field_names(GatedDiffReport)
+
+
+def test_the_profile_sections_are_their_report(capsys: pytest.CaptureFixture[str]) -> None:
+    path = sorted(SAMPLES.glob("mlp-train-eager-*.gz"))[0]         # with memory events and module frames
+    doc = _cli_json(["summary", str(path), "--json"], capsys)
+    sections = {f.name: doc[f.name] for f in dataclasses.fields(ProfileSections)}
+    assert keys_match(sections, ProfileSections) > 50
+    assert doc["memory"]["ops"] and doc["modules"] and doc["recommendations"]
+    assert any(len(d) == len(dataclasses.fields(UsedDevice)) for d in doc["overview"]["devices"])

@@ -66,8 +66,8 @@ def open_every_view(trace: Any, width: int = 100) -> None:
         _shown_as_written(scope_label(trace, step))
         data = views.build(step)
         _encode(overview_text(data, width))
-        json.dumps(data.overview, allow_nan=False)
-        json.dumps(data.recommendations, allow_nan=False)
+        json.dumps(dataclasses.asdict(data.overview), allow_nan=False)      # no NaN or infinity in --json
+        json.dumps([dataclasses.asdict(r) for r in data.recommendations], allow_nan=False)
         for kind, rows in ((OperatorTable, data.operators), (OperatorTable, regrouped(data, "operators-shapes")),
                            (KernelStatsTable, data.kernels), (KernelStatsTable, regrouped(data, "kernels-op")),
                            (ModuleTable, data.modules or []),

@@ -6,6 +6,7 @@ method returns a slice of those, so the API, the CLI and the MCP tools give the 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, TypeVar, cast
 
 from mlptui.api import dispatch_tree, timeline
@@ -47,11 +48,11 @@ class TraceHandle:
             if index is None:
                 from mlptui.trace.analysis.report.summary import summarize
 
-                self._computed[index] = summarize(self.trace)
+                self._computed[index] = {k: _plain(v) for k, v in summarize(self.trace).items()}
             else:
                 from mlptui.trace.analysis.report.profile_sections import profile_sections
 
-                self._computed[index] = profile_sections(self.trace, index)
+                self._computed[index] = _plain(profile_sections(self.trace, index))
         return self._computed[index]
 
     def _index(self, step: int | None) -> int | None:
@@ -131,6 +132,12 @@ class TraceHandle:
     def findings(self) -> Findings:
         r = self.report()
         return Findings(lines=r["findings"], recommendations=r["recommendations"], attention=r["attention"])
+
+
+def _plain(value: Any) -> Any:
+    """A typed report as the dicts and lists its JSON has."""
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else \
+        [_plain(v) for v in value] if isinstance(value, list) else value
 
 
 def _matching(rows: list[RowT], text: str | None, keys: tuple[str, ...]) -> list[RowT]:

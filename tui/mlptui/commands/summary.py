@@ -96,14 +96,15 @@ def run(args: argparse.Namespace) -> int:
 def format_report(report: dict, fmt: str, top: int = 15) -> str:
     """The report as `mlptui summary` writes it: "json" (exact), "md" or "text" (terminal-safe)."""
     from mlptui.commands.output import dumps_json, safe_doc
+    from mlptui.render.profile_text import render_profile_markdown, render_profile_text
     from mlptui.trace.analysis.report.summary import render_markdown, render_text
     from mlptui.viewmodels.trust_text import trust_banner
 
     if fmt == "json":
         return dumps_json(report)
-    render = render_markdown if fmt == "md" else render_text
+    render, profile = (render_markdown, render_profile_markdown) if fmt == "md" else (render_text, render_profile_text)
     doc = safe_doc(report)
-    text = render(doc, top=top)
+    text = render(doc, top=top) + "\n".join(profile(doc, top)) + "\n"     # the profiler views last
     banner = trust_banner(doc.get("integrity"))      # first: nothing below reads right without it
     if banner is None:
         return text

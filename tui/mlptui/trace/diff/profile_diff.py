@@ -11,6 +11,7 @@ from mlptui.trace.analysis.operators.operators import OpGroup, operators
 from mlptui.trace.analysis.steps.overview import overview
 from mlptui.trace.model import Trace
 from mlptui.trace.reports.diff import OperatorDiffRow, OpSide, OverviewPair, OverviewSide, ProfileDiff
+from mlptui.trace.reports.profile import UsedDevice
 
 
 def _side(g: OpGroup | None) -> OpSide | None:
@@ -40,12 +41,11 @@ def operator_diff(a: Trace, b: Trace, step_a: int | None, step_b: int | None) ->
 
 def _overview_side(trace: Trace) -> OverviewSide:
     ov = overview(trace)
-    total = ov["total"]
-    return OverviewSide(scope=total["name"], gpu_util=total["gpu_util"], sm_efficiency=total["sm_efficiency"],
-                        achieved_occupancy=total["achieved_occupancy"],
-                        theoretical_occupancy=total["theoretical_occupancy"],
-                        tensor_core_share=total["tensor_core_share"], duration_us=total["duration_us"],
-                        breakdown_us=total["breakdown_us"], devices=[d for d in ov["devices"] if "gpu_util" in d])
+    total = ov.total
+    return OverviewSide(scope=total.name, gpu_util=total.gpu_util, sm_efficiency=total.sm_efficiency,
+                        achieved_occupancy=total.achieved_occupancy, theoretical_occupancy=total.theoretical_occupancy,
+                        tensor_core_share=total.tensor_core_share, duration_us=total.duration_us,
+                        breakdown_us=total.breakdown_us, devices=[d for d in ov.devices if isinstance(d, UsedDevice)])
 
 
 def overview_pair(a: Trace, b: Trace) -> OverviewPair:

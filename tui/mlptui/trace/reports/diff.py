@@ -6,7 +6,8 @@ names them and a test holds the two equal. Times in µs rounded to 3 decimals, r
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from mlptui.trace.reports.profile import UsedDevice
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,7 +126,7 @@ class OverviewSide:
     tensor_core_share: float | None
     duration_us: float
     breakdown_us: dict[str, float]          # by category, as the overview's
-    devices: list[dict[str, Any]]           # the overview's devices that ran kernels, as it has them
+    devices: list[UsedDevice]               # the overview's devices that ran kernels
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

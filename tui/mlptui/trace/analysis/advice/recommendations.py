@@ -41,6 +41,7 @@ from mlptui.trace.analysis.kernels.occupancy import device_for
 from mlptui.trace.analysis.operators.operators import OpGroup
 from mlptui.trace.model import KERNEL, MEMCPY, Trace
 from mlptui.trace.names.kernel import decode_kernel
+from mlptui.trace.reports.profile import OverviewReport, Recommendation
 
 DATALOADER_SHARE = 0.05
 LOW_GPU_UTIL = 0.5
@@ -89,16 +90,16 @@ def _tc_advice(info: DeviceArch) -> str | None:
     return None
 
 
-def recommendations(trace: Trace, overview: dict[str, Any], ops: list[OpGroup],
-                    step: int | None = None) -> list[dict[str, Any]]:
+def recommendations(trace: Trace, overview: OverviewReport, ops: list[OpGroup],
+                    step: int | None = None) -> list[Recommendation]:
     """The rules that fire over the scope: every step (the whole trace when it has none) or `step`;
     `overview` and `ops` must be of the same scope."""
     out: list[dict[str, Any]] = []
-    kind, info = device_kind(trace, overview.get("main_device"))
+    kind, info = device_kind(trace, overview.main_device)
     gpu = info.vendor in ("NVIDIA", "AMD")
-    total = overview["total"]
-    duration = total["duration_us"] or 0.0
-    parts = total["breakdown_us"]
+    total = overview.total
+    duration = total.duration_us or 0.0
+    parts = total.breakdown_us
     t = tables(trace)
     scope = _in_scope(trace, t) if step is None else t.gpu_step == step
     kernels = np.flatnonzero(t.gpu_is((KERNEL,)) & scope)
@@ -112,7 +113,7 @@ def recommendations(trace: Trace, overview: dict[str, Any], ops: list[OpGroup],
             "prefetch"), "applies_to": ANY_DEVICE,
             "figures": {"device": kind, "dataloader_us": round(parts["dataloader"], 3), "step_us": round(duration, 3),
                         "share": round(share, 4), "threshold": DATALOADER_SHARE}})
-    util = total["gpu_util"]
+    util = total.gpu_util
     capture = graph_capture(trace)
     if capture is not None:
         out.append({"rule": "graph_capture", "message": capture.line(), "applies_to": ANY_DEVICE,
@@ -170,7 +171,8 @@ def recommendations(trace: Trace, overview: dict[str, Any], ops: list[OpGroup],
             "figures": {"device": kind, "small_kernels": len(small_dur), "kernels": len(kernels),
                         "share": round(len(small_dur) / len(kernels), 4), "threshold": SMALL_KERNEL_SHARE,
                         "small_us": round(sum(small_dur), 3)}})
-    return out
+    return [Recommendation(rule=r["rule"], message=r["message"], applies_to=r["applies_to"], figures=r["figures"])
+            for r in out]
 
 
 def _host_device(name: str) -> bool:

@@ -66,12 +66,7 @@ from mlptui.trace.analysis.events.launches import launch_calls
 from mlptui.trace.analysis.events.tables import tables, unique_ids
 from mlptui.trace.analysis.kernels.kernel_inputs import kernel_name
 from mlptui.trace.analysis.operators.dispatch import dispatch_paths
-from mlptui.trace.analysis.report.profile_sections import (
-    kernel_labels,
-    profile_sections,
-    render_profile_markdown,
-    render_profile_text,
-)
+from mlptui.trace.analysis.report.profile_sections import kernel_labels, profile_sections, sections_by_key
 from mlptui.trace.analysis.steps.integrity import integrity
 from mlptui.trace.analysis.steps.steps import VERDICT_RULE, StepStats, all_step_stats, step_stats
 from mlptui.trace.model import KERNEL, MEMCPY, MEMSET, Trace
@@ -156,7 +151,7 @@ def summarize(trace: Trace) -> dict[str, Any]:
         "dispatch": dispatch_paths(trace),
         "device_marks": device_marks_section(trace),
         "critical_path": critical_path_dict(trace),
-        **profile_sections(trace),
+        **sections_by_key(profile_sections(trace)),
     }
 
 
@@ -284,8 +279,6 @@ def render_text(d: dict[str, Any], top: int = 15) -> str:
             out.append(f"  … {len(d['dispatch']) - top} more paths (--json has them all)")
     out += _marks_text(d.get("device_marks"))
     out += render_critical_path_text(d, _table, top)
-    if "overview" in d:
-        out += render_profile_text(d, _table, top)
     return "\n".join(out) + "\n"
 
 
@@ -346,6 +339,4 @@ def render_markdown(d: dict[str, Any], top: int = 15) -> str:
                            ", ".join(labels[k] for k in r["gpu_kernels"]) or "(no GPU)"]
                           for r in d["dispatch"][:top]])
     out += render_critical_path_markdown(d, _md_table, top)
-    if "overview" in d:
-        out += render_profile_markdown(d, _md_table, top)
     return "\n".join(out) + "\n"
