@@ -74,7 +74,7 @@ class Recommendation:
     rule: str
     message: str
     applies_to: str
-    figures: dict[str, str | int | float | list[str]]   # the figures behind the rule, by name: each its own
+    figures: dict[str, str | int | float | list[str] | dict[str, int]]    # behind the rule, by name: each its own
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
