@@ -112,3 +112,23 @@ def test_the_profile_sections_are_their_report(capsys: pytest.CaptureFixture[str
     assert keys_match(sections, ProfileSections) > 50
     assert doc["memory"]["ops"] and doc["modules"] and doc["recommendations"]
     assert any(len(d) == len(dataclasses.fields(UsedDevice)) for d in doc["overview"]["devices"])
+
+
+def test_the_reports_import_only_the_standard_library_and_base() -> None:
+    """The typed reports are a layer under the analyses: any module may build or read them."""
+    import ast
+    import sys
+
+    folder = ROOT / "tui" / "mlptui" / "trace" / "reports"
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                allowed = name.split(".")[0] in sys.stdlib_module_names or name == "__future__" or \
+                    name.startswith(("mlptui.base", "mlptui.trace.reports"))
+                assert allowed, f"{path.name} imports {name}"
