@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mlptui.trace.diff.render import render_text  # noqa: E402
+from mlptui.render.diff_text import render_text  # noqa: E402
 from mlptui.trace.diff.trace_diff import diff_traces  # noqa: E402
 from mlptui.trace.parse.load import load_trace  # noqa: E402
 
@@ -42,7 +42,7 @@ def main() -> int:
         t1 = time.perf_counter()
         d = diff_traces(a, b)
         t2 = time.perf_counter()
-        render_text(d.to_json())
+        render_text(d.report())
         t3 = time.perf_counter()
         loads.append(t1 - t0)
         diffs.append(t2 - t1)

@@ -28,7 +28,7 @@ def _doc(path: Path) -> dict[str, Any]:
 
 
 def _rules(trace: Any) -> dict[str, dict[str, Any]]:
-    return {r["rule"]: r for r in build_profile(trace).recommendations}
+    return {r.rule: r for r in build_profile(trace).recommendations}
 
 
 @pytest.mark.parametrize("name", ["real/pytorch__kineto__worker0.1623143089861.pt.trace.json.gz",
@@ -38,10 +38,10 @@ def test_volta_is_told_fp16_not_tf32_or_bf16(name: str) -> None:
     props = _doc(path)["deviceProperties"][0]
     assert (props["computeMajor"], props["computeMinor"]) == (7, 0)        # Volta
     rule = _rules(load_trace(path))["tensor_cores"]
-    assert "fp16" in rule["message"] and "TF32" not in rule["message"] and "bf16" not in rule["message"]
-    assert rule["figures"]["device"] == "NVIDIA sm_70"
-    assert "sm_70 and newer" in rule["applies_to"]
-    assert rule["figures"]["share"] >= rule["figures"]["threshold"]
+    assert "fp16" in rule.message and "TF32" not in rule.message and "bf16" not in rule.message
+    assert rule.figures["device"] == "NVIDIA sm_70"
+    assert "sm_70 and newer" in rule.applies_to
+    assert rule.figures["share"] >= rule.figures["threshold"]
 
 
 def _blocking_accelerator(device_process: str) -> bytes:
@@ -105,12 +105,12 @@ def test_every_rule_says_what_it_applies_to_and_its_threshold(path: Path) -> Non
     if not path.exists():
         pytest.skip("corpus not available")
     for rule in build_profile(load_trace(path)).recommendations:
-        figures = rule["figures"]
-        assert rule["applies_to"] and figures["device"] and "threshold" in figures, rule["rule"]
+        figures = rule.figures
+        assert rule.applies_to and figures["device"] and "threshold" in figures, rule.rule
         if "share" in figures:
-            assert figures["share"] >= figures["threshold"], rule["rule"]
-        if rule["rule"] == "tensor_cores" and figures["device"].startswith("AMD"):
-            assert "TF32" not in rule["message"]
+            assert figures["share"] >= figures["threshold"], rule.rule
+        if rule.rule == "tensor_cores" and figures["device"].startswith("AMD"):
+            assert "TF32" not in rule.message
 
 
 @pytest.mark.slow
@@ -126,4 +126,4 @@ def test_the_mtia_training_trace_gets_no_gpu_advice() -> None:
     assert len(inside) > len(work) / 2
     rules = _rules(load_trace(path))
     assert not {"launch_bound", "tensor_cores", "small_kernels"} & set(rules)
-    assert all(r["figures"]["device"] == "MTIA" for r in rules.values())
+    assert all(r.figures["device"] == "MTIA" for r in rules.values())

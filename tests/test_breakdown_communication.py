@@ -63,11 +63,11 @@ def test_communication_is_collective_time_no_compute_covers(name: str) -> None:
     comm = _spans(events, lambda e: e.get("cat") in KERNEL and _collective(e))
     above = compute + _spans(events, lambda e: e.get("cat") in COPY)      # what takes precedence over it
     assert comm, "the trace runs collective kernels"
-    steps = overview(load_trace(path))["steps"]
+    steps = overview(load_trace(path)).steps
     windows = raw_windows(events)
     assert len(steps) == len(windows)
     for step, (lo, hi) in zip(steps, windows, strict=True):
-        b = step["breakdown_us"]
+        b = step.breakdown_us
         assert b["kernel"] == pytest.approx(_inside(compute, lo, hi) / 1000, abs=NS5)
         alone = _inside(comm + above, lo, hi) - _inside(above, lo, hi)
         assert b["communication"] == pytest.approx(alone / 1000, abs=NS5)
@@ -81,7 +81,7 @@ def test_a_collective_bound_rank_reads_communication_not_kernel() -> None:
     events = _events(path)
     (lo, hi), *_ = raw_windows(events)
     every_kernel = _inside(_spans(events, lambda e: e.get("cat") in KERNEL), lo, hi)
-    b = overview(load_trace(path))["steps"][0]["breakdown_us"]
+    b = overview(load_trace(path)).steps[0].breakdown_us
     assert b["communication"] > 0.5 * (hi - lo) / 1000           # most of the step
     assert b["kernel"] < 0.1 * every_kernel / 1000                # compute is a sliver of the kernel time
 

@@ -189,5 +189,5 @@ def test_kernels_without_any_cpu_op_summarize() -> None:
                "args": {"correlation": i + 1}} for i in range(3)]
     trace = load_trace_bytes(json.dumps({"traceEvents": events}).encode(), source="test")
     assert len(trace.ops) == 0 and len(trace.gpu) == 3
-    rules = [r["rule"] for r in summarize(trace).recommendations]
+    rules = [r.rule for r in summarize(trace).recommendations]
     assert "launch_bound" not in rules

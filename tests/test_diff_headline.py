@@ -7,6 +7,7 @@ manifests and a plain reading of the events."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import statistics
@@ -20,7 +21,7 @@ from diff_support import corpus_pair, load, sample
 from test_overview_all_steps import _events, _ns, raw_windows
 
 from mlptui.base.units import duration
-from mlptui.trace.diff.render import headline
+from mlptui.render.diff_text import headline
 from mlptui.trace.diff.trace_diff import diff_traces
 from mlptui.viewmodels.fmt import us
 
@@ -68,7 +69,7 @@ def _median(steps: dict[str, dict[str, float]], key: str) -> float:
 
 def test_eager_vs_compile_leads_with_unprofiled_then_the_step_window() -> None:
     pa, pb = sample("mlp", "eager"), sample("mlp", "compile")
-    doc = diff_traces(load(pa), load(pb)).to_json()
+    doc = diff_traces(load(pa), load(pb)).report()
     text = headline(doc)
     ra, rb = raw_steps(pa), raw_steps(pb)
     timed = manifest_median(pa) / manifest_median(pb)
@@ -83,9 +84,10 @@ def test_eager_vs_compile_leads_with_unprofiled_then_the_step_window() -> None:
 
 
 def test_without_manifests_the_step_window_leads() -> None:
-    doc = diff_traces(load(sample("mlp", "eager")), load(sample("mlp", "compile"))).to_json()
-    for side in ("a", "b"):
-        doc[side]["timed_us"] = None              # traces without the runner's manifest
+    doc = diff_traces(load(sample("mlp", "eager")), load(sample("mlp", "compile"))).report()
+    # traces without the runner's manifest
+    doc = dataclasses.replace(doc, a=dataclasses.replace(doc.a, timed_us=None),
+                              b=dataclasses.replace(doc.b, timed_us=None))
     assert headline(doc).startswith("B vs A: step time ")
 
 
@@ -97,8 +99,9 @@ def test_figures_that_point_different_ways_are_both_named() -> None:
     step = _median(ra, "window_us") / _median(rb, "window_us")
     busy = _median(ra, "gpu_busy_us") / _median(rb, "gpu_busy_us")
     assert step < 0.995 and busy > 1.005                    # the pair does disagree, read from the events
-    doc = diff_traces(load(pa), load(pb)).to_json()
-    doc_no_manifest = {**doc, "a": {**doc["a"], "timed_us": None}, "b": {**doc["b"], "timed_us": None}}
+    doc = diff_traces(load(pa), load(pb)).report()
+    doc_no_manifest = dataclasses.replace(doc, a=dataclasses.replace(doc.a, timed_us=None),
+                                          b=dataclasses.replace(doc.b, timed_us=None))
     text = headline(doc_no_manifest)
     assert text.startswith(f"B vs A: step time {step:.2f}× (B slower), ")
     assert f"; GPU busy {busy:.2f}× (B faster), " in text
@@ -110,11 +113,11 @@ def test_the_step_is_the_window_on_the_corpus_pair_and_the_attention_pair() -> N
     the later of the step's end and the end of the GPU work its launches made)."""
     pairs = [corpus_pair(), (attention_sample("attention-naive"), attention_sample("attention-sdpa-flash", "compile"))]
     for pa, pb in pairs:
-        doc = diff_traces(load(pa), load(pb)).to_json()
+        doc = diff_traces(load(pa), load(pb)).report()
         wa, wb = (statistics.median((hi - lo) / 1000 for lo, hi in raw_windows(_events(p))) for p in (pa, pb))
-        assert doc["a"]["step_us"] == pytest.approx(wa, abs=0.002)
-        assert doc["b"]["step_us"] == pytest.approx(wb, abs=0.002)
-        assert doc["speedup"] == pytest.approx(wa / wb, rel=1e-4)
+        assert doc.a.step_us == pytest.approx(wa, abs=0.002)
+        assert doc.b.step_us == pytest.approx(wb, abs=0.002)
+        assert doc.speedup == pytest.approx(wa / wb, rel=1e-4)
         assert f"step time {wa / wb:.2f}× " in headline(doc)
 
 

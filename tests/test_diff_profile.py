@@ -8,10 +8,10 @@ from conftest import find_sample
 from textual.widgets import Static
 
 from mlptui.app import make_app
+from mlptui.render.diff_text import render_text
 from mlptui.screens.diff_profile_screen import DiffProfileScreen
 from mlptui.screens.diff_screen import DiffScreen
 from mlptui.trace.analysis.operators.operators import operators
-from mlptui.trace.diff.render import render_text
 from mlptui.trace.diff.trace_diff import diff_traces
 from mlptui.trace.parse.load import load_trace
 from mlptui.widgets.profile_tables import OperatorDiffTable
@@ -24,20 +24,20 @@ def eager_compile():
 def test_diff_json_has_operators_side_by_side_and_both_overviews() -> None:
     a, b = eager_compile()
     d = diff_traces(a, b)
-    doc = d.to_json()
-    rows = {r["name"]: r for r in doc["operators"]}
-    assert rows["aten::mm"]["status"] == "same" and rows["aten::mm"]["a"]["calls"] == 3
-    assert rows["aten::linear"]["status"] == "removed" and rows["aten::linear"]["b"] is None
-    assert rows["TorchDynamo Cache Lookup"]["status"] == "added"
+    doc = d.report()
+    assert doc.operators is not None and doc.overview is not None
+    rows = {r.name: r for r in doc.operators}
+    assert rows["aten::mm"].status == "same" and rows["aten::mm"].a.calls == 3
+    assert rows["aten::linear"].status == "removed" and rows["aten::linear"].b is None
+    assert rows["TorchDynamo Cache Lookup"].status == "added"
     # the same numbers as the operator view of each aligned step
     mm_a = next(g for g in operators(a, d.a.step_index) if g.name == "aten::mm")
-    assert rows["aten::mm"]["a"]["device_total_us"] == round(mm_a.device_total_us, 3)
-    for side in ("a", "b"):
-        ov = doc["overview"][side]
-        assert 0 < ov["gpu_util"] <= 1 and ov["tensor_core_share"] > 0.5
-        assert sum(ov["breakdown_us"].values()) == pytest_approx(ov["duration_us"])
-    swapped = d.swapped().to_json()
-    assert {r["name"]: r["status"] for r in swapped["operators"]}["aten::linear"] == "added"
+    assert rows["aten::mm"].a.device_total_us == round(mm_a.device_total_us, 3)
+    for ov in (doc.overview.a, doc.overview.b):
+        assert 0 < ov.gpu_util <= 1 and ov.tensor_core_share > 0.5
+        assert sum(ov.breakdown_us.values()) == pytest_approx(ov.duration_us)
+    swapped = d.swapped().report()
+    assert {r.name: r.status for r in swapped.operators or []}["aten::linear"] == "added"
     text = render_text(doc)
     assert "Operators of the aligned steps" in text and "- aten::linear" in text
 

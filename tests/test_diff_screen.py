@@ -44,18 +44,18 @@ def _cpu_line(lines: list[str], marker: str, name: str) -> str:
 
 def _assert_cpu_section(screen: DiffScreen, lines: list[str]) -> None:
     """Every op of the diff's CPU half is on screen with its marker, its count, on its side."""
-    cpu = screen.diff.to_json()["cpu"]
+    cpu = screen.diff.report().cpu
     a_counts, b_counts = screen.diff.cpu.a_counts, screen.diff.cpu.b_counts
     b_column = lines[0].index(" B  ") + 1       # where the header puts B's names
-    for name in cpu["removed_ops"]:
+    for name in cpu.removed_ops:
         line = _cpu_line(lines, "-", name)
         assert line.index(name) < b_column and line.split()[-1] == f"{a_counts[name]}×"   # A's column, A's count
-    for name in cpu["added_ops"]:
+    for name in cpu.added_ops:
         line = _cpu_line(lines, "+", name)
         assert line.index(name) >= b_column and line.split()[-1] == f"{b_counts[name]}×"
-    for c in cpu["count_changes"]:
-        line = _cpu_line(lines, "~", c["name"])
-        assert f"{c['a']}×" in line and f"{c['b']}×" in line
+    for c in cpu.count_changes:
+        line = _cpu_line(lines, "~", c.name)
+        assert f"{c.a}×" in line and f"{c.b}×" in line
     title = next(ln for ln in lines if "── CPU side" in ln)
     assert "- only in A" in title and "+ only in B" in title
     for label, a, b in (("CPU time / step", us(screen.diff.a.aligned.cpu_us), us(screen.diff.b.aligned.cpu_us)),
@@ -69,11 +69,11 @@ async def test_cpu_section_linear_eager_vs_compile() -> None:
     app = linear_app()
     async with app.run_test(size=(120, 36)) as pilot:
         screen = app.screen
-        cpu = screen.diff.to_json()["cpu"]
-        assert cpu["removed_ops"] == ["aten::linear", "aten::t", "aten::transpose", "aten::as_strided"]
-        assert cpu["added_ops"][:4] == ["TorchDynamo Cache Lookup", "Torch-Compiled Region: 0/0",
+        cpu = screen.diff.report().cpu
+        assert cpu.removed_ops == ["aten::linear", "aten::t", "aten::transpose", "aten::as_strided"]
+        assert cpu.added_ops[:4] == ["TorchDynamo Cache Lookup", "Torch-Compiled Region: 0/0",
                                         "Pregraph bytecode", "AOTDispatcher Runtime Wrapper Prologue"]
-        assert cpu["added_ops"][4] == "## Call CompiledFxGraph … ##"
+        assert cpu.added_ops[4] == "## Call CompiledFxGraph … ##"
         lines = _visible(screen.rows)      # no key pressed: the aten::t chain is on the first screen
         assert screen.rows.cursor == 0
         _assert_cpu_section(screen, lines)
@@ -107,9 +107,9 @@ async def test_cpu_section_mlp_eager_vs_compile_keys_and_swap() -> None:
         await pilot.press("c")
         assert rows.cursor == rows.cpu_start and rows.cpu_line(rows.cursor).kind == "title"
         status = _text(screen.query_one("#diff-status"))    # the ops on one side only, named first
-        cpu = screen.diff.to_json()["cpu"]
-        assert status.startswith(f"CPU side: + {cpu['added_ops'][0]}, + {cpu['added_ops'][1]}, ")
-        assert f"; - {cpu['removed_ops'][0]}, - {cpu['removed_ops'][1]}, " in status
+        cpu = screen.diff.report().cpu
+        assert status.startswith(f"CPU side: + {cpu.added_ops[0]}, + {cpu.added_ops[1]}, ")
+        assert f"; - {cpu.removed_ops[0]}, - {cpu.removed_ops[1]}, " in status
         await pilot.press("n")
         assert rows.cursor == rows.cpu_start
         assert "no further difference below" in _text(screen.query_one("#diff-status"))

@@ -12,7 +12,7 @@ import time
 import pytest
 from diff_support import ROOT, load, sample
 
-from mlptui.trace.diff.render import MARKERS
+from mlptui.render.diff_text import MARKERS
 from mlptui.trace.diff.trace_diff import SAME, diff_traces
 
 pytestmark = pytest.mark.tmux

@@ -72,17 +72,17 @@ def test_swapped_mirrors_statuses_and_speedup() -> None:
 
 def test_json_contract_fields_and_types() -> None:
     eager = load(sample("mlp", "eager"))
-    doc = diff_traces(eager, load(sample("mlp", "compile"))).to_json()
+    doc = diff_traces(eager, load(sample("mlp", "compile"))).report()
     for side in ("a", "b"):
         for key, typ in CONTRACT_SIDE.items():
-            assert isinstance(doc[side][key], typ), (side, key)
-    assert doc["a"]["step"] == eager.steps[median_step(eager)].name
-    for row in doc["kernels"]:
-        assert row["status"] in {"same", "changed", "added", "removed", "fused"}
-        assert isinstance(row["a"], list) and isinstance(row["b"], list)
-        assert (row["a_us"] is None) == (not row["a"]) and (row["b_us"] is None) == (not row["b"])
-    assert set(doc["cpu"]) >= {"removed_ops", "added_ops"}
-    assert isinstance(doc["speedup"], float) and doc["speedup"] > 0
+            assert isinstance(getattr(getattr(doc, side), key), typ), (side, key)
+    assert doc.a.step == eager.steps[median_step(eager)].name
+    for row in doc.kernels:
+        assert row.status in {"same", "changed", "added", "removed", "fused"}
+        assert isinstance(row.a, list) and isinstance(row.b, list)
+        assert (row.a_us is None) == (not row.a) and (row.b_us is None) == (not row.b)
+    assert {f.name for f in dataclasses.fields(doc.cpu)} >= {"removed_ops", "added_ops"}
+    assert isinstance(doc.speedup, float) and doc.speedup > 0
 
 
 def test_median_step_and_chosen_steps() -> None:
@@ -130,8 +130,8 @@ def test_time_by_family_and_launch_calls_tell_the_hopper_story() -> None:
     assert (calls["cuLaunchKernel"].a_count, calls["cuLaunchKernel"].b_count) == (0, 1)
     assert (calls["cuLaunchKernelEx"].a_count, calls["cuLaunchKernelEx"].b_count) == (3, 3)
     assert (calls["cudaMemsetAsync"].a_count, calls["cudaMemsetAsync"].b_count) == (2, 2)
-    doc = d.to_json()
-    assert doc["biggest"][0] == 5 and doc["kernels"][4]["status"] == "fused"
+    doc = d.report()
+    assert doc.biggest[0] == 5 and doc.kernels[4].status == "fused"
     s = d.swapped()
     assert {p.name: (p.a_count, p.b_count) for p in s.launch_calls}["cuLaunchKernel"] == (1, 0)
 
@@ -144,9 +144,9 @@ def test_a_side_without_gpu_work_makes_every_row_added() -> None:
         pytest.skip("no CPU-only corpus trace")
     d = diff_traces(load(cpu_only[0]), load(sample("mlp", "eager")))
     assert d.rows and all(r.status == "added" for r in d.rows)
-    from mlptui.trace.diff.render import render_text
+    from mlptui.render.diff_text import render_text
 
-    assert "A has no GPU work" in render_text(d.to_json())
+    assert "A has no GPU work" in render_text(d.report())
 
 
 def test_pair_details_show_both_sides_launch_geometry_and_occupancy() -> None:
@@ -182,12 +182,12 @@ def test_mlp_eager_vs_fused_triton_mlp_gate_up_gemms_and_geglu_fused() -> None:
 
 def test_unprofiled_speedup_comes_from_the_runs_manifests() -> None:
     a, b = load(sample("mlp", "compile")), load(sample("fused-mlp", "eager"))
-    doc = diff_traces(a, b).to_json()
+    doc = diff_traces(a, b).report()
     a_us, b_us = a.manifest["timing"]["median_us"], b.manifest["timing"]["median_us"]
-    assert doc["a"]["timed_us"] == pytest.approx(a_us) and doc["b"]["timed_us"] == pytest.approx(b_us)
-    assert doc["timed_speedup"] == pytest.approx(a_us / b_us, rel=1e-3)
-    assert doc["timed_speedup"] > 1.1          # the fused MLP is faster than compile, unprofiled
-    assert diff_traces(b, a).to_json()["timed_speedup"] == pytest.approx(b_us / a_us, rel=1e-3)
+    assert doc.a.timed_us == pytest.approx(a_us) and doc.b.timed_us == pytest.approx(b_us)
+    assert doc.timed_speedup == pytest.approx(a_us / b_us, rel=1e-3)
+    assert doc.timed_speedup > 1.1          # the fused MLP is faster than compile, unprofiled
+    assert diff_traces(b, a).report().timed_speedup == pytest.approx(b_us / a_us, rel=1e-3)
     untimed = diff_traces(a, a)
     untimed.a = dataclasses.replace(untimed.a, timed_us=None)   # a trace without a runner's manifest
-    assert untimed.to_json()["timed_speedup"] is None
+    assert untimed.report().timed_speedup is None

@@ -43,12 +43,12 @@ def test_sm_efficiency_is_na_where_graph_replays_carry_no_grid() -> None:
     events = _graph_replay()
     trace = load_trace_bytes(trace_bytes(events, deviceProperties=[{"id": 0, "name": "GPU", "numSms": SMS}]),
                              source="graph.json")
-    total = overview(trace)["total"]
+    total = overview(trace).total
     kernels = [e for e in events if e["cat"] == "kernel"]
     without = sum(e["dur"] for e in kernels if "grid" not in e.get("args", {}))
     share = without / sum(e["dur"] for e in kernels)
-    assert total["sm_efficiency"] is None
-    assert f"{share:.0%} of the kernel time" in total["sm_efficiency_na"]
+    assert total.sm_efficiency is None
+    assert f"{share:.0%} of the kernel time" in total.sm_efficiency_na
     text = overview_text(build_profile(trace), 100).plain
     assert "SM eff n/a:" in text and "n/a" in text.splitlines()[2]
 
@@ -57,12 +57,12 @@ def test_sm_efficiency_is_measured_where_every_kernel_has_a_grid() -> None:
     events = [e for e in _graph_replay() if not e["name"].startswith("replayed_")]
     trace = load_trace_bytes(trace_bytes(events, deviceProperties=[{"id": 0, "name": "GPU", "numSms": SMS}]),
                              source="eager.json")
-    total = overview(trace)["total"]
+    total = overview(trace).total
     start = min(e["ts"] for e in events)
     end = max(e["ts"] + e["dur"] for e in events)
     busy = sum(min(e["args"]["grid"][0] / SMS, 1.0) * e["dur"] for e in events if e["cat"] == "kernel")
-    assert total["sm_efficiency_na"] is None
-    assert total["sm_efficiency"] == pytest.approx(round(busy / (end - start), 4))
+    assert total.sm_efficiency_na is None
+    assert total.sm_efficiency == pytest.approx(round(busy / (end - start), 4))
 
 
 def test_steps_with_gridless_kernels_are_na_on_a_real_trace() -> None:
@@ -80,13 +80,13 @@ def test_steps_with_gridless_kernels_are_na_on_a_real_trace() -> None:
                 if e.get("pid") == main and "grid" not in (e.get("args") or {}) and e["dur"] > 0]
     ov = overview(load_trace(path))
     windows = raw_windows(events)
-    assert len(ov["steps"]) == len(windows)
+    assert len(ov.steps) == len(windows)
     expect_na = [any(a < w_end and b > w_start for a, b in gridless) for w_start, w_end in windows]
     assert any(expect_na)
-    assert [s["sm_efficiency"] is None for s in ov["steps"]] == expect_na
-    assert [bool(s["sm_efficiency_na"]) for s in ov["steps"]] == expect_na
+    assert [s.sm_efficiency is None for s in ov.steps] == expect_na
+    assert [bool(s.sm_efficiency_na) for s in ov.steps] == expect_na
     pieces = _union(windows)
-    assert (ov["total"]["sm_efficiency"] is None) == any(a < y and b > x_ for a, b in gridless for x_, y in pieces)
+    assert (ov.total.sm_efficiency is None) == any(a < y and b > x_ for a, b in gridless for x_, y in pieces)
 
 
 def _sample(name: str) -> Any:
@@ -121,6 +121,6 @@ def test_a_trace_with_only_zero_occupancy_says_not_measured() -> None:
     events = [e for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
               if e.get("ph") == "X" and e.get("cat") == "kernel"]
     assert events and all((e.get("args") or {}).get("est. achieved occupancy %") == 0 for e in events)
-    total = overview(load_trace(path))["total"]
-    assert total["achieved_occupancy"] is None
-    assert total["achieved_occupancy_na"].startswith("not measured")
+    total = overview(load_trace(path)).total
+    assert total.achieved_occupancy is None
+    assert total.achieved_occupancy_na.startswith("not measured")

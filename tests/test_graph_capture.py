@@ -52,10 +52,10 @@ def test_a_capture_is_named_and_the_idle_gpu_is_not_blamed(tmp_path: Path) -> No
                                   "launch calls were captured into a graph (cudaStreamBeginCapture ×1, "
                                   "cudaStreamEndCapture ×1, cudaGraphInstantiateWithFlags ×1)")
     assert f"; {RAN} kernels ran" in findings[0]
-    rules = {r["rule"]: r for r in profile_sections(trace)["recommendations"]}
+    rules = {r.rule: r for r in profile_sections(trace).recommendations}
     assert "low_gpu_util" not in rules
-    assert rules["graph_capture"]["figures"]["captured"] == CAPTURED
-    assert profile_sections(trace)["overview"]["total"]["gpu_util"] < 0.5      # what used to fire
+    assert rules["graph_capture"].figures["captured"] == CAPTURED
+    assert profile_sections(trace).overview.total.gpu_util < 0.5      # what used to fire
 
 
 def test_hip_captures_too(tmp_path: Path) -> None:
@@ -71,4 +71,4 @@ def test_graph_replays_and_plain_runs_are_not_captures() -> None:
             continue
         trace = load_trace(path)
         assert not any("graph capture" in line for line in trace_findings(trace)), path
-        assert "graph_capture" not in {r["rule"] for r in profile_sections(trace)["recommendations"]}
+        assert "graph_capture" not in {r.rule for r in profile_sections(trace).recommendations}

@@ -151,10 +151,10 @@ def test_hardware_counters_load_list_and_replace_the_estimates_measured(tmp_path
         assert 0 < len(inside) < len([e for e in counters if e["name"] == metric])     # one sample falls outside
         return sum(inside) / len(inside) / 100
 
-    for row in (d["overview"]["steps"][0], d["overview"]["total"]):
-        assert row["achieved_occupancy_measured"] == pytest.approx(mean_in_step(k26.WARPS_ACTIVE), abs=1e-4)
-        assert row["sm_efficiency_measured"] == pytest.approx(mean_in_step(k26.SM_ACTIVE), abs=1e-4)
-        assert row["sm_throughput_measured"] == pytest.approx(mean_in_step(k26.SM_THROUGHPUT), abs=1e-4)
+    for row in (d["overview"].steps[0], d["overview"].total):
+        assert row.achieved_occupancy_measured == pytest.approx(mean_in_step(k26.WARPS_ACTIVE), abs=1e-4)
+        assert row.sm_efficiency_measured == pytest.approx(mean_in_step(k26.SM_ACTIVE), abs=1e-4)
+        assert row.sm_throughput_measured == pytest.approx(mean_in_step(k26.SM_THROUGHPUT), abs=1e-4)
     from mlptui.cli import main
 
     assert main(["summary", str(tmp_path / "t.pt.trace.json")]) == 0
@@ -167,9 +167,9 @@ def test_hardware_counters_load_list_and_replace_the_estimates_measured(tmp_path
 def test_without_counters_the_estimates_stay_and_say_so(tmp_path: Path) -> None:
     doc = k26.events()
     doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("ph") != "C"]
-    total = summarize(_load(tmp_path, doc)).overview["total"]
-    assert total["achieved_occupancy_measured"] is None and total["sm_efficiency_measured"] is None
-    assert total["achieved_occupancy"] is not None
+    total = summarize(_load(tmp_path, doc)).overview.total
+    assert total.achieved_occupancy_measured is None and total.sm_efficiency_measured is None
+    assert total.achieved_occupancy is not None
 
 
 def test_top_level_warning_and_error_arrays_are_not_relied_on(tmp_path: Path) -> None:

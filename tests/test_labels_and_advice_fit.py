@@ -54,11 +54,11 @@ def test_cudnn_attention_is_labelled_bf16_from_its_ops_inputs(capsys: pytest.Cap
     report = summarize(trace)
     short = next(k.short for k in report.kernels if k.name == raw)
     assert short == "cuDNN attention fwd bf16"
-    assert next(k["short"] for k in report.kernel_stats if k["name"] == raw) == short
+    assert next(k.short for k in report.kernel_stats if k.name == raw) == short
     assert every_kernel_labels(trace)[raw] == short
     assert "cuDNN attention fwd bf16" in " ".join(str(f) for f in report.findings)
-    doc = diff_traces(trace, trace).to_json()
-    assert short in {s for row in doc["kernels"] for s in row["a_short"]}
+    doc = diff_traces(trace, trace).report()
+    assert short in {s for row in doc.kernels for s in row.a_short}
     assert main(["summary", str(path)]) == 0
     assert " f16" not in capsys.readouterr().out.replace("fwd bf16", "")
 
@@ -83,7 +83,7 @@ def test_sdpa_math_upcast_is_not_an_autocast_problem() -> None:
     miss = tc_miss(trace, operators_in_steps(trace))
     assert miss.upcast_us == pytest.approx(gemm_us, abs=1e-3) and miss.missed_us == 0
     assert miss.upcast_ops == ["aten::_scaled_dot_product_attention_math"]
-    assert not [r for r in summarize(trace).recommendations if r["rule"] == "tensor_cores"]
+    assert not [r for r in summarize(trace).recommendations if r.rule == "tensor_cores"]
 
 
 def test_an_all_bf16_model_gets_no_autocast_advice() -> None:
@@ -94,16 +94,16 @@ def test_an_all_bf16_model_gets_no_autocast_advice() -> None:
     trace = load_trace(MI300)
     miss = tc_miss(trace, operators_in_steps(trace))
     assert miss.missed_us == 0 and miss.sixteen_bit_us > 0
-    assert not [r for r in summarize(trace).recommendations if r["rule"] == "tensor_cores"]
+    assert not [r for r in summarize(trace).recommendations if r.rule == "tensor_cores"]
 
 
 def test_an_fp32_model_still_gets_the_advice() -> None:
     events = _events(V100)
     convs = [e for e in events if e.get("name") == "aten::cudnn_convolution"]
     assert convs and all("float" in e["args"]["Input type"] for e in convs)
-    fired = [r for r in summarize(load_trace(V100)).recommendations if r["rule"] == "tensor_cores"]
-    assert len(fired) == 1 and "fp16 autocast" in fired[0]["message"]
-    assert "aten::cudnn_convolution" in fired[0]["figures"]["ops"] and fired[0]["figures"]["upcast_us"] == 0
+    fired = [r for r in summarize(load_trace(V100)).recommendations if r.rule == "tensor_cores"]
+    assert len(fired) == 1 and "fp16 autocast" in fired[0].message
+    assert "aten::cudnn_convolution" in fired[0].figures["ops"] and fired[0].figures["upcast_us"] == 0
 
 
 def test_sm_efficiency_na_names_how_an_eager_trace_launched_its_gridless_kernels() -> None:
@@ -113,8 +113,8 @@ def test_sm_efficiency_na_names_how_an_eager_trace_launched_its_gridless_kernels
     gridless = [e for e in events if e.get("cat") == "kernel" and "grid" not in e["args"]]
     launchers = sorted({calls[k["args"]["correlation"]] for k in gridless})
     assert gridless and not any("Graph" in name for name in calls.values())           # an eager trace
-    total = summarize(load_trace(MI250)).overview["total"]
-    why = total["sm_efficiency_na"]
+    total = summarize(load_trace(MI250)).overview.total
+    why = total.sm_efficiency_na
     assert why.endswith(f"carry no grid (launched by {', '.join(launchers)})")
     assert "graph" not in why
 
@@ -135,4 +135,4 @@ def test_an_op_whose_only_kernel_is_triton_is_not_judged_off_the_matrix_cores() 
     assert kernel_name(trace, "_attn_fwd").library == "Triton"
     miss = tc_miss(trace, operators_in_steps(trace))
     assert miss.unknown_us == pytest.approx(4 * 900) and miss.missed_us == 0
-    assert not [r for r in summarize(trace).recommendations if r["rule"] == "tensor_cores"]
+    assert not [r for r in summarize(trace).recommendations if r.rule == "tensor_cores"]

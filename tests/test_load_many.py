@@ -86,13 +86,13 @@ def test_64_tiny_ranks_load_and_reduce(tmp_path: Path) -> None:
     assert len(results) == 64 and not any(isinstance(t, MlptuiError) for t in results.values())
     digests = [rank_digest(r, results[str(p)]) for r, p in enumerate(paths)]
     report = reduce_digests(digests)
-    assert [r["rank"] for r in report["ranks"]] == list(range(64))
-    for k, step in enumerate(report["stragglers"]):
+    assert [r.rank for r in report.ranks] == list(range(64))
+    for k, step in enumerate(report.stragglers):
         col = {r: arrive[r][k] for r in range(64)}
         last = max(col, key=lambda r: (col[r], -r))
-        assert (step["step"], step["rank"], step["calls"]) == (f"ProfilerStep#{k}", last, 1)
-        assert step["late_us"] == pytest.approx(max(col.values()) - min(col.values()))
-    assert [s["rank"] for s in report["stragglers"]] == [6, 17, 40]
+        assert (step.step, step.rank, step.calls) == (f"ProfilerStep#{k}", last, 1)
+        assert step.late_us == pytest.approx(max(col.values()) - min(col.values()))
+    assert [s.rank for s in report.stragglers] == [6, 17, 40]
 
 
 @pytest.mark.slow

@@ -17,6 +17,7 @@ from conftest import ROOT, trace_bytes, x
 from test_overview_all_steps import _ns, raw_windows
 
 from mlptui.trace.analysis.memory.memory import memory_report
+from mlptui.trace.analysis.report.profile_sections import memory_section
 from mlptui.trace.parse.load import load_trace, load_trace_bytes
 from mlptui.viewmodels.profile_details import memory_peaks
 
@@ -110,7 +111,7 @@ def test_without_addr_the_net_per_op_is_not_known() -> None:
     report = memory_report(load_trace(V100))
     assert report is not None
     assert not any(o.net_known for o in report.ops)
-    assert all(o["net_bytes"] is None for o in report.to_dict()["ops"])
+    assert all(o.net_bytes is None for o in memory_section(report).ops)
     assert "net per op n/a" in memory_peaks(report).plain
 
 

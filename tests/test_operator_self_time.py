@@ -27,9 +27,10 @@ from conftest import ROOT
 
 from mlptui.base.errors import TraceError
 from mlptui.base.units import duration
+from mlptui.render.profile_text import na_notes
 from mlptui.trace.analysis.kernels.kernel_stats import kernel_stats
 from mlptui.trace.analysis.operators.operators import operators
-from mlptui.trace.analysis.steps.overview import na_notes, overview
+from mlptui.trace.analysis.steps.overview import overview
 from mlptui.trace.parse.load import load_trace
 
 CORPUS = ROOT.parent / "shared" / "corpus"

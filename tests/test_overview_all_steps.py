@@ -90,15 +90,15 @@ def test_all_steps_count_overlapping_windows_once(name: str) -> None:
     union_ns = sum(b - a for a, b in pieces)
     assert sum(b - a for a, b in windows) > 1.2 * union_ns        # the windows do overlap
     trace = load_trace(path)
-    total = overview(trace)["total"]
-    assert total["duration_us"] == pytest.approx(union_ns / 1000, rel=1e-9)
-    assert total["duration_us"] == pytest.approx(step_stats(trace, None).window_us, rel=1e-9)
-    assert sum(total["breakdown_us"].values()) == pytest.approx(union_ns / 1000, rel=1e-9)
-    assert total["gpu_util"] == pytest.approx(raw_kernel_busy(events, pieces) / union_ns, abs=1e-4)
+    total = overview(trace).total
+    assert total.duration_us == pytest.approx(union_ns / 1000, rel=1e-9)
+    assert total.duration_us == pytest.approx(step_stats(trace, None).window_us, rel=1e-9)
+    assert sum(total.breakdown_us.values()) == pytest.approx(union_ns / 1000, rel=1e-9)
+    assert total.gpu_util == pytest.approx(raw_kernel_busy(events, pieces) / union_ns, abs=1e-4)
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "sample_traces").glob("*.pt.trace.json*")), ids=lambda p: p.name[:40])
 def test_overview_and_step_list_agree_on_every_sample(path: Path) -> None:
     trace = load_trace(path)
-    total = overview(trace)["total"]
-    assert total["duration_us"] == pytest.approx(step_stats(trace, None).window_us, rel=1e-9)
+    total = overview(trace).total
+    assert total.duration_us == pytest.approx(step_stats(trace, None).window_us, rel=1e-9)

@@ -18,7 +18,7 @@ from mlptui.trace.analysis.kernels.kernel_stats import kernel_stats
 from mlptui.trace.analysis.memory.memory import memory_report, memory_span_us
 from mlptui.trace.analysis.operators.modules import module_tree
 from mlptui.trace.analysis.operators.operators import operators_in_steps
-from mlptui.trace.analysis.report.profile_sections import profile_sections
+from mlptui.trace.analysis.report.profile_sections import memory_section, profile_sections
 from mlptui.trace.analysis.steps.breakdown import step_windows
 from mlptui.trace.analysis.steps.overview import overview
 from mlptui.trace.parse.load import load_trace
@@ -82,12 +82,12 @@ def test_one_step_operators_and_kernels_are_a_filter_of_the_raw_events(train, st
 def test_one_step_overview_covers_only_its_window(train) -> None:
     windows = step_windows(train)
     for w in windows:
-        total = overview(train, step=w.index)["total"]
-        assert total["name"] == w.name
-        assert total["duration_us"] == pytest.approx(w.dur_ns / 1000)
-        assert sum(total["breakdown_us"].values()) == pytest.approx(w.dur_ns / 1000)
+        total = overview(train, step=w.index).total
+        assert total.name == w.name
+        assert total.duration_us == pytest.approx(w.dur_ns / 1000)
+        assert sum(total.breakdown_us.values()) == pytest.approx(w.dur_ns / 1000)
     every = overview(train)
-    assert [s["name"] for s in every["steps"]] == [w.name for w in windows]
+    assert [s.name for s in every.steps] == [w.name for w in windows]
 
 
 def test_one_step_memory_holds_only_the_events_of_its_window(train) -> None:
@@ -108,8 +108,8 @@ def test_synthetic_steps_give_the_figures_written_into_them(scoped) -> None:
         ops = {o.name: o.calls for o in operators_in_steps(scoped, step=step)}
         assert ops == {"aten::mm": 1, ODD: 1}
         sections = profile_sections(scoped, step)
-        assert sections["overview"]["total"]["name"] == f"ProfilerStep#{step + 1}"
-        assert sections["overview"]["total"]["breakdown_us"]["kernel"] == GEMM_US[step] + RELU_US[step]
+        assert sections.overview.total.name == f"ProfilerStep#{step + 1}"
+        assert sections.overview.total.breakdown_us["kernel"] == GEMM_US[step] + RELU_US[step]
     every = {k.name: k.total_us for k in kernel_stats(scoped, steps_only=True)}
     assert every == {"ampere_sgemm_128x64_tn": sum(GEMM_US), "relu_kernel": sum(RELU_US)}
 
@@ -118,7 +118,7 @@ def test_memory_of_every_device_and_unfreed_per_scope(scoped) -> None:
     whole = memory_report(scoped)
     assert whole is not None
     assert [(d.label, d.peak_allocated) for d in whole.devices] == [("cuda:0", 2000), ("cuda:1", 1000)]
-    assert whole.to_dict()["devices"][1]["id"] == 1
+    assert memory_section(whole).devices[1].id == 1
     # step 2's blocks are never freed; step 1's are freed in step 2, so its scope leaves nothing unfreed
     assert dict(whole.unfreed) == {"aten::mm": 2000, ODD: 500}
     first = memory_report(scoped, 0)
@@ -166,7 +166,7 @@ def test_all_steps_memory_covers_the_steps_span_only(tmp_path: Path) -> None:
     assert [(d.label, d.peak_allocated) for d in report.devices] == [("cuda:0", 2000), ("cuda:1", 1000)]
     assert all(start <= ts <= end for d in report.devices for ts in d.ts)
     assert dict(report.unfreed) == {ODD: 500}
-    assert profile_sections(trace)["memory"] == report.to_dict()
+    assert profile_sections(trace).memory == memory_section(report)
     # the steps' scope is the union of the steps' windows
     windows = step_windows(trace)
     assert (start, end) == (windows[0].start_ns / 1000, windows[-1].end_ns / 1000)

@@ -10,6 +10,7 @@ import orjson
 import pytest
 from conftest import ROOT, SAMPLES
 
+from mlptui.commands.output import dumps_json
 from mlptui.trace.analysis.kernels.kernel_stats import kernel_stats
 from mlptui.trace.analysis.kernels.tensor_cores import tc_eligible, uses_tensor_cores
 from mlptui.trace.analysis.memory.memory import memory_report
@@ -46,14 +47,14 @@ def v100():
 
 def test_v100_resnet_breakdown_shows_the_dataloader(v100) -> None:
     ov = overview(v100)
-    total = ov["total"]
-    parts = total["breakdown_us"]
+    total = ov.total
+    parts = total.breakdown_us
     # single-process DataLoader (num_workers=0): its __next__ is a large share of the training loop
-    assert parts["dataloader"] / total["duration_us"] > 0.2
+    assert parts["dataloader"] / total.duration_us > 0.2
     assert parts["kernel"] > parts["memcpy"] > 0
-    assert 0 < total["gpu_util"] < 1
-    assert total["sm_efficiency"] <= total["gpu_util"]
-    assert ov["devices"][0]["name"] == "Tesla V100-DGXS-32GB" and ov["devices"][0]["arch"] == "sm_70"
+    assert 0 < total.gpu_util < 1
+    assert total.sm_efficiency <= total.gpu_util
+    assert ov.devices[0].name == "Tesla V100-DGXS-32GB" and ov.devices[0].arch == "sm_70"
 
 
 def test_v100_cudnn_convolutions_are_tensor_core_eligible_but_ran_fp32(v100) -> None:
@@ -65,10 +66,10 @@ def test_v100_cudnn_convolutions_are_tensor_core_eligible_but_ran_fp32(v100) -> 
     names = {v100.gpu[k].name for o in conv.ops for k in v100.ops[o].gpu}
     assert any("scudnn" in n or "implicit_convolve_sgemm" in n for n in names)
     assert not any(uses_tensor_cores(n) for n in names)
-    assert overview(v100)["total"]["tensor_core_share"] == 0.0
-    rules = {r["rule"]: r for r in summarize(v100).recommendations}
-    assert rules["dataloader"]["figures"]["share"] > 0.2
-    assert rules["tensor_cores"]["figures"]["share"] > 0.1
+    assert overview(v100).total.tensor_core_share == 0.0
+    rules = {r.rule: r for r in summarize(v100).recommendations}
+    assert rules["dataloader"].figures["share"] > 0.2
+    assert rules["tensor_cores"].figures["share"] > 0.1
     sites = dict(call_sites(v100, conv.ops))
     assert any("aten::_convolution" in s for s in sites)
 
@@ -114,7 +115,7 @@ def test_bert_with_stack_gives_the_module_tree() -> None:
     children = [r for r in rows if len(r.path) == 2]
     assert sum(c.host_us for c in children) <= root.host_us
     assert 0 < root.device_us <= sum(g.dur for g in trace.gpu)
-    assert summarize(trace).modules[0]["path"] == ["BertLMHeadModel_0"]
+    assert summarize(trace).modules[0].path == ["BertLMHeadModel_0"]
 
 
 def test_bert_memory_peak_is_the_largest_total_allocated() -> None:
@@ -170,8 +171,8 @@ def test_every_step_breakdown_sums_exactly_to_its_window(path: Path) -> None:
         assert set(row) == set(CATEGORIES)
         assert sum(row.values()) == w.dur_ns
         assert all(v >= 0 for v in row.values())
-    for step in overview(trace)["steps"]:
-        assert sum(step["breakdown_us"].values()) == pytest.approx(step["duration_us"], abs=1e-6)
+    for step in overview(trace).steps:
+        assert sum(step.breakdown_us.values()) == pytest.approx(step.duration_us, abs=1e-6)
 
 
 def test_breakdown_on_a_sample_sums_exactly() -> None:

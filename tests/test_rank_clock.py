@@ -18,6 +18,7 @@ from conftest import SAMPLES
 
 from mlptui.trace.analysis.ranks.ranks import rank_run, ranks_report
 from mlptui.trace.parse.load import load_trace
+from mlptui.trace.reports.ranks import RanksReport
 
 TP_RUN = next(p for p in sorted(SAMPLES.glob("tp-mlp-*-x2-*")) if "delay" not in
               json.loads((p / "manifest.json").read_bytes())["distributed"])
@@ -73,7 +74,7 @@ def derive(folder: Path, out: Path, *, manifest: bool = True, hosts: dict[int, s
     return {r: doc for r, (_, doc) in docs.items()}
 
 
-def report_of(folder: Path) -> dict[str, Any]:
+def report_of(folder: Path) -> RanksReport:
     ranked = rank_run([load_trace(p) for p in sorted(folder.glob("*.pt.trace.json.gz"))])
     assert ranked is not None
     return ranks_report(ranked)
@@ -92,38 +93,38 @@ def test_one_host_names_the_rank_whose_kernel_starts_last_where_the_shortest_ker
         tmp_path: Path) -> None:
     docs = derive(TP_RUN, tmp_path / "run")
     report = report_of(tmp_path / "run")
-    assert report["clock"]["shared"] and report["clock"]["arrival"] == "start"
-    assert report["clock"]["matched_by"] == "order" and "one host" in report["clock"]["why"]
+    assert report.clock.shared and report.clock.arrival == "start"
+    assert report.clock.matched_by == "order" and "one host" in report.clock.why
     calls = raw_calls(docs)
-    assert len(report["calls"]) == len(calls) == 3
-    for got, call in zip(report["calls"], calls, strict=True):
+    assert len(report.calls) == len(calls) == 3
+    for got, call in zip(report.calls, calls, strict=True):
         last = max(call, key=lambda r: call[r]["ts"])
         shortest = min(call, key=lambda r: call[r]["dur"])
         assert shortest != last                                   # the proxy would name the wrong rank
         starts = {r: k["ts"] for r, k in call.items()}
-        assert got["last_rank"] == last
-        assert got["late_us"] == pytest.approx(max(starts.values()) - min(starts.values()), abs=1e-3)
-        assert got["late_by_rank"] == {str(r): pytest.approx(s - min(starts.values()), abs=1e-3)
+        assert got.last_rank == last
+        assert got.late_us == pytest.approx(max(starts.values()) - min(starts.values()), abs=1e-3)
+        assert got.late_by_rank == {str(r): pytest.approx(s - min(starts.values()), abs=1e-3)
                                        for r, s in starts.items()}
         # the transfer: the straggler's kernel, from its arrival to its end
-        assert got["transfer_us"] == pytest.approx(call[last]["dur"], abs=1e-3)
+        assert got.transfer_us == pytest.approx(call[last]["dur"], abs=1e-3)
     # per step and per rank, from the same measurement
-    for step, call in zip(report["stragglers"], calls, strict=True):
+    for step, call in zip(report.stragglers, calls, strict=True):
         last = max(call, key=lambda r: call[r]["ts"])
-        assert step["rank"] == last and step["last_at"] == step["calls"] == 1
-    for row in report["ranks"]:
-        r = row["rank"]
+        assert step.rank == last and step.last_at == step.calls == 1
+    for row in report.ranks:
+        r = row.rank
         late = sum(c[r]["ts"] - min(k["ts"] for k in c.values()) for c in calls)
         wait = sum(max(k["ts"] for k in c.values()) - c[r]["ts"] for c in calls)
-        assert row["late_us"] == pytest.approx(late, abs=1e-2)
-        assert row["comm_wait_us"] == pytest.approx(wait, abs=1e-2)
+        assert row.late_us == pytest.approx(late, abs=1e-2)
+        assert row.comm_wait_us == pytest.approx(wait, abs=1e-2)
 
 
 def test_ranks_naming_one_host_share_its_clock(tmp_path: Path) -> None:
     docs = derive(TP_RUN, tmp_path / "run", hosts={0: "gpu-node-7", 1: "gpu-node-7"})
     report = report_of(tmp_path / "run")
-    assert report["clock"]["shared"] and "gpu-node-7" in report["clock"]["why"]
-    assert [c["last_rank"] for c in report["calls"]] == \
+    assert report.clock.shared and "gpu-node-7" in report.clock.why
+    assert [c.last_rank for c in report.calls] == \
         [max(c, key=lambda r: c[r]["ts"]) for c in raw_calls(docs)]
 
 
@@ -132,12 +133,12 @@ def test_without_a_shared_clock_the_proxy_is_used_and_labelled(tmp_path: Path, h
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     docs = derive(TP_RUN, tmp_path / "run", manifest=hosts is not None, hosts=hosts)
     report = report_of(tmp_path / "run")
-    assert not report["clock"]["shared"] and report["clock"]["arrival"] == "duration proxy"
-    assert "proxy" in report["clock"]["why"]
-    for got, call in zip(report["calls"], raw_calls(docs), strict=True):
+    assert not report.clock.shared and report.clock.arrival == "duration proxy"
+    assert "proxy" in report.clock.why
+    for got, call in zip(report.calls, raw_calls(docs), strict=True):
         durs = {r: k["dur"] for r, k in call.items()}
-        assert got["last_rank"] == min(durs, key=lambda r: durs[r])
-        assert got["late_us"] == pytest.approx(max(durs.values()) - min(durs.values()), abs=1e-3)
+        assert got.last_rank == min(durs, key=lambda r: durs[r])
+        assert got.late_us == pytest.approx(max(durs.values()) - min(durs.values()), abs=1e-3)
     from mlptui.cli import main
 
     assert main(["summary", str(tmp_path / "run")]) == 0
@@ -152,20 +153,20 @@ def test_calls_are_matched_by_seq_when_one_rank_lost_a_kernel(tmp_path: Path) ->
     call would pair kernels of different calls; by Seq each pairs with its own."""
     docs = derive(TP_RUN, tmp_path / "run", seq=True, drop_first_on=1)
     report = report_of(tmp_path / "run")
-    assert report["clock"]["matched_by"] == "seq"
+    assert report.clock.matched_by == "seq"
     calls = [c for c in raw_calls(docs, by_seq=True) if len(c) == 2]
-    assert len(calls) == 2 and len(report["calls"]) == 2
-    for got, call in zip(report["calls"], calls, strict=True):
+    assert len(calls) == 2 and len(report.calls) == 2
+    for got, call in zip(report.calls, calls, strict=True):
         starts = {r: k["ts"] for r, k in call.items()}
-        assert got["seq"] == call[0]["args"]["Seq"]
-        assert got["last_rank"] == max(starts, key=lambda r: starts[r])
-        assert got["late_us"] == pytest.approx(max(starts.values()) - min(starts.values()), abs=1e-3)
+        assert got.seq == call[0]["args"]["Seq"]
+        assert got.last_rank == max(starts, key=lambda r: starts[r])
+        assert got.late_us == pytest.approx(max(starts.values()) - min(starts.values()), abs=1e-3)
 
 
 def test_the_bundled_runs_share_a_clock_by_their_manifest() -> None:
     for folder in sorted(SAMPLES.glob("*-x2-*")):
         report = report_of(folder)
-        assert report["clock"]["shared"], folder.name
+        assert report.clock.shared, folder.name
         assert "--nnodes=1" in json.loads((folder / "manifest.json").read_bytes())["distributed"]["launcher"]
 
 
@@ -174,4 +175,4 @@ def test_a_copied_run_without_its_manifest_has_no_shared_clock(tmp_path: Path) -
     out.mkdir()
     for p in TP_RUN.glob("*.pt.trace.json.gz"):
         shutil.copy(p, out / p.name)
-    assert not report_of(out)["clock"]["shared"]
+    assert not report_of(out).clock.shared

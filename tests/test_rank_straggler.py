@@ -17,6 +17,7 @@ from conftest import SAMPLES, trace_bytes, x
 
 from mlptui.trace.analysis.ranks.ranks import rank_run, ranks_report
 from mlptui.trace.parse.load import load_trace
+from mlptui.trace.reports.ranks import Straggler
 
 RUNS = sorted(SAMPLES.glob("*-x2-*"))
 IDS = [p.name.split("-64x")[0] + p.name.rsplit("-", 1)[1][:9] for p in RUNS]
@@ -66,20 +67,20 @@ def test_committed_runs_name_the_rank_whose_collectives_start_last(folder: Path)
         last = max(c, key=lambda r: c[r]["ts"])
         expected[c[last]["step"]][last] += max(k["ts"] for k in c.values()) - min(k["ts"] for k in c.values())
     report = ranks_report(rank_run([load_trace(p) for p in sorted(folder.glob("*.pt.trace.json.gz"))]))
-    got = {s["step"]: s for s in report["stragglers"]}
+    got = {s.step: s for s in report.stragglers}
     assert set(got) == set(expected)
     for step, by_rank in expected.items():
         rank = max(by_rank, key=lambda r: by_rank[r])
-        assert got[step]["rank"] == rank
+        assert got[step].rank == rank
         # one host: the spread of the raw start times, exactly
-        assert got[step]["late_us"] == pytest.approx(by_rank[rank], abs=1e-2)
-    assert report["clock"]["shared"] and report["clock"]["arrival"] == "start"
+        assert got[step].late_us == pytest.approx(by_rank[rank], abs=1e-2)
+    assert report.clock.shared and report.clock.arrival == "start"
     # the straggler never waits; the comm-wait column is the other side of the same measurement
-    waits = {r["rank"]: r["comm_wait_us"] for r in report["ranks"]}
-    stragglers = {s["rank"] for s in report["stragglers"]}
+    waits = {r.rank: r.comm_wait_us for r in report.ranks}
+    stragglers = {s.rank for s in report.stragglers}
     assert all(waits[r] == 0 for r in stragglers)
-    assert sum(s["late_us"] for s in report["stragglers"]) == pytest.approx(sum(waits.values()), abs=0.01)
-    lasts = {r["rank"]: r["arrived_last"] for r in report["ranks"]}
+    assert sum(s.late_us for s in report.stragglers) == pytest.approx(sum(waits.values()), abs=0.01)
+    lasts = {r.rank: r.arrived_last for r in report.ranks}
     assert sum(lasts.values()) == len(calls)
 
 
@@ -96,21 +97,21 @@ def test_bus_bandwidth_is_measured_from_the_last_arrival(folder: Path) -> None:
             wait[(rank, k["kind"])] += arrived - k["ts"]
             count[(rank, k["kind"])] += 1
     report = ranks_report(rank_run([load_trace(p) for p in sorted(folder.glob("*.pt.trace.json.gz"))]))
-    assert len(report["collectives"]) == len(transfer)
-    for row in report["collectives"]:
-        key = (row["rank"], ("allreduce", row["bytes"] // 2))     # bf16: 2 bytes an element
-        assert row["count"] == count[key]
-        assert row["wait_us"] == pytest.approx(wait[key], abs=1e-2)
-        assert row["transfer_us"] == pytest.approx(transfer[key], abs=1e-2)
-        assert row["total_us"] == pytest.approx(row["wait_us"] + row["transfer_us"], abs=1e-2)
+    assert len(report.collectives) == len(transfer)
+    for row in report.collectives:
+        key = (row.rank, ("allreduce", row.bytes // 2))     # bf16: 2 bytes an element
+        assert row.count == count[key]
+        assert row.wait_us == pytest.approx(wait[key], abs=1e-2)
+        assert row.transfer_us == pytest.approx(transfer[key], abs=1e-2)
+        assert row.total_us == pytest.approx(row.wait_us + row.transfer_us, abs=1e-2)
         # 2 ranks: all-reduce's bus factor 2(n−1)/n is 1; bandwidth over the transfer checked just above
-        assert row["busbw_gbps"] == pytest.approx(row["bytes"] * row["count"] / row["transfer_us"] / 1e3, rel=1e-3)
-        assert row["busbw_gbps"] > row["bytes"] * row["count"] / row["total_us"] / 1e3 or row["wait_us"] == 0
+        assert row.busbw_gbps == pytest.approx(row.bytes * row.count / row.transfer_us / 1e3, rel=1e-3)
+        assert row.busbw_gbps > row.bytes * row.count / row.total_us / 1e3 or row.wait_us == 0
     # the rank that waited moved its data about as fast as the one that did not: the kernels of a call end
     # within 25 µs of each other on these runs (0.3–23.6 µs)
     by_kind = defaultdict(list)
-    for row in report["collectives"]:
-        by_kind[row["bytes"]].append(row["transfer_us"] / row["count"])
+    for row in report.collectives:
+        by_kind[row.bytes].append(row.transfer_us / row.count)
     assert all(max(v) - min(v) < 25.0 for v in by_kind.values())
 
 
@@ -140,19 +141,19 @@ def test_four_ranks_where_step_time_cannot_tell(tmp_path: Path) -> None:
         paths.append(tmp_path / f"rank-{rank}.pt.trace.json")
         paths[-1].write_bytes(_rank(rank, 4, starts, end))
     report = ranks_report(rank_run([load_trace(p) for p in paths]))
-    for k, step in enumerate(report["stragglers"]):
+    for k, step in enumerate(report.stragglers):
         starts = {r: a[k] for r, a in arrivals.items()}
         last = max(starts, key=lambda r: starts[r])
-        assert step == {"step": f"ProfilerStep#{k}", "rank": last, "late_us": max(starts.values()) -
-                        min(starts.values()), "last_at": 1, "calls": 1}
+        assert step == Straggler(step=f"ProfilerStep#{k}", rank=last, late_us=max(starts.values()) -
+                                 min(starts.values()), last_at=1, calls=1)
     # every rank waited from its own arrival to the last one; the straggler's wait is 0
-    for row in report["ranks"]:
-        expected = sum(max(a[k] for a in arrivals.values()) - arrivals[row["rank"]][k] for k in range(2))
-        assert row["comm_wait_us"] == pytest.approx(expected)
+    for row in report.ranks:
+        expected = sum(max(a[k] for a in arrivals.values()) - arrivals[row.rank][k] for k in range(2))
+        assert row.comm_wait_us == pytest.approx(expected)
     # bus bandwidth over 4 ranks: bytes / (end − last arrival) × 2(n−1)/n, the same on every rank
     transfer = sum(end[k] - max(a[k] for a in arrivals.values()) for k in range(2))
-    for row in report["collectives"]:
-        assert row["busbw_gbps"] == pytest.approx(2 * (4 << 20) / transfer / 1e3 * 2 * 3 / 4, rel=1e-3)
+    for row in report.collectives:
+        assert row.busbw_gbps == pytest.approx(2 * (4 << 20) / transfer / 1e3 * 2 * 3 / 4, rel=1e-3)
 
 
 DELAYED = [p for p in RUNS if "delay" in manifest(p)["distributed"]]
@@ -164,13 +165,13 @@ def test_the_rank_delayed_on_purpose_is_named_the_straggler_of_every_step(folder
     so it reaches every collective at least MS late and the other rank waits for it."""
     delay = manifest(folder)["distributed"]["delay"]
     report = ranks_report(rank_run([load_trace(p) for p in sorted(folder.glob("*.pt.trace.json.gz"))]))
-    assert [s["rank"] for s in report["stragglers"]] == [delay["rank"]] * 3
-    for s in report["stragglers"]:
-        assert s["last_at"] == s["calls"] and s["late_us"] >= 0.9 * delay["ms"] * 1000
-    waits = {r["rank"]: r["comm_wait_us"] for r in report["ranks"]}
+    assert [s.rank for s in report.stragglers] == [delay["rank"]] * 3
+    for s in report.stragglers:
+        assert s.last_at == s.calls and s.late_us >= 0.9 * delay["ms"] * 1000
+    waits = {r.rank: r.comm_wait_us for r in report.ranks}
     assert waits[delay["rank"]] == 0 and waits[1 - delay["rank"]] >= 3 * 0.9 * delay["ms"] * 1000
     # the profiled steps of the two ranks differ by far less than the delay: step time cannot tell
-    steps = {r["rank"]: [s["step_us"] for s in r["steps"]] for r in report["ranks"]}
+    steps = {r.rank: [s.step_us for s in r.steps] for r in report.ranks}
     assert all(abs(a - b) < 0.2 * delay["ms"] * 1000 for a, b in zip(steps[0], steps[1], strict=True))
 
 

@@ -55,10 +55,10 @@ def test_param_dlrm_ranks_0_and_1_are_one_run() -> None:
     ranked = rank_run(list(reversed(traces)))
     assert ranked is not None and [r for r, _ in ranked] == [0, 1]
     report = ranks_report(ranked)
-    assert report["world_size"] == 8 and report["backend"] == "nccl"
-    assert [r["rank"] for r in report["ranks"]] == [0, 1]
-    steps = {r["rank"]: r["steps"] for r in report["ranks"]}
-    assert [s["name"] for s in steps[0]] == [s["name"] for s in steps[1]] == ["ProfilerStep#10"]
+    assert report.world_size == 8 and report.backend == "nccl"
+    assert [r.rank for r in report.ranks] == [0, 1]
+    steps = {r.rank: r.steps for r in report.ranks}
+    assert [s.name for s in steps[0]] == [s.name for s in steps[1]] == ["ProfilerStep#10"]
     # The straggler is the rank that arrives last at the collectives, not the one with the longer step.
     # These two ranks ran on different hosts, so their clocks are not compared: a call's kernels end
     # together, so the shorter kernel started later, by the difference (the n-th kernel of one size on
@@ -76,10 +76,10 @@ def test_param_dlrm_ranks_0_and_1_are_one_run() -> None:
         d0, d1 = per_rank[0][key], per_rank[1][key]
         if d0 != d1:
             caused[0 if d0 < d1 else 1] += abs(d0 - d1)
-    (st,) = report["stragglers"]
-    assert st["rank"] == max(caused, key=lambda r: caused[r])
-    assert st["late_us"] == pytest.approx(caused[st["rank"]], abs=1e-3)
-    assert st["rank"] != max((0, 1), key=lambda r: steps[r][0]["step_us"])   # step time names the other one
+    (st,) = report.stragglers
+    assert st.rank == max(caused, key=lambda r: caused[r])
+    assert st.late_us == pytest.approx(caused[st.rank], abs=1e-3)
+    assert st.rank != max((0, 1), key=lambda r: steps[r][0].step_us)   # step time names the other one
 
 
 @pytest.mark.parametrize("path", PARAM + [HTA_RANK1], ids=["param0", "param1", "hta_rank1"])
@@ -108,12 +108,12 @@ def test_hta_rank_1_of_128() -> None:
     ranked = rank_run([trace])  # one rank of a larger job is still a run
     assert ranked is not None
     report = ranks_report(ranked)
-    assert report["world_size"] == 128 and report["ranks"][0]["comm_wait_us"] is None  # no other rank to wait on
-    kinds = {(c["collective"], c["group_size"]) for c in report["collectives"]}
+    assert report.world_size == 128 and report.ranks[0].comm_wait_us is None  # no other rank to wait on
+    kinds = {(c.collective, c.group_size) for c in report.collectives}
     assert ("allreduce", 128) in kinds and ("alltoall", 128) in kinds
-    ar = next(c for c in report["collectives"] if c["collective"] == "allreduce" and c["bytes"] == 19618307 * 4)
+    ar = next(c for c in report.collectives if c.collective == "allreduce" and c.bytes == 19618307 * 4)
     # bus bandwidth = bytes / time × 2(n−1)/n for an all-reduce over 128 ranks
-    assert ar["busbw_gbps"] == pytest.approx(ar["bytes"] * ar["count"] / ar["total_us"] / 1e3 * 2 * 127 / 128,
+    assert ar.busbw_gbps == pytest.approx(ar.bytes * ar.count / ar.total_us / 1e3 * 2 * 127 / 128,
                                              rel=1e-3)
 
 

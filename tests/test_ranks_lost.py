@@ -83,7 +83,7 @@ def test_a_worker_that_dies_costs_only_its_rank(tmp_path: Path, monkeypatch: pyt
     files = _ranks(tmp_path)
     run = summarize_run(files, workers=2)
     assert run.report is not None
-    assert [r["rank"] for r in run.report["ranks"]] == [0, 1, 3]
+    assert [r.rank for r in run.report.ranks] == [0, 1, 3]
     assert run.failed == [f"{files[2][1]}: {why} (killed, or out of memory)" if "died" in why
                           else f"{files[2][1]}: {why}"]
 
@@ -131,5 +131,5 @@ def test_a_rank_that_runs_this_process_out_of_memory_is_reported(tmp_path: Path,
     monkeypatch.setattr(local_map, "digest_file", digest)
     files = _ranks(tmp_path)
     run = summarize_run(files)
-    assert run.report is not None and [r["rank"] for r in run.report["ranks"]] == [0, 1, 3]
+    assert run.report is not None and [r.rank for r in run.report.ranks] == [0, 1, 3]
     assert run.failed == [f"{files[2][1]}: ran out of memory reading it"]

@@ -112,7 +112,7 @@ def test_the_only_worker_lost_mid_run_costs_the_ranks_not_read(tmp_path: Path, s
         assert time.monotonic() - start < 30
         RELEASE.set()
     assert run.report is not None
-    read = [r["rank"] for r in run.report["ranks"]]
+    read = [r.rank for r in run.report.ranks]
     why = "no Dask worker for 2 s (--worker-wait) before it was read"
     lost = [r for r in range(4) if r not in read]
     assert 2 in lost and run.failed == [f"{paths[r]}: {why}" for r in lost]      # each rank read or reported
@@ -164,4 +164,4 @@ def test_a_worker_killed_mid_run_and_restarted_by_its_nanny_reads_the_rest(tmp_p
         killer.join()
         assert _worker_pid_after(client, pid) != pid      # the nanny made a new worker
     assert run.report is not None and not run.failed
-    assert [r["rank"] for r in run.report["ranks"]] == [0, 1, 2, 3] and took < 120
+    assert [r.rank for r in run.report.ranks] == [0, 1, 2, 3] and took < 120

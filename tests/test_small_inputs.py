@@ -8,7 +8,8 @@ import statistics
 import pytest
 
 from mlptui.base.errors import MlptuiError
-from mlptui.trace.analysis.ranks.ranks_render import render_ranks_text
+from mlptui.render.ranks_text import render_ranks_text
+from mlptui.trace.reports.ranks import RankClock, RankRow, RanksReport, RankStep
 
 
 def test_the_unknown_workload_line_names_tp_mlp() -> None:
@@ -19,16 +20,19 @@ def test_the_unknown_workload_line_names_tp_mlp() -> None:
     assert "tp-mlp" in str(info.value) and "ladder" in str(info.value)
 
 
-def _rank(r: int, us: float) -> dict:
-    return {"rank": r, "steps": [{"name": "ProfilerStep#1", "step_us": us}], "compute_us": us, "comm_us": 0.0,
-            "overlap_share": None, "comm_wait_us": 0.0, "arrived_last": None}
+def _rank(r: int, us: float) -> RankRow:
+    return RankRow(rank=r, source=f"rank-{r}", steps=[RankStep(name="ProfilerStep#1", step_us=us)], compute_us=us,
+                   comm_us=0.0, overlap_share=None, comm_wait_us=0.0, late_us=0.0, arrived_last=None)
+
+
+def _report(ranks: list[RankRow]) -> RanksReport:
+    return RanksReport(world_size=len(ranks), backend="nccl", ranks=ranks, stragglers=[], calls=[], collectives=[],
+                       clock=RankClock(shared=True, arrival="start", why="one host", matched_by="order"))
 
 
 def test_a_320_rank_report_is_not_3300_characters_wide() -> None:
     times = [1000.0 + (r * 37) % 320 for r in range(320)]
-    report = {"ranks": [_rank(r, t) for r, t in enumerate(times)], "world_size": 320, "backend": "nccl",
-              "stragglers": [], "collectives": []}
-    text = render_ranks_text(report, None)
+    text = render_ranks_text(_report([_rank(r, t) for r, t in enumerate(times)]), None)
     table = [line for line in text.splitlines() if line.startswith(("step", "ProfilerStep"))]
     assert max(len(line) for line in table) <= 120
     row = table[1].split()
@@ -42,7 +46,5 @@ def test_a_320_rank_report_is_not_3300_characters_wide() -> None:
 
 
 def test_a_few_ranks_keep_a_column_each() -> None:
-    report = {"ranks": [_rank(r, 1000.0 + r) for r in range(4)], "world_size": 4, "backend": "nccl",
-              "stragglers": [], "collectives": []}
-    header = render_ranks_text(report, None).splitlines()[2]
+    header = render_ranks_text(_report([_rank(r, 1000.0 + r) for r in range(4)]), None).splitlines()[2]
     assert header.split()[:3] == ["step", "rank", "0"] and "rank 3" in header

@@ -10,12 +10,13 @@ to open. Texts are encoded to UTF-8 the way the terminal gets them (no lone surr
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 from mlptui.base.text import printable
+from mlptui.render.diff_text import render_markdown, render_text
 from mlptui.trace.analysis.steps.breakdown import scope_label
-from mlptui.trace.diff.render import render_markdown, render_text
 from mlptui.trace.diff.trace_diff import diff_traces
 from mlptui.viewmodels.diff_cpu_section import cpu_section
 from mlptui.viewmodels.diff_details import pair_details
@@ -65,8 +66,8 @@ def open_every_view(trace: Any, width: int = 100) -> None:
         _shown_as_written(scope_label(trace, step))
         data = views.build(step)
         _encode(overview_text(data, width))
-        json.dumps(data.overview, allow_nan=False)
-        json.dumps(data.recommendations, allow_nan=False)
+        json.dumps(dataclasses.asdict(data.overview), allow_nan=False)      # no NaN or infinity in --json
+        json.dumps([dataclasses.asdict(r) for r in data.recommendations], allow_nan=False)
         for kind, rows in ((OperatorTable, data.operators), (OperatorTable, regrouped(data, "operators-shapes")),
                            (KernelStatsTable, data.kernels), (KernelStatsTable, regrouped(data, "kernels-op")),
                            (ModuleTable, data.modules or []),
@@ -94,7 +95,8 @@ def open_the_diff(a: Any, b: Any) -> None:
         pairs.append((len(a.steps) - 1, 0))
     for step_a, step_b in pairs:
         d = diff_traces(a, b, step_a, step_b)
-        doc = json.loads(json.dumps(d.to_json(), allow_nan=False))
+        doc = d.report()
+        json.dumps(dataclasses.asdict(doc), allow_nan=False)       # no NaN or infinity in --json
         for only_diff in (False, True):
             render_text(doc, width=100, only_diff=only_diff).encode("utf-8")
             render_markdown(doc, only_diff=only_diff).encode("utf-8")

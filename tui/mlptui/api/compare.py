@@ -3,6 +3,7 @@ what `Trace.diff`/`Trace.check` and the functions `diff`/`check` of mlptui.api.r
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from mlptui.api.results import Check, Diff
@@ -20,7 +21,7 @@ def diff(ta: Trace, tb: Trace, step_a: int | None = None, step_b: int | None = N
 
     ia = None if step_a is None else step_by_number(ta, step_a, "A")
     ib = None if step_b is None else step_by_number(tb, step_b, "B")
-    doc = diff_traces(ta, tb, ia, ib).to_json()
+    doc = asdict(diff_traces(ta, tb, ia, ib).report())
     speedup = doc.get("speedup")
     return Diff(doc=doc, rows=list(doc.get("kernels") or []),
                 speedup=float(speedup) if isinstance(speedup, (int, float)) else None)
@@ -38,8 +39,10 @@ def parse_all(expectations: list[str] | str) -> list[Expectation]:
 
 def check(trace: Trace, parsed: list[Expectation]) -> Check:
     """Each parsed expectation against the trace: whether it holds and what the trace shows."""
+    from mlptui.render.check_text import shows_text
     from mlptui.trace.analysis.expectations.expectations import check as check_all
 
     outcomes = check_all(trace, parsed)
-    rows: list[OutcomeRow] = [{"expectation": o.expectation.text, "ok": o.ok, "shows": o.shows} for o in outcomes]
+    rows: list[OutcomeRow] = [{"expectation": o.expectation, "ok": o.ok, "shows": shows_text(o.shown)}
+                              for o in outcomes]
     return Check(ok=all(r["ok"] for r in rows), rows=rows)

@@ -7,6 +7,7 @@ same values."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -54,12 +55,13 @@ class Trace:
         """The profiler views' sections over every step (None), or over one step, each computed once."""
         if index is None:
             r = self.summary()
-            return {"overview": r.overview, "recommendations": r.recommendations, "operators": r.operators,
-                    "kernel_stats": r.kernel_stats, "memory": r.memory, "modules": r.modules}
+            return {"overview": _plain(r.overview), "recommendations": _plain(r.recommendations),
+                    "operators": _plain(r.operators), "kernel_stats": _plain(r.kernel_stats),
+                    "memory": _plain(r.memory), "modules": _plain(r.modules)}
         if index not in self._computed:
             from mlptui.trace.analysis.report.profile_sections import profile_sections
 
-            self._computed[index] = profile_sections(self.trace, index)
+            self._computed[index] = _plain(profile_sections(self.trace, index))
         return self._computed[index]
 
     def _index(self, step: int | None) -> int | None:
@@ -149,6 +151,12 @@ class Trace:
         r = self.summary()
         return Findings(lines=r.findings, recommendations=cast(list[RecommendationRow], r.recommendations),
                         attention=r.attention)
+
+
+def _plain(value: Any) -> Any:
+    """A typed report as the dicts and lists its JSON has."""
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else \
+        [_plain(v) for v in value] if isinstance(value, list) else value
 
 
 def _matching(rows: list[RowT], text: str | None, keys: tuple[str, ...]) -> list[RowT]:

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
-from typing import cast
 
 from mlptui.api import compare
 from mlptui.api.handle import Trace, load
@@ -50,4 +50,4 @@ def load_run(run_dir: str | Path) -> Ranks:
     if run.report is None:
         more = f" (and {len(run.failed) - 1} more)" if len(run.failed) > 1 else ""
         raise MlptuiError(f"no rank of the run could be read: {run.failed[0]}{more}")
-    return Ranks(report=cast(dict, run.report), sources=run.sources, failed=run.failed)
+    return Ranks(report=asdict(run.report), sources=run.sources, failed=run.failed)

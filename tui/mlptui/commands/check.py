@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_one(path: Path, args: argparse.Namespace) -> str | None:
     """Check one trace and print its outcomes; the first mismatch as one line, or None."""
+    from mlptui.render.check_text import first_mismatch, outcome_lines
     from mlptui.trace.analysis.expectations.expect_file import EXPECT_FILE, beside, expectations_for
     from mlptui.trace.analysis.expectations.expectations import check, parse
     from mlptui.trace.parse.load import load_trace
@@ -65,14 +66,5 @@ def _check_one(path: Path, args: argparse.Namespace) -> str | None:
         raise MlptuiError(f"nothing to check: give --expect, or put {EXPECT_FILE} beside the trace")
     expectations = [parse(t) for t in texts]          # a malformed one stops before the trace loads
     outcomes = check(load_trace(path), expectations)
-    width = max(len(o.expectation.text) for o in outcomes)
-    print(f"{printable(path.name)}: {sum(o.ok for o in outcomes)} of {len(outcomes)} expectations hold")
-    for o in outcomes:
-        mark = "ok      " if o.ok else "MISMATCH"
-        print(f"  {mark}  {printable(o.expectation.text):<{width}}  the trace shows: {printable(o.shows)}")
-    missed = [o for o in outcomes if not o.ok]
-    if not missed:
-        return None
-    more = f" (and {len(missed) - 1} more)" if len(missed) > 1 else ""
-    return (f"expected {printable(missed[0].expectation.text)!r}, the trace shows "
-            f"{printable(missed[0].shows)}{more}")
+    print("\n".join(outcome_lines(path.name, outcomes)))
+    return first_mismatch(outcomes)

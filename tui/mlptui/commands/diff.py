@@ -37,31 +37,33 @@ def run(args: argparse.Namespace) -> int:
     from mlptui.sources.dispatch import open_trace
 
     with bulk_allocation():      # the diff's imports too: the collector's passes over them free nothing
+        from mlptui.trace.diff.gate import with_gate
         from mlptui.trace.diff.trace_diff import diff_traces, step_by_number
 
         a = open_trace(args.a)
         b = open_trace(args.b)
         step_a = None if args.step_a is None else step_by_number(a, args.step_a, "A")
         step_b = None if args.step_b is None else step_by_number(b, args.step_b, "B")
-        doc = diff_traces(a, b, step_a, step_b).to_json()
+        doc = diff_traces(a, b, step_a, step_b).report()
     checks = None
     if args.fail_if_slower is not None:
-        from mlptui.trace.diff.gate import gate, gate_lines, parse_pct
+        from mlptui.trace.diff.gate import gate, parse_pct
 
         pct = parse_pct(args.fail_if_slower)
         checks = gate(doc, pct, args.on)
     elif args.on is not None:
         raise MlptuiError("--on names the figure --fail-if-slower judges: give --fail-if-slower PCT too")
     if args.json:
-        out = dumps_json(doc if checks is None else {**doc, "gate": [vars(c) for c in checks]})
+        out = dumps_json(doc if checks is None else with_gate(doc, checks))
     elif args.md or checks is not None:   # the gate's report is Markdown, for a pull request
-        from mlptui.trace.diff.render import render_markdown
+        from mlptui.render.diff_text import render_markdown
+        from mlptui.render.gate_text import gate_lines
 
         out = render_markdown(safe_doc(doc), raw=args.raw, only_diff=args.only_diff)
         if checks is not None:
             out = out.rstrip("\n") + "\n" + "\n".join(gate_lines(checks, pct)) + "\n"
     else:
-        from mlptui.trace.diff.render import render_text
+        from mlptui.render.diff_text import render_text
 
         width = shutil.get_terminal_size((120, 24)).columns if sys.stdout.isatty() else 120
         out = render_text(safe_doc(doc), raw=args.raw, width=max(80, width), only_diff=args.only_diff)

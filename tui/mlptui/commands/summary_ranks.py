@@ -87,8 +87,8 @@ def scheduler_summary(args: argparse.Namespace) -> int:
 
 def _print_run(args: argparse.Namespace, run: RunSummary) -> None:
     from mlptui.commands.output import dumps_json, safe_doc, safe_lines
+    from mlptui.render.ranks_text import render_ranks_text
     from mlptui.trace.analysis.comms.links import link_for
-    from mlptui.trace.analysis.ranks.ranks_render import render_ranks_text
 
     if run.report is None:
         more = f" (and {len(run.failed) - 1} more)" if len(run.failed) > 1 else ""

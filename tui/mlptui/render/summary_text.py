@@ -9,7 +9,7 @@ from typing import Any
 from mlptui.base.units import duration
 from mlptui.trace.analysis.critical_path.critical_graph import KINDS
 from mlptui.trace.analysis.critical_path.critical_path_report import label
-from mlptui.trace.analysis.report.profile_sections import render_profile_markdown, render_profile_text
+from mlptui.render.profile_text import render_profile_markdown, render_profile_text
 from mlptui.trace.names.distinct import distinct_labels
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.reports.common import DeviceArch, StepStats
@@ -158,7 +158,7 @@ def render_text(r: SummaryReport, top: int = 15) -> str:
             out.append(f"  … {len(r.dispatch) - top} more paths (--json has them all)")
     out += _marks_text(r.device_marks)
     out += critical_path_text(r, _table, top)
-    out += render_profile_text(_profile_doc(r), _table, top)
+    out += render_profile_text(_profile_doc(r), top)
     return "\n".join(out) + "\n"
 
 
@@ -219,7 +219,7 @@ def render_markdown(r: SummaryReport, top: int = 15) -> str:
                          [[str(p.count), " → ".join(p.path), ", ".join(labels[k] for k in p.gpu_kernels) or "(no GPU)"]
                           for p in r.dispatch[:top]])
     out += critical_path_markdown(r, _md_table, top)
-    out += render_profile_markdown(_profile_doc(r), _md_table, top)
+    out += render_profile_markdown(_profile_doc(r), top)
     return "\n".join(out) + "\n"
 
 

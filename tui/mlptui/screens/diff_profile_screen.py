@@ -11,9 +11,10 @@ from textual.widgets import Static
 
 from mlptui.base.text import printable
 from mlptui.keys import DIFF_PROFILE_KEYS
+from mlptui.render.diff_text import overview_lines
 from mlptui.screens.when_composed import when_composed
-from mlptui.trace.diff.profile_diff import overview_lines
 from mlptui.trace.diff.trace_diff import TraceDiff
+from mlptui.trace.reports.diff import ProfileDiff
 from mlptui.widgets.footer import KeyBar
 from mlptui.widgets.profile_tables import OperatorDiffTable
 
@@ -22,7 +23,7 @@ class DiffProfileScreen(Screen):
     BINDINGS = [*DIFF_PROFILE_KEYS]
 
     class Ready(Message):
-        def __init__(self, doc: dict) -> None:
+        def __init__(self, doc: ProfileDiff | None) -> None:
             self.doc = doc
             super().__init__()
 
@@ -46,13 +47,13 @@ class DiffProfileScreen(Screen):
 
     def on_diff_profile_screen_ready(self, message: Ready) -> None:
         doc = message.doc
-        if not doc:
+        if doc is None:
             return
-        lines = overview_lines(doc)
+        lines = overview_lines(doc.overview)
         lines.append(f"operators of the aligned steps: A {self.diff.a.step} ⇄ B {self.diff.b.step}  "
                      "(= same  ~ calls changed  + B only  - A only)")
         self.query_one("#diff-profile-header", Static).update("\n".join(printable(line) for line in lines))
-        self.query_one(OperatorDiffTable).show(doc["operators"])
+        self.query_one(OperatorDiffTable).show(doc.operators)
 
     def action_sort_next(self) -> None:
         self.notify(f"sorted by {self.query_one(OperatorDiffTable).sort_next() or 'status'}", timeout=1.5)

@@ -22,11 +22,12 @@ from mlptui.base.errors import MlptuiError
 from mlptui.base.text import printable
 from mlptui.base.units import MISSING
 from mlptui.keys import DIFF_KEYS
+from mlptui.render.diff_text import MARKERS, direction, fmt_speedup
 from mlptui.screens.help_screen import HelpScreen, binding_lines, help_text
 from mlptui.screens.host import as_explorer
 from mlptui.screens.when_composed import when_composed
 from mlptui.trace.diff.cpu import op_key
-from mlptui.trace.diff.render import MARKERS, direction, figure_pairs, fmt_speedup
+from mlptui.trace.diff.figures import SideFigures, figure_pairs
 from mlptui.trace.diff.trace_diff import Side, TraceDiff, diff_traces
 from mlptui.trace.model import Trace
 from mlptui.viewmodels.diff_details import pair_details
@@ -46,10 +47,10 @@ def header_text(d: TraceDiff) -> str:
     c = d.counts()
     counts = " ".join(f"{MARKERS[s]}{n}" for s, n in c.items())
     sa, sb = d.a.aligned, d.b.aligned
-    a = {"timed_us": d.a.timed_us, "step_us": sa.window_us if sa else d.a.step_us,
-         "gpu_busy_us": sa.gpu_busy_us if sa else d.a.gpu_busy_us}
-    b = {"timed_us": d.b.timed_us, "step_us": sb.window_us if sb else d.b.step_us,
-         "gpu_busy_us": sb.gpu_busy_us if sb else d.b.gpu_busy_us}
+    a = SideFigures(timed_us=d.a.timed_us, step_us=sa.window_us if sa else d.a.step_us,
+                    gpu_busy_us=sa.gpu_busy_us if sa else d.a.gpu_busy_us)
+    b = SideFigures(timed_us=d.b.timed_us, step_us=sb.window_us if sb else d.b.step_us,
+                    gpu_busy_us=sb.gpu_busy_us if sb else d.b.gpu_busy_us)
     # Short enough that every figure's direction fits 80 columns: none may be cut while another shows.
     parts = [f"{'step' if name == 'step' else label} {fmt_speedup(x / y)} {direction(x, y)}"
              for name, label, x, y in figure_pairs(a, b)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mlptui.trace.diff.render import MARKERS, fmt_delta
+from mlptui.render.diff_text import MARKERS, fmt_delta
 from mlptui.trace.diff.trace_diff import Side, TraceDiff
 from mlptui.viewmodels.fmt import count, us
 

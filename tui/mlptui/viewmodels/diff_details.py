@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlptui.base.units import bandwidth, duration, share, throughput
-from mlptui.trace.diff.render import MARKERS, fmt_delta
+from mlptui.render.diff_text import MARKERS, fmt_delta
 from mlptui.trace.diff.trace_diff import DiffKernel, DiffRow, TraceDiff
 from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import decode_kernel

@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from mlptui.base.text import printable
+from mlptui.render.check_text import shows_text
 from mlptui.viewmodels.facts import TraceFacts
 
 
@@ -18,7 +19,7 @@ def expectation_lines(facts: TraceFacts, *, held: bool = True) -> list[Text]:
     if not outcomes:
         return []
     lines = [Text.assemble(("✗ MISMATCH", "bold red"),
-                           f" expected {printable(repr(o.expectation.text))}; the trace shows {printable(o.shows)}")
+                           f" expected {printable(repr(o.expectation))}; the trace shows {printable(shows_text(o.shown))}")
              for o in outcomes if not o.ok]
     if held:
         lines.append(Text.assemble(("✓", "green"), f" {sum(o.ok for o in outcomes)} of {len(outcomes)} "

@@ -16,11 +16,11 @@ from mlptui.trace.analysis.events.launches import (
     launches_by_op,
 )
 from mlptui.trace.analysis.expectations.expect_file import outcomes_beside
-from mlptui.trace.analysis.expectations.expectations import Outcome
 from mlptui.trace.analysis.steps.integrity import integrity
 from mlptui.trace.analysis.steps.steps import StepStats, all_step_stats, is_cpu_op, step_stats
 from mlptui.trace.model import KERNEL, Trace
 from mlptui.trace.names.runtime_calls import classify_call
+from mlptui.trace.reports.check import Outcome
 from mlptui.viewmodels.lanes import Lane, build_lanes
 from mlptui.viewmodels.trust_text import trust_banner
 

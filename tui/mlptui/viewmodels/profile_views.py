@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.text import Text
 
+from mlptui.render.profile_text import na_notes
 from mlptui.trace.analysis.advice.recommendations import recommendations
 from mlptui.trace.analysis.critical_path.critical_path import CriticalPath, critical_path
 from mlptui.trace.analysis.critical_path.critical_path_report import label
@@ -21,8 +22,9 @@ from mlptui.trace.analysis.memory.memory import MemoryReport, memory_report
 from mlptui.trace.analysis.operators.modules import ModuleRow, module_tree
 from mlptui.trace.analysis.operators.operators import OpGroup, operators_in_steps
 from mlptui.trace.analysis.steps.breakdown import CATEGORIES, Spans, category_intervals
-from mlptui.trace.analysis.steps.overview import na_notes, overview
+from mlptui.trace.analysis.steps.overview import overview
 from mlptui.trace.model import Trace
+from mlptui.trace.reports.profile import OverviewReport, OverviewRow, Recommendation, UsedDevice
 from mlptui.viewmodels import fmt
 
 GLYPHS = {"kernel": "K", "memcpy": "M", "memset": "S", "communication": "N", "runtime": "R", "dataloader": "D",
@@ -38,8 +40,8 @@ LABELS = {"kernel": "kernel", "memcpy": "memcpy", "memset": "memset", "communica
 class ProfileData:
     trace: Trace
     step: int | None                # the scope: one step, or None for every step (the whole trace without steps)
-    overview: dict[str, Any]
-    recommendations: list[dict[str, Any]]
+    overview: OverviewReport
+    recommendations: list[Recommendation]
     operators: list[OpGroup]
     kernels: list[KernelGroup]
     memory: MemoryReport | None
@@ -49,7 +51,7 @@ class ProfileData:
 
     @property
     def scope(self) -> str:
-        return str(self.overview["total"]["name"])
+        return self.overview.total.name
 
 
 class ProfileViews:
@@ -162,61 +164,62 @@ def legend() -> Text:
     return text
 
 
-def _na(row: dict[str, Any], key: str) -> str:
-    if row.get(f"{key}_measured") is not None:
-        return f"{fmt.pct(row[f'{key}_measured'])} m"      # measured by hardware counters (na_notes says so)
-    return "n/a" if row.get(f"{key}_na") else fmt.pct(row[key])
+def _na(estimate: float | None, why: str | None, measured: float | None) -> str:
+    if measured is not None:
+        return f"{fmt.pct(measured)} m"      # measured by hardware counters (na_notes says so)
+    return "n/a" if why else fmt.pct(estimate)
 
 
 def overview_text(data: ProfileData, width: int) -> Text:
     ov = data.overview
     out = Text()
-    for dev in ov["devices"]:
-        if "gpu_util" not in dev:
+    for dev in ov.devices:
+        if not isinstance(dev, UsedDevice):
             continue
-        out.append(f"device {dev['id']}: ", "bold")
-        memory = f", {fmt.size_bytes(dev['memory_bytes'])}" if dev["memory_bytes"] is not None else ""
-        out.append(f"{dev['label']}{memory}; {dev['kernels']} kernels\n")
-    steps = ov["steps"]
+        out.append(f"device {dev.id}: ", "bold")
+        memory = f", {fmt.size_bytes(dev.memory_bytes)}" if isinstance(dev.memory_bytes, (int, float)) else ""
+        out.append(f"{dev.label}{memory}; {dev.kernels} kernels\n")
+    steps: list[OverviewRow | str] = list(ov.steps)     # a str: the steps left out, in words
     if len(steps) > MAX_STEPS:      # the first and the last steps; `summary --json` has them all
-        head = steps[: MAX_STEPS // 2]
-        gap = {"name": f"… {len(steps) - MAX_STEPS} more", "gap": True}
-        steps = head + [gap] + steps[len(steps) - (MAX_STEPS - len(head)):]
-    steps = steps + ([ov["total"]] if len(ov["steps"]) > 1 else [])
-    name_w = max([len(s["name"]) for s in steps] + [4])
+        first = steps[: MAX_STEPS // 2]
+        steps = [*first, f"… {len(steps) - MAX_STEPS} more", *steps[len(steps) - (MAX_STEPS - len(first)):]]
+    steps = steps + ([ov.total] if len(ov.steps) > 1 else [])
+    name_w = max([len(s if isinstance(s, str) else s.name) for s in steps] + [4])
     head = f"{'step':<{name_w}} {'time':>9} {'GPU util':>8} {'SM eff':>6} {'occ ach/th':>10} {'TC':>4}\n"
     out.append(head, "bold")
     for s in steps:
-        if s.get("gap"):
-            out.append(f"{s['name']}\n", "dim")
+        if isinstance(s, str):
+            out.append(f"{s}\n", "dim")
             continue
-        occ = f"{_na(s, 'achieved_occupancy')}/{fmt.pct(s['theoretical_occupancy'])}"
-        out.append(f"{s['name']:<{name_w}} {fmt.us(s['duration_us']):>9} {fmt.pct(s['gpu_util']):>8} "
-                   f"{_na(s, 'sm_efficiency'):>6} {occ:>10} {fmt.pct(s['tensor_core_share']):>4}\n")
+        occ = (f"{_na(s.achieved_occupancy, s.achieved_occupancy_na, s.achieved_occupancy_measured)}/"
+               f"{fmt.pct(s.theoretical_occupancy)}")
+        sm = _na(s.sm_efficiency, s.sm_efficiency_na, s.sm_efficiency_measured)
+        out.append(f"{s.name:<{name_w}} {fmt.us(s.duration_us):>9} {fmt.pct(s.gpu_util):>8} "
+                   f"{sm:>6} {occ:>10} {fmt.pct(s.tensor_core_share):>4}\n")
     for note in na_notes(ov):
         out.append(f"  {note}\n", "dim")
     out.append("\nstep-time breakdown (each µs once, first of: K M S N R D C ·)\n", "bold")
     bar_w = max(10, width - name_w - 2)
     for s in steps:
-        if s.get("gap"):
-            out.append(f"{s['name']}\n", "dim")
+        if isinstance(s, str):
+            out.append(f"{s}\n", "dim")
             continue
-        out.append(f"{s['name']:<{name_w}} ")
-        out.append_text(stacked_bar(s["breakdown_us"], bar_w))
+        out.append(f"{s.name:<{name_w}} ")
+        out.append_text(stacked_bar(s.breakdown_us, bar_w))
         out.append("\n")
     out.append_text(legend())
     out.append("\n")
-    total = ov["total"]
-    dur = total["duration_us"] or 1.0
-    parts = "  ".join(f"{LABELS[c]} {fmt.us(total['breakdown_us'][c])} ({fmt.pct(total['breakdown_us'][c] / dur)})"
-                      for c in CATEGORIES if total["breakdown_us"][c] > 0)
-    out.append(f"  {total['name']}: {parts}\n")
+    total = ov.total
+    dur = total.duration_us or 1.0
+    parts = "  ".join(f"{LABELS[c]} {fmt.us(total.breakdown_us[c])} ({fmt.pct(total.breakdown_us[c] / dur)})"
+                      for c in CATEGORIES if total.breakdown_us[c] > 0)
+    out.append(f"  {total.name}: {parts}\n")
     out.append("\nrecommendations\n", "bold")
     if not data.recommendations:
         out.append("  none of the rules fired\n", "dim")
     for r in data.recommendations:
-        out.append(f"  [{r['rule']}] ", "bold")
-        out.append(f"{r['message']}\n")
-        figures = ", ".join(f"{k}={v}" for k, v in r["figures"].items())
-        out.append(f"      {figures}; the rule applies to {r['applies_to']}\n", "dim")
+        out.append(f"  [{r.rule}] ", "bold")
+        out.append(f"{r.message}\n")
+        figures = ", ".join(f"{k}={v}" for k, v in r.figures.items())
+        out.append(f"      {figures}; the rule applies to {r.applies_to}\n", "dim")
     return out

@@ -4,18 +4,18 @@ and the rows of the ranks view's three tables."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from mlptui.base import units
-from mlptui.trace.analysis.comms.links import Link, link_for
-from mlptui.trace.analysis.ranks.ranks import ranks_report
-from mlptui.trace.analysis.ranks.ranks_render import (
+from mlptui.render.ranks_text import (
     RANK_HEADERS,
     collective_headers,
     collective_rows,
     rank_rows,
     step_matrix,
 )
+from mlptui.trace.analysis.comms.links import Link, link_for
+from mlptui.trace.analysis.ranks.ranks import ranks_report
+from mlptui.trace.reports.ranks import RanksReport
 from mlptui.viewmodels.facts import TraceFacts
 
 
@@ -23,7 +23,7 @@ from mlptui.viewmodels.facts import TraceFacts
 class RunView:
     folder: str
     ranks: list[tuple[int, TraceFacts]]     # in rank order
-    report: dict[str, Any]
+    report: RanksReport
     link: Link | None
     failed: list[str] = field(default_factory=list)    # one line per rank that could not be read
 
@@ -40,17 +40,17 @@ class RunView:
     def title(self) -> str:
         device = self.ranks[0][1].trace.device_name if self.ranks else None
         return (f"{self.folder.rstrip('/').rsplit('/', 1)[-1]}  ·  {len(self.ranks)} of "
-                f"{self.report['world_size']} ranks  ·  {self.report['backend'] or units.MISSING}"
+                f"{self.report.world_size} ranks  ·  {self.report.backend or units.MISSING}"
                 + (f"  ·  {device}" if device else ""))
 
     def rank_label(self, position: int) -> str:
         rank, facts = self.ranks[position]
-        return f"rank {rank} of {self.report['world_size']}"
+        return f"rank {rank} of {self.report.world_size}"
 
     @property
     def arrival(self) -> str:
         """How the straggler was found: start times on one host's clock, or the duration proxy."""
-        if (self.report.get("clock") or {}).get("shared"):
+        if self.report.clock.shared:
             return "straggler: arrived last (start times, one host)"
         return "straggler: proxy, the shortest kernel (no shared clock)"
 

@@ -9,6 +9,7 @@ name, then linked to its final name) and never replaces another: a taken name ge
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import os
 import re
@@ -38,10 +39,13 @@ def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return out.getvalue()
 
 
-def dict_rows_csv(rows: Sequence[dict[str, Any]]) -> str:
-    """Rows of one shape (the `to_dict` of a report's rows) as CSV, the keys of the first as the header."""
-    header = list(rows[0]) if rows else []
-    return csv_text(header, ([row.get(k) for k in header] for row in rows))
+def dict_rows_csv(rows: Sequence[Any]) -> str:
+    """Rows of one shape (a report's rows: typed, or dicts) as CSV, the fields (keys) of the first as the
+    header."""
+    plain = [row if isinstance(row, dict) else {f.name: getattr(row, f.name) for f in dataclasses.fields(row)}
+             for row in rows]
+    header = list(plain[0]) if plain else []
+    return csv_text(header, ([row.get(k) for k in header] for row in plain))
 
 
 def _cell(value: Any) -> Any:

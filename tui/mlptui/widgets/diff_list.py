@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from rich.cells import set_cell_size
 from rich.segment import Segment
 
-from mlptui.trace.diff.render import MARKERS, fmt_delta
+from mlptui.render.diff_text import MARKERS, fmt_delta
 from mlptui.trace.diff.trace_diff import SAME, DiffKernel, DiffRow, TraceDiff
 from mlptui.viewmodels.diff_cpu_section import CpuLine, cpu_section
 from mlptui.viewmodels.fmt import us

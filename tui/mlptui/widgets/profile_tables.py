@@ -17,6 +17,7 @@ from mlptui.trace.analysis.memory.memory import OpMemory
 from mlptui.trace.analysis.operators.modules import ModuleRow
 from mlptui.trace.analysis.operators.operators import OpGroup
 from mlptui.trace.model import Trace
+from mlptui.trace.reports.diff import OpSide
 from mlptui.viewmodels import fmt
 from mlptui.viewmodels.group_launch import GroupLaunch, group_launch
 from mlptui.viewmodels.kernel_labels import distinct_labels
@@ -272,26 +273,29 @@ __all__ = ["KernelGroup", "KernelStatsTable", "MemoryOpTable", "ModuleRow", "Mod
 _DIFF_MARK = {"same": ("=", "base"), "changed": ("~", "warn"), "added": ("+", "good"), "removed": ("-", "hot")}
 
 
-def _side_us(row: dict, side: str, key: str) -> float | None:
-    values = row[side]
-    return None if values is None else values[key]
+def _host(side: OpSide | None) -> float | None:
+    return None if side is None else side.host_total_us
+
+
+def _device(side: OpSide | None) -> float | None:
+    return None if side is None else side.device_total_us
 
 
 class OperatorDiffTable(SortedTable):
     """The diff's operator rows (mlptui.trace.diff.profile_diff.operator_diff): A and B side by side."""
 
     CELLS = [
-        lambda r: _DIFF_MARK[r["status"]], lambda r: r["name"],
-        lambda r: units.MISSING if r["a"] is None else fmt.count(r["a"]["calls"]),
-        lambda r: units.MISSING if r["b"] is None else fmt.count(r["b"]["calls"]),
-        lambda r: fmt.us(_side_us(r, "a", "host_total_us")), lambda r: fmt.us(_side_us(r, "b", "host_total_us")),
-        lambda r: fmt.us(_side_us(r, "a", "device_total_us")), lambda r: fmt.us(_side_us(r, "b", "device_total_us")),
+        lambda r: _DIFF_MARK[r.status], lambda r: r.name,
+        lambda r: units.MISSING if r.a is None else fmt.count(r.a.calls),
+        lambda r: units.MISSING if r.b is None else fmt.count(r.b.calls),
+        lambda r: fmt.us(_host(r.a)), lambda r: fmt.us(_host(r.b)),
+        lambda r: fmt.us(_device(r.a)), lambda r: fmt.us(_device(r.b)),
     ]
     KEYS = [
-        lambda r: r["status"], lambda r: r["name"],
-        lambda r: -1 if r["a"] is None else r["a"]["calls"], lambda r: -1 if r["b"] is None else r["b"]["calls"],
-        lambda r: _side_us(r, "a", "host_total_us") or -1.0, lambda r: _side_us(r, "b", "host_total_us") or -1.0,
-        lambda r: _side_us(r, "a", "device_total_us") or -1.0, lambda r: _side_us(r, "b", "device_total_us") or -1.0,
+        lambda r: r.status, lambda r: r.name,
+        lambda r: -1 if r.a is None else r.a.calls, lambda r: -1 if r.b is None else r.b.calls,
+        lambda r: _host(r.a) or -1.0, lambda r: _host(r.b) or -1.0,
+        lambda r: _device(r.a) or -1.0, lambda r: _device(r.b) or -1.0,
     ]
 
     def __init__(self, *, id: str | None = None) -> None:

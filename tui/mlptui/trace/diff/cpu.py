@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from mlptui.trace.model import ANNOTATION, CPU_OP, Trace
 from mlptui.trace.parse.index import STEP_PREFIX
+from mlptui.trace.reports.diff import CountChange, CpuOpsDiff
 from mlptui.trace.store import unique_ids
 
 # Names that carry a per-compilation hash: compared without it so two compiled runs line up.
@@ -87,12 +87,9 @@ class CpuDiff:
         return CpuDiff(list(self.added_ops), list(self.removed_ops),
                        [(n, cb, ca) for n, ca, cb in self.count_changes], self.b_counts, self.a_counts)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "removed_ops": self.removed_ops,
-            "added_ops": self.added_ops,
-            "count_changes": [{"name": n, "a": ca, "b": cb} for n, ca, cb in self.count_changes],
-        }
+    def report(self) -> CpuOpsDiff:
+        return CpuOpsDiff(removed_ops=list(self.removed_ops), added_ops=list(self.added_ops),
+                          count_changes=[CountChange(name=n, a=ca, b=cb) for n, ca, cb in self.count_changes])
 
 
 def cpu_diff(a: Counter[str], b: Counter[str]) -> CpuDiff:

@@ -6,28 +6,17 @@ PCT % slower than A on one figure, named in the report:
 - `gpu-busy`: the median over the active steps of the union of the GPU work each step launched.
 
 The default is the headline's lead figure: `unprofiled` when both runs have manifests' timings, else
-`step`. Equal or faster always passes."""
+`step`. Equal or faster always passes. Its Markdown lines: mlptui.render.gate_text."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import dataclasses
 
 from mlptui.base.errors import MlptuiError
-from mlptui.base.units import duration
-from mlptui.trace.diff.render import FIGURES, figure_pairs
+from mlptui.trace.diff.figures import FIGURES, figure_pairs
+from mlptui.trace.reports.diff import DiffReport, GateCheck, GatedDiffReport
 
 GATE_FIGURES = tuple(name for name, _label, _key in FIGURES)
-
-
-@dataclass(frozen=True)
-class GateCheck:
-    what: str            # the figure's label: "unprofiled", "step time" or "GPU busy"
-    figure: str          # its name for --on: "unprofiled", "step" or "gpu-busy"
-    a_us: float
-    b_us: float
-    slower_pct: float    # how much slower B is than A, in % (negative: faster)
-    failed: bool
 
 
 def parse_pct(text: str) -> float:
@@ -42,10 +31,10 @@ def parse_pct(text: str) -> float:
     return value
 
 
-def gate(doc: dict[str, Any], pct: float, on: str | None = None) -> list[GateCheck]:
-    """The check a diff document (`TraceDiff.to_json()`) gives at a PCT % limit on figure `on` (None: the
-    default above); a figure the two sides do not both have is a one-line error, when asked for by name."""
-    pairs = {name: (label, a, b) for name, label, a, b in figure_pairs(doc["a"], doc["b"])}
+def gate(doc: DiffReport, pct: float, on: str | None = None) -> list[GateCheck]:
+    """The check a diff gives at a PCT % limit on figure `on` (None: the default above); a figure the two
+    sides do not both have is a one-line error, when asked for by name."""
+    pairs = {name: (label, a, b) for name, label, a, b in figure_pairs(doc.a, doc.b)}
     if on is None:
         on = "unprofiled" if "unprofiled" in pairs else "step"
     elif on not in GATE_FIGURES:
@@ -56,19 +45,9 @@ def gate(doc: dict[str, Any], pct: float, on: str | None = None) -> list[GateChe
         return []
     label, a, b = pairs[on]
     slower = (b / a - 1.0) * 100.0
-    return [GateCheck(label, on, a, b, slower, slower > pct)]
+    return [GateCheck(what=label, figure=on, a_us=a, b_us=b, slower_pct=slower, failed=slower > pct)]
 
 
-def gate_lines(checks: list[GateCheck], pct: float) -> list[str]:
-    """Markdown lines for the report: the figure judged, with its verdict; times as every report writes
-    them (mlptui.base.units)."""
-    lines = ["", f"#### Gate: fail if B is more than {pct:g}% slower than A", ""]
-    if not checks:
-        lines.append("- the figure is not on both sides (no step and no GPU work): nothing to compare")
-    for c in checks:
-        verdict = "**FAIL**" if c.failed else "pass"
-        how = f"{abs(c.slower_pct):.1f}% {'slower' if c.slower_pct > 0 else 'faster'}"
-        lines.append(f"- judged on {c.what} (`--on {c.figure}`): A {duration(c.a_us)}, B {duration(c.b_us)}: "
-                     f"B is {how}: {verdict}")
-    return lines
-
+def with_gate(doc: DiffReport, checks: list[GateCheck]) -> GatedDiffReport:
+    """The diff's document with the gate's verdict after it (`--json --fail-if-slower`)."""
+    return GatedDiffReport(**{f.name: getattr(doc, f.name) for f in dataclasses.fields(doc)}, gate=checks)

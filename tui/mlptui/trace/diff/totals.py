@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mlptui.trace.analysis.events.launches import LaunchCallStat
+from mlptui.trace.reports.diff import FamilyTotal, LaunchTotal
 
 
 class _Kernel(Protocol):
@@ -40,12 +41,13 @@ class Pair:
     def swapped(self) -> Pair:
         return Pair(self.name, self.kind, self.b_count, self.a_count, self.b_us, self.a_us)
 
-    def to_json(self, key: str) -> dict[str, Any]:
-        d: dict[str, Any] = {key: self.name}
-        if key != "family":
-            d["kind"] = self.kind
-        d.update(a_count=self.a_count, b_count=self.b_count, a_us=round(self.a_us, 3), b_us=round(self.b_us, 3))
-        return d
+    def family_total(self) -> FamilyTotal:
+        return FamilyTotal(family=self.name, a_count=self.a_count, b_count=self.b_count, a_us=round(self.a_us, 3),
+                           b_us=round(self.b_us, 3))
+
+    def launch_total(self) -> LaunchTotal:
+        return LaunchTotal(name=self.name, kind=self.kind, a_count=self.a_count, b_count=self.b_count,
+                           a_us=round(self.a_us, 3), b_us=round(self.b_us, 3))
 
 
 def family_totals(rows: Sequence[_Row]) -> list[Pair]:

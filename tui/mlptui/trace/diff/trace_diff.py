@@ -3,10 +3,10 @@ the step timings beside it.
 
     d = diff_traces(a, b)                  # each side's median-duration step
     d = diff_traces(a, b, step_a=1, step_b=0)   # Step.index on each side
-    d.to_json()                            # the `mlptui diff --json` document
+    d.report()                             # the `mlptui diff --json` document (mlptui.trace.reports.diff)
     d.swapped()                            # B against A, without aligning again
 
-Renderers for text and Markdown are in mlptui.trace.diff.render.
+Renderers for text and Markdown are in mlptui.render.diff_text.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -42,6 +41,7 @@ from mlptui.trace.diff.totals import Pair, biggest_rows, family_totals, launch_t
 from mlptui.trace.model import MEMCPY as CAT_MEMCPY
 from mlptui.trace.model import MEMSET as CAT_MEMSET
 from mlptui.trace.model import Trace
+from mlptui.trace.reports.diff import AlignedStep, DiffReport, DiffSide, KernelDiffRow, ProfileDiff
 
 _MIRROR = {ADDED: REMOVED, REMOVED: ADDED}
 # Families whose kernels never stand for a fusion of several others (a GEMM may: a Triton GEMM with
@@ -109,18 +109,15 @@ class Side:
     aligned: StepStats | None   # the aligned step's own numbers
     timed_us: float | None = None   # the runner's unprofiled median from the manifest, if any
 
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "source": self.source, "step": self.step, "cpu_us": _r(self.cpu_us),
-            "gpu_busy_us": _r(self.gpu_busy_us), "kernels": self.kernels, "launches": self.launches,
-            "gpu_idle_us": _r(self.gpu_idle_us), "step_us": _r(self.step_us), "label": self.label,
-            "device": self.device, "steps": len(self.steps), "timed_us": _r(self.timed_us),
-        }
-        if self.aligned is not None:
-            s = self.aligned
-            d["aligned_step"] = {"step_us": _r(s.window_us), "cpu_us": _r(s.cpu_us), "gpu_busy_us": _r(s.gpu_busy_us),
-                                 "gpu_idle_us": _r(s.gpu_idle_us), "kernels": s.kernels, "launches": s.launches}
-        return d
+    def report(self) -> DiffSide:
+        s = self.aligned
+        aligned = None if s is None else AlignedStep(
+            step_us=_r(s.window_us), cpu_us=_r(s.cpu_us), gpu_busy_us=_r(s.gpu_busy_us),
+            gpu_idle_us=_r(s.gpu_idle_us), kernels=s.kernels, launches=s.launches)
+        return DiffSide(source=self.source, step=self.step, cpu_us=_r(self.cpu_us), gpu_busy_us=_r(self.gpu_busy_us),
+                        kernels=self.kernels, launches=self.launches, gpu_idle_us=_r(self.gpu_idle_us),
+                        step_us=_r(self.step_us), label=self.label, device=self.device, steps=len(self.steps),
+                        timed_us=_r(self.timed_us), aligned_step=aligned)
 
 
 @dataclass
@@ -160,27 +157,31 @@ class TraceDiff:
                          [p.swapped() for p in self.families], [p.swapped() for p in self.launch_calls],
                          self.trace_b, self.trace_a)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "mlptui_diff": 1,
-            "a": self.a.to_json(),
-            "b": self.b.to_json(),
-            "kernels": [_row_json(r) for r in self.rows],
-            "cpu": self.cpu.to_json(),
-            "speedup": _r(self.speedup, 4),
-            "counts": self.counts(),
-            "gpu_busy_speedup": _r(self.gpu_busy_speedup, 4),
-            "timed_speedup": _r(self.timed_speedup, 4),
-            "by_family": [p.to_json("family") for p in self.families],
-            "launch_calls": [p.to_json("name") for p in self.launch_calls],
-            "biggest": [i + 1 for i in biggest_rows(self.rows)],
-            **self.profile(),
-        }
+    def report(self) -> DiffReport:
+        """The `mlptui diff --json` document."""
+        profile = self.profile()
+        return DiffReport(
+            mlptui_diff=1,
+            a=self.a.report(),
+            b=self.b.report(),
+            kernels=[_row_report(r) for r in self.rows],
+            cpu=self.cpu.report(),
+            speedup=_r(self.speedup, 4),
+            counts=self.counts(),
+            gpu_busy_speedup=_r(self.gpu_busy_speedup, 4),
+            timed_speedup=_r(self.timed_speedup, 4),
+            by_family=[p.family_total() for p in self.families],
+            launch_calls=[p.launch_total() for p in self.launch_calls],
+            biggest=[i + 1 for i in biggest_rows(self.rows)],
+            operators=None if profile is None else profile.operators,
+            overview=None if profile is None else profile.overview,
+        )
 
-    def profile(self) -> dict[str, Any]:
-        """The operator table side by side and both overviews (mlptui.trace.diff.profile_diff)."""
+    def profile(self) -> ProfileDiff | None:
+        """The operator table side by side and both overviews (mlptui.trace.diff.profile_diff); None when
+        the diff was made without its traces."""
         if self.trace_a is None or self.trace_b is None:
-            return {}
+            return None
         from mlptui.trace.diff.profile_diff import profile_diff
 
         def step(side: Side) -> int | None:
@@ -303,21 +304,20 @@ def _r(x: float | None, nd: int = 3) -> float | None:
     return None if x is None else round(x, nd)
 
 
-def _row_json(r: DiffRow) -> dict[str, Any]:
-    delta = r.delta_us
-    return {
-        "status": r.status,
-        "a": [k.name for k in r.a],
-        "b": [k.name for k in r.b],
-        "a_us": _r(r.a_us),
-        "b_us": _r(r.b_us),
-        "delta_us": _r(delta),
-        "kind": (r.a or r.b)[0].kind,
-        "a_short": [k.short for k in r.a],
-        "b_short": [k.short for k in r.b],
-        "a_chain": list(r.a[0].chain) if r.a else [],
-        "b_chain": list(r.b[0].chain) if r.b else [],
-    }
+def _row_report(r: DiffRow) -> KernelDiffRow:
+    return KernelDiffRow(
+        status=r.status,
+        a=[k.name for k in r.a],
+        b=[k.name for k in r.b],
+        a_us=_r(r.a_us),
+        b_us=_r(r.b_us),
+        delta_us=_r(r.delta_us),
+        kind=(r.a or r.b)[0].kind,
+        a_short=[k.short for k in r.a],
+        b_short=[k.short for k in r.b],
+        a_chain=list(r.a[0].chain) if r.a else [],
+        b_chain=list(r.b[0].chain) if r.b else [],
+    )
 
 
 __all__ = ["ADDED", "CHANGED", "FUSED", "REMOVED", "SAME", "STATUSES", "DiffKernel", "DiffRow", "Side",

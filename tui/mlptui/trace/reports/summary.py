@@ -11,6 +11,14 @@ from typing import Any
 
 from mlptui.trace.reports.attention import AttentionFacts
 from mlptui.trace.reports.common import DeviceArch, Problem, StepStats
+from mlptui.trace.reports.profile import (
+    KernelStat,
+    MemorySection,
+    ModuleStat,
+    OperatorStat,
+    OverviewReport,
+    Recommendation,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,10 +190,10 @@ class SummaryReport:
     device_marks: DeviceMarks | None        # None when the trace has neither stream syncs nor counters
     critical_path: CriticalPathReport
     # The profiler views, as their analyses write them (docs/json.md).
-    overview: dict[str, Any]
-    recommendations: list[dict[str, Any]]
-    operators: list[dict[str, Any]]
-    kernel_stats: list[dict[str, Any]]
-    memory: dict[str, Any] | None
-    modules: list[dict[str, Any]] | None
+    overview: OverviewReport
+    recommendations: list[Recommendation]
+    operators: list[OperatorStat]
+    kernel_stats: list[KernelStat]
+    memory: MemorySection | None            # None: no allocator events
+    modules: list[ModuleStat] | None        # None: no module frames
     ranks: None = None                      # a folder of rank traces has a "ranks" section instead

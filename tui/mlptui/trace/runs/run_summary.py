@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from mlptui.trace.analysis.ranks.rank_digest import digest_from_dict
 from mlptui.trace.analysis.ranks.ranks import reduce_digests
 from mlptui.trace.parse import index_cache
+from mlptui.trace.reports.ranks import RanksReport
 from mlptui.trace.runs import digest_cache
 from mlptui.trace.runs.local_map import map_local
 from mlptui.trace.runs.rank_map import DigestResult
@@ -39,7 +40,7 @@ OnProgress = Callable[[int, int, str], None]
 
 @dataclass
 class RunSummary:
-    report: dict[str, Any] | None        # the `ranks` section; None when no rank could be read
+    report: RanksReport | None           # the `ranks` section; None when no rank could be read
     sources: list[str]                   # the ranks' files, in rank order
     failed: list[str]                    # one line per rank that could not be read
     device: str | None

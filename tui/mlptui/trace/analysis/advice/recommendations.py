@@ -29,8 +29,6 @@ architectures the rule applies to (`applies_to`); thresholds are the constants b
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from mlptui.trace.analysis.advice.tc_miss import TcMiss, tc_miss
@@ -41,6 +39,7 @@ from mlptui.trace.analysis.kernels.occupancy import device_for
 from mlptui.trace.analysis.operators.operators import OpGroup
 from mlptui.trace.model import KERNEL, MEMCPY, Trace
 from mlptui.trace.names.kernel import decode_kernel
+from mlptui.trace.reports.profile import OverviewReport, Recommendation
 
 DATALOADER_SHARE = 0.05
 LOW_GPU_UTIL = 0.5
@@ -89,16 +88,16 @@ def _tc_advice(info: DeviceArch) -> str | None:
     return None
 
 
-def recommendations(trace: Trace, overview: dict[str, Any], ops: list[OpGroup],
-                    step: int | None = None) -> list[dict[str, Any]]:
+def recommendations(trace: Trace, overview: OverviewReport, ops: list[OpGroup],
+                    step: int | None = None) -> list[Recommendation]:
     """The rules that fire over the scope: every step (the whole trace when it has none) or `step`;
     `overview` and `ops` must be of the same scope."""
-    out: list[dict[str, Any]] = []
-    kind, info = device_kind(trace, overview.get("main_device"))
+    out: list[Recommendation] = []
+    kind, info = device_kind(trace, overview.main_device)
     gpu = info.vendor in ("NVIDIA", "AMD")
-    total = overview["total"]
-    duration = total["duration_us"] or 0.0
-    parts = total["breakdown_us"]
+    total = overview.total
+    duration = total.duration_us or 0.0
+    parts = total.breakdown_us
     t = tables(trace)
     scope = _in_scope(trace, t) if step is None else t.gpu_step == step
     kernels = np.flatnonzero(t.gpu_is((KERNEL,)) & scope)
@@ -107,23 +106,23 @@ def recommendations(trace: Trace, overview: dict[str, Any], ops: list[OpGroup],
 
     if duration and parts["dataloader"] / duration >= DATALOADER_SHARE:
         share = parts["dataloader"] / duration
-        out.append({"rule": "dataloader", "message": (
+        out.append(Recommendation(rule="dataloader", message=(
             f"the DataLoader takes {share:.0%} of the step time: raise num_workers, set pin_memory=True, "
-            "prefetch"), "applies_to": ANY_DEVICE,
-            "figures": {"device": kind, "dataloader_us": round(parts["dataloader"], 3), "step_us": round(duration, 3),
-                        "share": round(share, 4), "threshold": DATALOADER_SHARE}})
-    util = total["gpu_util"]
+            "prefetch"), applies_to=ANY_DEVICE,
+            figures={"device": kind, "dataloader_us": round(parts["dataloader"], 3), "step_us": round(duration, 3),
+                     "share": round(share, 4), "threshold": DATALOADER_SHARE}))
+    util = total.gpu_util
     capture = graph_capture(trace)
     if capture is not None:
-        out.append({"rule": "graph_capture", "message": capture.line(), "applies_to": ANY_DEVICE,
-                    "figures": {"device": kind, "launch_calls": capture.launches, "captured": capture.captured,
-                                "kernels": capture.kernels, "capture_calls": capture.markers,
-                                "threshold": MIN_CAPTURED}})
+        out.append(Recommendation(rule="graph_capture", message=capture.line(), applies_to=ANY_DEVICE,
+                                  figures={"device": kind, "launch_calls": capture.launches,
+                                           "captured": capture.captured, "kernels": capture.kernels,
+                                           "capture_calls": capture.markers, "threshold": MIN_CAPTURED}))
     elif len(kernels) and util is not None and util < LOW_GPU_UTIL:
-        out.append({"rule": "low_gpu_util", "message": (
+        out.append(Recommendation(rule="low_gpu_util", message=(
             f"the GPU runs kernels {util:.0%} of the step time: the host, data loading or synchronisation "
-            "sets the pace"), "applies_to": ANY_DEVICE,
-            "figures": {"device": kind, "gpu_util": util, "threshold": LOW_GPU_UTIL}})
+            "sets the pace"), applies_to=ANY_DEVICE,
+            figures={"device": kind, "gpu_util": util, "threshold": LOW_GPU_UTIL}))
     launch = t.gpu_launch[kernels]
     launched = launch >= 0  # a kernel with no launch call (or a trace with no CPU ops) is not compared
     calls = launch[launched]
@@ -132,44 +131,44 @@ def recommendations(trace: Trace, overview: dict[str, Any], ops: list[OpGroup],
     short = int(((kernel_dur[launched] < t.op_dur[calls]) & ~blocked).sum())
     if gpu and len(kernels) >= MIN_KERNELS and short / len(kernels) >= LAUNCH_BOUND_SHARE:
         graphs = "HIP graphs" if info.vendor == "AMD" else "CUDA graphs"
-        out.append({"rule": "launch_bound", "message": (
+        out.append(Recommendation(rule="launch_bound", message=(
             f"{short} of {len(kernels)} kernels run for less time than their launch call: launch-bound; "
-            f"{graphs} or torch.compile (mode='reduce-overhead') cut the launches"), "applies_to": ASYNC_GPUS,
-            "figures": {"device": kind, "kernels": len(kernels), "shorter_than_launch": short,
-                        "inside_their_launch": int(blocked.sum()), "share": round(short / len(kernels), 4),
-                        "threshold": LAUNCH_BOUND_SHARE}})
+            f"{graphs} or torch.compile (mode='reduce-overhead') cut the launches"), applies_to=ASYNC_GPUS,
+            figures={"device": kind, "kernels": len(kernels), "shorter_than_launch": short,
+                     "inside_their_launch": int(blocked.sum()), "share": round(short / len(kernels), 4),
+                     "threshold": LAUNCH_BOUND_SHARE}))
     miss = tc_miss(trace, ops) if gpu else TcMiss()
     missed_us = miss.missed_us
     advice = _tc_advice(info)
     if advice and kernel_us and missed_us / kernel_us >= TC_MISS_SHARE:
         units = "matrix cores" if info.vendor == "AMD" else "Tensor Cores"
-        out.append({"rule": "tensor_cores", "message": (
+        out.append(Recommendation(rule="tensor_cores", message=(
             f"matrix products and convolutions spend {missed_us / kernel_us:.0%} of kernel time off {units} "
-            f"of this {kind}: {advice}"), "applies_to": MATRIX_UNITS,
-            "figures": {"device": kind, "off_tc_us": round(missed_us, 3), "kernel_us": round(kernel_us, 3),
-                        "share": round(missed_us / kernel_us, 4), "threshold": TC_MISS_SHARE,
-                        "ops": miss.ops[:5], "sixteen_bit_us": round(miss.sixteen_bit_us, 3),
-                        "upcast_us": round(miss.upcast_us, 3), "triton_us": round(miss.unknown_us, 3)}})
+            f"of this {kind}: {advice}"), applies_to=MATRIX_UNITS,
+            figures={"device": kind, "off_tc_us": round(missed_us, 3), "kernel_us": round(kernel_us, 3),
+                     "share": round(missed_us / kernel_us, 4), "threshold": TC_MISS_SHARE,
+                     "ops": miss.ops[:5], "sixteen_bit_us": round(miss.sixteen_bit_us, 3),
+                     "upcast_us": round(miss.upcast_us, 3), "triton_us": round(miss.unknown_us, 3)}))
     copies = np.flatnonzero(t.gpu_is((MEMCPY,)) & scope)
     h2d = np.flatnonzero(t.names_where(_host_device, t.gpu_name[copies])[t.gpu_name[copies]])
     memcpy_share = parts["memcpy"] / duration if duration else 0.0
     if len(copies) and memcpy_share >= MEMCPY_SHARE:
-        out.append({"rule": "memcpy", "message": (
+        out.append(Recommendation(rule="memcpy", message=(
             f"memcpy takes {memcpy_share:.0%} of the step time ({len(h2d)} host↔device copies): keep "
             "data on the device, use pinned memory and non_blocking=True, avoid .item()/.cpu() in the loop"),
-            "applies_to": ANY_DEVICE,
-            "figures": {"device": kind, "memcpy_us": round(sum(t.gpu_dur[copies].tolist()), 3),
-                        "share": round(memcpy_share, 4), "threshold": MEMCPY_SHARE, "host_device_copies": len(h2d)}})
+            applies_to=ANY_DEVICE,
+            figures={"device": kind, "memcpy_us": round(sum(t.gpu_dur[copies].tolist()), 3),
+                     "share": round(memcpy_share, 4), "threshold": MEMCPY_SHARE, "host_device_copies": len(h2d)}))
     names = t.gpu_name[kernels]
     fusable = t.names_where(lambda s: decode_kernel(s).family in ("pointwise", "reduction"), names)
     small_dur = kernel_dur[(kernel_dur < SMALL_KERNEL_US) & fusable[names]].tolist()
     if gpu and len(kernels) >= MIN_KERNELS and len(small_dur) / len(kernels) >= SMALL_KERNEL_SHARE:
-        out.append({"rule": "small_kernels", "message": (
+        out.append(Recommendation(rule="small_kernels", message=(
             f"{len(small_dur)} of {len(kernels)} kernels are pointwise/reduction kernels under "
-            f"{SMALL_KERNEL_US:g} µs: torch.compile would fuse chains of them"), "applies_to": INDUCTOR_GPUS,
-            "figures": {"device": kind, "small_kernels": len(small_dur), "kernels": len(kernels),
-                        "share": round(len(small_dur) / len(kernels), 4), "threshold": SMALL_KERNEL_SHARE,
-                        "small_us": round(sum(small_dur), 3)}})
+            f"{SMALL_KERNEL_US:g} µs: torch.compile would fuse chains of them"), applies_to=INDUCTOR_GPUS,
+            figures={"device": kind, "small_kernels": len(small_dur), "kernels": len(kernels),
+                     "share": round(len(small_dur) / len(kernels), 4), "threshold": SMALL_KERNEL_SHARE,
+                     "small_us": round(sum(small_dur), 3)}))
     return out
 
 

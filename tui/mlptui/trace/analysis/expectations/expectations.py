@@ -39,6 +39,16 @@ from mlptui.trace.analysis.steps.integrity import integrity
 from mlptui.trace.model import KERNEL, LAUNCH_CATS, MEMCPY, Trace
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.names.runtime_calls import classify_call
+from mlptui.trace.reports.check import (
+    AttentionShown,
+    CountsShown,
+    CriticalPathShown,
+    IntegrityShown,
+    MaskShown,
+    Outcome,
+    ProblemCount,
+    TensorCoresShown,
+)
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     "==": operator.eq, "!=": operator.ne, "<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt,
@@ -70,13 +80,6 @@ class Expectation:
     op: str = ""
     value: int = 0
     share: float = 0.0   # critical_path.*_share: the bound
-
-
-@dataclass(frozen=True)
-class Outcome:
-    expectation: Expectation
-    ok: bool
-    shows: str         # what the trace shows, one line
 
 
 def parse(text: str) -> Expectation:
@@ -131,21 +134,16 @@ def _per_step_counts(trace: Trace, subject: str) -> list[int]:
     return list(counts.values())     # without steps everything has step -1: the whole trace is one
 
 
-def _counts_text(counts: list[int]) -> str:
-    if len(set(counts)) == 1:
-        return f"{counts[0]} in each of {len(counts)} step{'s' if len(counts) != 1 else ''}"
-    return "per step: " + ", ".join(str(c) for c in counts)
-
-
 def _step_kernels(trace: Trace) -> list[str]:
     return [trace.gpu[g].name for g in step_gpu(trace, focus_step(trace)) if trace.gpu[g].cat == KERNEL]
 
 
 def evaluate(trace: Trace, e: Expectation) -> Outcome:
+    """Whether `e` holds on the trace, with what the trace shows (mlptui.render.check_text says it)."""
     if e.kind == "count":
         counts = _per_step_counts(trace, e.subject)
         ok = all(OPS[e.op](c, e.value) for c in counts)
-        return Outcome(e, ok, f"{e.subject} {_counts_text(counts)}")
+        return Outcome(expectation=e.text, ok=ok, shown=CountsShown(subject=e.subject, counts=counts))
     if e.kind == "critical-path":
         return _critical_path(trace, e)
     if e.kind == "attention":
@@ -154,31 +152,25 @@ def evaluate(trace: Trace, e: Expectation) -> Outcome:
             impl = implementation(raw)
             if impl is not None:
                 words.setdefault(impl.word, impl.label)
-        if not words:
-            return Outcome(e, e.subject == "none", "no attention kernel in the step")
-        shows = "; ".join(f"{w} ({label})" for w, label in words.items())
-        return Outcome(e, e.subject in words and len(words) == 1, f"attention kernel: {shows}")
+        ok = e.subject in words and len(words) == 1 if words else e.subject == "none"
+        return Outcome(expectation=e.text, ok=ok, shown=AttentionShown(kernels=words))
     if e.kind == "tensor-cores":
         matrix = [(raw, uses_tensor_cores(raw)) for raw in _step_kernels(trace)
                   if decode_kernel(raw).family in ("gemm", "attention")]
-        if not matrix:
-            return Outcome(e, False, "no GEMM or attention kernel in the step")
         off = [decode_kernel(raw).short for raw, tc in matrix if not tc]
         on = len(matrix) - len(off)
-        shows = f"{on} of {len(matrix)} GEMM/attention kernels on Tensor Cores"
-        if off:
-            shows += f"; without: {', '.join(dict.fromkeys(off))}"
-        return Outcome(e, (not off) if e.subject == "all" else on == 0, shows)
+        ok = bool(matrix) and ((not off) if e.subject == "all" else on == 0)
+        return Outcome(expectation=e.text, ok=ok,
+                       shown=TensorCoresShown(kernels=len(matrix), on=on, without=list(dict.fromkeys(off))))
     if e.kind == "integrity":
         found = integrity(trace)
-        shows = "integrity ok" if found.ok else "integrity problems: " + "; ".join(
-            f"{p.kind} ({p.count:,})" for p in found.problems)
-        return Outcome(e, found.ok, shows)
+        problems = [ProblemCount(kind=p.kind, count=p.count) for p in found.problems]
+        return Outcome(expectation=e.text, ok=found.ok, shown=IntegrityShown(problems=problems))
     facts = attention_facts(trace)
     rebuilt = facts is not None and bool(facts.mask_chain)
-    shows = (f"mask rebuilt in {facts.mask_steps} of {facts.steps} steps: {' → '.join(facts.mask_chain)}"
-             if rebuilt and facts is not None else "no mask built inside the steps")
-    return Outcome(e, rebuilt == (e.subject == "rebuilt"), shows)
+    shown = (MaskShown(rebuilt=True, mask_steps=facts.mask_steps, steps=facts.steps, chain=list(facts.mask_chain))
+             if rebuilt and facts is not None else MaskShown(rebuilt=False, mask_steps=0, steps=0, chain=[]))
+    return Outcome(expectation=e.text, ok=rebuilt == (e.subject == "rebuilt"), shown=shown)
 
 
 def _critical_path(trace: Trace, e: Expectation) -> Outcome:
@@ -187,8 +179,7 @@ def _critical_path(trace: Trace, e: Expectation) -> Outcome:
         part = p.gpu_share if e.subject == "gpu" else (p.breakdown_us[e.subject] / p.length_us if p.length_us > 0 else 0.0)
         shares.append(part)
     ok = all(OPS[e.op](round(x, 4), e.share) for x in shares)
-    shown = ", ".join(f"{x:.2f}" for x in shares)
-    return Outcome(e, ok, f"critical path {e.subject} share per step: {shown}")
+    return Outcome(expectation=e.text, ok=ok, shown=CriticalPathShown(subject=e.subject, shares=shares))
 
 
 def check(trace: Trace, expectations: list[Expectation]) -> list[Outcome]:

@@ -12,7 +12,6 @@ the calls that carry them, weighted by duration as the profiler did.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -49,14 +48,6 @@ class KernelGroup:
     @property
     def achieved_occupancy(self) -> float | None:
         return self._occ / self._occ_us / 100 if self._occ_us > 0 else None
-
-    def to_dict(self) -> dict[str, Any]:
-        bps, occ = self.blocks_per_sm, self.achieved_occupancy
-        return {"name": self.name, "op": self.op, "tensor_cores": self.tensor_cores, "calls": self.calls,
-                "total_us": round(self.total_us, 3), "mean_us": round(self.mean_us, 3),
-                "min_us": round(self.min_us, 3), "max_us": round(self.max_us, 3),
-                "blocks_per_sm": None if bps is None else round(bps, 3),
-                "achieved_occupancy": None if occ is None else round(occ, 4)}
 
 
 def kernel_stats(trace: Trace, step: int | None = None, by_op: bool = False,

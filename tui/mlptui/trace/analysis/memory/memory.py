@@ -83,19 +83,6 @@ class MemoryReport:
     unfreed: list[tuple[str, int]]          # (op name, bytes), most bytes first
     events: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "devices": [{"id": d.id, "kind": d.kind, "peak_allocated_bytes": d.peak_allocated,
-                         "peak_reserved_bytes": d.peak_reserved,
-                         "peak_ts": None if d.peak_ts is None else round(d.peak_ts, 3), "peak_op": d.peak_op,
-                         "totals_recorded": d.totals_recorded} for d in self.devices],
-            "ops": [{"name": o.name, "allocs": o.allocs, "frees": o.frees, "bytes_allocated": o.bytes_allocated,
-                     "net_bytes": o.net_bytes if o.net_known else None,
-                     "net_bytes_with_children": o.net_bytes_with_children if o.net_known else None}
-                    for o in self.ops],
-            "unfreed": [{"op": name, "bytes": n} for name, n in self.unfreed],
-        }
-
 
 class _Owner:
     """The innermost CPU op open on a thread at each time, for times asked in increasing order: one sweep

@@ -12,7 +12,6 @@ device time). Scope: the whole trace, or the frames of one step.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from mlptui.trace.analysis.events.tables import tables
 from mlptui.trace.model import CPU_OP, KERNEL, PYTHON, Trace
@@ -37,10 +36,6 @@ class ModuleRow:
     @property
     def depth(self) -> int:
         return len(self.path) - 1
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": list(self.path), "calls": self.calls, "host_us": round(self.host_us, 3),
-                "device_us": round(self.device_us, 3)}
 
 
 def is_module_frame(name: str) -> bool:

@@ -51,13 +51,6 @@ class OpGroup:
     def tc_share(self) -> float | None:
         return self.tc_us / self.kernel_self_us if self.kernel_self_us > 0 else None
 
-    def to_dict(self) -> dict[str, Any]:
-        share = self.tc_share
-        return {"name": self.name, "input_shapes": self.input_shapes, "calls": self.calls,
-                "host_self_us": round(self.host_self_us, 3), "host_total_us": round(self.host_total_us, 3),
-                "device_self_us": round(self.device_self_us, 3), "device_total_us": round(self.device_total_us, 3),
-                "tc_eligible": self.tc_eligible, "tc_share": None if share is None else round(share, 4)}
-
 
 def operators(trace: Trace, step: int | None = None, by_shapes: bool = False,
               steps_only: bool = False) -> list[OpGroup]:

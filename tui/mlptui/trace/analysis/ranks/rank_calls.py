@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mlptui.trace.analysis.ranks.rank_digest import CallRecord, RankDigest
+from mlptui.trace.reports.ranks import Straggler
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +112,7 @@ def match_calls(digests: Sequence[RankDigest], shared_clock: bool = False) -> li
     return list(calls.values())
 
 
-def step_stragglers(calls: Sequence[Call]) -> list[dict[str, object]]:
+def step_stragglers(calls: Sequence[Call]) -> list[Straggler]:
     """Per step (in order of first call): the rank that kept the others waiting longest at the step's
     collectives — the sum of the calls' lateness where it arrived last — with that sum, how many of the
     step's calls it was last at, and how many calls the step had on ≥ 2 ranks."""
@@ -128,13 +129,13 @@ def step_stragglers(calls: Sequence[Call]) -> list[dict[str, object]]:
         if r is not None:
             caused[c.step][r] = caused[c.step].get(r, 0.0) + c.late_us
             last_at[c.step][r] = last_at[c.step].get(r, 0) + 1
-    out: list[dict[str, object]] = []
+    out: list[Straggler] = []
     for step, n in count.items():
         by_rank = caused[step]
         if not by_rank:
-            out.append({"step": step, "rank": None, "late_us": 0.0, "last_at": 0, "calls": n})
+            out.append(Straggler(step=step, rank=None, late_us=0.0, last_at=0, calls=n))
             continue
         rank = max(by_rank, key=lambda r: (by_rank[r], -r))
-        out.append({"step": step, "rank": rank, "late_us": round(by_rank[rank], 3),
-                    "last_at": last_at[step][rank], "calls": n})
+        out.append(Straggler(step=step, rank=rank, late_us=round(by_rank[rank], 3), last_at=last_at[step][rank],
+                             calls=n))
     return out

@@ -6,33 +6,9 @@ no rank appears twice and the world sizes they state agree (a single trace count
 `distributedInfo` says it is one rank of several): mlptui.trace.parse.rank_hint, whose `run_problem` says
 in words why a set is not one.
 
-`ranks_report(ranked)` is the `ranks` section of `mlptui summary RUN_DIR --json`; it reduces one small
-digest per rank (mlptui.trace.analysis.ranks.rank_digest), which `reduce_digests` takes directly:
-
-    {"world_size": int, "backend": str | null,
-     "clock": {"shared": bool,                  # every rank recorded on one host (mlptui.trace.analysis.ranks.rank_clock)
-               "arrival": "start" | "duration proxy",   # how arrival is read: start times, or kernel lengths
-               "why": str, "matched_by": "seq" | "order"},
-     "ranks": [{"rank", "source",
-                "steps": [{"name", "step_us"}],   # profiled step window: start to the later of its end and its GPU work
-                "compute_us",                      # union of non-communication kernels
-                "comm_us",                         # union of NCCL/RCCL kernels
-                "overlap_share",                   # share of comm_us during which compute kernels run (null: no comm)
-                "comm_wait_us",                    # time in collectives spent waiting for the last rank (null: one rank)
-                "late_us",                         # sum over calls of how long after the first rank it arrived
-                "arrived_last"}],                  # calls at which this rank arrived last (null: one rank)
-     "stragglers": [{"step", "rank", "late_us", "last_at", "calls"}],
-                   # per step with collectives on ≥ 2 ranks: the rank whose collectives started last, the wait
-                   # it caused (sum over the calls it arrived last at of how long after the first rank it came),
-                   # how many of the step's `calls` it was last at; rank null when every rank arrived together
-     "calls": [{"step", "collective", "bytes", "group", "index", "seq", "last_rank", "late_us", "transfer_us",
-                "late_by_rank": {rank: µs after the first rank}}],
-                   # every collective call seen on ≥ 2 ranks (see mlptui.trace.analysis.ranks.rank_calls)
-     "collectives": [{"rank", "collective", "dtype", "bytes", "group_size", "count", "total_us", "wait_us",
-                      "transfer_us", "algbw_gbps", "busbw_gbps"}]}
-                   # total_us: the kernels' time; wait_us: the part spent waiting for the last rank (null: no
-                   # other rank made these calls); transfer_us = total_us − wait_us; the bandwidths are bytes ×
-                   # count over transfer_us, busbw scaled by nccl-tests' factor for the collective
+`ranks_report(ranked)` is the `ranks` section of `mlptui summary RUN_DIR --json`, a
+mlptui.trace.reports.ranks.RanksReport (each field described there); it reduces one small digest per rank
+(mlptui.trace.analysis.ranks.rank_digest), which `reduce_digests` takes directly.
 
 Straggler, late by and comm wait are one measurement seen from several sides
 (mlptui.trace.analysis.ranks.rank_calls): the straggler of a call is the rank that arrived last, and every other
@@ -45,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from mlptui.trace.analysis.comms.collectives import bus_factor
 from mlptui.trace.analysis.ranks.rank_calls import Call, by_seq, match_calls, step_stragglers
@@ -53,6 +28,7 @@ from mlptui.trace.analysis.ranks.rank_clock import shared_clock
 from mlptui.trace.analysis.ranks.rank_digest import RankDigest, comm_compute_us, rank_digest
 from mlptui.trace.model import Trace
 from mlptui.trace.parse.rank_hint import RankInfo, in_rank_order, rank_from_name
+from mlptui.trace.reports.ranks import CallRow, CollectiveRow, RankClock, RankRow, RanksReport, RankStep
 
 
 def rank_info(trace: Trace) -> RankInfo:
@@ -91,7 +67,7 @@ def comm_compute(trace: Trace) -> CommCompute:
     return CommCompute(*comm_compute_us(trace))
 
 
-def _collective_rows(d: RankDigest, calls: list[Call]) -> list[dict[str, Any]]:
+def _collective_rows(d: RankDigest, calls: list[Call]) -> list[CollectiveRow]:
     """Per kind of collective on rank `d`: kernel time, the wait in it, and the bandwidth of the transfer."""
     wait_of: dict[int, float | None] = {i: None for i in range(len(d.calls))}   # None: no other rank made it
     for c in calls:
@@ -101,7 +77,7 @@ def _collective_rows(d: RankDigest, calls: list[Call]) -> list[dict[str, Any]]:
     groups: dict[tuple[str, str | None, int | None, int | None], list[int]] = {}
     for i, rec in enumerate(d.calls):
         groups.setdefault((rec.collective, rec.dtype, rec.bytes, rec.group_size), []).append(i)
-    rows: list[dict[str, Any]] = []
+    rows: list[CollectiveRow] = []
     for (coll, dtype, nbytes, group_size), idx in groups.items():
         total = sum(d.calls[i].dur for i in idx)
         waits = [wait_of[i] for i in idx]
@@ -109,14 +85,14 @@ def _collective_rows(d: RankDigest, calls: list[Call]) -> list[dict[str, Any]]:
         transfer = total - (wait or 0.0)
         alg = nbytes * len(idx) / transfer / 1e3 if nbytes and transfer > 0 else None
         bus = None if alg is None else alg * bus_factor(coll, group_size or 1)
-        rows.append({"rank": d.rank, "collective": coll, "dtype": dtype, "bytes": nbytes, "group_size": group_size,
-                     "count": len(idx), "total_us": _r(total), "wait_us": _r(wait), "transfer_us": _r(transfer),
-                     "algbw_gbps": _r(alg), "busbw_gbps": _r(bus)})
-    rows.sort(key=lambda r: -float(r["total_us"] or 0.0))
+        rows.append(CollectiveRow(rank=d.rank, collective=coll, dtype=dtype, bytes=nbytes, group_size=group_size,
+                                  count=len(idx), total_us=_r(total), wait_us=_r(wait), transfer_us=_r(transfer),
+                                  algbw_gbps=_r(alg), busbw_gbps=_r(bus)))
+    rows.sort(key=lambda r: -float(r.total_us or 0.0))
     return rows
 
 
-def reduce_digests(digests: Sequence[RankDigest]) -> dict[str, Any]:
+def reduce_digests(digests: Sequence[RankDigest]) -> RanksReport:
     """The `ranks` section from one digest per rank (any order)."""
     ds = sorted(digests, key=lambda d: d.rank)
     world = next((d.world_size for d in ds if d.world_size), None) or len(ds)
@@ -137,24 +113,25 @@ def reduce_digests(digests: Sequence[RankDigest]) -> dict[str, Any]:
     rows = []
     for d in ds:
         cc = CommCompute(d.compute_us, d.comm_us, d.overlap_us)
-        rows.append({"rank": d.rank, "source": d.source,
-                     "steps": [{"name": n, "step_us": _r(us)} for n, us in d.steps],
-                     "compute_us": _r(cc.compute_us), "comm_us": _r(cc.comm_us),
-                     "overlap_share": _r(cc.overlap_share),
-                     "comm_wait_us": _r(waits[d.rank]) if several else None,
-                     "late_us": _r(lates[d.rank]) if several else None,
-                     "arrived_last": last[d.rank] if several else None})
-    call_rows = [{"step": c.step, "collective": c.record.collective, "bytes": c.record.bytes,
-                  "group": c.record.group, "index": c.index, "seq": c.record.seq, "last_rank": c.last_rank,
-                  "late_us": _r(c.late_us), "transfer_us": _r(c.transfer_us),
-                  "late_by_rank": {str(r): _r(c.late_of(r)) for r in sorted(c.durs)}} for c in calls if c.matched]
-    clock = {"shared": shared, "arrival": "start" if shared else "duration proxy", "why": why,
-             "matched_by": "seq" if by_seq(ds) else "order"}
-    return {"world_size": world, "backend": backend, "clock": clock, "ranks": rows,
-            "stragglers": step_stragglers(calls), "calls": call_rows, "collectives": [row for d in ds for row in _collective_rows(d, calls)]}
+        rows.append(RankRow(rank=d.rank, source=d.source,
+                            steps=[RankStep(name=n, step_us=_r(us)) for n, us in d.steps],
+                            compute_us=_r(cc.compute_us), comm_us=_r(cc.comm_us),
+                            overlap_share=_r(cc.overlap_share),
+                            comm_wait_us=_r(waits[d.rank]) if several else None,
+                            late_us=_r(lates[d.rank]) if several else None,
+                            arrived_last=last[d.rank] if several else None))
+    call_rows = [CallRow(step=c.step, collective=c.record.collective, bytes=c.record.bytes,
+                         group=c.record.group, index=c.index, seq=c.record.seq, last_rank=c.last_rank,
+                         late_us=_r(c.late_us), transfer_us=_r(c.transfer_us),
+                         late_by_rank={str(r): _r(c.late_of(r)) for r in sorted(c.durs)}) for c in calls if c.matched]
+    clock = RankClock(shared=shared, arrival="start" if shared else "duration proxy", why=why,
+                      matched_by="seq" if by_seq(ds) else "order")
+    return RanksReport(world_size=world, backend=backend, clock=clock, ranks=rows,
+                       stragglers=step_stragglers(calls), calls=call_rows,
+                       collectives=[row for d in ds for row in _collective_rows(d, calls)])
 
 
-def ranks_report(ranked: Sequence[tuple[int, Trace]]) -> dict[str, Any]:
+def ranks_report(ranked: Sequence[tuple[int, Trace]]) -> RanksReport:
     digests = []
     for rank, t in ranked:
         info = rank_info(t)

@@ -45,6 +45,7 @@ from mlptui.trace.analysis.steps.breakdown import (
 )
 from mlptui.trace.model import KERNEL, Trace
 from mlptui.trace.names.runtime_calls import classify_call
+from mlptui.trace.reports.profile import OverviewDevice, OverviewReport, OverviewRow, UsedDevice
 
 NOT_MEASURED = ("not measured: no kernel in the window has an achieved occupancy above 0 % (Kineto writes 0 "
                 "where it did not measure)")
@@ -76,23 +77,27 @@ class Figures:
             self.breakdown_ns[k] = self.breakdown_ns.get(k, 0) + v
         self.no_grid_how = self.no_grid_how or other.no_grid_how
 
-    def to_dict(self, name: str) -> dict[str, Any]:
+    def row(self, name: str, measured: dict[str, float]) -> OverviewRow:
+        """The figures as a row of the overview, with what hardware counters measured (mlptui.trace.analysis.steps.device_marks)."""
         def share(num: float, den: float) -> float | None:
             return round(num / den, 4) if den > 0 else None
 
         sm_na = self.sm_efficiency_na()
-        return {
-            "name": name,
-            "duration_us": self.window_ns / 1000,
-            "gpu_util": share(self.busy_ns, self.window_ns),
-            "sm_efficiency": None if sm_na else share(self.sm_ns, self.window_ns),
-            "sm_efficiency_na": sm_na,
-            "achieved_occupancy": share(self.occ_weighted, self.occ_ns * 100),
-            "achieved_occupancy_na": (NOT_MEASURED if self.kernel_ns > 0 and self.occ_ns == 0 else None),
-            "theoretical_occupancy": share(self.th_weighted, self.th_ns),
-            "tensor_core_share": share(self.tc_ns, self.kernel_ns),
-            "breakdown_us": {c: self.breakdown_ns.get(c, 0) / 1000 for c in CATEGORIES},
-        }
+        return OverviewRow(
+            name=name,
+            duration_us=self.window_ns / 1000,
+            gpu_util=share(self.busy_ns, self.window_ns),
+            sm_efficiency=None if sm_na else share(self.sm_ns, self.window_ns),
+            sm_efficiency_na=sm_na,
+            achieved_occupancy=share(self.occ_weighted, self.occ_ns * 100),
+            achieved_occupancy_na=(NOT_MEASURED if self.kernel_ns > 0 and self.occ_ns == 0 else None),
+            theoretical_occupancy=share(self.th_weighted, self.th_ns),
+            tensor_core_share=share(self.tc_ns, self.kernel_ns),
+            breakdown_us={c: self.breakdown_ns.get(c, 0) / 1000 for c in CATEGORIES},
+            achieved_occupancy_measured=measured.get("achieved_occupancy"),
+            sm_efficiency_measured=measured.get("sm_efficiency"),
+            sm_throughput_measured=measured.get("sm_throughput"),
+        )
 
     def sm_efficiency_na(self) -> str | None:
         """Why SM efficiency cannot be known over this window (None when it can): some kernel time in it
@@ -217,7 +222,7 @@ def main_device(trace: Trace, kf: KernelFacts) -> int | None:
 
 
 def overview(trace: Trace, kf: KernelFacts | None = None, step: int | None = None,
-             spans: Spans | None = None) -> dict[str, Any]:
+             spans: Spans | None = None) -> OverviewReport:
     """The `overview` section of `summary --json` (see the module docstring); `step` narrows the scope
     to that step's window. `kf` and `spans` are what a caller computing several scopes keeps."""
     kf = kernel_facts(trace, scope_window_us(trace, step)) if kf is None else kf
@@ -239,56 +244,39 @@ def overview(trace: Trace, kf: KernelFacts | None = None, step: int | None = Non
     total = Figures()
     for fig in figures[len(windows):]:          # the union's pieces: a moment in two windows counts once
         total.add(fig)
-    devices = []
+    devices: list[OverviewDevice] = []
     listed: dict[int, dict[str, Any]] = {int(d["id"]): d for d in trace.devices if isinstance(d.get("id"), int)}
     for d in sorted(set(listed) | set(used)):
         props = listed.get(d) or device_for(trace, d) or {}      # one entry describes a one-GPU trace's device
         arch = device_arch(props, trace.meta)
-        row: dict[str, Any] = {"id": d, "name": props.get("name"), "vendor": arch.vendor, "arch": arch.arch,
-                               "units": arch.units, "label": device_label(props, trace.meta),
-                               "memory_bytes": props.get("totalGlobalMem"), "sms": props.get("numSms")}
-        if d in per_device:
-            scope = Figures()
-            for fig in per_device[d][len(windows):]:
-                fig.no_grid_how = how
-                scope.add(fig)
-            figs = scope.to_dict("")
-            for key in ("gpu_util", "sm_efficiency", "sm_efficiency_na", "achieved_occupancy",
-                        "achieved_occupancy_na", "theoretical_occupancy", "tensor_core_share"):
-                row[key] = figs[key]
-            row["kernels"] = int((kf.device == d).sum())
-            _measured(row, trace, d, union)
-        devices.append(row)
+        base = OverviewDevice(id=d, name=props.get("name"), vendor=arch.vendor, arch=arch.arch, units=arch.units,
+                              label=device_label(props, trace.meta), memory_bytes=props.get("totalGlobalMem"),
+                              sms=props.get("numSms"))
+        if d not in per_device:
+            devices.append(base)
+            continue
+        scope = Figures()
+        for fig in per_device[d][len(windows):]:
+            fig.no_grid_how = how
+            scope.add(fig)
+        figs = scope.row("", _measured(trace, d, union))
+        devices.append(UsedDevice(
+            id=base.id, name=base.name, vendor=base.vendor, arch=base.arch, units=base.units, label=base.label,
+            memory_bytes=base.memory_bytes, sms=base.sms, gpu_util=figs.gpu_util, sm_efficiency=figs.sm_efficiency, sm_efficiency_na=figs.sm_efficiency_na,
+            achieved_occupancy=figs.achieved_occupancy, achieved_occupancy_na=figs.achieved_occupancy_na,
+            theoretical_occupancy=figs.theoretical_occupancy, tensor_core_share=figs.tensor_core_share,
+            kernels=int((kf.device == d).sum()), achieved_occupancy_measured=figs.achieved_occupancy_measured,
+            sm_efficiency_measured=figs.sm_efficiency_measured, sm_throughput_measured=figs.sm_throughput_measured))
     scope_name = scope_label(trace, step)
-    step_rows = [_measured(fig.to_dict(w.name), trace, main, [w]) for fig, w in zip(steps, windows, strict=True)]
-    return {"devices": devices, "main_device": main, "unlinked": unlinked_line(trace),
-            "outside_operators": outside_operators_line(trace),
-            "steps": step_rows, "total": _measured(total.to_dict(scope_name), trace, main, union)}
+    step_rows = [fig.row(w.name, _measured(trace, main, [w])) for fig, w in zip(steps, windows, strict=True)]
+    return OverviewReport(devices=devices, main_device=main, unlinked=unlinked_line(trace),
+                          outside_operators=outside_operators_line(trace), steps=step_rows,
+                          total=total.row(scope_name, _measured(trace, main, union)))
 
 
-def _measured(row: dict[str, Any], trace: Trace, device: int | None, windows: list[Window]) -> dict[str, Any]:
-    """The row with the figures hardware counters measured over its windows (null where none were sampled):
-    the views show them, labelled measured, in place of the estimates."""
-    from mlptui.trace.analysis.steps.device_marks import MEASURED, measured_figures
+def _measured(trace: Trace, device: int | None, windows: list[Window]) -> dict[str, float]:
+    """The figures hardware counters measured over the windows (none where none were sampled): the views
+    show them, labelled measured, in place of the estimates."""
+    from mlptui.trace.analysis.steps.device_marks import measured_figures
 
-    found = measured_figures(trace, device, [(w.start_ns / 1000, w.end_ns / 1000) for w in windows])
-    for figure in MEASURED.values():
-        row[f"{figure}_measured"] = found.get(figure)
-    return row
-
-
-def na_notes(ov: dict[str, Any]) -> list[str]:
-    """One line per figure of the scope's total that is "n/a", saying why; then what the trace could not
-    link (mlptui.trace.analysis.events.unlinked)."""
-    total = ov["total"]
-    notes = [(figure, total.get(f"{key}_na")) for figure, key in (("SM eff", "sm_efficiency"),
-                                                                  ("achieved occupancy", "achieved_occupancy"))
-             if total.get(f"{key}_measured") is None]
-    measured = [f"{figure} {total[key]:.0%}" for figure, key in (
-        ("SM eff", "sm_efficiency_measured"), ("achieved occupancy", "achieved_occupancy_measured"),
-        ("SM throughput", "sm_throughput_measured")) if total.get(key) is not None]
-    lines = [f"{figure} n/a: {why}" for figure, why in notes if why]
-    if measured:
-        lines.append("m: measured by the GPU's hardware counters (CUPTI PM sampling, mean of the samples in the "
-                     f"window) in place of the estimate: {', '.join(measured)}")
-    return lines + [ov[key] for key in ("unlinked", "outside_operators") if ov.get(key)]
+    return measured_figures(trace, device, [(w.start_ns / 1000, w.end_ns / 1000) for w in windows])

@@ -5,10 +5,9 @@ communication / overlap / wait per rank, and the collectives with their bus band
 
 from __future__ import annotations
 
-from typing import Any
-
 from mlptui.base.units import MISSING, bandwidth, duration, share, size
 from mlptui.trace.analysis.comms.links import Link
+from mlptui.trace.reports.ranks import RanksReport, Straggler
 
 
 def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
@@ -21,57 +20,55 @@ def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[s
     return [fmt(headers), fmt(["-" * w for w in widths]), *(fmt(r) for r in rows)]
 
 
-def step_matrix(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def step_matrix(report: RanksReport) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of step time per rank (columns) per step (rows)."""
-    ranks = report["ranks"]
+    ranks = report.ranks
     names: list[str] = []
     for r in ranks:
-        for s in r["steps"]:
-            if s["name"] not in names:
-                names.append(s["name"])
-    slow = {s["step"]: s for s in report["stragglers"]}
+        for s in r.steps:
+            if s.name not in names:
+                names.append(s.name)
+    slow = {s.step: s for s in report.stragglers}
     rows = []
     for name in names:
         cells = [name]
         for r in ranks:
-            us = next((s["step_us"] for s in r["steps"] if s["name"] == name), None)
+            us = next((s.step_us for s in r.steps if s.name == name), None)
             cells.append(duration(us))
         cells.append(straggler_cell(slow.get(name)))
         rows.append(cells)
-    return ["step", *(f"rank {r['rank']}" for r in ranks), straggler_header(report)], rows
+    return ["step", *(f"rank {r.rank}" for r in ranks), straggler_header(report)], rows
 
 
-def straggler_header(report: dict[str, Any]) -> str:
+def straggler_header(report: RanksReport) -> str:
     """The straggler column's title: measured from start times, or the duration proxy, labelled so."""
-    clock = report.get("clock") or {}
-    return "straggler (arrived last)" if clock.get("shared") else "straggler (proxy: shortest kernel)"
+    return "straggler (arrived last)" if report.clock.shared else "straggler (proxy: shortest kernel)"
 
 
-def clock_line(report: dict[str, Any]) -> str:
+def clock_line(report: RanksReport) -> str:
     """How arrival was read, in one line."""
-    clock = report.get("clock") or {}
-    matched = "NCCL Seq" if clock.get("matched_by") == "seq" else "their order"
-    return f"arrival: {clock.get('why', MISSING)}; calls matched across ranks by {matched}"
+    matched = "NCCL Seq" if report.clock.matched_by == "seq" else "their order"
+    return f"arrival: {report.clock.why}; calls matched across ranks by {matched}"
 
 
-def straggler_cell(st: dict[str, Any] | None) -> str:
+def straggler_cell(st: Straggler | None) -> str:
     if st is None:
         return "n/a (no collective on 2+ ranks)"
-    if st["rank"] is None:
+    if st.rank is None:
         return "none (all arrived together)"
-    return f"rank {st['rank']}, others waited {duration(st['late_us'])} ({st['last_at']}/{st['calls']} calls)"
+    return f"rank {st.rank}, others waited {duration(st.late_us)} ({st.last_at}/{st.calls} calls)"
 
 
-def step_spread(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def step_spread(report: RanksReport) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of step time per step across ranks (fastest, median, slowest and which rank), for
     runs with too many ranks to give each a column."""
     rows = []
-    slow = {s["step"]: s for s in report["stragglers"]}
+    slow = {s.step: s for s in report.stragglers}
     by_step: dict[str, list[tuple[float, int]]] = {}
-    for r in report["ranks"]:
-        for s in r["steps"]:
-            if s["step_us"] is not None:
-                by_step.setdefault(s["name"], []).append((s["step_us"], r["rank"]))
+    for r in report.ranks:
+        for s in r.steps:
+            if s.step_us is not None:
+                by_step.setdefault(s.name, []).append((s.step_us, r.rank))
     for name, times in by_step.items():
         times.sort()
         rows.append([name, str(len(times)), duration(times[0][0]), duration(times[len(times) // 2][0]),
@@ -83,24 +80,24 @@ def step_spread(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 MAX_WIDTH = 120
 
 
-def rank_rows(report: dict[str, Any]) -> list[list[str]]:
-    return [[str(r["rank"]), duration(r["compute_us"]), duration(r["comm_us"]), share(r["overlap_share"]),
-             duration(r["comm_wait_us"]), duration(r.get("late_us")),
-             MISSING if r["arrived_last"] is None else str(r["arrived_last"])]
-            for r in report["ranks"]]
+def rank_rows(report: RanksReport) -> list[list[str]]:
+    return [[str(r.rank), duration(r.compute_us), duration(r.comm_us), share(r.overlap_share),
+             duration(r.comm_wait_us), duration(r.late_us),
+             MISSING if r.arrived_last is None else str(r.arrived_last)]
+            for r in report.ranks]
 
 
 RANK_HEADERS = ["rank", "compute", "comm", "overlap", "comm wait", "late by", "last at"]
 
 
-def collective_rows(report: dict[str, Any], link: Link | None) -> list[list[str]]:
+def collective_rows(report: RanksReport, link: Link | None) -> list[list[str]]:
     rows = []
-    for c in report["collectives"]:
-        pct = "" if link is None or c["busbw_gbps"] is None else share(c["busbw_gbps"] / link.peak_gbps)
-        rows.append([str(c["rank"]), c["collective"], c["dtype"] or MISSING, size(c["bytes"]),
-                     str(c["group_size"] or MISSING), str(c["count"]), duration(c["total_us"]),
-                     duration(c["wait_us"]), duration(c["transfer_us"]), bandwidth(c["algbw_gbps"]),
-                     bandwidth(c["busbw_gbps"]), pct])
+    for c in report.collectives:
+        pct = "" if link is None or c.busbw_gbps is None else share(c.busbw_gbps / link.peak_gbps)
+        rows.append([str(c.rank), c.collective, c.dtype or MISSING, size(c.bytes),
+                     str(c.group_size or MISSING), str(c.count), duration(c.total_us),
+                     duration(c.wait_us), duration(c.transfer_us), bandwidth(c.algbw_gbps),
+                     bandwidth(c.busbw_gbps), pct])
     return rows
 
 
@@ -112,9 +109,9 @@ def collective_headers(link: Link | None) -> list[str]:
 CALL_ROWS = 10
 
 
-def render_ranks_text(report: dict[str, Any], link: Link | None) -> str:
-    lines = [f"run of {len(report['ranks'])} rank(s), world size {report['world_size']}, "
-             f"backend {report['backend'] or MISSING}", ""]
+def render_ranks_text(report: RanksReport, link: Link | None) -> str:
+    lines = [f"run of {len(report.ranks)} rank(s), world size {report.world_size}, "
+             f"backend {report.backend or MISSING}", ""]
     headers, rows = step_matrix(report)
     matrix = _table(headers, rows, set(range(1, len(headers) - 1)))
     if max(map(len, matrix)) > MAX_WIDTH:
@@ -128,16 +125,16 @@ def render_ranks_text(report: dict[str, Any], link: Link | None) -> str:
     lines += ["overlap: share of communication time during which compute kernels run; comm wait: time in",
               "collectives spent waiting for the last rank; late by: summed over calls, how long after the first",
               "rank this one arrived; last at: collectives at which this rank arrived last"]
-    late = sorted((c for c in report.get("calls", []) if c["last_rank"] is not None), key=lambda c: -c["late_us"])
+    late = sorted((c for c in report.calls if c.last_rank is not None), key=lambda c: -(c.late_us or 0.0))
     if late:
-        rows = [[c["step"] or MISSING, c["collective"], size(c["bytes"]), str(c["index"] + 1),
-                 f"rank {c['last_rank']}", duration(c["late_us"]), duration(c["transfer_us"])] for c in late[:CALL_ROWS]]
+        rows = [[c.step or MISSING, c.collective, size(c.bytes), str(c.index + 1),
+                 f"rank {c.last_rank}", duration(c.late_us), duration(c.transfer_us)] for c in late[:CALL_ROWS]]
         lines += ["", *_table(["step", "collective", "size", "call", "arrived last", "late by", "transfer"], rows,
                               {2, 3, 5, 6})]
         more = f" ({len(late) - CALL_ROWS} more in --json)" if len(late) > CALL_ROWS else ""
         lines += [f"collective calls, latest arrivals first{more}: late by = how long after the first rank",
                   "the last one arrived (the longest wait it caused); call = the n-th of that kind"]
-    if report["collectives"]:
+    if report.collectives:
         lines += ["", *_table(collective_headers(link), collective_rows(report, link), set(range(3, 12)))]
         lines += ["transfer: kernel time from the last rank's arrival (total − wait); bandwidths are over the",
                   "transfer, busbw with nccl-tests' factor for the collective"]
