@@ -10,7 +10,6 @@ import orjson
 import pytest
 from conftest import ROOT, SAMPLES
 
-from mlptui.commands.output import dumps_json
 from mlptui.trace.analysis.kernels.kernel_stats import kernel_stats
 from mlptui.trace.analysis.kernels.tensor_cores import tc_eligible, uses_tensor_cores
 from mlptui.trace.analysis.memory.memory import memory_report

@@ -13,7 +13,7 @@ from typing import Any, TypeVar, cast
 
 from mlptui.api import compare, dispatch_tree, timeline
 from mlptui.api.results import Check, Diff, Dispatch, Findings, Memory, Modules, Overview, Table
-from mlptui.api.rows import KernelRow, ModuleRow, OperatorRow, RecommendationRow, TimelineRow
+from mlptui.api.rows import KernelRow, ModuleRow, OperatorRow, TimelineRow
 from mlptui.base.errors import MlptuiError
 from mlptui.trace import model
 from mlptui.trace.reports.common import StepStats
@@ -113,13 +113,13 @@ class Trace:
         return Table(_sorted(_matching(rows, filter, ("name", "short")), sort), self._scope(index))
 
     def memory(self) -> Memory:
-        mem = self.summary().memory
+        mem = self._sections(None)["memory"]
         if mem is None:
             return Memory(False, NO_MEMORY, [], [], [])
         return Memory(True, None, mem["ops"], mem["devices"], mem["unfreed"])
 
     def modules(self) -> Modules:
-        mods = cast("list[ModuleRow] | None", self.summary().modules)
+        mods = cast("list[ModuleRow] | None", self._sections(None)["modules"])
         if mods is None:
             return Modules(False, NO_MODULES, [])
         return Modules(True, None, [dict(m) for m in mods])
@@ -149,7 +149,7 @@ class Trace:
 
     def findings(self) -> Findings:
         r = self.summary()
-        return Findings(lines=r.findings, recommendations=cast(list[RecommendationRow], r.recommendations),
+        return Findings(lines=r.findings, recommendations=r.recommendations,
                         attention=r.attention)
 
 

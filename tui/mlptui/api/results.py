@@ -13,9 +13,9 @@ from mlptui.api.rows import (
     MemoryOpRow,
     OutcomeRow,
     OverviewRow,
-    RecommendationRow,
 )
 from mlptui.trace.reports.attention import AttentionFacts
+from mlptui.trace.reports.profile import Recommendation
 
 RowT = TypeVar("RowT")
 
@@ -73,7 +73,7 @@ class Dispatch(Rows):
 @dataclass(frozen=True)
 class Findings:
     lines: list[str]                         # the last step at a glance, as `summary` writes them
-    recommendations: list[RecommendationRow]
+    recommendations: list[Recommendation]
     attention: AttentionFacts | None
 
 

@@ -4,7 +4,7 @@ mlptui.trace.reports) has those rows instead."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
 
 class OverviewRow(TypedDict):
@@ -89,8 +89,3 @@ class OutcomeRow(TypedDict):
     shows: str
 
 
-class RecommendationRow(TypedDict):
-    rule: str
-    message: str
-    applies_to: str
-    figures: dict[str, Any]

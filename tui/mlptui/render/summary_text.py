@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from mlptui.base.units import duration
+from mlptui.render.profile_text import render_profile_markdown, render_profile_text
 from mlptui.trace.analysis.critical_path.critical_graph import KINDS
 from mlptui.trace.analysis.critical_path.critical_path_report import label
-from mlptui.render.profile_text import render_profile_markdown, render_profile_text
 from mlptui.trace.names.distinct import distinct_labels
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.reports.common import DeviceArch, StepStats
@@ -109,7 +109,7 @@ def kernel_labels(r: SummaryReport) -> dict[str, str]:
     ops' inputs; the raw names are in --json), as the views show it: kernels whose short names are alike
     get the words of their raw names that differ (mlptui.trace.names.distinct), one label per raw name in
     every table of the summary."""
-    rows = [(k.name, k.short) for k in r.kernels] + [(k["name"], k.get("short")) for k in r.kernel_stats]
+    rows = [(k.name, k.short) for k in r.kernels] + [(k.name, k.short) for k in r.kernel_stats]
     shorts = {name: short for name, short in rows if short}
     names = [name for name, _ in rows] + [k for row in r.dispatch for k in row.gpu_kernels]
     return distinct_labels(names, lambda raw: shorts.get(raw) or decode_kernel(raw).short)
