@@ -33,8 +33,8 @@ ALLOWED = (
     # the formats every surface writes: examples of output, not measurements
     ("base/units.py", "µs"),
     ("viewmodels/fmt.py", "A duration given in µs: 2.69 µs"),
-    ("trace/diff/render.py", "`+1.20 ms`"),
-    ("trace/diff/render.py", "189.10 ms → 128.50 ms"),
+    ("render/diff_text.py", "`+1.20 ms`"),
+    ("render/diff_text.py", "189.10 ms → 128.50 ms"),
     ("widgets/launches.py", "`cudaMemsetAsync 3.10 µs"),
     ("widgets/timeline.py", "`90.91 ms in view`"),
     # a constant's meaning: the gap between the readings it takes

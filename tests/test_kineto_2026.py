@@ -151,10 +151,10 @@ def test_hardware_counters_load_list_and_replace_the_estimates_measured(tmp_path
         assert 0 < len(inside) < len([e for e in counters if e["name"] == metric])     # one sample falls outside
         return sum(inside) / len(inside) / 100
 
-    for row in (d["overview"].steps[0], d["overview"].total):
-        assert row.achieved_occupancy_measured == pytest.approx(mean_in_step(k26.WARPS_ACTIVE), abs=1e-4)
-        assert row.sm_efficiency_measured == pytest.approx(mean_in_step(k26.SM_ACTIVE), abs=1e-4)
-        assert row.sm_throughput_measured == pytest.approx(mean_in_step(k26.SM_THROUGHPUT), abs=1e-4)
+    for row in (d["overview"]["steps"][0], d["overview"]["total"]):
+        assert row["achieved_occupancy_measured"] == pytest.approx(mean_in_step(k26.WARPS_ACTIVE), abs=1e-4)
+        assert row["sm_efficiency_measured"] == pytest.approx(mean_in_step(k26.SM_ACTIVE), abs=1e-4)
+        assert row["sm_throughput_measured"] == pytest.approx(mean_in_step(k26.SM_THROUGHPUT), abs=1e-4)
     from mlptui.cli import main
 
     assert main(["summary", str(tmp_path / "t.pt.trace.json")]) == 0

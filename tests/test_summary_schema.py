@@ -27,8 +27,13 @@ def _check(value: Any, hint: Any, where: str, seen: set[type]) -> None:
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
         options = [h for h in typing.get_args(hint) if h is not type(None)]
+        if value is not None and len(options) > 1:     # report types told apart by their fields
+            assert all(dataclasses.is_dataclass(h) for h in options), f"{where}: a union of non-report types"
+            assert isinstance(value, dict), f"{where}: {type(value).__name__}, not an object"
+            fitting = [h for h in options if [f.name for f in dataclasses.fields(h)] == list(value)]
+            assert len(fitting) == 1, f"{where}: keys {list(value)} fit {len(fitting)} of {options}"
+            options = fitting
         if value is not None:
-            assert len(options) == 1, f"{where}: more than one type besides None"
             _check(value, options[0], where, seen)
         return
     if dataclasses.is_dataclass(hint):

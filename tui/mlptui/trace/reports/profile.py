@@ -61,7 +61,7 @@ class UsedDevice(OverviewDevice):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OverviewReport:
-    devices: list[OverviewDevice]           # UsedDevice where the device ran kernels
+    devices: list[UsedDevice | OverviewDevice]     # UsedDevice where the device ran kernels
     main_device: int | None                 # the device that ran the most kernels: the steps' figures are its
     unlinked: str | None                    # what the trace could not link, in one line
     outside_operators: str | None
