@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from mlptui.base.units import duration
 from mlptui.trace.analysis.critical_path.critical_graph import KINDS
 from mlptui.trace.analysis.critical_path.critical_path import CriticalPath, critical_paths
@@ -24,15 +26,30 @@ def _r(x: float) -> float:
     return round(x, 3)
 
 
+def _r_all(values: list[float]) -> list[float]:
+    """round(x, 3) of each, through numpy: rint(x * 1000) / 1000 is the same float wherever x * 1000 is
+    not within reach of a half (those, and values too large for it, are rounded one by one)."""
+    x = np.asarray(values, dtype=np.float64)
+    y = x * 1000.0
+    r = np.rint(y)
+    out = r / 1000.0
+    doubt = ~(np.abs(np.abs(y - r) - 0.5) > 1e-6) | ~(np.abs(y) < 2.0**50)
+    for i in np.flatnonzero(doubt).tolist():
+        out[i] = round(values[i], 3)
+    rounded: list[float] = out.tolist()
+    return rounded
+
+
 def path_dict(p: CriticalPath) -> dict[str, Any]:
+    c = p.columns
     return {
         "step": p.name, "length_us": _r(p.length_us), "window_us": _r(p.window_us),
-        "remainder_us": _r(p.remainder_us), "unexplained_us": _r(p.unexplained_us), "gpu_share": round(p.gpu_share, 4),
+        "remainder_us": _r(p.remainder_us) + 0.0, "unexplained_us": _r(p.unexplained_us), "gpu_share": round(p.gpu_share, 4),
         "breakdown_us": {k: _r(v) for k, v in p.breakdown_us.items()},
         "top": [{"name": n, "kind": k, "us": _r(us)} for n, k, us in p.top],
         "what_if": [{"name": n, "step_us": _r(us)} for n, us in p.what_if],
-        "segments": [{"kind": s.kind, "name": s.name, "start_us": _r(s.start_us), "dur_us": _r(s.dur_us), "op": s.op}
-                     for s in p.segments],
+        "segments": [{"kind": k, "name": n, "start_us": s, "dur_us": d, "op": o} for k, n, s, d, o in
+                     zip(c.kind, c.name, _r_all(c.start_us), _r_all(c.dur_us), c.op, strict=True)],
     }
 
 
