@@ -63,8 +63,9 @@ class Flow:
         self.dst_first = np.flatnonzero(np.concatenate(([True], dst[1:] != dst[:-1]))) if len(dst) else dst
         self.dst_of = dst[self.dst_first]
 
-    def longest(self, weight: np.ndarray) -> np.ndarray:
-        """Longest distance from the source to every node, per column of `weight`."""
+    def longest(self, weight: np.ndarray, sink_only: bool = False) -> np.ndarray:
+        """Longest distance from the source to every node, per column of `weight` (with `sink_only`, to the
+        kept nodes only: row 1 is the sink's)."""
         w = weight if weight.ndim == 2 else weight[:, None]
         k = w.shape[1]
         step = np.zeros((self.n, k))
@@ -90,6 +91,8 @@ class Flow:
         else:
             out = np.stack([self._in_order(w[:, j]) for j in range(k)], axis=1)
             return out if weight.ndim == 2 else out[:, 0]
+        if sink_only:
+            return dist if weight.ndim == 2 else dist[:, 0]
         whole: np.ndarray = top[self.below] + ran
         return whole if weight.ndim == 2 else whole[:, 0]
 

@@ -123,7 +123,7 @@ def critical_path(trace: Trace, step: int | None) -> CriticalPath:
         without = np.repeat(weight[:, None], len(ranked), axis=1)
         for j, ((n, _k), _us) in enumerate(ranked):
             without[g.own & (names == n), j] = 0.0
-        ends = flow.longest(without)[1].tolist()
+        ends = flow.longest(without, sink_only=True)[1].tolist()
         what_if = [(strings[n], us) for ((n, _k), _u), us in zip(ranked, ends, strict=True)]
     mark = trace.steps[step] if step is not None and trace.steps else None
     window = g.end_us - g.start_us
