@@ -177,6 +177,7 @@ class _Rows:
     stream_wait: np.ndarray             # per Op: a cudaStreamWaitEvent
     sync_ts: np.ndarray                 # the recorded syncs' starts, in time order
     syncs: list[DeviceMark]
+    gpu_kind: np.ndarray                # per GpuOp: its kind's index in KINDS
 
 
 def _rows_by_step(trace: Trace) -> _Rows:
@@ -189,10 +190,13 @@ def _rows_by_step(trace: Trace) -> _Rows:
     code = np.where(sync, _SYNC_CALL, np.where(launch, _LAUNCH_CALL, _NO_CALL)).astype(np.int8)
     wait = t.names_where(is_stream_wait, t.op_name[calls])
     syncs = sorted((m for m in trace.marks if m.kind == "sync"), key=lambda m: m.ts)
+    device = np.full(len(t.strings), _K["kernel"], dtype=np.int8)
+    for cat, kind in DEVICE_KINDS.items():
+        device[t.cat_ids((cat,))] = _K[kind]
     return _Rows(_split(np.arange(t.n_ops), t.op_step), _split(np.arange(t.n_gpu), t.gpu_step), by_start,
                  float(t.gpu_dur.max()) if t.n_gpu else 0.0,
                  np.where(calls, code[t.op_name], _NO_CALL).astype(np.int8), calls & wait[t.op_name],
-                 np.array([m.ts for m in syncs], dtype=np.float64), syncs)
+                 np.array([m.ts for m in syncs], dtype=np.float64), syncs, device[t.gpu_cat])
 
 
 def _split(ids: np.ndarray, step: np.ndarray) -> dict[int, np.ndarray]:
@@ -422,10 +426,8 @@ class _Device:
         self.start_node = 2 + len(cpu.time) + 2 * np.arange(m)
         self.end_node = self.start_node + 1
         self.time = np.stack([self.ts, self.ends], axis=1).reshape(-1)
-        code = np.full(len(t.strings), _K["kernel"], dtype=np.int8)
-        for cat, kind in DEVICE_KINDS.items():
-            code[t.cat_ids((cat,))] = _K[kind]
-        self.kind_code = code[t.gpu_cat[gpu]]
+        rows = trace.derive(_rows_by_step)
+        self.kind_code = rows.gpu_kind[gpu]
         self.call = cpu.local(t.gpu_launch[gpu])                       # position in cpu, -1: outside the window
         known = self.call >= 0
         call = np.maximum(self.call, 0)
@@ -437,7 +439,6 @@ class _Device:
         self.prev = np.where(same_lane, np.arange(m) - 1, -1)
         self.by_end = np.lexsort((gpu, self.ends))                     # by end, then id
         self.by_end_t = self.ends[self.by_end]
-        rows = trace.derive(_rows_by_step)
         lo = int(np.searchsorted(rows.sync_ts, start, side="left"))
         hi = int(np.searchsorted(rows.sync_ts, end, side="right"))
         marks = rows.syncs[lo:hi]
