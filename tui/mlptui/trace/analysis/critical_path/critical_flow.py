@@ -7,9 +7,11 @@ The graph is runs of nodes joined by chain edges (a thread's instants, a stream'
 between runs (launches, syncs, waits, the source and the sink). Along a run the distance is a running
 maximum: dist[i] = max(x[i], dist[i-1] + w) is, with W the running sum of the run's weights,
 W[i] + max over j <= i of (x[j] - W[j]), one cumulative maximum. So each round gathers the edges between
-runs into x, then scans every run at once; rounds repeat until nothing changes, which takes as many
-rounds as the longest path switches runs, plus one. A graph that needs more rounds than MAX_ROUNDS
-(a step with hundreds of host-device round trips) is settled edge by edge in topological order instead.
+runs into x, then scans every run at once; rounds repeat until x no longer changes, which takes as many
+rounds as the longest path switches runs, and one more gathering. A graph that needs more rounds than
+MAX_ROUNDS (a step with hundreds of host-device round trips) is settled edge by edge in topological
+order instead. Only the nodes that edges between runs touch (and each run's first) take part in the
+rounds; the others follow from their run's running sum.
 Every node starts at 0, so a node the source cannot reach stays at 0, as in the edge-by-edge pass.
 """
 
@@ -76,18 +78,19 @@ class Flow:
         m = len(self.kept)
         dist = np.zeros((m, k))
         top = np.zeros((m, k))
+        seen = None
         for _ in range(MAX_ROUNDS):
             x = np.zeros((m, k))
             if len(cw):
                 x[self.cross_to] = np.maximum(np.maximum.reduceat(dist[self.cross_src] + cw, self.cross_first, axis=0),
                                               0.0)
+            if seen is not None and np.array_equal(x, seen):
+                break                                   # the same arrivals scan to the same distances
+            seen = x
             top = x - kept_ran
             for a, b in self.runs:
                 np.maximum.accumulate(top[a:b], axis=0, out=top[a:b])
-            y = top + kept_ran
-            if np.array_equal(y, dist):
-                break
-            dist = y
+            dist = top + kept_ran
         else:
             out = np.stack([self._in_order(w[:, j]) for j in range(k)], axis=1)
             return out if weight.ndim == 2 else out[:, 0]
