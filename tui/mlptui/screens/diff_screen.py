@@ -26,6 +26,7 @@ from mlptui.screens.help_screen import HelpScreen, binding_lines, help_text
 from mlptui.screens.host import host
 from mlptui.screens.when_composed import when_composed
 from mlptui.trace.diff.cpu import op_key
+from mlptui.trace.diff.critical_diff import critical_path_header
 from mlptui.trace.diff.render import MARKERS, direction, figure_pairs, fmt_speedup
 from mlptui.trace.diff.trace_diff import Side, TraceDiff, diff_traces
 from mlptui.trace.model import Trace
@@ -39,7 +40,8 @@ SYNC_LIMIT = 20_000
 
 
 def header_text(d: TraceDiff) -> str:
-    """Three lines, each with what a reader compares first, so that 80 columns keep it: the two sides with
+    """Three lines (a fourth: the critical path's length on both sides and the kinds of time that moved
+    most), each with what a reader compares first, so that 80 columns keep it: the two sides with
     the aligned step's own counts and times, then the row counts per status and B against A (the runs'
     unprofiled timings, from their manifests, first when both have them; then the aligned steps' windows
     and GPU busy, each with its own direction)."""
@@ -53,9 +55,11 @@ def header_text(d: TraceDiff) -> str:
     # Short enough that every figure's direction fits 80 columns: none may be cut while another shows.
     parts = [f"{'step' if name == 'step' else label} {fmt_speedup(x / y)} {direction(x, y)}"
              for name, label, x, y in figure_pairs(a, b)]
+    cp = d.critical_path()
     return "\n".join([
         *(printable(_side_line(tag, side)) for tag, side in (("A", d.a), ("B", d.b))),
         f"rows {counts} │ B vs A: {' · '.join(parts) or MISSING}",
+        *([critical_path_header(cp)] if cp else []),
     ])
 
 

@@ -200,6 +200,9 @@ def render_text(doc: dict[str, Any], *, raw: bool = False, width: int = 100, onl
 
         lines += ["", "Overview (all steps of each side):"] + ["  " + x for x in overview_lines(doc)]
         lines += ["", "Operators of the aligned steps, side by side:"] + operator_lines(doc)
+    from mlptui.trace.diff.critical_diff import critical_path_lines
+
+    lines += critical_path_lines(doc)
     lines.append("")
     lines.append("markers: " + "  ".join(f"{m} {s}" for s, m in MARKERS.items()))
     return "\n".join(lines) + "\n"
@@ -262,4 +265,7 @@ def render_markdown(doc: dict[str, Any], *, raw: bool = False, only_diff: bool =
 
         lines += ["", "### Overview (all steps of each side)", ""] + [f"- {_md(x)}" for x in overview_lines(doc)]
         lines += ["", "### Operators of the aligned steps", "", "```"] + operator_lines(doc) + ["```"]
+    from mlptui.trace.diff.critical_diff import critical_path_markdown
+
+    lines += critical_path_markdown(doc)
     return "\n".join(lines) + "\n"

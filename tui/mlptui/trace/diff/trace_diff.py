@@ -134,6 +134,7 @@ class TraceDiff:
     launch_calls: list[Pair] = field(default_factory=list)  # runtime/driver calls, aligned steps
     trace_a: Trace | None = field(default=None, repr=False)
     trace_b: Trace | None = field(default=None, repr=False)
+    _critical: tuple[tuple[int, int], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
     def counts(self) -> dict[str, int]:
         out = dict.fromkeys(STATUSES, 0)
@@ -175,7 +176,22 @@ class TraceDiff:
             "launch_calls": [p.to_json("name") for p in self.launch_calls],
             "biggest": [i + 1 for i in biggest_rows(self.rows)],
             **self.profile(),
+            **({"critical_path": cp} if (cp := self.critical_path()) else {}),
         }
+
+    def critical_path(self) -> dict[str, Any] | None:
+        """The aligned steps' critical paths by kind, side by side (mlptui.trace.diff.critical_diff)."""
+        if self.trace_a is None or self.trace_b is None:
+            return None
+        from mlptui.trace.diff.critical_diff import critical_path_diff
+
+        key = (self.a.step_index, self.b.step_index)
+        kept = self._critical
+        if kept is None or kept[0] != key:
+            kept = self._critical = (key, critical_path_diff(
+                self.trace_a, self.trace_b, self.a.step_index if self.a.step_index >= 0 else None,
+                self.b.step_index if self.b.step_index >= 0 else None))
+        return kept[1]
 
     def profile(self) -> dict[str, Any]:
         """The operator table side by side and both overviews (mlptui.trace.diff.profile_diff)."""
