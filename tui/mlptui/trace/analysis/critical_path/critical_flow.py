@@ -66,38 +66,39 @@ class Flow:
         self.dst_of = dst[self.dst_first]
 
     def longest(self, weight: np.ndarray, sink_only: bool = False) -> np.ndarray:
-        """Longest distance from the source to every node, per column of `weight` (with `sink_only`, to the
-        kept nodes only: row 1 is the sink's)."""
-        w = weight if weight.ndim == 2 else weight[:, None]
-        k = w.shape[1]
-        step = np.zeros((self.n, k))
-        step[self.chain_dst] = w[self.chain_e]
-        ran = np.cumsum(step, axis=0)
-        kept_ran = ran[self.kept]
-        cw = w[self.cross_e]
+        """Longest distance from the source to every node, for each row of `weight` ((edges,) or (k, edges):
+        one set of weights a row; the result is (nodes,) or (k, nodes)); with `sink_only`, to the kept
+        nodes only (column 1 is the sink's)."""
+        w = weight if weight.ndim == 2 else weight[None, :]
+        k = w.shape[0]
+        step = np.zeros((k, self.n))
+        step[:, self.chain_dst] = w[:, self.chain_e]
+        ran = np.cumsum(step, axis=1)
+        kept_ran = ran[:, self.kept]
+        cw = w[:, self.cross_e]
         m = len(self.kept)
-        dist = np.zeros((m, k))
-        top = np.zeros((m, k))
+        dist = np.zeros((k, m))
+        top = np.zeros((k, m))
         seen = None
         for _ in range(MAX_ROUNDS):
-            x = np.zeros((m, k))
-            if len(cw):
-                x[self.cross_to] = np.maximum(np.maximum.reduceat(dist[self.cross_src] + cw, self.cross_first, axis=0),
-                                              0.0)
+            x = np.zeros((k, m))
+            if cw.shape[1]:
+                x[:, self.cross_to] = np.maximum(np.maximum.reduceat(dist[:, self.cross_src] + cw, self.cross_first,
+                                                                     axis=1), 0.0)
             if seen is not None and np.array_equal(x, seen):
                 break                                   # the same arrivals scan to the same distances
             seen = x
             top = x - kept_ran
             for a, b in self.runs:
-                np.maximum.accumulate(top[a:b], axis=0, out=top[a:b])
+                np.maximum.accumulate(top[:, a:b], axis=1, out=top[:, a:b])
             dist = top + kept_ran
         else:
-            out = np.stack([self._in_order(w[:, j]) for j in range(k)], axis=1)
-            return out if weight.ndim == 2 else out[:, 0]
+            out = np.stack([self._in_order(w[j]) for j in range(k)])
+            return out if weight.ndim == 2 else out[0]
         if sink_only:
-            return dist if weight.ndim == 2 else dist[:, 0]
-        whole: np.ndarray = top[self.below] + ran
-        return whole if weight.ndim == 2 else whole[:, 0]
+            return dist if weight.ndim == 2 else dist[0]
+        whole: np.ndarray = top[:, self.below] + ran
+        return whole if weight.ndim == 2 else whole[0]
 
     def _in_order(self, weight: np.ndarray) -> np.ndarray:
         """The same, edge by edge in a topological order (nodes by time, the order made breaking ties;

@@ -120,10 +120,10 @@ def critical_path(trace: Trace, step: int | None) -> CriticalPath:
     top = [(strings[n], k, us) for (n, k), us in ranked]
     what_if: list[tuple[str, float]] = []
     if ranked:
-        without = np.repeat(weight[:, None], len(ranked), axis=1)
+        without = np.repeat(weight[None, :], len(ranked), axis=0)
         for j, ((n, _k), _us) in enumerate(ranked):
-            without[g.own & (names == n), j] = 0.0
-        ends = flow.longest(without, sink_only=True)[1].tolist()
+            without[j, g.own & (names == n)] = 0.0
+        ends = flow.longest(without, sink_only=True)[:, 1].tolist()
         what_if = [(strings[n], us) for ((n, _k), _u), us in zip(ranked, ends, strict=True)]
     mark = trace.steps[step] if step is not None and trace.steps else None
     window = g.end_us - g.start_us
