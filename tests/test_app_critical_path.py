@@ -100,3 +100,28 @@ async def test_shift_c_lights_the_path_on_the_timeline_and_enter_goes_to_a_segme
         await pilot.press("C")
         await pilot.pause()
         assert screen.query_one("#launches-pane").display and not timeline.path
+
+
+async def test_shift_c_on_a_trace_without_steps_works_its_path_out_in_a_worker(monkeypatch) -> None:
+    """A trace without steps: `C` shows the whole trace's path; above the size that keeps a key quick it
+    says it is working, then shows the path once the worker is done. HTA's event-sync test trace: its
+    path ends with the last kernel (ampere_sgemm_128x64_nn) and the cudaDeviceSynchronize's return."""
+    import mlptui.screens.path_lit as path_lit
+    from conftest import CORPUS
+
+    trace = CORPUS / "critical_path__cuda_event_sync_multi_stream__event_sync_trace.json.gz"
+    if not trace.exists():
+        import pytest
+
+        pytest.skip("corpus not here")
+    monkeypatch.setattr(path_lit, "AHEAD_OF_KEY", 0)
+    app = make_app([str(trace)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await wait_for_screen(app, pilot, TraceScreen)
+        await pilot.press("C")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        rows = screen.query_one("#path-segments", SegmentTable).rows
+        assert [r.name for r in rows if r.kind == "kernel"] == ["ampere_sgemm_128x64_nn"]
+        assert (rows[-1].kind, rows[-1].name) == ("sync_wait", "cudaDeviceSynchronize")
+        assert "all: " in str(screen.query_one("#path-summary", Static).render())

@@ -3,7 +3,8 @@ that holds the launches (which come back with `C` again); `enter` on a segment p
 cursor on that event and shows it in the details pane.
 
 The path is computed for the step in scope when it is first shown (a step's graph, linear in its events)
-and kept per step; every-steps scope on a trace with steps asks for a step.
+and kept per step; every-steps scope on a trace with steps asks for a step; a big trace without steps has
+its whole path worked out in a worker.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from mlptui.screens.trace_screen import TraceScreen
 
 PATHS_KEPT = 32             # steps whose path stays computed
+AHEAD_OF_KEY = 50_000       # events above which a whole trace's path is worked out off the key's thread
 
 
 class PathLit:
@@ -46,38 +48,57 @@ class PathLit:
             screen.query_one(Timeline).set_path({})
             screen.query_one("#launches-pane").query_one("LaunchTable").focus()
 
-    def path_of(self, step: int | None) -> CriticalPath:
-        path = self.paths.get(step)
-        if path is None:
-            if len(self.paths) >= PATHS_KEPT:
-                self.paths.pop(next(iter(self.paths)))
-            path = self.paths[step] = critical_path(self.screen.facts.trace, step)
-        return path
-
     def scope_changed(self, scope: Scope) -> None:
         if not self.on:
             return
         screen = self.screen
         trace = screen.facts.trace
+        if scope.step is None and trace.steps:
+            self._show(None, "every step in scope: pick a step with [ ] for its critical path")
+            return
+        path = self.paths.get(scope.step)
+        if path is not None:
+            self._show(path)
+        elif scope.step is None and trace.columns.n_ops + trace.columns.n_gpu > AHEAD_OF_KEY:
+            self._show(None, "working out the critical path of the whole trace…")
+            screen.run_worker(lambda: self._compute(scope.step), thread=True, exclusive=True,
+                              group="critical-path", exit_on_error=False)
+        else:
+            self._show(self._keep(scope.step, critical_path(trace, scope.step)))
+
+    def _compute(self, step: int | None) -> None:
+        """In a worker: a big trace's whole path, shown when done if its scope is still on screen."""
+        path = critical_path(self.screen.facts.trace, step)
+        self.screen.app.call_from_thread(self._computed, step, path)
+
+    def _computed(self, step: int | None, path: CriticalPath) -> None:
+        self._keep(step, path)
+        if self.on and self.screen.scope.step == step:
+            self._show(path)
+
+    def _keep(self, step: int | None, path: CriticalPath) -> CriticalPath:
+        if len(self.paths) >= PATHS_KEPT:
+            self.paths.pop(next(iter(self.paths)))
+        self.paths[step] = path
+        return path
+
+    def _show(self, path: CriticalPath | None, note: str = "") -> None:
+        screen = self.screen
         table = screen.query_one(SegmentTable)
         summary = screen.query_one("#path-summary", Static)
-        pane = screen.query_one("#path-pane")
-        if scope.step is None and trace.steps:
-            self.shown = None
+        screen.query_one("#path-pane").border_title = "4 critical path (C: launches)"
+        self.shown = path
+        if path is None:
             table.show([])
             screen.query_one(Timeline).set_path({})
-            summary.update("every step in scope: pick a step with [ ] for its critical path", layout=False)
-            pane.border_title = "4 critical path (C: launches)"
+            summary.update(note, layout=False)
             return
-        path = self.path_of(scope.step)
-        self.shown = path
         table.show_path(path.segments, path.start_us)
-        screen.query_one(Timeline).set_path(path_spans(trace, path))
+        screen.query_one(Timeline).set_path(path_spans(screen.facts.trace, path))
         device = sum(path.breakdown_us[k] for k in DEVICE_WORK)
         share = device / path.length_us * 100 if path.length_us > 0 else 0.0
         summary.update(literal(f"{path.name}: {fmt.us(path.length_us)} on the path, device work {share:.0f}%, "
                                f"{len(path.columns)} segments"), layout=False)
-        pane.border_title = "4 critical path (C: launches)"
 
     def chosen(self, index: int) -> None:
         """`enter` on row `index` of the segments: the timeline's cursor to its event, the details to it."""

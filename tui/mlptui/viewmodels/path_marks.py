@@ -37,20 +37,22 @@ def path_spans(trace: Trace, path: CriticalPath) -> dict[tuple[str, tuple[int, i
     op = np.asarray(cols.op_id, dtype=np.int64)
     out: dict[tuple[str, tuple[int, int]], tuple[np.ndarray, np.ndarray]] = {}
     on_gpu = np.flatnonzero(gpu >= 0)
-    keys = list(zip(t.gpu_device[gpu[on_gpu]].tolist(), t.gpu_stream[gpu[on_gpu]].tolist(), strict=True))
-    _group(out, "gpu", keys, on_gpu, start, end)
+    _group(out, "gpu", t.gpu_device[gpu[on_gpu]], t.gpu_stream[gpu[on_gpu]], on_gpu, start, end)
     on_cpu = np.flatnonzero((gpu < 0) & (op >= 0))
     calls = t.op_is(LAUNCH_CATS)[op[on_cpu]]
     for kind, mine in (("launch", on_cpu[calls]), ("cpu", on_cpu[~calls])):
-        keys = list(zip(t.op_pid[op[mine]].tolist(), t.op_tid[op[mine]].tolist(), strict=True))
-        _group(out, kind, keys, mine, start, end)
+        _group(out, kind, t.op_pid[op[mine]], t.op_tid[op[mine]], mine, start, end)
     return out
 
 
-def _group(out: dict[tuple[str, tuple[int, int]], tuple[np.ndarray, np.ndarray]], kind: str,
-           keys: list[tuple[int, int]], at: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
-    by: dict[tuple[int, int], list[int]] = {}
-    for key, i in zip(keys, at.tolist(), strict=True):
-        by.setdefault(key, []).append(i)
-    for key, rows in by.items():
-        out[(kind, key)] = (start[rows], end[rows])
+def _group(out: dict[tuple[str, tuple[int, int]], tuple[np.ndarray, np.ndarray]], kind: str, first: np.ndarray,
+           second: np.ndarray, at: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
+    """The segments `at`, by lane key (first, second), in path order."""
+    if not len(at):
+        return
+    keys, which = np.unique(np.stack([first, second], axis=1), axis=0, return_inverse=True)
+    which = which.reshape(-1)
+    order = np.argsort(which, kind="stable")
+    cuts = np.searchsorted(which[order], np.arange(1, len(keys)))
+    for key, rows in zip(keys.tolist(), np.split(at[order], cuts), strict=True):
+        out[(kind, (int(key[0]), int(key[1])))] = (start[rows], end[rows])
