@@ -7,10 +7,12 @@ from __future__ import annotations
 import gzip
 import json
 
+import pytest
 from app_support import wait_for_screen
-from conftest import find_sample
+from conftest import CORPUS, find_sample
 from textual.widgets import Static
 
+import mlptui.screens.path_lit as path_lit
 from mlptui.app import make_app
 from mlptui.screens.profile_screen import ProfileScreen
 from mlptui.screens.trace_screen import TraceScreen
@@ -106,13 +108,8 @@ async def test_shift_c_on_a_trace_without_steps_works_its_path_out_in_a_worker(m
     """A trace without steps: `C` shows the whole trace's path; above the size that keeps a key quick it
     says it is working, then shows the path once the worker is done. HTA's event-sync test trace: its
     path ends with the last kernel (ampere_sgemm_128x64_nn) and the cudaDeviceSynchronize's return."""
-    import mlptui.screens.path_lit as path_lit
-    from conftest import CORPUS
-
     trace = CORPUS / "critical_path__cuda_event_sync_multi_stream__event_sync_trace.json.gz"
     if not trace.exists():
-        import pytest
-
         pytest.skip("corpus not here")
     monkeypatch.setattr(path_lit, "AHEAD_OF_KEY", 0)
     app = make_app([str(trace)])
