@@ -9,6 +9,7 @@ its whole path worked out in a worker.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from textual.widgets import Static
@@ -22,15 +23,23 @@ from mlptui.widgets.profile_tables import SegmentTable
 from mlptui.widgets.timeline import Timeline
 
 if TYPE_CHECKING:
-    from mlptui.screens.trace_screen import TraceScreen
+    from textual.screen import Screen
+
+    from mlptui.viewmodels.facts import TraceFacts
 
 PATHS_KEPT = 32             # steps whose path stays computed
 AHEAD_OF_KEY = 50_000       # events above which a whole trace's path is worked out off the key's thread
 
 
 class PathLit:
-    def __init__(self, screen: TraceScreen) -> None:
+    """`screen` holds the panes; `scope()` is the step in scope; `show_event(kind, id)` shows an event."""
+
+    def __init__(self, screen: Screen[Any], facts: TraceFacts, scope: Callable[[], Scope],
+                 show_event: Callable[[str, int], None]) -> None:
         self.screen = screen
+        self.facts = facts
+        self.scope = scope
+        self.show_event = show_event
         self.on = False
         self.paths: dict[int | None, CriticalPath] = {}
         self.shown: CriticalPath | None = None
@@ -41,7 +50,7 @@ class PathLit:
         screen.query_one("#launches-pane").display = not self.on
         screen.query_one("#path-pane").display = self.on
         if self.on:
-            self.scope_changed(screen.scope)
+            self.scope_changed(self.scope())
             screen.query_one(SegmentTable).focus()
         else:
             self.shown = None
@@ -52,7 +61,7 @@ class PathLit:
         if not self.on:
             return
         screen = self.screen
-        trace = screen.facts.trace
+        trace = self.facts.trace
         if scope.step is None and trace.steps:
             self._show(None, "every step in scope: pick a step with [ ] for its critical path")
             return
@@ -68,12 +77,12 @@ class PathLit:
 
     def _compute(self, step: int | None) -> None:
         """In a worker: a big trace's whole path, shown when done if its scope is still on screen."""
-        path = critical_path(self.screen.facts.trace, step)
+        path = critical_path(self.facts.trace, step)
         self.screen.app.call_from_thread(self._computed, step, path)
 
     def _computed(self, step: int | None, path: CriticalPath) -> None:
         self._keep(step, path)
-        if self.on and self.screen.scope.step == step:
+        if self.on and self.scope().step == step:
             self._show(path)
 
     def _keep(self, step: int | None, path: CriticalPath) -> CriticalPath:
@@ -94,7 +103,7 @@ class PathLit:
             summary.update(note, layout=False)
             return
         table.show_path(path.segments, path.start_us)
-        screen.query_one(Timeline).set_path(path_spans(screen.facts.trace, path))
+        screen.query_one(Timeline).set_path(path_spans(self.facts.trace, path))
         device = sum(path.breakdown_us[k] for k in DEVICE_WORK)
         share = device / path.length_us * 100 if path.length_us > 0 else 0.0
         summary.update(literal(f"{path.name}: {fmt.us(path.length_us)} on the path, device work {share:.0f}%, "
@@ -106,10 +115,10 @@ class PathLit:
         if not 0 <= index < len(table.rows):
             return
         row: Any = table.rows[index]
-        target = segment_event(self.screen.facts.trace, row)
+        target = segment_event(self.facts.trace, row)
         if target is None:
             return
         kind, ident, lane_kind, key = target
         start = row.start_us + (self.shown.start_us if self.shown is not None else 0.0)
         self.screen.query_one(Timeline).point_at(lane_kind, key, ident, start + row.dur_us / 2)
-        self.screen.show_event(kind, ident)
+        self.show_event(kind, ident)

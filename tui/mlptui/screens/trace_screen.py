@@ -132,7 +132,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         self.header_label = ""          # what comes before the device line (a rank's screen: which rank)
         self._ahead = StepAhead(self, facts)    # the steps next to the one shown, prepared after it is
         self._hidden_draw = HiddenDraw(self)    # drawn under the views when they change its scope
-        self._path = PathLit(self)              # `C`: the step's critical path on the timeline
+        self._path = PathLit(self, facts, lambda: self.scope, self.show_event)   # `C`: the path on the timeline
 
     def compose(self) -> ComposeResult:
         # the trust banner first: a trace that cannot be read as is says so before any figure

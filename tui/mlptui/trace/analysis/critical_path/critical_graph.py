@@ -229,6 +229,11 @@ def _device_rows(t: Tables, rows: _Rows, own: np.ndarray, step: int | None, star
     return both[np.concatenate(([True], both[1:] != both[:-1]))] if len(both) else both
 
 
+def _at(values: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """values[at], where `at` may point into an empty window (then zeros: the caller masks them out)."""
+    return values[at] if len(values) else np.zeros(len(at), dtype=values.dtype)
+
+
 def _local(ids: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
     """Each of `ids` as its position in `sorted_ids`, -1 where it is not there."""
     if not len(sorted_ids):
@@ -431,8 +436,8 @@ class _Device:
         self.call = cpu.local(t.gpu_launch[gpu])                       # position in cpu, -1: outside the window
         known = self.call >= 0
         call = np.maximum(self.call, 0)
-        self.launch_ts = np.where(known, cpu.ts[call], -np.inf)
-        self.call_end = np.where(known, cpu.ts[call] + cpu.dur[call], -np.inf)
+        self.launch_ts = np.where(known, _at(cpu.ts, call), -np.inf)
+        self.call_end = np.where(known, _at(cpu.ts + cpu.dur, call), -np.inf)
         same_lane = np.zeros(m, dtype=bool)
         if m:
             same_lane[1:] = (self.device[1:] == self.device[:-1]) & (self.stream[1:] == self.stream[:-1])
@@ -494,9 +499,9 @@ class _Device:
         edges.add(self.end_node[prev[stream]], self.start_node[stream],
                   np.where(by_stream, ts - prev_end, 0.0)[stream], _K[IDLE], GPU, gpu_ids[stream], chain=True)
         delay = launch & after
-        edges.add(np.where(delay, cpu.end_node[call], cpu.start_node[call])[launch], self.start_node[launch],
+        edges.add(np.where(delay, _at(cpu.end_node, call), _at(cpu.start_node, call))[launch], self.start_node[launch],
                   np.where(delay, np.where(by_launch, ts - self.call_end, 0.0), ts - self.launch_ts)[launch],
-                  np.where(delay, _K[LAUNCH_DELAY], _K[LAUNCH])[launch], OP, cpu.ops[call][launch])
+                  np.where(delay, _K[LAUNCH_DELAY], _K[LAUNCH])[launch], OP, _at(cpu.ops, call)[launch])
         edges.add(self.end_node[waited[wait]], self.start_node[wait], np.where(by_wait, ts - wait_end, 0.0)[wait],
                   _K[SYNC_WAIT], GPU, gpu_ids[wait])
         alone = ~(stream | launch | wait)
