@@ -45,9 +45,10 @@ import numpy as np
 
 from mlptui.trace.analysis.critical_path.critical_syncs import recorded_waits
 from mlptui.trace.analysis.events.launches import call_kinds
-from mlptui.trace.analysis.events.tables import Tables, tables, unique_ids
+from mlptui.trace.analysis.events.tables import tables, unique_ids
 from mlptui.trace.analysis.steps.steps import LAUNCH_PATH_KINDS
 from mlptui.trace.model import KERNEL, LAUNCH_CATS, MEMCPY, MEMSET, DeviceMark, Trace
+from mlptui.trace.store import TraceColumns
 
 # Segment kinds (the path's vocabulary; docs/json.md); an edge's kind is its index in KINDS.
 CPU, LAUNCH, LAUNCH_DELAY, SYNC_WAIT, IDLE = "cpu", "launch", "launch_delay", "sync_wait", "idle"
@@ -207,7 +208,7 @@ def _split(ids: np.ndarray, step: np.ndarray) -> dict[int, np.ndarray]:
     return dict(zip(keys.tolist(), np.split(ids[order], first[1:]), strict=True))
 
 
-def _whole_window(t: Tables) -> tuple[float, float]:
+def _whole_window(t: TraceColumns) -> tuple[float, float]:
     starts = [float(t.op_ts.min())] if t.n_ops else []
     ends = [float((t.op_ts + t.op_dur).max())] if t.n_ops else []
     if t.n_gpu:
@@ -216,7 +217,7 @@ def _whole_window(t: Tables) -> tuple[float, float]:
     return (min(starts), max(ends)) if starts else (0.0, 0.0)
 
 
-def _device_rows(t: Tables, rows: _Rows, own: np.ndarray, step: int | None, start: float, end: float) -> np.ndarray:
+def _device_rows(t: TraceColumns, rows: _Rows, own: np.ndarray, step: int | None, start: float, end: float) -> np.ndarray:
     """The step's own device work, and work queued before the step that ran inside its window (it may hold
     the step's work back on a stream); later steps' work is left out. All of it for the whole trace."""
     if step is None:
@@ -247,7 +248,7 @@ class _Cpu:
     """The CPU slices of the window (`ops`, by id; arrays below are by that position): their instants, one
     run of nodes per thread, in time order."""
 
-    def __init__(self, trace: Trace, t: Tables, ops: np.ndarray, start: float) -> None:
+    def __init__(self, trace: Trace, t: TraceColumns, ops: np.ndarray, start: float) -> None:
         rows = trace.derive(_rows_by_step)
         self.ops = ops
         n = len(ops)
@@ -417,7 +418,7 @@ class _Device:
     """The device ops of the window, by (device, stream, start); arrays below are by that position. Each op
     is two nodes, its start then its end, so a stream's ops are one run of nodes."""
 
-    def __init__(self, trace: Trace, t: Tables, cpu: _Cpu, gpu: np.ndarray, start: float, end: float) -> None:
+    def __init__(self, trace: Trace, t: TraceColumns, cpu: _Cpu, gpu: np.ndarray, start: float, end: float) -> None:
         order = np.lexsort((gpu, t.gpu_ts[gpu], t.gpu_stream[gpu], t.gpu_device[gpu]))
         self.sorted_ids = gpu                                # ascending GpuOp ids
         self.at = np.empty(len(gpu), dtype=np.int64)         # sorted id position -> position here
@@ -456,7 +457,7 @@ class _Device:
         at = _local(ids, self.sorted_ids)
         return np.where(at >= 0, self.at[np.maximum(at, 0)], -1)
 
-    def _recorded(self, trace: Trace, t: Tables, cpu: _Cpu, marks: list[DeviceMark], start: float,
+    def _recorded(self, trace: Trace, t: TraceColumns, cpu: _Cpu, marks: list[DeviceMark], start: float,
                   end: float) -> None:
         ids = self.ids.tolist()
         lanes: dict[tuple[int, int], list[int]] = {}
