@@ -67,3 +67,11 @@ def test_text_markdown_and_header_show_it() -> None:
     header = header_text(diff_traces(load_trace(a), load_trace(b))).splitlines()
     assert header[-1].startswith(f"path A {duration(cp['a_us'])} → B {duration(cp['b_us'])}")
     assert all(len(line) <= 80 for line in header[-1:])
+
+
+def test_swapping_sides_swaps_the_block() -> None:
+    a, b = sample("mlp", "eager"), sample("mlp", "compile")
+    d = diff_traces(load_trace(a), load_trace(b))
+    there = d.swapped().critical_path()
+    back = diff_traces(load_trace(b), load_trace(a)).critical_path()
+    assert there == back

@@ -159,7 +159,7 @@ class TraceDiff:
         return TraceDiff(self.b, self.a, [r.swapped() for r in self.rows], self.cpu.swapped(),
                          None if not self.speedup else 1.0 / self.speedup,
                          [p.swapped() for p in self.families], [p.swapped() for p in self.launch_calls],
-                         self.trace_b, self.trace_a)
+                         self.trace_b, self.trace_a, _swapped_critical(self._critical))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -215,8 +215,22 @@ def diff_traces(a: Trace, b: Trace, step_a: int | None = None, step_b: int | Non
             for r in align(items_a, items_b)]
     side_a, side_b = _side(a, sa), _side(b, sb)
     cpu = cpu_diff(step_op_counts(a, sa), step_op_counts(b, sb))
-    return TraceDiff(side_a, side_b, rows, cpu, _ratio(side_a.step_us, side_b.step_us), family_totals(rows),
-                     launch_totals(launch_calls(a, sa), launch_calls(b, sb)), a, b)
+    d = TraceDiff(side_a, side_b, rows, cpu, _ratio(side_a.step_us, side_b.step_us), family_totals(rows),
+                  launch_totals(launch_calls(a, sa), launch_calls(b, sb)), a, b)
+    d.critical_path()           # here, where the alignment runs (a worker for big traces), not at the first paint
+    return d
+
+
+def _swapped_critical(kept: tuple[tuple[int, int], dict[str, Any]] | None) -> tuple[tuple[int, int], dict[str, Any]] | None:
+    """The critical-path block with A and B exchanged."""
+    if kept is None:
+        return None
+    (sa, sb), cp = kept
+    return (sb, sa), {
+        "a_step": cp["b_step"], "b_step": cp["a_step"], "a_us": cp["b_us"], "b_us": cp["a_us"],
+        "delta_us": -cp["delta_us"] + 0.0, "gpu_share": {"a": cp["gpu_share"]["b"], "b": cp["gpu_share"]["a"]},
+        "by_kind": [{"kind": r["kind"], "a_us": r["b_us"], "b_us": r["a_us"], "delta_us": -r["delta_us"] + 0.0}
+                    for r in cp["by_kind"]]}
 
 
 def median_step(trace: Trace) -> int | None:
