@@ -3,6 +3,9 @@
     python benchmarks/bench_summary.py TRACE              # load, then summarize() with each section timed
     python benchmarks/bench_summary.py TRACE --ops-first  # make the Op and GpuOp objects first, on their own line
     python benchmarks/bench_summary.py TRACE --runs 3     # each run in a fresh process; medians
+    python benchmarks/bench_summary.py TRACE --runs 5 --without critical_path
+                                                          # and, in turn, runs without that section: the
+                                                          # whole child's time with / without, side by side
 
 The sections are timed by wrapping the functions that `summarize` calls (in mlptui.trace.analysis.report.summary
 and .profile_sections) for the one call, so the figures are what the command pays, shared work included:
@@ -10,6 +13,11 @@ per-trace results kept with the trace (`Trace.derive`) are paid by the first sec
 profile sections, the kernels' args re-read) are part of the line above them. A name the code under test
 does not have is left out, so the same script times an older tree (run it with that tree's package first
 on PYTHONPATH). CPU time is `time.process_time`; the load average is printed because the box is shared.
+
+`--without critical_path` runs a second child per run, in turn with the first (with, without, with, ...),
+whose summary leaves the section out (its function returns no steps, as for a trace it has nothing to say
+about); it prints the child's whole time from the start of its imports to the JSON written, for both, and
+the median of the runs' with/without ratios (pairs keep the ratio fair when the machine's load drifts).
 """
 
 from __future__ import annotations
@@ -59,8 +67,16 @@ def _timer(rows: dict[str, list[float]], label: str, fn: Callable[..., Any]) -> 
     return timed
 
 
-def measure(path: str, ops_first: bool) -> dict[str, Any]:
+# sections --without can leave out: (module, function, what it returns instead)
+_LEAVE_OUT = {"critical_path": ("mlptui.trace.analysis.report.summary", "critical_path_dict",
+                                lambda trace: {"steps": [], "collectives": ""})}
+
+
+def measure(path: str, ops_first: bool, without: str | None = None) -> dict[str, Any]:
     c0, t0 = time.process_time(), time.perf_counter()
+    if without:
+        module, name, stand_in = _LEAVE_OUT[without]
+        setattr(importlib.import_module(module), name, stand_in)
     from mlptui.commands.output import dumps_json
     from mlptui.gc_policy import bulk_allocation
     from mlptui.trace.analysis.report.summary import summarize
@@ -83,7 +99,8 @@ def measure(path: str, ops_first: bool) -> dict[str, Any]:
     report["ranks"] = None
     _timer(rows, "JSON out", dumps_json)(report)
     levels["JSON out"] = 0
-    return {"rows": rows, "levels": levels, "made_ops": "ops" in trace.__dict__}
+    whole = [time.process_time() - c0, time.perf_counter() - t0]
+    return {"rows": rows, "levels": levels, "made_ops": "ops" in trace.__dict__, "whole": whole}
 
 
 def main() -> int:
@@ -91,19 +108,25 @@ def main() -> int:
     parser.add_argument("trace")
     parser.add_argument("--ops-first", action="store_true", help="make the Op objects before the report")
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--without", choices=sorted(_LEAVE_OUT), help="also time runs without this section")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-without", choices=sorted(_LEAVE_OUT), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure(args.trace, args.ops_first)))
+        print(json.dumps(measure(args.trace, args.ops_first, args.child_without)))
         return 0
     env = {**os.environ, "MLPTUI_NO_CACHE": "1"}
     with open("/proc/loadavg") as f:
         print(f"load average before: {f.read().split()[:3]}")
-    runs = []
+    runs, bare = [], []
     for _ in range(args.runs):
         argv = [sys.executable, __file__, args.trace, "--child"] + (["--ops-first"] if args.ops_first else [])
         out = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        if args.without:
+            out = subprocess.run([*argv, "--child-without", args.without], capture_output=True, text=True, env=env,
+                                 check=True)
+            bare.append(json.loads(out.stdout.strip().splitlines()[-1]))
     print(f"{'section':<36} {'CPU s':>7} {'wall s':>7}   (median of {len(runs)}; Op objects made: "
           f"{runs[0]['made_ops']})")
     levels = runs[0]["levels"]
@@ -117,6 +140,15 @@ def main() -> int:
         cpu = statistics.median(r["rows"].get(label, [0.0, 0.0])[0] for r in runs)
         wall = statistics.median(r["rows"].get(label, [0.0, 0.0])[1] for r in runs)
         print(f"{'  ' * level + label:<36} {cpu:7.3f} {wall:7.3f}")
+    if bare:
+        print(f"\nwhole child, imports to JSON out (median of {len(runs)} pairs, run in turn):")
+        print(f"{'':<36} {'CPU s':>7} {'wall s':>7}")
+        for label, rs in ((f"with {args.without}", runs), (f"without {args.without}", bare)):
+            print(f"{label:<36} {statistics.median(r['whole'][0] for r in rs):7.3f} "
+                  f"{statistics.median(r['whole'][1] for r in rs):7.3f}")
+        ratio = [statistics.median(a["whole"][j] / b["whole"][j] for a, b in zip(runs, bare, strict=True))
+                 for j in (0, 1)]
+        print(f"{'ratio with / without':<36} {ratio[0]:7.2f} {ratio[1]:7.2f}")
     with open("/proc/loadavg") as f:
         print(f"load average after: {f.read().split()[:3]}")
     return 0

@@ -85,6 +85,8 @@ TRACE_KEYS = [
     Binding("r", "toggle_raw", "Raw names", show=False, id="raw-names"),
     Binding("x", "export_csv", "CSV", show=False, id="export-csv",
             tooltip="write the focused table as CSV (to MLPTUI_EXPORT_DIR, else ./mlptui-exports/)"),
+    Binding("C", "critical_path", "Path", show=False, id="path-lit",
+            tooltip="the step's critical path lit on the timeline, its segments in pane 4 (enter: go to one; C: back)"),
     Binding("z", "zoom_pane", "Zoom", id="zoom-pane", tooltip="zoom the focused pane to the whole screen and back"),
     Binding("d", "diff", "Diff with…", show=False, id="diff"),
     Binding("escape", "back", "Back", show=False, id="back"),

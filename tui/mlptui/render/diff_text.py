@@ -7,6 +7,7 @@ Every status has a one-character marker as well as a word, so the report reads w
 from __future__ import annotations
 
 from mlptui.base.units import MISSING, duration, share
+from mlptui.render.critical_diff_text import critical_path_lines, critical_path_markdown
 from mlptui.trace.diff.cpu import op_key
 from mlptui.trace.diff.figures import figure_pairs
 from mlptui.trace.reports.diff import (
@@ -190,6 +191,7 @@ def render_text(doc: DiffReport, *, raw: bool = False, width: int = 100, only_di
     if doc.overview is not None:
         lines += ["", "Overview (all steps of each side):"] + ["  " + x for x in overview_lines(doc.overview)]
         lines += ["", "Operators of the aligned steps, side by side:"] + operator_lines(doc.operators or [])
+    lines += critical_path_lines(doc.critical_path)
     lines.append("")
     lines.append("markers: " + "  ".join(f"{m} {s}" for s, m in MARKERS.items()))
     return "\n".join(lines) + "\n"
@@ -251,6 +253,7 @@ def render_markdown(doc: DiffReport, *, raw: bool = False, only_diff: bool = Fal
     if doc.overview is not None:
         lines += ["", "### Overview (all steps of each side)", ""] + [f"- {_md(x)}" for x in overview_lines(doc.overview)]
         lines += ["", "### Operators of the aligned steps", "", "```"] + operator_lines(doc.operators or []) + ["```"]
+    lines += critical_path_markdown(doc.critical_path)
     return "\n".join(lines) + "\n"
 
 

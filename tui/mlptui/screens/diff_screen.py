@@ -22,6 +22,7 @@ from mlptui.base.errors import MlptuiError
 from mlptui.base.text import printable
 from mlptui.base.units import MISSING
 from mlptui.keys import DIFF_KEYS
+from mlptui.render.critical_diff_text import critical_path_header
 from mlptui.render.diff_text import MARKERS, direction, fmt_speedup
 from mlptui.screens.help_screen import HelpScreen, binding_lines, help_text
 from mlptui.screens.host import as_explorer
@@ -40,7 +41,8 @@ SYNC_LIMIT = 20_000
 
 
 def header_text(d: TraceDiff) -> str:
-    """Three lines, each with what a reader compares first, so that 80 columns keep it: the two sides with
+    """Three lines (a fourth: the critical path's length on both sides and the kinds of time that moved
+    most), each with what a reader compares first, so that 80 columns keep it: the two sides with
     the aligned step's own counts and times, then the row counts per status and B against A (the runs'
     unprofiled timings, from their manifests, first when both have them; then the aligned steps' windows
     and GPU busy, each with its own direction)."""
@@ -54,9 +56,11 @@ def header_text(d: TraceDiff) -> str:
     # Short enough that every figure's direction fits 80 columns: none may be cut while another shows.
     parts = [f"{'step' if name == 'step' else label} {fmt_speedup(x / y)} {direction(x, y)}"
              for name, label, x, y in figure_pairs(a, b)]
+    cp = d.critical_path()
     return "\n".join([
         *(printable(_side_line(tag, side)) for tag, side in (("A", d.a), ("B", d.b))),
         f"rows {counts} │ B vs A: {' · '.join(parts) or MISSING}",
+        *([critical_path_header(cp)] if cp else []),
     ])
 
 

@@ -25,6 +25,7 @@ from mlptui.gc_policy import bulk_allocation
 from mlptui.keys import TRACE_KEYS
 from mlptui.screens.hidden_draw import HiddenDraw
 from mlptui.screens.host import as_explorer
+from mlptui.screens.path_lit import PathLit
 from mlptui.screens.step_ahead import StepAhead
 from mlptui.screens.when_composed import when_composed
 from mlptui.trace.analysis.events.device_arch import device_arch
@@ -45,6 +46,7 @@ from mlptui.widgets.launches import LaunchTable, summary_line
 from mlptui.widgets.lines import LineList
 from mlptui.widgets.literal import literal
 from mlptui.widgets.op_tree import OpTree
+from mlptui.widgets.profile_tables import SegmentTable
 from mlptui.widgets.steps import StepList
 from mlptui.widgets.table_csv import export_table
 from mlptui.widgets.timeline import Timeline
@@ -130,6 +132,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         self.header_label = ""          # what comes before the device line (a rank's screen: which rank)
         self._ahead = StepAhead(self, facts)    # the steps next to the one shown, prepared after it is
         self._hidden_draw = HiddenDraw(self)    # drawn under the views when they change its scope
+        self._path = PathLit(self, facts, lambda: self.scope, self.show_event)   # `C`: the path on the timeline
 
     def compose(self) -> ComposeResult:
         # the trust banner first: a trace that cannot be read as is says so before any figure
@@ -152,6 +155,9 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
             with Pane(id="launches-pane", classes="pane"):
                 yield Static("", id="launch-summary")
                 yield LaunchTable(id="launches")
+            with Pane(id="path-pane", classes="pane"):
+                yield Static("", id="path-summary")
+                yield SegmentTable(id="path-segments")
             with Pane(id="details-pane", classes="pane"):
                 yield Details(id="details")
         with Pane(id="timeline-pane", classes="pane"):
@@ -223,6 +229,7 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
             pane.border_title = title
         self._select_from(self.query_one(OpTree))
         self._ahead.shown(scope)
+        self._path.scope_changed(scope)
 
     def _show_launches(self) -> None:
         summary = self.query_one("#launch-summary", Static)
@@ -280,7 +287,9 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
         self._select_from(message.pane)
 
     def on_line_list_chosen(self, message: LineList.Chosen) -> None:
-        if isinstance(message.pane, KernelTable | LaunchTable):
+        if isinstance(message.pane, SegmentTable):
+            self._path.chosen(message.index)
+        elif isinstance(message.pane, KernelTable | LaunchTable):
             self._select_from(message.pane)
 
     def _select_from(self, pane: LineList) -> None:
@@ -293,6 +302,13 @@ class TraceScreen(ReportsWorkerErrors, Screen[None]):
             row = pane.current()
             if row is not None:
                 self._select("op", row.op if row.op >= 0 else (row.calls[0] if row.calls else -1))
+
+    def action_critical_path(self) -> None:
+        self._path.toggle()
+
+    def show_event(self, kind: str, ident: int) -> None:
+        """The details pane and the timeline's highlight on an op ("op") or a GPU op ("gpu")."""
+        self._select(kind, ident)
 
     def _select(self, kind: str, ident: int) -> None:
         self.selected = (kind, ident)

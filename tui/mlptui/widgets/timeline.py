@@ -63,11 +63,12 @@ class Timeline(PlainPaint, ScrollView, can_focus=True):
     Timeline > .timeline--selected { background: $accent; color: $text; text-style: bold; }
     Timeline > .timeline--name { text-style: reverse; }
     Timeline > .timeline--cursor { text-style: reverse bold underline; }
+    Timeline > .timeline--path { color: $text-error; text-style: bold underline; }
     """
     COMPONENT_CLASSES = {
         "timeline--axis", "timeline--label", "timeline--cpu", "timeline--launch", "timeline--gpu",
         "timeline--idle", "timeline--selected", "timeline--name", "timeline--cursor", "timeline--sync",
-        "timeline--counter",
+        "timeline--counter", "timeline--path",
     }
     BINDINGS = [*TIMELINE_KEYS]
 
@@ -92,6 +93,9 @@ class Timeline(PlainPaint, ScrollView, can_focus=True):
         self._kept: OrderedDict[tuple[object, ...], dict[int, Strip]] = OrderedDict()
         self.namer: Callable[[Lane, int], str] = lambda lane, i: ""
         self.cursor: tuple[int, int] | None = None     # (lane, interval) of the event cursor
+        # the critical path lit: per (lane kind, lane key), its segments' starts and ends there
+        self.path: dict[tuple[str, tuple[int, int]], tuple[np.ndarray, np.ndarray]] = {}
+        self._path_drawn = 0        # bumped when the path changes (the kept lines are keyed by it)
         self._styles: dict[str, Style] = {}     # component styles, made once per style change
 
     def set_lanes(self, lanes: list[Lane], namer: Callable[[Lane, int], str] | None = None) -> None:
@@ -119,6 +123,28 @@ class Timeline(PlainPaint, ScrollView, can_focus=True):
         self.cpu_marks, self.gpu_marks = cpu, gpu
         self.caption = caption
         self.refresh()
+
+    def set_path(self, path: dict[tuple[str, tuple[int, int]], tuple[np.ndarray, np.ndarray]]) -> None:
+        """Light these spans (a step's critical path) on their lanes; {} puts the path out."""
+        if not path and not self.path:
+            return
+        self.path = path
+        self._path_drawn += 1
+        self.refresh()
+
+    def point_at(self, lane_kind: str, key: tuple[int, int], ident: int, at_us: float) -> bool:
+        """Put the event cursor on event `ident` of the lane (`lane_kind`, `key`), else on the lane's event
+        nearest `at_us` (a nested op sits inside its lane's top-level one), and bring it into view; the
+        caller shows the event. False when no such lane has events."""
+        lane_index = next((i for i, lane in enumerate(self.lanes) if lane.kind == lane_kind and lane.key == key
+                           and len(lane.starts)), -1)
+        if lane_index < 0:
+            return False
+        lane = self.lanes[lane_index]
+        hits = np.flatnonzero(lane.ids == ident)
+        self.cursor = (lane_index, int(hits[0]) if len(hits) else lane.nearest(at_us))
+        self._bring_cursor()
+        return True
 
     # -- keys --------------------------------------------------------------------------------
     def action_zoom_in(self) -> None:
@@ -199,7 +225,7 @@ class Timeline(PlainPaint, ScrollView, can_focus=True):
         if index >= len(self.lanes) or width <= LABEL:
             return Strip.blank(width, self._style(""))
         key = (width, self.start, self.span, id(self.lanes), len(self.cpu_marks), tuple(self.cpu_marks[:4]),
-               tuple(self.gpu_marks[:16]), self.cursor)
+               tuple(self.gpu_marks[:16]), self.cursor, self._path_drawn)
         rows = lru_get_or_make(self._kept, key, dict, KEPT_VIEWS)
         strip = rows.get(index)
         if strip is None:
@@ -226,11 +252,15 @@ class Timeline(PlainPaint, ScrollView, can_focus=True):
         idle_style = self._style("idle")
         cell_styles: list[Style | None] = [None] * cols
         self._names(lane, index, cols, slice_us, chars, cell_styles, base)
+        lit = self._lit(lane, cols, slice_us)
+        path_style = self._style("path")
         segments: list[Segment] = []
         run: list[str] = []
         run_style: Style | None = None
         for c, ch in enumerate(chars):
             style = cell_styles[c] or (styles[True] if selected[c] else (idle_style if ch == idle else base))
+            if lit[c]:
+                style = style + path_style
             if style is not run_style and run:
                 segments.append(Segment("".join(run), run_style))
                 run = []
@@ -239,6 +269,21 @@ class Timeline(PlainPaint, ScrollView, can_focus=True):
         if run:
             segments.append(Segment("".join(run), run_style))
         return segments
+
+    def _lit(self, lane: Lane, cols: int, slice_us: float) -> list[bool]:
+        """Per column: a segment of the lit path covers part of it on this lane."""
+        spans = self.path.get((lane.kind, lane.key))
+        if spans is None:
+            return [False] * cols
+        starts, ends = spans
+        seen = (ends >= self.start) & (starts <= self.start + self.span)
+        a = np.clip((starts[seen] - self.start) // slice_us, 0, cols - 1).astype(np.int64)
+        b = np.clip((ends[seen] - self.start) // slice_us, 0, cols - 1).astype(np.int64)
+        edge = np.zeros(cols + 1, dtype=np.int64)
+        np.add.at(edge, a, 1)
+        np.add.at(edge, b + 1, -1)
+        covered: list[bool] = (np.cumsum(edge[:cols]) > 0).tolist()
+        return covered
 
     def _names(self, lane: Lane, index: int, cols: int, slice_us: float, chars: list[str],
                cell_styles: list[Style | None], base: Style) -> None:
@@ -273,6 +318,16 @@ class Timeline(PlainPaint, ScrollView, can_focus=True):
             return
         lane_index, i = self.cursor
         lane = self.lanes[lane_index]
+        self._bring_cursor()
+        if int(lane.ids[i]) >= 0:           # a sync that no recorded call waited in has nothing to show
+            self.post_message(self.EventChosen("gpu" if lane.kind == "gpu" else "op", int(lane.ids[i])))
+
+    def _bring_cursor(self) -> None:
+        """The cursor's event into view: its time across, its lane down."""
+        if self.cursor is None:
+            return
+        lane_index, i = self.cursor
+        lane = self.lanes[lane_index]
         start, end = float(lane.starts[i]), float(lane.starts[i] + lane.durs[i])
         if end < self.start or start > self.start + self.span:     # off screen: bring it to the middle
             self.start = (start + end) / 2 - self.span / 2
@@ -281,8 +336,6 @@ class Timeline(PlainPaint, ScrollView, can_focus=True):
         if not top <= lane_index < top + page:
             self.scroll_to(y=max(0, lane_index - page // 2), animate=False, immediate=True)
         self.refresh()
-        if int(lane.ids[i]) >= 0:           # a sync that no recorded call waited in has nothing to show
-            self.post_message(self.EventChosen("gpu" if lane.kind == "gpu" else "op", int(lane.ids[i])))
 
     def action_event_next(self, delta: int) -> None:
         """`.` `,`: the next or previous event on the cursor's lane (the first in view when there is none)."""

@@ -41,7 +41,14 @@ from mlptui.trace.diff.totals import Pair, biggest_rows, family_totals, launch_t
 from mlptui.trace.model import MEMCPY as CAT_MEMCPY
 from mlptui.trace.model import MEMSET as CAT_MEMSET
 from mlptui.trace.model import Trace
-from mlptui.trace.reports.diff import AlignedStep, DiffReport, DiffSide, KernelDiffRow, ProfileDiff
+from mlptui.trace.reports.diff import (
+    AlignedStep,
+    CriticalPathDiff,
+    DiffReport,
+    DiffSide,
+    KernelDiffRow,
+    ProfileDiff,
+)
 
 _MIRROR = {ADDED: REMOVED, REMOVED: ADDED}
 # Families whose kernels never stand for a fusion of several others (a GEMM may: a Triton GEMM with
@@ -131,6 +138,7 @@ class TraceDiff:
     launch_calls: list[Pair] = field(default_factory=list)  # runtime/driver calls, aligned steps
     trace_a: Trace | None = field(default=None, repr=False)
     trace_b: Trace | None = field(default=None, repr=False)
+    _critical: tuple[tuple[int, int], CriticalPathDiff] | None = field(default=None, repr=False, compare=False)
 
     def counts(self) -> dict[str, int]:
         out = dict.fromkeys(STATUSES, 0)
@@ -155,7 +163,7 @@ class TraceDiff:
         return TraceDiff(self.b, self.a, [r.swapped() for r in self.rows], self.cpu.swapped(),
                          None if not self.speedup else 1.0 / self.speedup,
                          [p.swapped() for p in self.families], [p.swapped() for p in self.launch_calls],
-                         self.trace_b, self.trace_a)
+                         self.trace_b, self.trace_a, _swapped_critical(self._critical))
 
     def report(self) -> DiffReport:
         """The `mlptui diff --json` document."""
@@ -175,7 +183,22 @@ class TraceDiff:
             biggest=[i + 1 for i in biggest_rows(self.rows)],
             operators=None if profile is None else profile.operators,
             overview=None if profile is None else profile.overview,
+            critical_path=self.critical_path(),
         )
+
+    def critical_path(self) -> CriticalPathDiff | None:
+        """The aligned steps' critical paths by kind, side by side (mlptui.trace.diff.critical_diff)."""
+        if self.trace_a is None or self.trace_b is None:
+            return None
+        from mlptui.trace.diff.critical_diff import critical_path_diff
+
+        key = (self.a.step_index, self.b.step_index)
+        kept = self._critical
+        if kept is None or kept[0] != key:
+            kept = self._critical = (key, critical_path_diff(
+                self.trace_a, self.trace_b, self.a.step_index if self.a.step_index >= 0 else None,
+                self.b.step_index if self.b.step_index >= 0 else None))
+        return kept[1]
 
     def profile(self) -> ProfileDiff | None:
         """The operator table side by side and both overviews (mlptui.trace.diff.profile_diff); None when
@@ -200,8 +223,21 @@ def diff_traces(a: Trace, b: Trace, step_a: int | None = None, step_b: int | Non
             for r in align(items_a, items_b)]
     side_a, side_b = _side(a, sa), _side(b, sb)
     cpu = cpu_diff(step_op_counts(a, sa), step_op_counts(b, sb))
-    return TraceDiff(side_a, side_b, rows, cpu, _ratio(side_a.step_us, side_b.step_us), family_totals(rows),
-                     launch_totals(launch_calls(a, sa), launch_calls(b, sb)), a, b)
+    d = TraceDiff(side_a, side_b, rows, cpu, _ratio(side_a.step_us, side_b.step_us), family_totals(rows),
+                  launch_totals(launch_calls(a, sa), launch_calls(b, sb)), a, b)
+    d.critical_path()           # here, where the alignment runs (a worker for big traces), not at the first paint
+    return d
+
+
+def _swapped_critical(kept: tuple[tuple[int, int], CriticalPathDiff] | None,
+                      ) -> tuple[tuple[int, int], CriticalPathDiff] | None:
+    """The kept critical-path block with A and B exchanged."""
+    if kept is None:
+        return None
+    from mlptui.trace.diff.critical_diff import swapped
+
+    (sa, sb), cp = kept
+    return (sb, sa), swapped(cp)
 
 
 def median_step(trace: Trace) -> int | None:

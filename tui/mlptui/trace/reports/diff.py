@@ -156,6 +156,33 @@ class GateCheck:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class KindDelta:
+    kind: str                               # a kind of critical-path time (docs/json.md)
+    a_us: float
+    b_us: float
+    delta_us: float                         # B minus A
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SharePair:
+    a: float
+    b: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CriticalPathDiff:
+    """The aligned steps' critical paths, side by side: length and time by kind (every kind, in order)."""
+
+    a_step: str
+    b_step: str
+    a_us: float
+    b_us: float
+    delta_us: float                         # B minus A
+    gpu_share: SharePair                    # device work's share of each path
+    by_kind: list[KindDelta]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DiffReport:
     mlptui_diff: int                        # the document's version
     a: DiffSide
@@ -171,6 +198,7 @@ class DiffReport:
     biggest: list[int]                      # row numbers (from 1) that change the GPU time the most
     operators: list[OperatorDiffRow] | None     # None: the diff was made without its traces
     overview: OverviewPair | None
+    critical_path: CriticalPathDiff | None  # None: the diff was made without its traces
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

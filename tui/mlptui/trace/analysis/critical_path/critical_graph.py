@@ -30,64 +30,93 @@ chain take over. A node no edge explains (the first slice of another thread, dev
 the window) hangs from the source by its measured offset: that time is "unexplained" and reported.
 Collective (NCCL/RCCL) kernels are device work with their measured duration: one rank's trace does not
 say which rank it waited for.
+
+The graph is made with numpy over the step's rows of the column tables: the threads whose slices nest
+properly all at once, a thread whose slices do not (rare) mark by mark, the device ops' arrivals at once;
+only the waits (cudaStreamWaitEvent, recorded syncs) and the blocking calls are looked at one by one.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from mlptui.trace.analysis.critical_path.critical_syncs import recorded_waits
 from mlptui.trace.analysis.events.launches import call_kinds
-from mlptui.trace.analysis.events.tables import TraceColumns, tables, unique_ids
+from mlptui.trace.analysis.events.tables import tables, unique_ids
 from mlptui.trace.analysis.steps.steps import LAUNCH_PATH_KINDS
-from mlptui.trace.model import KERNEL, LAUNCH_CATS, MEMCPY, MEMSET, Trace
+from mlptui.trace.model import KERNEL, LAUNCH_CATS, MEMCPY, MEMSET, DeviceMark, Trace
+from mlptui.trace.store import TraceColumns
 
-# Segment kinds (the path's vocabulary; docs/json.md).
+# Segment kinds (the path's vocabulary; docs/json.md); an edge's kind is its index in KINDS.
 CPU, LAUNCH, LAUNCH_DELAY, SYNC_WAIT, IDLE = "cpu", "launch", "launch_delay", "sync_wait", "idle"
 DEVICE_KINDS = {KERNEL: "kernel", MEMCPY: "memcpy", MEMSET: "memset"}
 KINDS = (CPU, LAUNCH, LAUNCH_DELAY, "kernel", "memcpy", "memset", SYNC_WAIT, IDLE)
+_K = {k: i for i, k in enumerate(KINDS)}
+_KIND_NAMES = np.array(KINDS)
 
 NONE, OP, GPU = 0, 1, 2          # what owns an edge: nothing, a CPU slice (Op id), a device op (GpuOp id)
+
+_NO_CALL, _LAUNCH_CALL, _SYNC_CALL = 0, 1, 2
 
 
 @dataclass
 class Graph:
-    """Nodes 0 (source) and 1 (sink), then two per event, made in an order every edge follows but for
-    ties in time the path code checks; edges as parallel lists."""
+    """Nodes 0 (source) and 1 (sink), then the CPU instants thread by thread, then each device op's start
+    and end, stream by stream; edges as parallel arrays. A `chain` edge joins node i to node i + 1 along
+    one thread or one stream (the longest-path code scans those runs at once); the order of a node's
+    incoming edges is the order the rules below add them (among edges that tie, the path takes the last)."""
 
     start_us: float                     # the window (µs from the trace's first event)
     end_us: float
-    time: list[float] = field(default_factory=lambda: [0.0, 0.0])
-    src: list[int] = field(default_factory=list)
-    dst: list[int] = field(default_factory=list)
-    weight: list[float] = field(default_factory=list)
-    kind: list[str] = field(default_factory=list)
-    owner: list[int] = field(default_factory=list)      # NONE, OP or GPU
-    owner_id: list[int] = field(default_factory=list)
-    own: list[bool] = field(default_factory=list)       # the owner's own time (a what-if may remove it)
-    unexplained: list[bool] = field(default_factory=list)
+    time: np.ndarray                    # per node, µs
+    src: np.ndarray
+    dst: np.ndarray
+    weight: np.ndarray
+    kind_code: np.ndarray               # index into KINDS
+    owner: np.ndarray                   # NONE, OP or GPU
+    owner_id: np.ndarray
+    own: np.ndarray                     # the owner's own time (a what-if may remove it)
+    unexplained: np.ndarray
+    chain: np.ndarray
 
-    def node(self, t: float) -> int:
-        self.time.append(t)
-        return len(self.time) - 1
+    @property
+    def kind(self) -> np.ndarray:
+        names: np.ndarray = _KIND_NAMES[self.kind_code]
+        return names
 
-    def edge(self, u: int, v: int, w: float, kind: str, owner: int = NONE, owner_id: int = -1,
-             own: bool = False, unexplained: bool = False) -> None:
-        self.src.append(u)
-        self.dst.append(v)
-        self.weight.append(w if w > 0 else 0.0)
-        self.kind.append(kind)
-        self.owner.append(owner)
-        self.owner_id.append(owner_id)
-        self.own.append(own)
-        self.unexplained.append(unexplained)
 
-    def from_source(self, v: int) -> None:
-        """v is explained by nothing in the graph: it hangs from the window's start by its measured offset."""
-        self.edge(0, v, self.time[v] - self.start_us, IDLE, unexplained=True)
+_FIELD_TYPES = (np.int64, np.int64, np.float64, np.int8, np.int8, np.int64, bool, bool, bool)
+
+
+class _Edges:
+    """Edges gathered block by block, each field broadcast from a scalar where the block shares it."""
+
+    def __init__(self) -> None:
+        self.blocks: list[tuple[np.ndarray, ...]] = []
+        self.count = 0
+
+    def add(self, src: np.ndarray, dst: np.ndarray | int, weight: np.ndarray | float, kind: np.ndarray | int,
+            owner: np.ndarray | int = NONE, owner_id: np.ndarray | int = -1, own: np.ndarray | bool = False,
+            unexplained: bool = False, chain: bool = False) -> int:
+        """Adds len(src) edges (weights below 0 count as 0); returns the index of the first."""
+        n = len(src)
+        first = self.count
+        if not n:
+            return first
+        w = np.asarray(weight, dtype=np.float64)
+        fields = (src, dst, np.where(w > 0, w, 0.0), kind, owner, owner_id, own, unexplained, chain)
+        self.blocks.append(tuple(np.full(n, f, dtype=d) if np.ndim(f) == 0 else np.asarray(f, dtype=d)
+                                 for f, d in zip(fields, _FIELD_TYPES, strict=True)))
+        self.count += n
+        return first
+
+    def graph(self, start: float, end: float, time: np.ndarray) -> Graph:
+        cols = [np.concatenate([b[j] for b in self.blocks]) if self.blocks else np.zeros(0, dtype=d)
+                for j, d in enumerate(_FIELD_TYPES)]
+        return Graph(start, end, time, *cols)
 
 
 def is_blocking_sync(name: str) -> bool:
@@ -113,23 +142,26 @@ def build_graph(trace: Trace, step: int | None) -> Graph:
         start = s.ts
         end = max(s.ts + s.dur, float((t.gpu_ts[own] + t.gpu_dur[own]).max()) if len(own) else s.ts + s.dur)
         root = s.op
-    g = Graph(start, end)
-    g.time[0], g.time[1] = start, end
-    cpu = _Cpu(trace, t, g, ops)
-    if root not in cpu.start:       # a damaged step (its own slice left out of its rows): hang from its threads
-        root = -1
-    if root >= 0:
-        g.edge(0, cpu.start[root], 0.0, CPU)
-        g.edge(cpu.end[root], 1, 0.0, IDLE)
+    edges = _Edges()
+    cpu = _Cpu(trace, t, ops, start)
+    root_at = cpu.local(np.array([root]))[0] if root >= 0 else -1
+    if root_at >= 0:                # else a damaged step (its own slice left out of its rows): hang from its threads
+        edges.add(np.zeros(1), cpu.start_node[root_at], 0.0, _K[CPU])
+    cpu.add_edges(edges, start)
+    if root_at >= 0:
+        edges.add(cpu.end_node[root_at:root_at + 1], 1, 0.0, _K[IDLE])
     else:
-        for e in cpu.thread_ends:
-            g.edge(e, 1, 0.0, IDLE)
-    device = _Device(trace, t, g, cpu, _device_rows(t, rows, own, step if root >= 0 else None, start, end))
-    for k in own.tolist():
-        v = device.end.get(k)
-        if v is not None:
-            g.edge(v, 1, 0.0, IDLE)
-    _syncs(g, cpu, device)
+        edges.add(cpu.thread_ends, 1, 0.0, _K[IDLE])
+    device = _Device(trace, t, cpu, _device_rows(t, rows, own, step if root_at >= 0 else None, start, end),
+                     start, end)
+    device.add_edges(edges, cpu, start)
+    mine = device.local(own)
+    edges.add(device.end_node[mine[mine >= 0]], 1, 0.0, _K[IDLE])
+    _syncs(edges, cpu, device)
+    time = np.concatenate(([start, end], cpu.time, device.time))
+    g = edges.graph(start, end, time)
+    for e, w in cpu.leaf_weights.items():
+        g.weight[e] = min(g.weight[e], w)
     return g
 
 
@@ -142,13 +174,30 @@ class _Rows:
     gpu: dict[int, np.ndarray]          # by step: the GpuOp ids it launched
     by_start: np.ndarray                # every GpuOp id, by start
     max_dur: float
+    call_code: np.ndarray               # per Op: _NO_CALL, _LAUNCH_CALL or _SYNC_CALL
+    stream_wait: np.ndarray             # per Op: a cudaStreamWaitEvent
+    sync_ts: np.ndarray                 # the recorded syncs' starts, in time order
+    syncs: list[DeviceMark]
+    gpu_kind: np.ndarray                # per GpuOp: its kind's index in KINDS
 
 
 def _rows_by_step(trace: Trace) -> _Rows:
     t = tables(trace)
     by_start = np.argsort(t.gpu_ts, kind="stable")
+    kinds = call_kinds(trace)
+    calls = t.op_is(LAUNCH_CATS)
+    sync = t.names_where(is_blocking_sync, t.op_name[calls])
+    launch = t.names_where(lambda n: kinds.get(n) in LAUNCH_PATH_KINDS, t.op_name[calls])
+    code = np.where(sync, _SYNC_CALL, np.where(launch, _LAUNCH_CALL, _NO_CALL)).astype(np.int8)
+    wait = t.names_where(is_stream_wait, t.op_name[calls])
+    syncs = sorted((m for m in trace.marks if m.kind == "sync"), key=lambda m: m.ts)
+    device = np.full(len(t.strings), _K["kernel"], dtype=np.int8)
+    for cat, kind in DEVICE_KINDS.items():
+        device[t.cat_ids((cat,))] = _K[kind]
     return _Rows(_split(np.arange(t.n_ops), t.op_step), _split(np.arange(t.n_gpu), t.gpu_step), by_start,
-                 float(t.gpu_dur.max()) if t.n_gpu else 0.0)
+                 float(t.gpu_dur.max()) if t.n_gpu else 0.0,
+                 np.where(calls, code[t.op_name], _NO_CALL).astype(np.int8), calls & wait[t.op_name],
+                 np.array([m.ts for m in syncs], dtype=np.float64), syncs, device[t.gpu_cat])
 
 
 def _split(ids: np.ndarray, step: np.ndarray) -> dict[int, np.ndarray]:
@@ -181,231 +230,290 @@ def _device_rows(t: TraceColumns, rows: _Rows, own: np.ndarray, step: int | None
     return both[np.concatenate(([True], both[1:] != both[:-1]))] if len(both) else both
 
 
+def _at(values: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """values[at], where `at` may point into an empty window (then zeros: the caller masks them out)."""
+    return values[at] if len(values) else np.zeros(len(at), dtype=values.dtype)
+
+
+def _local(ids: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
+    """Each of `ids` as its position in `sorted_ids`, -1 where it is not there."""
+    if not len(sorted_ids):
+        return np.full(len(ids), -1, dtype=np.int64)
+    at = np.searchsorted(sorted_ids, ids)
+    at_c = np.minimum(at, len(sorted_ids) - 1)
+    return np.where((ids >= 0) & (sorted_ids[at_c] == ids), at_c, -1)
+
+
 class _Cpu:
-    """The CPU slices of the window: their nodes, and one chain of instants per thread."""
+    """The CPU slices of the window (`ops`, by id; arrays below are by that position): their instants, one
+    run of nodes per thread, in time order."""
 
-    def __init__(self, trace: Trace, t: TraceColumns, g: Graph, ops: np.ndarray) -> None:
-        self.g = g
-        ids = ops.tolist()
-        ts, dur = t.op_ts[ops].tolist(), t.op_dur[ops].tolist()
-        self.ts = dict(zip(ids, ts, strict=True))
-        self.dur = dict(zip(ids, dur, strict=True))
-        self.start: dict[int, int] = {}           # nodes, made as each thread's chain reaches them
-        self.end: dict[int, int] = {}
-        self.kind: dict[int, str] = {}
-        self.leaf_edge: dict[int, int] = {}        # a call with nothing inside it: its start -> end edge
-        self.sync_calls: list[int] = []
-        self.wait_calls: list[float] = []          # cudaStreamWaitEvent starts, by time
-        self._calls(trace, t, ids, t.op_cat[ops].tolist(), t.op_name[ops].tolist())
-        self.parent = dict(zip(ids, t.op_parent[ops].tolist(), strict=True))
-        self.thread_ends = []
-        if not ids:
+    def __init__(self, trace: Trace, t: TraceColumns, ops: np.ndarray, start: float) -> None:
+        rows = trace.derive(_rows_by_step)
+        self.ops = ops
+        n = len(ops)
+        self.ts, self.dur = t.op_ts[ops], t.op_dur[ops]
+        code = rows.call_code[ops]
+        self.kind_code = np.where(code == _SYNC_CALL, _K[SYNC_WAIT],
+                                  np.where(code == _LAUNCH_CALL, _K[LAUNCH], _K[CPU])).astype(np.int8)
+        self.sync_calls = np.flatnonzero(code == _SYNC_CALL)
+        self.wait_calls: list[float] = sorted(self.ts[rows.stream_wait[ops]].tolist())
+        self.parent = self.local(t.op_parent[ops])          # -1: a root, or a parent outside the window
+        self.start_node = np.zeros(n, dtype=np.int64)
+        self.end_node = np.zeros(n, dtype=np.int64)
+        self.leaf_weights: dict[int, float] = {}            # edge -> the least weight a sync's return gives it
+        self.leaf_edge: dict[int, int] = {}                 # sync call (position) -> its start -> end edge
+        self._leaf: dict[int, tuple[int, int]] = {}         # the same, as (block, offset) until add_edges
+        self._blocks: list[tuple[np.ndarray, ...]] = []
+        self._firsts: list[np.ndarray] = []
+        times: list[np.ndarray] = []
+        self.thread_ends = np.zeros(0, dtype=np.int64)
+        if not n:
+            self.time = np.zeros(0)
             return
-        depth = dict(zip(ids, t.op_depth[ops].tolist(), strict=True))
         th = np.lexsort((t.op_tid[ops], t.op_pid[ops]))      # stable: id order (start order) within a thread
-        keys = np.stack([t.op_pid[ops][th], t.op_tid[ops][th]], axis=1)
-        cuts = np.flatnonzero((keys[1:] != keys[:-1]).any(axis=1)) + 1
-        for part in np.split(ops[th], cuts):
-            mine = part.tolist()
-            if self._nested(mine):
-                self.thread_ends.append(self._chain_nested(part))
-            else:
-                self.thread_ends.append(self._chain(mine, depth))
+        pid, tid = t.op_pid[ops][th], t.op_tid[ops][th]
+        new = np.concatenate(([True], (pid[1:] != pid[:-1]) | (tid[1:] != tid[:-1])))
+        thread = np.cumsum(new) - 1                          # per position in th
+        n_threads = int(thread[-1]) + 1
+        bad = self._not_nested(th, thread, n_threads)
+        nested = ~bad[thread]
+        ends = np.zeros(n_threads, dtype=np.int64)
+        at = 2
+        if nested.any():
+            at = self._chain_nested(th[nested], thread[nested], times, at, ends)
+        depth = t.op_depth[ops]
+        for k in np.flatnonzero(bad).tolist():
+            mine = th[thread == k]
+            at = self._chain(mine.tolist(), depth, times, at, ends, k)
+        self.time = np.concatenate(times) if times else np.zeros(0)
+        self.thread_ends = ends
 
-    def by_correlation(self, t: TraceColumns) -> dict[int, int]:
-        """correlation -> Op id, for the window's runtime/driver calls."""
-        ids = np.fromiter(self.ts.keys(), dtype=np.int64, count=len(self.ts))
-        if not len(ids):
-            return {}
-        ids = ids[t.op_correlation_present[ids]]
-        return dict(zip(t.op_correlation[ids].tolist(), ids.tolist(), strict=True))
+    def local(self, ids: np.ndarray) -> np.ndarray:
+        return _local(ids, self.ops)
 
-    def _calls(self, trace: Trace, t: TraceColumns, ids: list[int], cats: list[int], names: list[int]) -> None:
-        kinds = call_kinds(trace)
-        launch_cats = set(t.cat_ids(LAUNCH_CATS))
-        for i, c, n in zip(ids, cats, names, strict=True):
-            if c not in launch_cats:
-                continue
-            name = t.strings[n]
-            if is_blocking_sync(name):
-                self.kind[i] = SYNC_WAIT
-                self.sync_calls.append(i)
-            elif kinds.get(name) in LAUNCH_PATH_KINDS:
-                self.kind[i] = LAUNCH
-            if is_stream_wait(name):
-                self.wait_calls.append(self.ts[i])
-        self.wait_calls.sort()
+    def _not_nested(self, th: np.ndarray, thread: np.ndarray, n_threads: int) -> np.ndarray:
+        """Per thread: two slices under the same parent (or at the top of the window) overlap. Where none
+        does, the innermost slice open after an instant is the slice that started there, or the parent of
+        the one that ended."""
+        parent = self.parent[th]
+        order = np.lexsort((np.arange(len(th)), parent, thread))
+        i = th[order]
+        same = (thread[order][1:] == thread[order][:-1]) & (parent[order][1:] == parent[order][:-1])
+        overlap = same & (self.ts[i[1:]] < (self.ts + self.dur)[i[:-1]])
+        bad = np.zeros(n_threads, dtype=bool)
+        bad[thread[order][1:][overlap]] = True
+        return bad
 
-    def _nested(self, mine: list[int]) -> bool:
-        """No two slices under the same parent (or at the top of the window) overlap: then the innermost
-        slice open after an instant is the slice that started there, or the parent of the one that ended."""
-        last_end: dict[int, float] = {}
-        for i in mine:
-            p = self.parent[i] if self.parent[i] in self.dur else -1
-            if self.ts[i] < last_end.get(p, -np.inf):
-                return False
-            last_end[p] = self.ts[i] + self.dur[i]
-        return True
-
-    def _chain_nested(self, part: np.ndarray) -> int:
-        """_chain's edges for a thread whose slices nest properly, with numpy."""
-        g = self.g
-        ts = np.array([self.ts[i] for i in part.tolist()])
-        dur = np.array([self.dur[i] for i in part.tolist()])
-        depth = np.arange(len(part))         # start order stands in for depth among slices that nest
+    def _chain_nested(self, part: np.ndarray, thread: np.ndarray, times: list[np.ndarray], at: int,
+                      ends: np.ndarray) -> int:
+        """The chains of the threads whose slices nest properly, all at once: each thread's starts and ends
+        in time order, each gap owned by the innermost slice open across it (its self time)."""
+        first_of = np.concatenate(([True], thread[1:] != thread[:-1]))
+        depth = np.arange(len(part)) - np.maximum.accumulate(np.where(first_of, np.arange(len(part)), 0))
+        ts, dur = self.ts[part], self.dur[part]
         has_end = dur > 0
-        at = np.concatenate([ts, (ts + dur)[has_end]])
+        mark_at = np.concatenate([ts, (ts + dur)[has_end]])
         is_start = np.concatenate([np.ones(len(part), bool), np.zeros(int(has_end.sum()), bool)])
         tie = np.concatenate([depth, -depth[has_end]])
         op = np.concatenate([part, part[has_end]])
-        order = np.lexsort((tie, is_start, at))
-        at, is_start, op = at[order], is_start[order], op[order]
-        first = len(g.time)
-        g.time.extend(at.tolist())
-        nodes = np.arange(first, first + len(at))
-        ops, starts = op.tolist(), is_start.tolist()
-        for i, n, st in zip(ops, nodes.tolist(), starts, strict=True):
-            if st:
-                self.start[i] = n
-                if self.dur[i] <= 0:
-                    self.end[i] = n
-            else:
-                self.end[i] = n
-        g.from_source(first)
+        mark_thread = np.concatenate([thread, thread[has_end]])
+        order = np.lexsort((tie, is_start, mark_at, mark_thread))
+        mark_at, is_start, op, mark_thread = mark_at[order], is_start[order], op[order], mark_thread[order]
+        nodes = np.arange(at, at + len(mark_at))
+        times.append(mark_at)
+        self.start_node[op[is_start]] = nodes[is_start]
+        zero = is_start & (self.dur[op] <= 0)
+        self.end_node[op[zero]] = nodes[zero]
+        self.end_node[op[~is_start]] = nodes[~is_start]
+        head = np.concatenate(([True], mark_thread[1:] != mark_thread[:-1]))
+        last = np.concatenate((head[1:], [True]))
+        ends[mark_thread[last]] = nodes[last]
+        self._firsts.append(nodes[head])
         # the gap after an instant: the slice that started there (if it lasts), else the parent of the slice
         # that ended (or the zero-length one that happened) when that parent is in the window
-        owners = [i if st and self.dur[i] > 0 else (self.parent[i] if self.parent[i] in self.start else -1)
-                  for i, st in zip(ops[:-1], starts[:-1], strict=True)]
-        u, v = nodes[:-1].tolist(), nodes[1:].tolist()
-        base = len(g.src)
-        kind = self.kind
-        g.src.extend(u)
-        g.dst.extend(v)
-        g.weight.extend(np.maximum(np.diff(at), 0.0).tolist())
-        g.kind.extend([kind.get(o, CPU) for o in owners])
-        g.owner.extend([OP if o >= 0 else NONE for o in owners])
-        g.owner_id.extend(owners)
-        g.own.extend([o >= 0 for o in owners])
-        g.unexplained.extend([False] * len(owners))
-        for c in self.sync_calls:
-            k = self.start.get(c, -1) - first
-            if 0 <= k < len(ops) - 1 and ops[k + 1] == c and not starts[k + 1]:
-                self.leaf_edge[c] = base + k
-        return int(nodes[-1])
+        go = ~last
+        u_op, u_start = op[go], is_start[go]
+        owner = np.where(u_start & (self.dur[u_op] > 0), u_op, self.parent[u_op])
+        has = owner >= 0
+        kind = np.where(has, self.kind_code[np.maximum(owner, 0)], _K[CPU])
+        self._blocks.append((nodes[go], nodes[go] + 1, np.maximum(mark_at[1:][go[:-1]] - mark_at[go], 0.0),
+                             kind, np.where(has, OP, NONE), np.where(has, self.ops[np.maximum(owner, 0)], -1), has))
+        # a sync call with nothing inside it: its start mark followed by its own end mark
+        sc = self.sync_calls
+        k = self.start_node[sc] - at
+        ok = (k >= 0) & (k < len(op) - 1)
+        sc, k = sc[ok], k[ok]
+        leaf = go[k] & (op[k + 1] == sc) & ~is_start[k + 1] & (mark_thread[k + 1] == mark_thread[k])
+        offset = np.cumsum(go) - 1
+        block = len(self._blocks) - 1
+        for c, j in zip(sc[leaf].tolist(), offset[k[leaf]].tolist(), strict=True):
+            self._leaf[c] = (block, j)
+        return at + len(mark_at)
 
-    def _chain(self, mine: list[int], depth: dict[int, int]) -> int:
-        """A thread's starts and ends in time order, each gap owned by the innermost slice open across it
-        (its self time; a slice that outlives its parent is handled as it comes). The first instant hangs
-        from the window's start. Returns the thread's last node."""
-        g = self.g
-        marks = [(self.ts[i], 1, depth[i], i) for i in mine]
-        marks += [(self.ts[i] + self.dur[i], 0, -depth[i], i) for i in mine if self.dur[i] > 0]
+    def _chain(self, mine: list[int], depth: np.ndarray, times: list[np.ndarray], at: int, ends: np.ndarray,
+               k: int) -> int:
+        """One thread whose slices do not nest (a slice outlives its parent): its instants in time order, each
+        gap owned by the innermost slice open across it, the open slices kept as they come."""
+        ts, dur = self.ts.tolist(), self.dur.tolist()
+        marks = [(ts[i], 1, int(depth[i]), i) for i in mine]
+        marks += [(ts[i] + dur[i], 0, -int(depth[i]), i) for i in mine if dur[i] > 0]
         marks.sort()
         open_: list[int] = []
+        node_t: list[float] = []
+        u: list[int] = []
+        w: list[float] = []
+        owners: list[int] = []
+        leafs: list[tuple[int, int]] = []
         prev = -1
-        for at, is_start, _, i in marks:
+        for when, is_start, _, i in marks:
+            v = at + len(node_t)
+            node_t.append(when)
             if is_start:
-                v = self.start[i] = g.node(at)
-                if self.dur[i] <= 0:            # a zero-length slice is one instant
-                    self.end[i] = v
+                self.start_node[i] = v
+                if dur[i] <= 0:                 # a zero-length slice is one instant
+                    self.end_node[i] = v
             else:
-                v = self.end[i] = g.node(at)
+                self.end_node[i] = v
             if prev < 0:
-                g.from_source(v)
-            elif v != prev:
+                self._firsts.append(np.array([v]))
+            else:
                 owner = open_[-1] if open_ else -1
-                if owner >= 0:
-                    g.edge(prev, v, g.time[v] - g.time[prev], self.kind.get(owner, CPU), OP, owner, own=True)
-                    if prev == self.start[owner] and owner == i and not is_start:
-                        self.leaf_edge[owner] = len(g.src) - 1
-                else:                       # thread time outside every recorded slice of the window
-                    g.edge(prev, v, g.time[v] - g.time[prev], CPU)
+                u.append(prev)
+                w.append(when - node_t[prev - at])
+                owners.append(owner)
+                if owner >= 0 and prev == self.start_node[owner] and owner == i and not is_start:
+                    leafs.append((owner, len(u) - 1))
             if is_start:
-                if self.dur[i] > 0:
+                if dur[i] > 0:
                     open_.append(i)
             elif open_ and open_[-1] == i:
                 open_.pop()
             elif i in open_:
                 open_.remove(i)
             prev = v
-        return prev
+        times.append(np.array(node_t))
+        ends[k] = prev
+        o = np.array(owners, dtype=np.int64)
+        has = o >= 0
+        src = np.array(u, dtype=np.int64)
+        self._blocks.append((src, src + 1, np.array(w), np.where(has, self.kind_code[np.maximum(o, 0)], _K[CPU]),
+                             np.where(has, OP, NONE), np.where(has, self.ops[np.maximum(o, 0)], -1), has))
+        for c, j in leafs:
+            if self.kind_code[c] == _K[SYNC_WAIT]:
+                self._leaf[c] = (len(self._blocks) - 1, j)
+        return at + len(node_t)
+
+    def add_edges(self, edges: _Edges, start: float) -> None:
+        """Each thread's first instant from the window's start (unexplained), then the threads' runs."""
+        if self._firsts:
+            firsts = np.concatenate(self._firsts)
+            edges.add(np.zeros(len(firsts)), firsts, self.time[firsts - 2] - start, _K[IDLE], unexplained=True)
+        bases = [edges.add(s, d, w, kind, owner, owner_id, own, chain=True)
+                 for s, d, w, kind, owner, owner_id, own in self._blocks]
+        self.leaf_edge = {c: bases[b] + j for c, (b, j) in self._leaf.items()}
 
 
 class _Device:
-    """The device ops of the window: their nodes, launch, stream-order and cross-stream edges."""
+    """The device ops of the window, by (device, stream, start); arrays below are by that position. Each op
+    is two nodes, its start then its end, so a stream's ops are one run of nodes."""
 
-    def __init__(self, trace: Trace, t: TraceColumns, g: Graph, cpu: _Cpu, gpu: np.ndarray) -> None:
-        self.g = g
+    def __init__(self, trace: Trace, t: TraceColumns, cpu: _Cpu, gpu: np.ndarray, start: float, end: float) -> None:
         order = np.lexsort((gpu, t.gpu_ts[gpu], t.gpu_stream[gpu], t.gpu_device[gpu]))
+        self.sorted_ids = gpu                                # ascending GpuOp ids
+        self.at = np.empty(len(gpu), dtype=np.int64)         # sorted id position -> position here
+        self.at[order] = np.arange(len(gpu))
         gpu = gpu[order]
-        ids = gpu.tolist()
-        ts = np.maximum(t.gpu_ts[gpu], g.start_us).tolist()           # work queued earlier: from the window's start
-        ends = np.maximum(t.gpu_ts[gpu] + t.gpu_dur[gpu], g.start_us).tolist()
-        lane = list(zip(t.gpu_device[gpu].tolist(), t.gpu_stream[gpu].tolist(), strict=True))
-        launch = t.gpu_launch[gpu].tolist()
-        code = {c: DEVICE_KINDS[cat] for cat in DEVICE_KINDS for c in t.cat_ids((cat,))}
-        cats = t.gpu_cat[gpu].tolist()
-        self.start: dict[int, int] = {}
-        self.end: dict[int, int] = {}
-        for k, a, e in zip(ids, ts, ends, strict=True):     # in stream order: each op's start, then its end
-            self.start[k] = g.node(a)
-            self.end[k] = g.node(e)
-        self.launch_ts = {k: (cpu.ts[c] if c in cpu.ts else -np.inf) for k, c in zip(ids, launch, strict=True)}
-        # ends of every device op, by end, for the sync and cross-stream searches
-        by_end = sorted(zip(ends, ids, strict=True))
-        self.by_end_t: list[float] = [e for e, _ in by_end]
-        self.by_end: list[int] = [k for _, k in by_end]
-        self.lane = dict(zip(ids, lane, strict=True))
-        lanes: dict[tuple[int, int], list[int]] = {}
-        for k, ln in zip(ids, lane, strict=True):
-            lanes.setdefault(ln, []).append(k)
-        self.recorded = recorded_waits(trace, cpu.by_correlation(t), cpu.ts, lanes, self.launch_ts,
-                                       (g.start_us, g.end_us))
-        prev_on: dict[tuple[int, int], int] = {}
-        for k, a, e, ln, c, cat in zip(ids, ts, ends, lane, launch, cats, strict=True):
-            g.edge(self.start[k], self.end[k], e - a, code.get(cat, "kernel"), GPU, k, own=True)
-            self._arrive(k, a, prev_on.get(ln, -1), c, cpu)
-            prev_on[ln] = k
+        self.ids = gpu
+        m = len(gpu)
+        self.ts = np.maximum(t.gpu_ts[gpu], start)                     # work queued earlier: from the window's start
+        self.ends = np.maximum(t.gpu_ts[gpu] + t.gpu_dur[gpu], start)
+        self.device, self.stream = t.gpu_device[gpu], t.gpu_stream[gpu]
+        self.start_node = 2 + len(cpu.time) + 2 * np.arange(m)
+        self.end_node = self.start_node + 1
+        self.time = np.stack([self.ts, self.ends], axis=1).reshape(-1)
+        rows = trace.derive(_rows_by_step)
+        self.kind_code = rows.gpu_kind[gpu]
+        self.call = cpu.local(t.gpu_launch[gpu])                       # position in cpu, -1: outside the window
+        known = self.call >= 0
+        call = np.maximum(self.call, 0)
+        self.launch_ts = np.where(known, _at(cpu.ts, call), -np.inf)
+        self.call_end = np.where(known, _at(cpu.ts + cpu.dur, call), -np.inf)
+        same_lane = np.zeros(m, dtype=bool)
+        if m:
+            same_lane[1:] = (self.device[1:] == self.device[:-1]) & (self.stream[1:] == self.stream[:-1])
+        self.prev = np.where(same_lane, np.arange(m) - 1, -1)
+        self.by_end = np.lexsort((gpu, self.ends))                     # by end, then id
+        self.by_end_t = self.ends[self.by_end]
+        lo = int(np.searchsorted(rows.sync_ts, start, side="left"))
+        hi = int(np.searchsorted(rows.sync_ts, end, side="right"))
+        marks = rows.syncs[lo:hi]
+        self.op_waits: dict[int, list[int]] = {}       # positions here
+        self.call_waits: dict[int, int] = {}           # cpu position -> position here
+        if marks:
+            self._recorded(trace, t, cpu, marks, start, end)
 
-    def _arrive(self, k: int, ts: float, prev: int, call: int, cpu: _Cpu) -> None:
-        """The edges into device op k's start; the one that arrives last carries the measured gap."""
-        g = self.g
-        s = self.start[k]
-        arrivals: list[tuple[float, str]] = []
-        if prev >= 0 and g.time[self.end[prev]] <= ts:
-            arrivals.append((g.time[self.end[prev]], "stream"))
-        has_call = call in cpu.start
-        if has_call:
-            call_end = cpu.ts[call] + cpu.dur[call]
-            launched = call_end if ts >= call_end else cpu.ts[call]
-            if cpu.ts[call] <= ts:
-                arrivals.append((launched, "launch"))
-            else:
-                has_call = False                # the clocks disagree: the op started before its launch
-        recorded = self.recorded.op_waits.get(k)
-        if recorded is not None:                # the last to end of what it waited for (before it started)
-            ends = [(g.time[self.end[w]], w) for w in recorded if g.time[self.end[w]] <= ts]
-            waited = max(ends)[1] if ends else -1
-        else:
-            waited = self._waited_on(k, ts, prev, max((a for a, _ in arrivals), default=-np.inf), cpu)
-        if waited >= 0:
-            arrivals.append((g.time[self.end[waited]], "wait"))
-        if not arrivals:
-            g.from_source(s)
-            return
-        binding = max(arrivals)[1]
-        if prev >= 0 and g.time[self.end[prev]] <= ts:
-            gap = ts - g.time[self.end[prev]] if binding == "stream" else 0.0
-            g.edge(self.end[prev], s, gap, IDLE, GPU, k)
-        if has_call:
-            if ts >= cpu.ts[call] + cpu.dur[call]:
-                g.edge(cpu.end[call], s, ts - g.time[cpu.end[call]] if binding == "launch" else 0.0,
-                       LAUNCH_DELAY, OP, call)
-            else:                               # it started while its launch call was still running
-                g.edge(cpu.start[call], s, ts - cpu.ts[call], LAUNCH, OP, call)
-        if waited >= 0:
-            g.edge(self.end[waited], s, ts - g.time[self.end[waited]] if binding == "wait" else 0.0,
-                   SYNC_WAIT, GPU, k)
+    def local(self, ids: np.ndarray) -> np.ndarray:
+        at = _local(ids, self.sorted_ids)
+        return np.where(at >= 0, self.at[np.maximum(at, 0)], -1)
+
+    def _recorded(self, trace: Trace, t: TraceColumns, cpu: _Cpu, marks: list[DeviceMark], start: float,
+                  end: float) -> None:
+        ids = self.ids.tolist()
+        lanes: dict[tuple[int, int], list[int]] = {}
+        for k, dev, st in zip(ids, self.device.tolist(), self.stream.tolist(), strict=True):
+            lanes.setdefault((dev, st), []).append(k)
+        calls = cpu.ops[t.op_correlation_present[cpu.ops]]
+        by_corr = dict(zip(t.op_correlation[calls].tolist(), calls.tolist(), strict=True))
+        call_ts = dict(zip(cpu.ops.tolist(), cpu.ts.tolist(), strict=True))
+        launch_ts = dict(zip(ids, self.launch_ts.tolist(), strict=True))
+        rec = recorded_waits(trace, by_corr, call_ts, lanes, launch_ts, (start, end), marks)
+        here = dict(zip(ids, range(len(ids)), strict=True))
+        self.op_waits = {here[k]: [here[w] for w in ws] for k, ws in rec.op_waits.items()}
+        at = cpu.local(np.array(list(rec.call_waits), dtype=np.int64))
+        self.call_waits = {int(c): here[k] for c, k in zip(at.tolist(), rec.call_waits.values(), strict=True)}
+
+    def add_edges(self, edges: _Edges, cpu: _Cpu, start: float) -> None:
+        """Each op's own edge, then the edges into its start; the one that arrives last carries the
+        measured gap (on a tie: a wait, then the stream, then the launch)."""
+        m = len(self.ids)
+        ts, ends, prev = self.ts, self.ends, self.prev
+        prev_end = np.where(prev >= 0, ends[np.maximum(prev, 0)], -np.inf)
+        stream = (prev >= 0) & (prev_end <= ts)
+        call = np.maximum(self.call, 0)
+        launch = (self.call >= 0) & (self.launch_ts <= ts)    # else the clocks disagree: it started before its launch
+        after = ts >= self.call_end                            # it started after its launch call returned
+        launched = np.where(after, self.call_end, self.launch_ts)
+        arrived = np.maximum(np.where(stream, prev_end, -np.inf), np.where(launch, launched, -np.inf))
+        waited = np.full(m, -1, dtype=np.int64)
+        if self.op_waits or cpu.wait_calls:
+            for k in range(m):
+                waited[k] = self._waited(k, float(ts[k]), int(prev[k]), float(arrived[k]), cpu)
+        wait = waited >= 0
+        wait_end = np.where(wait, ends[np.maximum(waited, 0)], -np.inf)
+        last = np.maximum(arrived, wait_end)
+        by_wait = wait & (wait_end == last)
+        by_stream = ~by_wait & stream & (prev_end == last)
+        by_launch = ~by_wait & ~by_stream & launch
+        gpu_ids = self.ids
+        edges.add(self.start_node, self.end_node, ends - ts, self.kind_code, GPU, gpu_ids, True, chain=True)
+        edges.add(self.end_node[prev[stream]], self.start_node[stream],
+                  np.where(by_stream, ts - prev_end, 0.0)[stream], _K[IDLE], GPU, gpu_ids[stream], chain=True)
+        delay = launch & after
+        edges.add(np.where(delay, _at(cpu.end_node, call), _at(cpu.start_node, call))[launch], self.start_node[launch],
+                  np.where(delay, np.where(by_launch, ts - self.call_end, 0.0), ts - self.launch_ts)[launch],
+                  np.where(delay, _K[LAUNCH_DELAY], _K[LAUNCH])[launch], OP, _at(cpu.ops, call)[launch])
+        edges.add(self.end_node[waited[wait]], self.start_node[wait], np.where(by_wait, ts - wait_end, 0.0)[wait],
+                  _K[SYNC_WAIT], GPU, gpu_ids[wait])
+        alone = ~(stream | launch | wait)
+        edges.add(np.zeros(int(alone.sum())), self.start_node[alone], ts[alone] - start, _K[IDLE], unexplained=True)
+
+    def _waited(self, k: int, ts: float, prev: int, arrived: float, cpu: _Cpu) -> int:
+        recorded = self.op_waits.get(k)
+        if recorded is None:
+            return self._waited_on(k, ts, prev, arrived, cpu)
+        ends = [(float(self.ends[w]), int(self.ids[w]), w) for w in recorded if self.ends[w] <= ts]
+        return max(ends)[2] if ends else -1       # the last to end of what it waited for (before it started)
 
     def _waited_on(self, k: int, ts: float, prev: int, arrived: float, cpu: _Cpu) -> int:
         """The op on another stream of k's device that k waited for through a cudaStreamWaitEvent, or -1:
@@ -413,47 +521,50 @@ class _Device:
         after everything else it depends on had arrived."""
         if not cpu.wait_calls or ts <= arrived:
             return -1
-        lo = self.launch_ts[prev] if prev >= 0 else -np.inf
-        hi = self.launch_ts[k]
+        lo = float(self.launch_ts[prev]) if prev >= 0 else -np.inf
+        hi = float(self.launch_ts[k])
         if hi == -np.inf or bisect_right(cpu.wait_calls, hi) == bisect_left(cpu.wait_calls, lo):
             return -1
-        device, stream = self.lane[k]
-        j = bisect_right(self.by_end_t, ts)
+        j = int(np.searchsorted(self.by_end_t, ts, side="right"))
         while j > 0 and self.by_end_t[j - 1] > arrived:
             j -= 1
-            o = self.by_end[j]
-            if self.lane[o][0] == device and self.lane[o][1] != stream and self.launch_ts[o] <= hi:
+            o = int(self.by_end[j])
+            if self.device[o] == self.device[k] and self.stream[o] != self.stream[k] and self.launch_ts[o] <= hi:
                 return o
         return -1
 
     def waited_by_sync(self, call_ts: float, call_end: float) -> int:
         """The device op a blocking call waited for: the last to end before it returned among the work
         queued before it (its own copy included), when that op ended after the call began; else -1."""
-        j = bisect_right(self.by_end_t, call_end)
+        j = int(np.searchsorted(self.by_end_t, call_end, side="right"))
         while j > 0 and self.by_end_t[j - 1] > call_ts:
             j -= 1
-            o = self.by_end[j]
+            o = int(self.by_end[j])
             if self.launch_ts[o] <= call_ts:
                 return o
         return -1
 
 
-def _syncs(g: Graph, cpu: _Cpu, device: _Device) -> None:
+def _syncs(edges: _Edges, cpu: _Cpu, device: _Device) -> None:
     """A blocking call ends when the device op it waited for ends, plus the call's return (its tail): the
     call's own edge keeps only that tail, so a what-if that ends the op sooner ends the call sooner."""
-    for c in cpu.sync_calls:
-        ts, end = cpu.ts[c], cpu.ts[c] + cpu.dur[c]
-        k = device.recorded.call_waits.get(c, -1)
-        if k >= 0 and not ts < g.time[device.end[k]] <= end:
+    src, dst, tails, who = [], [], [], []
+    for c in cpu.sync_calls.tolist():
+        ts, end = float(cpu.ts[c]), float(cpu.ts[c] + cpu.dur[c])
+        k = device.call_waits.get(c, -1)
+        if k >= 0 and not ts < device.ends[k] <= end:
             continue                            # recorded, and it did not wait (or the clocks disagree)
         if k < 0:
             k = device.waited_by_sync(ts, end)
         if k < 0:
             continue
-        tail = end - g.time[device.end[k]]
-        g.edge(device.end[k], cpu.end[c], tail, SYNC_WAIT, OP, c)
+        tail = end - float(device.ends[k])
+        src.append(int(device.end_node[k]))
+        dst.append(int(cpu.end_node[c]))
+        tails.append(tail)
+        who.append(int(cpu.ops[c]))
         e = cpu.leaf_edge.get(c)
         if e is not None:
-            g.weight[e] = min(g.weight[e], max(tail, 0.0))
-
-
+            cpu.leaf_weights[e] = min(cpu.leaf_weights.get(e, np.inf), max(tail, 0.0))
+    edges.add(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.array(tails), _K[SYNC_WAIT], OP,
+              np.array(who, dtype=np.int64))

@@ -4,12 +4,13 @@
     critical_paths(trace) -> [CriticalPath]        one per step; one named "all" for a trace without steps
 
 The path is the longest path from the window's start to its end through the graph of
-mlptui.trace.analysis.critical_path.critical_graph (built per step, on demand, in time linear in its events). Its
+mlptui.trace.analysis.critical_path.critical_graph (built per step, on demand, in time linear in its events),
+through mlptui.trace.analysis.critical_path.critical_flow (the what-ifs of a step in one pass). Its
 length equals the step window of mlptui.trace.analysis.steps.steps (step start to the later of its end and
 the end of its own GPU work); `remainder_us` is any difference left (float rounding only, on the
 traces tested) and `unexplained_us` the time on the path that no recorded dependency explains.
 
-- segments: the path in time order, each one kind of time (`KINDS`), its start and duration, the event
+- segments (made from `columns`, the same as parallel lists): the path in time order, each one kind of time (`KINDS`), its start and duration, the event
   it belongs to (`name`) and the CPU operator that owns it (`op`: the op itself for a CPU slice; the
   innermost op around a launch or sync call; the op that launched a device op). Zero-length steps are
   left out; the segments never overlap and add up to the path's length.
@@ -22,19 +23,19 @@ traces tested) and `unexplained_us` the time on the path that no recorded depend
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from mlptui.trace.analysis.critical_path.critical_flow import Flow
 from mlptui.trace.analysis.critical_path.critical_graph import GPU, KINDS, OP, Graph, build_graph
 from mlptui.trace.analysis.events.op_owner import owners
 from mlptui.trace.model import Trace
 
 TOP = 5
-_TOL = 1e-6                      # µs: two arrivals this close are the same instant
 DEVICE_WORK = frozenset({"kernel", "memcpy", "memset"})
 OWN_TIME = frozenset({"cpu", "launch", *DEVICE_WORK})
+_OWN_CODES = [KINDS.index(k) for k in sorted(OWN_TIME)]
 ALL_NAME = "all"
 
 
@@ -50,6 +51,26 @@ class Segment:
 
 
 @dataclass(frozen=True, slots=True)
+class SegmentColumns:
+    """The path's segments as parallel lists (what the report reads; `rows()` makes the Segment objects)."""
+
+    kind: list[str]
+    name: list[str]
+    start_us: list[float]
+    dur_us: list[float]
+    op: list[str | None]
+    op_id: list[int]
+    gpu_id: list[int]
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    def rows(self) -> list[Segment]:
+        return [Segment(*r) for r in zip(self.kind, self.name, self.start_us, self.dur_us, self.op, self.op_id,
+                                         self.gpu_id, strict=True)]
+
+
+@dataclass(frozen=True, slots=True)
 class CriticalPath:
     step: int                       # Step.index; -1 for the whole trace
     name: str                       # the step's name, or "all"
@@ -58,10 +79,14 @@ class CriticalPath:
     length_us: float
     remainder_us: float             # window minus length
     unexplained_us: float
-    segments: list[Segment]
+    columns: SegmentColumns
     breakdown_us: dict[str, float]
     top: list[tuple[str, str, float]]          # (name, kind, µs on the path)
     what_if: list[tuple[str, float]] = field(default_factory=list)   # (name, step µs without its own time)
+
+    @property
+    def segments(self) -> list[Segment]:
+        return self.columns.rows()
 
     @property
     def gpu_share(self) -> float:
@@ -78,140 +103,69 @@ def critical_path(trace: Trace, step: int | None) -> CriticalPath:
     if step is not None and not 0 <= step < len(trace.steps):
         raise IndexError(f"no step {step} (the trace has {len(trace.steps)})")
     g = build_graph(trace, step)
-    flow = _Flow(g)
-    weight = np.asarray(g.weight, dtype=np.float64)
+    flow = Flow(g)
+    weight = g.weight
     longest = flow.longest(weight)
     path = flow.backtrack(longest, weight)
-    segments = _segments(trace, g, path, longest)
-    breakdown = dict.fromkeys(KINDS, 0.0)
-    for seg in segments:
-        breakdown[seg.kind] += seg.dur_us
+    columns = _segments(trace, g, path, longest)
+    breakdown = dict(zip(KINDS, np.bincount(g.kind_code[path], weights=weight[path], minlength=len(KINDS)).tolist(),
+                         strict=True))
     names = _edge_names(trace, g)
-    own = np.asarray(g.own, dtype=bool)
-    on_path: dict[tuple[int, str], float] = {}
-    for e in path:
-        if g.own[e] and g.kind[e] in OWN_TIME and g.weight[e] > 0:
-            key = (int(names[e]), g.kind[e])
-            on_path[key] = on_path.get(key, 0.0) + g.weight[e]
+    mine = path[g.own[path] & np.isin(g.kind_code[path], _OWN_CODES)]
     strings = trace.columns.strings
-    ranked = sorted(on_path.items(), key=lambda r: (-r[1], strings[r[0][0]]))[:TOP]
+    keys, where = np.unique(names[mine] * len(KINDS) + g.kind_code[mine], return_inverse=True)
+    sums = np.bincount(where.reshape(-1), weights=weight[mine], minlength=len(keys)).tolist()
+    on_path = [((n // len(KINDS), KINDS[n % len(KINDS)]), us) for n, us in zip(keys.tolist(), sums, strict=True)]
+    ranked = sorted(on_path, key=lambda r: (-r[1], strings[r[0][0]]))[:TOP]
     top = [(strings[n], k, us) for (n, k), us in ranked]
-    what_if = [(strings[n], flow.longest(np.where(own & (names == n), 0.0, weight))[1]) for (n, _k), _us in ranked]
+    what_if: list[tuple[str, float]] = []
+    if ranked:
+        without = np.repeat(weight[None, :], len(ranked), axis=0)
+        for j, ((n, _k), _us) in enumerate(ranked):
+            without[j, g.own & (names == n)] = 0.0
+        ends = flow.longest(without, sink_only=True)[:, 1].tolist()
+        what_if = [(strings[n], us) for ((n, _k), _u), us in zip(ranked, ends, strict=True)]
     mark = trace.steps[step] if step is not None and trace.steps else None
     window = g.end_us - g.start_us
-    length = longest[1]
+    length = float(longest[1])
     return CriticalPath(
         step=-1 if mark is None else mark.index, name=ALL_NAME if mark is None else mark.name, start_us=g.start_us,
         window_us=window, length_us=length, remainder_us=window - length,
-        unexplained_us=sum(g.weight[e] for e in path if g.unexplained[e]),
-        segments=segments, breakdown_us=breakdown, top=top, what_if=what_if)
-
-
-class _Flow:
-    """The graph's edges in an order that settles every node before it is used: by the position of their
-    end node in a topological order (the nodes by time, made-order breaking ties, source first and sink
-    last; Kahn's algorithm where a tie in time goes against that order)."""
-
-    def __init__(self, g: Graph) -> None:
-        n = len(g.time)
-        src = np.asarray(g.src, dtype=np.int64)
-        dst = np.asarray(g.dst, dtype=np.int64)
-        key = np.asarray(g.time, dtype=np.float64)
-        key[0], key[1] = -np.inf, np.inf
-        order = np.lexsort((np.arange(n), key))
-        pos = np.empty(n, dtype=np.int64)
-        pos[order] = np.arange(n)
-        if len(src) and not bool((pos[src] < pos[dst]).all()):
-            pos = _kahn(n, src, dst)
-        self.by_dst = np.argsort(pos[dst], kind="stable")
-        self.src = src[self.by_dst].tolist()
-        self.dst = dst[self.by_dst].tolist()
-        self.n = n
-        # each node's incoming edges (edge numbers of g), for the walk back
-        by_node = np.argsort(dst, kind="stable")
-        self.in_edges = by_node
-        self.in_start = np.searchsorted(dst[by_node], np.arange(n + 1), side="left")
-        self.g_src = g.src
-
-    def longest(self, weight: np.ndarray) -> list[float]:
-        """Longest distance from the source to every node (a node the source cannot reach stays at 0)."""
-        dist = [0.0] * self.n
-        for u, v, w in zip(self.src, self.dst, weight[self.by_dst].tolist(), strict=True):
-            d = dist[u] + w
-            if d > dist[v]:
-                dist[v] = d
-        return dist
-
-    def backtrack(self, dist: list[float], weight: np.ndarray) -> list[int]:
-        """The path's edges (of g) with a weight, source to sink; among edges that tie, the last one added
-        (a sync or wait edge is added after the edges it explains better)."""
-        path = []
-        v = 1
-        src = self.g_src
-        while v != 0:
-            chosen = -1
-            for e in self.in_edges[self.in_start[v]:self.in_start[v + 1]].tolist():
-                if abs(dist[src[e]] + weight[e] - dist[v]) <= _TOL + 1e-12 * dist[v]:
-                    chosen = max(chosen, e)
-            if chosen < 0:
-                break
-            if weight[chosen] > 0:
-                path.append(chosen)
-            v = src[chosen]
-        path.reverse()
-        return path
-
-
-def _kahn(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    outgoing: list[list[int]] = [[] for _ in range(n)]
-    waiting = [0] * n
-    for u, v in zip(src.tolist(), dst.tolist(), strict=True):
-        outgoing[u].append(v)
-        waiting[v] += 1
-    ready = deque(v for v in range(n) if waiting[v] == 0)
-    pos = np.empty(n, dtype=np.int64)
-    at = 0
-    while ready:
-        u = ready.popleft()
-        pos[u] = at
-        at += 1
-        for v in outgoing[u]:
-            waiting[v] -= 1
-            if waiting[v] == 0:
-                ready.append(v)
-    if at != n:                 # cannot happen: every edge goes forward in time or along a thread
-        raise RuntimeError("the dependency graph has a cycle")
-    return pos
+        unexplained_us=sum(weight[path[g.unexplained[path]]].tolist()),
+        columns=columns, breakdown_us=breakdown, top=top, what_if=what_if)
 
 
 def _edge_names(trace: Trace, g: Graph) -> np.ndarray:
     """The string id of each edge's owner's name (-1 for none)."""
     c = trace.columns
-    owner = np.asarray(g.owner, dtype=np.int64)
-    ids = np.asarray(g.owner_id, dtype=np.int64)
-    names = np.full(len(owner), -1, dtype=np.int64)
-    is_op, is_gpu = owner == OP, owner == GPU
-    names[is_op] = c.op_name[ids[is_op]]
-    names[is_gpu] = c.gpu_name[ids[is_gpu]]
+    names = np.full(len(g.owner), -1, dtype=np.int64)
+    is_op, is_gpu = g.owner == OP, g.owner == GPU
+    names[is_op] = c.op_name[g.owner_id[is_op]]
+    names[is_gpu] = c.gpu_name[g.owner_id[is_gpu]]
     return names
 
 
-def _segments(trace: Trace, g: Graph, path: list[int], dist: list[float]) -> list[Segment]:
+def _segments(trace: Trace, g: Graph, path: np.ndarray, dist: np.ndarray) -> SegmentColumns:
+    """Each path edge's kind, the name of the event it belongs to, its start and length, and the CPU
+    operator that owns it (the op itself for a slice, the innermost op around a call, the launcher's op
+    for device work)."""
     c = trace.columns
     strings = c.strings
     who = owners(trace)
-    out = []
-    for e in path:
-        o, i, kind = g.owner[e], g.owner_id[e], g.kind[e]
-        start = g.start_us + dist[g.src[e]]
-        if o == OP:
-            top = int(who.op_owner[i])
-            out.append(Segment(kind, strings[int(c.op_name[i])], start, g.weight[e],
-                               strings[int(c.op_name[top])] if top >= 0 else None, op_id=i))
-        elif o == GPU:
-            launcher = int(who.gpu_owner[i])
-            out.append(Segment(kind, strings[int(c.gpu_name[i])], start, g.weight[e],
-                               strings[int(c.op_name[launcher])] if launcher >= 0 else None, gpu_id=i))
-        else:
-            out.append(Segment(kind, "", start, g.weight[e], None))
-    return out
+    owner, ids = g.owner[path], g.owner_id[path]
+    is_op, is_gpu = owner == OP, owner == GPU
+    op_at, gpu_at = ids[is_op], ids[is_gpu]
+    name = np.full(len(path), -1, dtype=np.int64)
+    name[is_op], name[is_gpu] = c.op_name[op_at], c.gpu_name[gpu_at]
+    top = np.full(len(path), -1, dtype=np.int64)
+    top[is_op], top[is_gpu] = who.op_owner[op_at], who.gpu_owner[gpu_at]
+    top_name = np.full(len(path), -1, dtype=np.int64)
+    top_name[top >= 0] = c.op_name[top[top >= 0]]
+    return SegmentColumns(
+        kind=[KINDS[k] for k in g.kind_code[path].tolist()],
+        name=[strings[n] if n >= 0 else "" for n in name.tolist()],
+        start_us=(g.start_us + dist[g.src[path]]).tolist(),
+        dur_us=g.weight[path].tolist(),
+        op=[strings[n] if n >= 0 else None for n in top_name.tolist()],
+        op_id=np.where(is_op, ids, -1).tolist(),
+        gpu_id=np.where(is_gpu, ids, -1).tolist())

@@ -7,6 +7,8 @@ name on the path.
 
 from __future__ import annotations
 
+import numpy as np
+
 from mlptui.trace.analysis.critical_path.critical_path import CriticalPath, critical_paths
 from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import decode_kernel
@@ -20,15 +22,30 @@ def _r(x: float) -> float:
     return round(x, 3)
 
 
+def _r_all(values: list[float]) -> list[float]:
+    """round(x, 3) of each, through numpy: rint(x * 1000) / 1000 is the same float wherever x * 1000 is
+    not within reach of a half (those, and values too large for it, are rounded one by one)."""
+    x = np.asarray(values, dtype=np.float64)
+    y = x * 1000.0
+    r = np.rint(y)
+    out = r / 1000.0
+    doubt = ~(np.abs(np.abs(y - r) - 0.5) > 1e-6) | ~(np.abs(y) < 2.0**50)
+    for i in np.flatnonzero(doubt).tolist():
+        out[i] = round(values[i], 3)
+    rounded: list[float] = out.tolist()
+    return rounded
+
+
 def path_report(p: CriticalPath) -> CriticalPathStep:
+    c = p.columns
     return CriticalPathStep(
-        step=p.name, length_us=_r(p.length_us), window_us=_r(p.window_us), remainder_us=_r(p.remainder_us),
+        step=p.name, length_us=_r(p.length_us), window_us=_r(p.window_us), remainder_us=_r(p.remainder_us) + 0.0,
         unexplained_us=_r(p.unexplained_us), gpu_share=round(p.gpu_share, 4),
         breakdown_us={k: _r(v) for k, v in p.breakdown_us.items()},
         top=[PathShare(name=n, kind=k, us=_r(us)) for n, k, us in p.top],
         what_if=[WhatIf(name=n, step_us=_r(us)) for n, us in p.what_if],
-        segments=[PathSegment(kind=s.kind, name=s.name, start_us=_r(s.start_us), dur_us=_r(s.dur_us), op=s.op)
-                  for s in p.segments],
+        segments=[PathSegment(kind=k, name=n, start_us=s, dur_us=d, op=o) for k, n, s, d, o in
+                  zip(c.kind, c.name, _r_all(c.start_us), _r_all(c.dur_us), c.op, strict=True)],
     )
 
 

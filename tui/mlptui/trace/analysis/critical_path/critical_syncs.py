@@ -1,6 +1,6 @@
 """What the recorded synchronisations say each wait waited for, where the trace has them.
 
-    recorded_waits(trace, ops, lanes, launch_ts) -> Recorded
+    recorded_waits(trace, calls, call_ts, lanes, launch_ts, window, marks) -> Recorded
 
 Kineto writes a `cuda_sync` event (kept as a DeviceMark of kind "sync") for each synchronisation CUPTI saw,
 with the correlation of the call that made it and, for event waits, the stream the event was recorded
@@ -22,7 +22,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlptui.trace.model import Trace
+from mlptui.trace.model import DeviceMark, Trace
 
 
 @dataclass
@@ -38,11 +38,13 @@ def _int(args: dict[str, Any], key: str) -> int | None:
 
 def recorded_waits(trace: Trace, calls: dict[int, int], call_ts: dict[int, float],
                    lanes: dict[tuple[int, int], list[int]], launch_ts: dict[int, float],
-                   window: tuple[float, float]) -> Recorded:
+                   window: tuple[float, float], marks: list[DeviceMark] | None = None) -> Recorded:
     """`calls`: correlation -> Op id of the window's runtime calls; `lanes`: (device, stream) -> device
-    ops in stream order; `launch_ts`: each device op's launch call start (-inf when not known)."""
+    ops in stream order; `launch_ts`: each device op's launch call start (-inf when not known); `marks`:
+    the trace's syncs inside the window, when the caller has them at hand."""
     out = Recorded()
-    marks = [m for m in trace.marks if m.kind == "sync" and window[0] <= m.ts <= window[1]]
+    if marks is None:
+        marks = [m for m in trace.marks if m.kind == "sync" and window[0] <= m.ts <= window[1]]
     if not marks:
         return out
     queued = {lane: [launch_ts[k] for k in ops] for lane, ops in lanes.items()}

@@ -1,0 +1,173 @@
+"""Longest distances through a step's dependency graph, for several sets of weights at once.
+
+    Flow(g).longest(weight) -> dist        weight: (edges,) or (edges, k) -> dist: (nodes,) or (nodes, k)
+    Flow(g).backtrack(dist, weight) -> path edges, source to sink
+
+The graph is runs of nodes joined by chain edges (a thread's instants, a stream's ops) and the edges
+between runs (launches, syncs, waits, the source and the sink). Along a run the distance is a running
+maximum: dist[i] = max(x[i], dist[i-1] + w) is, with W the running sum of the run's weights,
+W[i] + max over j <= i of (x[j] - W[j]), one cumulative maximum. So each round gathers the edges between
+runs into x, then scans every run at once; rounds repeat until x no longer changes, which takes as many
+rounds as the longest path switches runs, and one more gathering. A graph that needs more rounds than
+MAX_ROUNDS (a step with hundreds of host-device round trips) is settled edge by edge in topological
+order instead. Only the nodes that edges between runs touch (and each run's first) take part in the
+rounds; the others follow from their run's running sum.
+Every node starts at 0, so a node the source cannot reach stays at 0, as in the edge-by-edge pass.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from mlptui.trace.analysis.critical_path.critical_graph import Graph
+
+MAX_ROUNDS = 24
+TOL = 1e-6                      # µs: two arrivals this close are the same instant
+
+
+class Flow:
+    def __init__(self, g: Graph) -> None:
+        n = len(g.time)
+        self.n = n
+        self.g = g
+        chain = g.chain
+        self.chain_dst = g.dst[chain]
+        self.chain_e = np.flatnonzero(chain)
+        cross = np.flatnonzero(~chain)
+        cross = cross[np.argsort(g.dst[cross], kind="stable")]
+        self.cross_e = cross
+        starts = np.ones(n + 1, dtype=bool)
+        starts[self.chain_dst] = False
+        # the nodes an edge between runs touches, and each run's first: the others only pass time along their
+        # run, so the rounds work on these alone and the rest follow from their run's running sum
+        keep = starts[:n].copy()
+        keep[:2] = True
+        keep[g.src[cross]] = True
+        keep[g.dst[cross]] = True
+        self.kept = np.flatnonzero(keep)
+        at = np.cumsum(keep) - 1                        # each node's kept node at or before it, on its run
+        self.below = at
+        self.cross_src = at[g.src[cross]]
+        cdst = at[g.dst[cross]]
+        if len(cdst):
+            first = np.concatenate(([True], cdst[1:] != cdst[:-1]))
+            self.cross_first = np.flatnonzero(first)
+            self.cross_to = cdst[first]
+        else:
+            self.cross_first = self.cross_to = np.zeros(0, dtype=np.int64)
+        cut = np.flatnonzero(np.concatenate((starts[:n][self.kept], [True])))
+        runs = np.stack([cut[:-1], cut[1:]], axis=1)
+        self.runs = [(int(a), int(b)) for a, b in runs[runs[:, 1] - runs[:, 0] > 1]]
+        self.by_dst = np.argsort(g.dst, kind="stable")
+        dst = g.dst[self.by_dst]
+        self.dst_first = np.flatnonzero(np.concatenate(([True], dst[1:] != dst[:-1]))) if len(dst) else dst
+        self.dst_of = dst[self.dst_first]
+
+    def longest(self, weight: np.ndarray, sink_only: bool = False) -> np.ndarray:
+        """Longest distance from the source to every node, for each row of `weight` ((edges,) or (k, edges):
+        one set of weights a row; the result is (nodes,) or (k, nodes)); with `sink_only`, to the kept
+        nodes only (column 1 is the sink's)."""
+        w = weight if weight.ndim == 2 else weight[None, :]
+        k = w.shape[0]
+        step = np.zeros((k, self.n))
+        step[:, self.chain_dst] = w[:, self.chain_e]
+        ran = np.cumsum(step, axis=1)
+        kept_ran = ran[:, self.kept]
+        cw = w[:, self.cross_e]
+        m = len(self.kept)
+        dist = np.zeros((k, m))
+        top = np.zeros((k, m))
+        seen = None
+        for _ in range(MAX_ROUNDS):
+            x = np.zeros((k, m))
+            if cw.shape[1]:
+                x[:, self.cross_to] = np.maximum(np.maximum.reduceat(dist[:, self.cross_src] + cw, self.cross_first,
+                                                                     axis=1), 0.0)
+            if seen is not None and np.array_equal(x, seen):
+                break                                   # the same arrivals scan to the same distances
+            seen = x
+            top = x - kept_ran
+            for a, b in self.runs:
+                np.maximum.accumulate(top[:, a:b], axis=1, out=top[:, a:b])
+            dist = top + kept_ran
+        else:
+            out = np.stack([self._in_order(w[j]) for j in range(k)])
+            return out if weight.ndim == 2 else out[0]
+        if sink_only:
+            return dist if weight.ndim == 2 else dist[0]
+        whole: np.ndarray = top[:, self.below] + ran
+        return whole if weight.ndim == 2 else whole[0]
+
+    def _in_order(self, weight: np.ndarray) -> np.ndarray:
+        """The same, edge by edge in a topological order (nodes by time, the order made breaking ties;
+        Kahn's algorithm where a tie in time goes against that order)."""
+        g = self.g
+        key = np.array(g.time, dtype=np.float64)
+        key[0], key[1] = -np.inf, np.inf
+        order = np.lexsort((np.arange(self.n), key))
+        pos = np.empty(self.n, dtype=np.int64)
+        pos[order] = np.arange(self.n)
+        if len(g.src) and not bool((pos[g.src] < pos[g.dst]).all()):
+            pos = _kahn(self.n, g.src, g.dst)
+        by = np.argsort(pos[g.dst], kind="stable")
+        dist = [0.0] * self.n
+        for u, v, w in zip(g.src[by].tolist(), g.dst[by].tolist(), weight[by].tolist(), strict=True):
+            d = dist[u] + w
+            if d > dist[v]:
+                dist[v] = d
+        return np.array(dist)
+
+    def backtrack(self, dist: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        """The path's edges with a weight, source to sink: from the sink back, the edge that set each node's
+        distance; among edges that tie, the last one added (a sync or wait edge is added after the edges it
+        explains better)."""
+        g = self.g
+        tight = np.abs(dist[g.src] + weight - dist[g.dst]) <= TOL + 1e-12 * dist[g.dst]
+        chosen = np.full(self.n, -1, dtype=np.int64)
+        if len(self.by_dst):
+            chosen[self.dst_of] = np.maximum.reduceat(np.where(tight[self.by_dst], self.by_dst, -1), self.dst_first)
+        # along a run the walk steps back one chain edge at a time: jump to the run's last node above that
+        # was reached some other way, and take the chain edges between as one piece
+        into = np.full(self.n, -1, dtype=np.int64)
+        into[self.chain_dst] = self.chain_e
+        other = ~((chosen >= 0) & (chosen == into))
+        stop = np.maximum.accumulate(np.where(other, np.arange(self.n), 0)).tolist()
+        edge = chosen.tolist()
+        src = g.src
+        pieces = []
+        v = 1
+        while True:
+            s = stop[v]
+            if s < v:
+                pieces.append(into[s + 1:v + 1])
+            e = edge[s]
+            if s == 0 or e < 0:
+                break
+            pieces.append(np.array([e]))
+            v = int(src[e])
+        path = np.concatenate(pieces[::-1]) if pieces else np.zeros(0, dtype=np.int64)
+        return path[weight[path] > 0]
+
+
+def _kahn(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    outgoing: list[list[int]] = [[] for _ in range(n)]
+    waiting = [0] * n
+    for u, v in zip(src.tolist(), dst.tolist(), strict=True):
+        outgoing[u].append(v)
+        waiting[v] += 1
+    ready = deque(v for v in range(n) if waiting[v] == 0)
+    pos = np.empty(n, dtype=np.int64)
+    at = 0
+    while ready:
+        u = ready.popleft()
+        pos[u] = at
+        at += 1
+        for v in outgoing[u]:
+            waiting[v] -= 1
+            if waiting[v] == 0:
+                ready.append(v)
+    if at != n:                 # cannot happen: every edge goes forward in time or along a thread
+        raise RuntimeError("the dependency graph has a cycle")
+    return pos
