@@ -33,6 +33,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from mlptui.trace.reports.summary import CriticalPathReport
+
 # (module, function, label, nesting level), in the order summarize() calls them.
 _SECTIONS = (
     ("mlptui.trace.analysis.report.summary", "trace_findings", "findings", 0),
@@ -42,7 +44,7 @@ _SECTIONS = (
     ("mlptui.trace.analysis.report.summary", "launch_calls", "launch calls", 0),
     ("mlptui.trace.analysis.report.summary", "_dispatch", "dispatch paths", 0),
     ("mlptui.trace.analysis.report.summary", "dispatch_paths", "dispatch paths", 0),
-    ("mlptui.trace.analysis.report.summary", "critical_path_dict", "critical path", 0),
+    ("mlptui.trace.analysis.report.summary", "critical_path_report", "critical path", 0),
     ("mlptui.trace.analysis.report.summary", "profile_sections", "profile sections", 0),
     ("mlptui.trace.analysis.report.profile_sections", "overview", "overview", 1),
     ("mlptui.trace.analysis.kernels.kernel_figures", "trace_launches", "kernels' args re-read", 2),
@@ -68,8 +70,8 @@ def _timer(rows: dict[str, list[float]], label: str, fn: Callable[..., Any]) -> 
 
 
 # sections --without can leave out: (module, function, what it returns instead)
-_LEAVE_OUT = {"critical_path": ("mlptui.trace.analysis.report.summary", "critical_path_dict",
-                                lambda trace: {"steps": [], "collectives": ""})}
+_LEAVE_OUT = {"critical_path": ("mlptui.trace.analysis.report.summary", "critical_path_report",
+                                lambda trace: CriticalPathReport(steps=[], collectives=""))}
 
 
 def measure(path: str, ops_first: bool, without: str | None = None) -> dict[str, Any]:
@@ -96,7 +98,6 @@ def measure(path: str, ops_first: bool, without: str | None = None) -> dict[str,
             levels["Op and GpuOp objects"] = 0
         report = _timer(rows, "report (summarize)", summarize)(trace)
         levels["report (summarize)"] = 0
-    report["ranks"] = None
     _timer(rows, "JSON out", dumps_json)(report)
     levels["JSON out"] = 0
     whole = [time.process_time() - c0, time.perf_counter() - t0]

@@ -134,7 +134,9 @@ class WhatIf:
     step_us: float
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+# Not frozen, unlike the other reports: a big step's path has tens of thousands of segments, and a frozen
+# dataclass's __init__ (object.__setattr__ per field) costs twice a plain one's. Nothing mutates them.
+@dataclass(slots=True, kw_only=True)
 class PathSegment:
     kind: str
     name: str
