@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run 21 on one Hopper GPU, the same commands on the H100 and the H200 (benchmarks/FUSED_NOTES.md, run 21):
 # the sweep over the six families in each given dtype, forward and forward+backward, eager against the
-# fused module (routed, and its fused path forced on), at every other row count of the standard grid
+# fused module (routed, and its fused path forced on), at four of the standard grid's eleven row counts,
+# evenly spread in log rows
 # (the full grid in both dtypes on both GPUs does not fit one session's device time); the committed
 # crossover table's model, with each family's calibration of this run folded in (--no-crossover); then,
 # with `stability`, the article shape's training in three processes and a first call at a tuned bucket.
@@ -12,8 +13,11 @@ gpu=$1 dtypes=$2 extra=${3:-}
 if [ "$gpu" = auto ]; then  # the card that came: a call may get either Hopper
   case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in *H200*) gpu=h200 ;; *) gpu=h100 ;; esac
 fi
-rows=1,64,256,1024,4096,16384
-families=768x3072,1024x2816,2048x5632,1536x8960,4096x11008,5120x13824
+rows=1,128,2048,16384
+families=${FAMILIES:-768x3072,1024x2816,2048x5632,1536x8960,4096x11008,5120x13824}
+# the report names mlptui's version from package metadata, which a tree on PYTHONPATH lacks
+mkdir -p /tmp/site/mlptui-0.1.0.dist-info
+printf 'Metadata-Version: 2.1\nName: mlptui\nVersion: 0.1.0\n' > /tmp/site/mlptui-0.1.0.dist-info/METADATA
 export PYTHONPATH="/tmp/site:$PWD/tui:$PWD/runners" PYTHONUNBUFFERED=1
 {
   date -u
