@@ -7,7 +7,8 @@
 # crossover table's model, with each family's calibration of this run folded in (--no-crossover); then,
 # with `stability`, the article shape's training in three processes and a first call at a tuned bucket.
 # Everything lands in $OUT: GPU-env.txt, GPU-DTYPE.json and .log per dtype, GPU-stability.json and .log.
-# usage: benchmarks/hopper_r21.sh GPU DTYPES [stability]   (GPU: h100, h200 or auto; DTYPES: bf16, fp16 or bf16,fp16)
+# usage: [FAMILIES=DxH,…] benchmarks/hopper_r21.sh GPU DTYPES [stability]
+#        (GPU: h100, h200 or auto; DTYPES: bf16, fp16 or bf16,fp16; FAMILIES: another order or subset)
 set -uo pipefail
 gpu=$1 dtypes=$2 extra=${3:-}
 if [ "$gpu" = auto ]; then  # the card that came: a call may get either Hopper
