@@ -10,7 +10,7 @@
 #        options of `bench mlp`, split on spaces)
 set -euo pipefail
 name=$1 families=$2 shapes=${3:-none}
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null
+python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/site .whl/*.whl >/dev/null
 # the tree's two source roots on the path, as the development install puts them, without a build
 export PYTHONPATH="/tmp/site:$PWD/tui:$PWD/runners" PYTHONUNBUFFERED=1 MLPTUI_SWEEP_PARTIAL="$OUT/$name.partial.json"
 python3 - bench mlp --shapes "$shapes" --sweep --sweep-families "$families" \

@@ -8,11 +8,14 @@ host time per call (enqueue time, independent of rows) and its GPU time at a gri
 point it grows in proportion; a shape outside the families uses the nearest family by dim*hidden with
 its rows scaled by the work ratio.
 
-Where the sweep's calibration measured a row count (both paths timed against each other), its verdict
-routes (the fused path measured faster by BENCH_MARGIN and by the drift allowance); elsewhere the
-fused path is taken only where the model predicts it faster by MARGIN: the unfused path is eager itself
-(the same five kernels), so on a close call it cannot be slower than eager. On a GPU missing from the
-table, the fused path runs from DEFAULT_MIN_ROWS rows on.
+Where the sweep measured a row count (both paths timed against each other), its verdict routes (the
+fused path measured faster by BENCH_MARGIN and by the drift allowance); between two measured row counts
+the fused path is taken only where both say so, and where either is unmeasured the model decides (below
+and above the measured rows, the nearest one's verdict); elsewhere the fused path is taken only where the
+model predicts it faster by MARGIN: the unfused path is eager itself (the same five kernels), so on a
+close call it cannot be slower than eager. The verdicts are per dtype where the table holds a dtype's own
+(an entry's `dtypes`), else the entry's (`bench_dtype`, bf16). On a GPU missing from the table, the fused
+path runs from DEFAULT_MIN_ROWS rows on.
 """
 
 from __future__ import annotations
@@ -82,15 +85,33 @@ class Family:
 
     def bench_verdict(self, rows: float, train: bool, margin: float) -> bool | None:
         """Was the fused path measured faster (by `margin`, and by PHASE_DRIFT_US per call or DRIFT_CAP of
-        eager's call, whichever is less) at the sweep's nearest row count? None: not measured."""
+        eager's call, whichever is less) at this row count? Between two measured row counts: True only where
+        both were, False where either was not, None where either is unmeasured; outside them, the nearest
+        one's verdict. None: not measured.
+
+        Why both neighbours: the sweep measures a grid of row counts, and a call between two of them is a
+        prediction; the unfused path costs what eager costs, so an unsure prediction keeps it."""
         pairs = self.train_bench if train else self.fwd_bench
-        if not self.bench_rows or not pairs:
+        r = self.bench_rows
+        if not r or not pairs:
             return None
-        i = min(range(len(self.bench_rows)), key=lambda j: abs(math.log(self.bench_rows[j] / max(rows, 1))))
-        f, e = pairs[i]
-        if f is None or e is None:
-            return None
-        return f <= min((1.0 - margin) * e, e - min(PHASE_DRIFT_US, DRIFT_CAP * e))
+        i = bisect.bisect_left(r, rows)
+        if i < len(r) and r[i] == rows or i == 0:
+            return _faster(pairs[i], margin)
+        if i == len(r):
+            return _faster(pairs[-1], margin)
+        below, above = _faster(pairs[i - 1], margin), _faster(pairs[i], margin)
+        if below is False or above is False:
+            return False
+        return True if below and above else None
+
+
+def _faster(pair: Pair, margin: float) -> bool | None:
+    """One measured cell's verdict (Family.bench_verdict); None where it is unmeasured."""
+    f, e = pair
+    if f is None or e is None:
+        return None
+    return f <= min((1.0 - margin) * e, e - min(PHASE_DRIFT_US, DRIFT_CAP * e))
 
 
 @dataclass(frozen=True)
@@ -111,8 +132,8 @@ class CrossoverModel:
         return {"fused": fam.fused.at(r), "unfused": fam.eager.at(r)}
 
     def measured(self, rows: int, dim: int, hidden: int, train: bool = False) -> bool | None:
-        """The sweep's verdict at its nearest row count: the fused path measured faster by the pass's margin
-        and by PHASE_DRIFT_US (True), not (False), or no measurement (None)."""
+        """The sweep's verdict at this row count (Family.bench_verdict): the fused path measured faster by the
+        pass's margin and by PHASE_DRIFT_US (True), not (False), or no measurement (None)."""
         fam, scale = self._family(dim, hidden)
         return fam.bench_verdict(max(rows, 1) * scale, train, BENCH_MARGIN)
 
@@ -133,19 +154,24 @@ class CrossoverModel:
         return p["fused"] <= (1.0 - self.margin) * p["unfused"]
 
 
-def model_from_table(doc: dict[str, Any], device: str) -> CrossoverModel | None:
+def model_from_table(doc: dict[str, Any], device: str, dtype: str | None = None) -> CrossoverModel | None:
+    """This GPU's model; with `dtype` ("bf16", "fp16"), the verdicts measured in that dtype where the entry
+    holds them (its `dtypes`), else the entry's own (measured in its `bench_dtype`)."""
     entry = doc.get("devices", {}).get(device)
     if not entry:
         return None
+    own = entry.get("dtypes", {}).get(dtype, {}) if dtype and dtype != entry.get("bench_dtype", "bf16") else {}
+    verdicts = {(int(v["dim"]), int(v["hidden"])): v for v in own.get("families", [])}
     fams = []
     for f in entry["families"]:
         rows = tuple(int(r) for r in f["rows"])
+        v = verdicts.get((int(f["dim"]), int(f["hidden"])), f)
         fams.append(Family(int(f["dim"]), int(f["hidden"]),
                            PathCost(float(f["fused_host_us"]), rows, tuple(map(float, f["fused_gpu_us"]))),
                            PathCost(float(f["eager_host_us"]), rows, tuple(map(float, f["eager_gpu_us"]))),
-                           tuple(int(r) for r in f.get("bench_rows", ())),
-                           tuple((p[0], p[1]) for p in f.get("fwd_bench_us", ())),
-                           tuple((p[0], p[1]) for p in f.get("train_bench_us", ()))))
+                           tuple(int(r) for r in v.get("bench_rows", ())),
+                           tuple((p[0], p[1]) for p in v.get("fwd_bench_us", ())),
+                           tuple((p[0], p[1]) for p in v.get("train_bench_us", ()))))
     return CrossoverModel(device, tuple(fams)) if fams else None
 
 
@@ -163,10 +189,11 @@ def install(model: CrossoverModel) -> None:
     _INSTALLED[model.device] = model
 
 
-def model_for(device: str, path: Path | None = None) -> CrossoverModel | None:
+def model_for(device: str, path: Path | None = None, dtype: str | None = None) -> CrossoverModel | None:
+    """The installed model for this GPU (a sweep's own, any dtype), else the table's (model_from_table)."""
     if path is None and device in _INSTALLED:
         return _INSTALLED[device]
-    return model_from_table(_load(str(path or TABLE_FILE)), device)
+    return model_from_table(_load(str(path or TABLE_FILE)), device, dtype)
 
 
 def use_fused(rows: int, dim: int, hidden: int, model: CrossoverModel | None, train: bool = False) -> bool:

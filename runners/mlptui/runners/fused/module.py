@@ -60,11 +60,16 @@ def _unfused(x: torch.Tensor, gate: nn.Module, up: nn.Module, down: nn.Module) -
     return _linear(down, h)
 
 
+_DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}  # the crossover table's names
+
+
 @torch.compiler.assume_constant_result
-def _route_traced(rows: int, dim: int, hidden: int, device_index: int, train: bool) -> bool:
-    """The crossover rule, evaluated once while torch.compile traces (the result is baked into the graph)."""
+def _route_traced(rows: int, dim: int, hidden: int, device_index: int, train: bool, half: bool) -> bool:
+    """The crossover rule, evaluated once while torch.compile traces (the result is baked into the graph);
+    `half`: fp16 (else bf16) weights."""
     name = torch.cuda.get_device_name(device_index) if device_index >= 0 else "cpu"
-    return crossover.use_fused(rows, dim, hidden, crossover.model_for(name), train)
+    model = crossover.model_for(name, dtype="fp16" if half else "bf16")
+    return crossover.use_fused(rows, dim, hidden, model, train)
 
 
 class FusedGeGLUMLP(nn.Module):
@@ -126,7 +131,7 @@ class FusedGeGLUMLP(nn.Module):
             return "policy='unfused'"
         if self.min_rows is not None:
             return None if rows >= self.min_rows else f"{rows} rows < min_rows {self.min_rows}"
-        model = crossover.model_for(_device_name(device))
+        model = crossover.model_for(_device_name(device), dtype=_DTYPE_NAMES[dtype])
         if crossover.use_fused(rows, self.dim, self.hidden, model, train):
             return None
         if model is None:
@@ -237,7 +242,8 @@ class FusedGeGLUMLP(nn.Module):
             if self.min_rows is not None:
                 if rows < self.min_rows:
                     return self.forward_unfused(x)
-            elif not _route_traced(rows, self.dim, self.hidden, -1 if index is None else index, train):
+            elif not _route_traced(rows, self.dim, self.hidden, -1 if index is None else index, train,
+                                   wg.dtype == torch.float16):
                 return self.forward_unfused(x)
         if train:
             h = torch.ops.mlptui.geglu_gateup_train(x2, wg, wu)[0]
