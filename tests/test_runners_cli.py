@@ -64,9 +64,9 @@ def test_mlp_on_cpu_writes_a_trace_whose_dispatch_tree_has_aten_linear(tmp_path:
     # headless dispatch of a CPU-only trace: every leaf path of the steps, none with kernels
     from mlptui.trace.analysis.report.summary import summarize
 
-    dispatch = summarize(trace)["dispatch"]
-    assert dispatch and all(row["gpu_kernels"] == [] for row in dispatch)
-    assert any(row["path"][:2] == ["mlp_fwd", "aten::linear"] and row["count"] == 3 * 3 for row in dispatch)
+    dispatch = summarize(trace).dispatch
+    assert dispatch and all(row.gpu_kernels == [] for row in dispatch)
+    assert any(row.path[:2] == ["mlp_fwd", "aten::linear"] and row.count == 3 * 3 for row in dispatch)
 
     assert run["trace"] == trace_path.name and run["workload"] == "mlp" and run["mode"] == "eager"
     assert run["shape"] == {"batch": 2, "seq": 8, "dim": 32, "hidden": 64}

@@ -4,9 +4,10 @@ Plain JSON: no torch needed.
 
     python -m mlptui.runners.bench.verified REPORT.json … --table runners/mlptui/runners/fused/crossover.json
 
-Why the verification and not the calibration: the calibration is timed minutes before, and a cell's ratio
-moves by 2-6 % between two such moments under ~300 µs per call (benchmarks/FUSED_NOTES.md, run 17), so a
-route read from the calibration can land on the slower choice of the verification that judges it. A
+Why the verification and not the calibration: the calibration is timed minutes before, and a short cell's
+ratio moves between two such moments by more than the 2 % a route may lose (the figures are in
+benchmarks/FUSED_NOTES.md), so a route read from the calibration can land on the slower choice of the
+verification that judges it. A
 report in the table's own dtype (its entry's `bench_dtype`, bf16) replaces the verdicts of the families it
 measured; a report in another dtype goes under the entry's `dtypes` (crossover.model_from_table).
 """
