@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mlptui.base.units import MISSING, duration, share, size
+from mlptui.render.tables import md_table, text_table
 from mlptui.trace.analysis.report.profile_sections import kernel_labels
 from mlptui.trace.analysis.steps.breakdown import CATEGORIES
 from mlptui.trace.reports.profile import (
@@ -22,26 +23,6 @@ def sections_of(d: Mapping[str, Any]) -> ProfileSections:
     """The profiler views of a summary document (their keys in `summary --json`)."""
     return ProfileSections(overview=d["overview"], recommendations=d["recommendations"], operators=d["operators"],
                            kernel_stats=d["kernel_stats"], memory=d["memory"], modules=d["modules"])
-
-
-def text_table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
-    """Columns padded to their widest cell, those in `right` right-aligned."""
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-
-    def fmt(cells: list[str]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
-
-    return [fmt(headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
-
-
-def _md_escape(s: str) -> str:
-    return s.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    return lines + ["| " + " | ".join(_md_escape(c) for c in r) + " |" for r in rows]
 
 
 def na_notes(ov: OverviewReport) -> list[str]:

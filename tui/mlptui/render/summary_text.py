@@ -8,6 +8,7 @@ from typing import Any
 
 from mlptui.base.units import duration
 from mlptui.render.profile_text import render_profile_markdown, render_profile_text
+from mlptui.render.tables import md_escape, md_table, text_table
 from mlptui.trace.analysis.critical_path.critical_graph import KINDS
 from mlptui.trace.analysis.critical_path.critical_path_report import label
 from mlptui.trace.names.distinct import distinct_labels
@@ -31,16 +32,6 @@ def _device_line(dev: dict[str, Any] | None, arch: DeviceArch, gpu_ops: int) -> 
     if arch.count:
         parts.append(f"{arch.count} {arch.units}")
     return "device: " + ", ".join(parts)
-
-
-def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-
-    def fmt(cells: list[str]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
-
-    return [fmt(headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
 
 
 # "own": the step's own GPU work (by launch); "device": all work on the device in the step's window.
@@ -132,22 +123,22 @@ def render_text(r: SummaryReport, top: int = 15) -> str:
         out.append(f"warning: {w}")
     if r.findings:
         out += ["", "findings"] + [f"  {line}" for line in r.findings]
-    out += ["", "steps"] + ["  " + row for row in _table(_STEP_HEAD, _step_rows(r, top), _STEP_RIGHT)]
+    out += ["", "steps"] + ["  " + row for row in text_table(_STEP_HEAD, _step_rows(r, top), _STEP_RIGHT)]
     out.append(f"  verdict rule: {r.verdict_rule}")
     labels = kernel_labels(r)
     if r.kernels:
         rows = [[labels[k.name], k.family, k.library, str(k.count), duration(k.total_us), duration(k.mean_us)]
                 for k in r.kernels[:top]]
         out += ["", f"kernels ({len(r.kernels)} distinct, most time first)"]
-        out += ["  " + row for row in _table(["kernel", "family", "library", "count", "total", "mean"], rows,
+        out += ["  " + row for row in text_table(["kernel", "family", "library", "count", "total", "mean"], rows,
                                              {3, 4, 5})]
     if r.memory_ops:
         rows = [[m.name, m.kind, str(m.count), duration(m.total_us)] for m in r.memory_ops[:top]]
-        out += ["", "memcpy / memset"] + ["  " + row for row in _table(["name", "kind", "count", "total"], rows, {2, 3})]
+        out += ["", "memcpy / memset"] + ["  " + row for row in text_table(["name", "kind", "count", "total"], rows, {2, 3})]
     if r.launch_calls:
         rows = [[c.name, c.kind, str(c.count), duration(c.total_us)] for c in r.launch_calls[:top]]
         out += ["", "runtime / driver calls"]
-        out += ["  " + row for row in _table(["call", "kind", "count", "total"], rows, {2, 3})]
+        out += ["  " + row for row in text_table(["call", "kind", "count", "total"], rows, {2, 3})]
     if r.dispatch:
         out += ["", "dispatch (CPU path -> kernels it launched)"]
         for path in r.dispatch[:top]:
@@ -157,7 +148,7 @@ def render_text(r: SummaryReport, top: int = 15) -> str:
         if len(r.dispatch) > top:
             out.append(f"  … {len(r.dispatch) - top} more paths (--json has them all)")
     out += _marks_text(r.device_marks)
-    out += critical_path_text(r, _table, top)
+    out += critical_path_text(r, text_table, top)
     out += render_profile_text(_profile_doc(r), top)
     return "\n".join(out) + "\n"
 
@@ -168,23 +159,14 @@ def _marks_text(marks: DeviceMarks | None) -> list[str]:
     if marks and marks.syncs:
         rows = [[f"GPU {s.device} stream {s.stream}", s.name, str(s.count), duration(s.total_us)] for s in marks.syncs]
         out += ["", "stream synchronisation (the host waiting on a stream; not GPU work)"]
-        out += ["  " + row for row in _table(["stream", "kind", "count", "total"], rows, {2, 3})]
+        out += ["  " + row for row in text_table(["stream", "kind", "count", "total"], rows, {2, 3})]
     if marks and marks.counters:
         rows = [[f"GPU {c.device}", c.metric, str(c.samples), f"{c.min:g}", f"{c.mean:g}", f"{c.max:g}"]
                 for c in marks.counters]
         out += ["", "hardware counters (measured, CUPTI PM sampling)"]
-        out += ["  " + row for row in _table(["device", "metric", "samples", "min", "mean", "max"], rows,
+        out += ["  " + row for row in text_table(["device", "metric", "samples", "min", "mean", "max"], rows,
                                              {2, 3, 4, 5})]
     return out
-
-
-def _md_escape(s: str) -> str:
-    return s.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    return lines + ["| " + " | ".join(_md_escape(c) for c in r) + " |" for r in rows]
 
 
 def render_markdown(r: SummaryReport, top: int = 15) -> str:
@@ -194,31 +176,31 @@ def render_markdown(r: SummaryReport, top: int = 15) -> str:
     if (line := _manifest_line(r)) is not None:
         out += ["", line]
     for w in r.warnings:
-        out += ["", f"> warning: {_md_escape(w)}"]
+        out += ["", f"> warning: {md_escape(w)}"]
     if r.findings:
-        out += ["", "#### Findings", ""] + [f"- {_md_escape(line)}" for line in r.findings]
-    out += ["", "#### Steps", ""] + _md_table(_STEP_HEAD, _step_rows(r, top))
+        out += ["", "#### Findings", ""] + [f"- {md_escape(line)}" for line in r.findings]
+    out += ["", "#### Steps", ""] + md_table(_STEP_HEAD, _step_rows(r, top))
     out += ["", f"Verdict rule: {r.verdict_rule}."]
     labels = kernel_labels(r)
     if r.kernels:
         out += ["", "#### Kernels", ""]
-        out += _md_table(["kernel", "family", "library", "count", "total", "mean"],
+        out += md_table(["kernel", "family", "library", "count", "total", "mean"],
                          [[labels[k.name], k.family, k.library, str(k.count), duration(k.total_us),
                            duration(k.mean_us)] for k in r.kernels[:top]])
     if r.memory_ops:
         out += ["", "#### Memcpy / memset", ""]
-        out += _md_table(["name", "kind", "count", "total"],
+        out += md_table(["name", "kind", "count", "total"],
                          [[m.name, m.kind, str(m.count), duration(m.total_us)] for m in r.memory_ops[:top]])
     if r.launch_calls:
         out += ["", "#### Runtime / driver calls", ""]
-        out += _md_table(["call", "kind", "count", "total"],
+        out += md_table(["call", "kind", "count", "total"],
                          [[c.name, c.kind, str(c.count), duration(c.total_us)] for c in r.launch_calls[:top]])
     if r.dispatch:
         out += ["", "#### Dispatch", ""]
-        out += _md_table(["count", "CPU path", "kernels"],
+        out += md_table(["count", "CPU path", "kernels"],
                          [[str(p.count), " → ".join(p.path), ", ".join(labels[k] for k in p.gpu_kernels) or "(no GPU)"]
                           for p in r.dispatch[:top]])
-    out += critical_path_markdown(r, _md_table, top)
+    out += critical_path_markdown(r, md_table, top)
     out += render_profile_markdown(_profile_doc(r), top)
     return "\n".join(out) + "\n"
 
