@@ -15,10 +15,10 @@ if TYPE_CHECKING:
 
 
 def _record(row: Any) -> dict[str, Any]:
-    """A typed row's fields (nested values kept as they are), or a row the API makes as a dict already."""
-    if dataclasses.is_dataclass(row) and not isinstance(row, type):
-        return {f.name: getattr(row, f.name) for f in dataclasses.fields(row)}
-    return dict(row)
+    """A typed row's fields, in order (nested values kept as they are)."""
+    if not dataclasses.is_dataclass(row) or isinstance(row, type):
+        raise MlptuiError(f"to_pandas() takes a report's typed rows, not {type(row).__name__}")
+    return {f.name: getattr(row, f.name) for f in dataclasses.fields(row)}
 
 
 def to_pandas(rows: Sequence[Any]) -> pandas.DataFrame:

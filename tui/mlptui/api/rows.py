@@ -1,13 +1,14 @@
 """The rows the API makes itself, from the core's reports and the trace (no core type holds them): a node of
-a dispatch subtree, and a slice of a timeline window. Every other table has the core's typed rows
-(mlptui.trace.reports)."""
+a dispatch subtree and a slice of a timeline window, frozen dataclasses as the core's rows are (fields in the
+MCP result's key order). Every other table has the core's typed rows (mlptui.trace.reports)."""
 
 from __future__ import annotations
 
-from typing import TypedDict
+from dataclasses import dataclass
 
 
-class DispatchRow(TypedDict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DispatchRow:
     """One node of a dispatch subtree, flattened: `depth` 0 is the op asked for."""
 
     depth: int
@@ -18,7 +19,8 @@ class DispatchRow(TypedDict):
     gpu_us: float              # GPU time of every kernel launched at or beneath this node
 
 
-class TimelineRow(TypedDict):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimelineRow:
     lane: str                  # "cpu PID/TID" or "gpu DEVICE/STREAM"
     kind: str                  # "cpu" or "gpu"
     name: str
