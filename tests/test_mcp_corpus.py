@@ -76,8 +76,8 @@ def test_mcp_tools_equal_the_api_and_summary_json(path: Path, capsys: pytest.Cap
         assert (summary["total"], summary["steps"], summary["findings"]) == (cli["total"], cli["steps"],
                                                                               cli["findings"])
         assert await _all_rows(server, "steps", id=tid) == cli["steps"] == _json(t.steps().rows)
-        assert await _all_rows(server, "operators", id=tid) == cli["operators"] == t.operators().rows
-        assert await _all_rows(server, "kernels", id=tid) == cli["kernel_stats"] == t.kernels().rows
+        assert await _all_rows(server, "operators", id=tid) == cli["operators"] == _json(t.operators().rows)
+        assert await _all_rows(server, "kernels", id=tid) == cli["kernel_stats"] == _json(t.kernels().rows)
         overview = await _call(server, "overview", id=tid)
         assert (overview["rows"], overview["total"]) == (cli["overview"]["steps"], cli["overview"]["total"])
         findings = await _call(server, "findings", id=tid)

@@ -21,7 +21,8 @@ __path__[:] = extend_path(__path__, __name__)
 if TYPE_CHECKING:
     from mlptui.api import (
         Check,
-        Diff,
+        CheckedOutcome,
+        DiffReport,
         Dispatch,
         Findings,
         Memory,
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
         Modules,
         Overview,
         Ranks,
+        RanksReport,
         StepStats,
         SummaryReport,
         Table,
@@ -37,12 +39,14 @@ if TYPE_CHECKING:
         diff,
         load,
         load_run,
+        to_pandas,
     )
 
 # The API's public names (mlptui.api.__all__), loaded on first use by __getattr__ below.
 __all__ = [
-    "Check", "Diff", "Dispatch", "Findings", "Memory", "MlptuiError", "Modules", "Overview", "Ranks",
-    "StepStats", "SummaryReport", "Table", "Trace", "check", "diff", "load", "load_run",
+    "Check", "CheckedOutcome", "DiffReport", "Dispatch", "Findings", "Memory", "MlptuiError", "Modules", "Overview",
+    "Ranks", "RanksReport", "StepStats", "SummaryReport", "Table", "Trace", "check", "diff", "load", "load_run",
+    "to_pandas",
 ]
 
 

@@ -7,10 +7,11 @@
 
 Documented in docs/api.md. Imports neither textual nor rich."""
 
+from mlptui.api.frames import to_pandas
 from mlptui.api.handle import Trace, load
 from mlptui.api.results import (
     Check,
-    Diff,
+    CheckedOutcome,
     Dispatch,
     Findings,
     Memory,
@@ -22,9 +23,12 @@ from mlptui.api.results import (
 from mlptui.api.runs import check, diff, load_run
 from mlptui.base.errors import MlptuiError
 from mlptui.trace.reports.common import StepStats
+from mlptui.trace.reports.diff import DiffReport
+from mlptui.trace.reports.ranks import RanksReport
 from mlptui.trace.reports.summary import SummaryReport
 
 __all__ = [
-    "Check", "Diff", "Dispatch", "Findings", "Memory", "MlptuiError", "Modules", "Overview", "Ranks", "StepStats",
-    "SummaryReport", "Table", "Trace", "check", "diff", "load", "load_run",
+    "Check", "CheckedOutcome", "DiffReport", "Dispatch", "Findings", "Memory", "MlptuiError", "Modules", "Overview",
+    "Ranks", "RanksReport", "StepStats", "SummaryReport", "Table", "Trace", "check", "diff", "load", "load_run",
+    "to_pandas",
 ]

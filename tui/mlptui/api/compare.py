@@ -3,28 +3,25 @@ what `Trace.diff`/`Trace.check` and the functions `diff`/`check` of mlptui.api.r
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from mlptui.api.results import Check, Diff
-from mlptui.api.rows import OutcomeRow
+from mlptui.api.results import Check, CheckedOutcome
 from mlptui.base.errors import MlptuiError
 from mlptui.trace.model import Trace
 
 if TYPE_CHECKING:
     from mlptui.trace.analysis.expectations.expectations import Expectation
+    from mlptui.trace.reports.diff import DiffReport
 
 
-def diff(ta: Trace, tb: Trace, step_a: int | None = None, step_b: int | None = None) -> Diff:
-    """B against A, aligned on ProfilerStep#step_a of A and #step_b of B (default: each one's median step)."""
+def diff(ta: Trace, tb: Trace, step_a: int | None = None, step_b: int | None = None) -> DiffReport:
+    """B against A, aligned on ProfilerStep#step_a of A and #step_b of B (default: each one's median step):
+    the report `mlptui diff --json` writes."""
     from mlptui.trace.diff.trace_diff import diff_traces, step_by_number
 
     ia = None if step_a is None else step_by_number(ta, step_a, "A")
     ib = None if step_b is None else step_by_number(tb, step_b, "B")
-    doc = asdict(diff_traces(ta, tb, ia, ib).report())
-    speedup = doc.get("speedup")
-    return Diff(doc=doc, rows=list(doc.get("kernels") or []),
-                speedup=float(speedup) if isinstance(speedup, (int, float)) else None)
+    return diff_traces(ta, tb, ia, ib).report()
 
 
 def parse_all(expectations: list[str] | str) -> list[Expectation]:
@@ -42,7 +39,6 @@ def check(trace: Trace, parsed: list[Expectation]) -> Check:
     from mlptui.render.check_text import shows_text
     from mlptui.trace.analysis.expectations.expectations import check as check_all
 
-    outcomes = check_all(trace, parsed)
-    rows: list[OutcomeRow] = [{"expectation": o.expectation, "ok": o.ok, "shows": shows_text(o.shown)}
-                              for o in outcomes]
-    return Check(ok=all(r["ok"] for r in rows), rows=rows)
+    rows = [CheckedOutcome(expectation=o.expectation, ok=o.ok, shown=o.shown, shows=shows_text(o.shown))
+            for o in check_all(trace, parsed)]
+    return Check(ok=all(r.ok for r in rows), rows=rows)

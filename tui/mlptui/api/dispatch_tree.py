@@ -72,8 +72,8 @@ def subtree(paths: list[DispatchPath], want: list[str],
 
 
 def _walk(node: _Node, path: list[str], level: int, depth: int | None, rows: list[DispatchRow]) -> None:
-    rows.append({"depth": level, "name": node.name, "path": path, "count": node.count,
-                 "gpu_kernels": list(node.gpu_kernels), "gpu_us": round(node.gpu_us, 3)})
+    rows.append(DispatchRow(depth=level, name=node.name, path=path, count=node.count,
+                            gpu_kernels=list(node.gpu_kernels), gpu_us=round(node.gpu_us, 3)))
     if depth is not None and level >= depth:
         return
     for child in node.children.values():

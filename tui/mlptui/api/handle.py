@@ -7,19 +7,21 @@ same values."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING
 
 from mlptui.api import compare, dispatch_tree, timeline
-from mlptui.api.results import Check, Diff, Dispatch, Findings, Memory, Modules, Overview, Table
-from mlptui.api.rows import KernelRow, ModuleRow, OperatorRow, TimelineRow
+from mlptui.api.results import Check, Dispatch, Findings, Memory, Modules, Overview, Table
+from mlptui.api.row_order import matching, sorted_by
+from mlptui.api.rows import TimelineRow
 from mlptui.base.errors import MlptuiError
 from mlptui.trace import model
 from mlptui.trace.reports.common import StepStats
+from mlptui.trace.reports.profile import KernelStat, OperatorStat, ProfileSections
 from mlptui.trace.reports.summary import SummaryReport
 
-RowT = TypeVar("RowT")
+if TYPE_CHECKING:
+    from mlptui.trace.reports.diff import DiffReport
 
 NO_MEMORY = "n/a: no allocator events in the steps (record with profile_memory=True)"
 NO_MODULES = "n/a: the trace has no nn.Module frames (record with with_stack=True)"
@@ -32,7 +34,7 @@ class Trace:
     def __init__(self, trace: model.Trace) -> None:
         self.trace = trace
         self._report: SummaryReport | None = None
-        self._computed: dict[int, dict[str, Any]] = {}
+        self._computed: dict[int, ProfileSections] = {}
 
     @property
     def source(self) -> str:
@@ -51,17 +53,17 @@ class Trace:
             self._report = summarize(self.trace)
         return self._report
 
-    def _sections(self, index: int | None) -> dict[str, Any]:
-        """The profiler views' sections over every step (None), or over one step, each computed once."""
+    def _sections(self, index: int | None) -> ProfileSections:
+        """The profiler views' sections over every step (None: the summary's own), or over one step, each
+        computed once."""
         if index is None:
             r = self.summary()
-            return {"overview": _plain(r.overview), "recommendations": _plain(r.recommendations),
-                    "operators": _plain(r.operators), "kernel_stats": _plain(r.kernel_stats),
-                    "memory": _plain(r.memory), "modules": _plain(r.modules)}
+            return ProfileSections(overview=r.overview, recommendations=r.recommendations, operators=r.operators,
+                                   kernel_stats=r.kernel_stats, memory=r.memory, modules=r.modules)
         if index not in self._computed:
             from mlptui.trace.analysis.report.profile_sections import profile_sections
 
-            self._computed[index] = _plain(profile_sections(self.trace, index))
+            self._computed[index] = profile_sections(self.trace, index)
         return self._computed[index]
 
     def _index(self, step: int | None) -> int | None:
@@ -92,37 +94,38 @@ class Trace:
         return Table(self.summary().steps, self._scope(None))
 
     def overview(self, step: int | None = None) -> Overview:
+        """The overview: its rows are the scope's steps (`OverviewRow`), `total` the scope as one."""
         index = self._index(step)
-        ov = self._sections(index)["overview"]
-        return Overview(scope=self._scope(index), rows=ov["steps"], total=ov["total"], devices=ov["devices"],
-                        main_device=ov["main_device"],
-                        notes={"unlinked": ov["unlinked"], "outside_operators": ov["outside_operators"]})
+        ov = self._sections(index).overview
+        return Overview(scope=self._scope(index), rows=ov.steps, total=ov.total, devices=ov.devices,
+                        main_device=ov.main_device,
+                        notes={"unlinked": ov.unlinked, "outside_operators": ov.outside_operators})
 
     def operators(self, step: int | None = None, sort: str | None = None,
-                  filter: str | None = None) -> Table[OperatorRow]:
+                  filter: str | None = None) -> Table[OperatorStat]:
         index = self._index(step)
-        rows = cast(list[OperatorRow], self._sections(index)["operators"])
-        return Table(_sorted(_matching(rows, filter, ("name",)), sort), self._scope(index))
+        rows = self._sections(index).operators
+        return Table(sorted_by(matching(rows, filter, ("name",)), sort), self._scope(index))
 
     def kernels(self, step: int | None = None, sort: str | None = None,
-                filter: str | None = None) -> Table[KernelRow]:
+                filter: str | None = None) -> Table[KernelStat]:
         """The kernels view: per raw name over the scope (the report's `kernel_stats`); `filter` matches the
         raw or the short name."""
         index = self._index(step)
-        rows = cast(list[KernelRow], self._sections(index)["kernel_stats"])
-        return Table(_sorted(_matching(rows, filter, ("name", "short")), sort), self._scope(index))
+        rows = self._sections(index).kernel_stats
+        return Table(sorted_by(matching(rows, filter, ("name", "short")), sort), self._scope(index))
 
     def memory(self) -> Memory:
-        mem = self._sections(None)["memory"]
+        mem = self._sections(None).memory
         if mem is None:
             return Memory(False, NO_MEMORY, [], [], [])
-        return Memory(True, None, mem["ops"], mem["devices"], mem["unfreed"])
+        return Memory(True, None, mem.ops, mem.devices, mem.unfreed)
 
     def modules(self) -> Modules:
-        mods = cast("list[ModuleRow] | None", self._sections(None)["modules"])
+        mods = self._sections(None).modules
         if mods is None:
             return Modules(False, NO_MODULES, [])
-        return Modules(True, None, [dict(m) for m in mods])
+        return Modules(True, None, list(mods))
 
     def dispatch(self, op_or_path: str | list[str], depth: int | None = None) -> Dispatch:
         """The dispatch subtree below an op (or a path such as "aten::linear → aten::addmm") with the
@@ -138,7 +141,7 @@ class Trace:
         """The lanes `timeline` can keep: "cpu PID/TID" per thread, "gpu DEVICE/STREAM" per stream."""
         return timeline.lane_names(self.trace)
 
-    def diff(self, other: Trace, step: int | None = None, other_step: int | None = None) -> Diff:
+    def diff(self, other: Trace, step: int | None = None, other_step: int | None = None) -> DiffReport:
         """`other` against this trace (`mlptui diff THIS OTHER --json`), aligned on ProfilerStep#`step` of
         this one and #`other_step` of the other (default: each one's median step)."""
         return compare.diff(self.trace, other.trace, step, other_step)
@@ -151,42 +154,6 @@ class Trace:
         r = self.summary()
         return Findings(lines=r.findings, recommendations=r.recommendations,
                         attention=r.attention)
-
-
-def _plain(value: Any) -> Any:
-    """A typed report as the dicts and lists its JSON has."""
-    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else \
-        [_plain(v) for v in value] if isinstance(value, list) else value
-
-
-def _matching(rows: list[RowT], text: str | None, keys: tuple[str, ...]) -> list[RowT]:
-    """Rows whose name (or another of `keys`) holds `text`, any case; all rows for None."""
-    if not text:
-        return list(rows)
-    needle = text.lower()
-    return [r for r in rows if any(needle in str(cast(dict[str, Any], r).get(k) or "").lower() for k in keys)]
-
-
-def _sorted(rows: list[RowT], sort: str | None) -> list[RowT]:
-    """Rows by `sort` (a column: figures largest first, names A to Z; a leading "-" reverses); as the
-    report orders them for None."""
-    if not sort or not rows:
-        return rows
-    key = sort.lstrip("-")
-    first = cast(dict[str, Any], rows[0])
-    if key not in first:
-        raise MlptuiError(f"cannot sort by {key!r}: the columns are {', '.join(first)}")
-    numeric = any(isinstance(cast(dict[str, Any], r).get(key), (int, float)) and not
-                  isinstance(cast(dict[str, Any], r).get(key), bool) for r in rows)
-
-    def value(r: RowT) -> Any:
-        v = cast(dict[str, Any], r).get(key)
-        if numeric:
-            return float("-inf") if not isinstance(v, (int, float)) else float(v)
-        return str(v or "")
-
-    descending = numeric != sort.startswith("-")
-    return sorted(rows, key=value, reverse=descending)
 
 
 def load(path: str | Path) -> Trace:

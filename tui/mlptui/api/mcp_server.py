@@ -4,8 +4,9 @@ at a time. A failure is a tool error carrying the command line's one-line reason
 
 from __future__ import annotations
 
+import dataclasses
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from typing import Annotated, Any
 
@@ -36,6 +37,9 @@ Cursor = Annotated[str | None, Field(description="`next` of the previous page; o
 Sort = Annotated[str | None, Field(description="a column: figures largest first, names A to Z; '-' reverses")]
 Filter = Annotated[str | None, Field(description="keep rows whose name holds this text (any case)")]
 
+
+# The diff's sections left out of its headline: its kernels are the result's rows, the rest are long tables.
+_DIFF_TABLES = ("kernels", "operators", "launch_calls", "by_family", "biggest", "cpu", "overview")
 
 # The SDK runs each call of a plain function in a worker thread, and a client may send several at once: one
 # at a time, so two questions about a new trace load it once (the figures are CPU-bound either way).
@@ -73,8 +77,8 @@ def build(traces: Traces, max_chars: int = bounds.MAX_CHARS) -> MCPServer:
     def fit(doc: Any) -> str:
         return bounds.fit(_plain(doc), max_chars)
 
-    def table(rows: list[Any], limit: int | None, cursor: str | None, **extra: Any) -> str:
-        return bounds.page([_plain(r) for r in rows], limit, cursor, max_chars, extra)
+    def table(rows: Sequence[Any], limit: int | None, cursor: str | None, **extra: Any) -> str:
+        return bounds.page([_plain(r) for r in rows], limit, cursor, max_chars, _plain(extra))
 
     def handle(tid: str) -> Trace:
         return traces.get(tid)
@@ -131,7 +135,7 @@ def build(traces: Traces, max_chars: int = bounds.MAX_CHARS) -> MCPServer:
         """The nn.Module tree (with_stack traces): calls, host µs and device µs per module path."""
         def work() -> str:
             m = handle(id).modules()
-            rows = [r for r in m.rows if not filter or filter.lower() in " ".join(r["path"]).lower()]
+            rows = [r for r in m.rows if not filter or filter.lower() in " ".join(r.path).lower()]
             return table(rows, limit, cursor, available=m.available, why=m.why)
         return _answer(work)
 
@@ -166,16 +170,19 @@ def build(traces: Traces, max_chars: int = bounds.MAX_CHARS) -> MCPServer:
         """B against A on aligned steps: the headline speedups and the kernels row by row (paged)."""
         def work() -> str:
             d = diff_traces(handle(a), handle(b), step_a, step_b)
-            head = {k: v for k, v in d.doc.items() if k not in ("kernels", "operators", "launch_calls", "by_family",
-                                                                 "biggest", "cpu", "overview")}
-            return table(d.rows, limit, cursor, **head)
+            head = {f.name: getattr(d, f.name) for f in dataclasses.fields(d) if f.name not in _DIFF_TABLES}
+            return table(d.kernels, limit, cursor, **head)
         return _answer(work)
 
     @server.tool(structured_output=False)
     def check(id: TraceId, expectations: Annotated[list[str], Field(
             description="e.g. 'kernels per step == 1', 'no memcpy', 'tensor cores: all GEMMs'")]) -> str:
         """Test expectations against the trace: whether each holds and what the trace shows."""
-        return _answer(lambda: fit(check_trace(handle(id), expectations)))
+        def work() -> str:
+            c = check_trace(handle(id), expectations)
+            return fit({"ok": c.ok, "rows": [{"expectation": o.expectation, "ok": o.ok, "shows": o.shows}
+                                             for o in c.rows]})
+        return _answer(work)
 
     @server.tool(structured_output=False)
     def ranks(run_dir: Annotated[str, Field(description="a folder whose traces are the ranks of one run")]) -> str:

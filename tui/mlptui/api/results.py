@@ -1,21 +1,27 @@
-"""What the API's methods return beside the core's typed reports: small frozen dataclasses over the figures
-of `mlptui summary --json`, `mlptui diff --json` and `mlptui check`, never recomputed. A table keeps its
-rows as `.rows`; `.to_pandas()` makes a DataFrame of them (the `pandas` extra)."""
+"""What the API's methods return beside the core's typed reports: small frozen dataclasses that hold the
+core's typed rows (mlptui.trace.reports) over a scope, never recomputed. A table keeps its rows as `.rows`;
+`.to_pandas()` makes a DataFrame of them (the `pandas` extra)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from mlptui.api.frames import Rows
-from mlptui.api.rows import (
-    DispatchRow,
-    MemoryOpRow,
-    OutcomeRow,
-    OverviewRow,
-)
+from mlptui.api.rows import DispatchRow
 from mlptui.trace.reports.attention import AttentionFacts
-from mlptui.trace.reports.profile import Recommendation
+from mlptui.trace.reports.check import Outcome
+from mlptui.trace.reports.profile import (
+    DevicePeak,
+    ModuleStat,
+    OpAllocations,
+    OverviewDevice,
+    OverviewRow,
+    Recommendation,
+    Unfreed,
+    UsedDevice,
+)
+from mlptui.trace.reports.ranks import RanksReport
 
 RowT = TypeVar("RowT")
 
@@ -33,13 +39,13 @@ class Table(Rows, Generic[RowT]):
 
 
 @dataclass(frozen=True)
-class Overview:
+class Overview(Rows):
     scope: str
     rows: list[OverviewRow]                  # each step of the scope
     total: OverviewRow                       # the scope as one
-    devices: list[dict[str, Any]]
+    devices: list[UsedDevice | OverviewDevice]   # UsedDevice where the device ran kernels
     main_device: int | None
-    notes: dict[str, Any] = field(default_factory=dict)   # unlinked, outside_operators (null when none)
+    notes: dict[str, str | None] = field(default_factory=dict)   # unlinked, outside_operators (None: none)
 
 
 @dataclass(frozen=True)
@@ -48,16 +54,16 @@ class Memory(Rows):
 
     available: bool
     why: str | None
-    rows: list[MemoryOpRow]                  # per op
-    devices: list[dict[str, Any]]            # peaks per device
-    unfreed: list[dict[str, Any]]
+    rows: list[OpAllocations]                # per op
+    devices: list[DevicePeak]                # peaks per device
+    unfreed: list[Unfreed]
 
 
 @dataclass(frozen=True)
 class Modules(Rows):
     available: bool
     why: str | None
-    rows: list[dict[str, Any]]               # ModuleRow: path, calls, host_us, device_us
+    rows: list[ModuleStat]
 
 
 @dataclass(frozen=True)
@@ -77,25 +83,24 @@ class Findings:
     attention: AttentionFacts | None
 
 
-@dataclass(frozen=True)
-class Diff(Rows):
-    """`mlptui diff --json`'s document; `rows` is its kernel table (A against B, row by row)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckedOutcome(Outcome):
+    """An expectation's outcome (`shown`: what the trace shows, as values) with `shows`, those values as
+    `mlptui check` prints them."""
 
-    doc: dict[str, Any]
-    rows: list[dict[str, Any]]
-    speedup: float | None
+    shows: str
 
 
 @dataclass(frozen=True)
 class Check(Rows):
     ok: bool
-    rows: list[OutcomeRow]
+    rows: list[CheckedOutcome]
 
 
 @dataclass(frozen=True)
 class Ranks:
     """`mlptui summary RUN_DIR --json`'s `ranks` section, with the ranks' files and those left out."""
 
-    report: dict[str, Any]
+    report: RanksReport
     sources: list[str]
     failed: list[str]

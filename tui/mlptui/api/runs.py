@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mlptui.api import compare
 from mlptui.api.handle import Trace, load
-from mlptui.api.results import Check, Diff, Ranks
+from mlptui.api.results import Check, Ranks
 from mlptui.base.errors import MlptuiError
+
+if TYPE_CHECKING:
+    from mlptui.trace.reports.diff import DiffReport
 
 
 def _handle(trace: Trace | str | Path) -> Trace:
@@ -17,7 +20,7 @@ def _handle(trace: Trace | str | Path) -> Trace:
 
 
 def diff(a: Trace | str | Path, b: Trace | str | Path, step_a: int | None = None,
-         step_b: int | None = None) -> Diff:
+         step_b: int | None = None) -> DiffReport:
     """B against A, aligned on ProfilerStep#step_a of A and #step_b of B (default: each one's median step)."""
     return compare.diff(_handle(a).trace, _handle(b).trace, step_a, step_b)
 
@@ -50,4 +53,4 @@ def load_run(run_dir: str | Path) -> Ranks:
     if run.report is None:
         more = f" (and {len(run.failed) - 1} more)" if len(run.failed) > 1 else ""
         raise MlptuiError(f"no rank of the run could be read: {run.failed[0]}{more}")
-    return Ranks(report=asdict(run.report), sources=run.sources, failed=run.failed)
+    return Ranks(report=run.report, sources=run.sources, failed=run.failed)

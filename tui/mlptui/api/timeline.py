@@ -39,14 +39,14 @@ def window(trace: Trace, start_us: float, end_us: float, lanes: list[str] | None
     for i in np.flatnonzero(_overlaps(t.op_ts, t.op_dur, start_us, end_us)).tolist():
         lane = f"cpu {int(t.op_pid[i])}/{int(t.op_tid[i])}"
         if not wanted or lane in wanted or "cpu" in wanted:
-            rows.append({"lane": lane, "kind": "cpu", "name": names[t.op_name[i]], "cat": names[t.op_cat[i]],
-                         "ts_us": round(float(t.op_ts[i]), 3), "dur_us": round(float(t.op_dur[i]), 3),
-                         "depth": int(t.op_depth[i])})
+            rows.append(TimelineRow(lane=lane, kind="cpu", name=names[t.op_name[i]], cat=names[t.op_cat[i]],
+                                    ts_us=round(float(t.op_ts[i]), 3), dur_us=round(float(t.op_dur[i]), 3),
+                                    depth=int(t.op_depth[i])))
     for i in np.flatnonzero(_overlaps(t.gpu_ts, t.gpu_dur, start_us, end_us)).tolist():
         lane = f"gpu {int(t.gpu_device[i])}/{int(t.gpu_stream[i])}"
         if not wanted or lane in wanted or "gpu" in wanted:
-            rows.append({"lane": lane, "kind": "gpu", "name": names[t.gpu_name[i]], "cat": names[t.gpu_cat[i]],
-                         "ts_us": round(float(t.gpu_ts[i]), 3), "dur_us": round(float(t.gpu_dur[i]), 3),
-                         "depth": 0})
-    rows.sort(key=lambda r: (r["ts_us"], r["kind"], r["lane"], r["depth"]))
+            rows.append(TimelineRow(lane=lane, kind="gpu", name=names[t.gpu_name[i]], cat=names[t.gpu_cat[i]],
+                                    ts_us=round(float(t.gpu_ts[i]), 3), dur_us=round(float(t.gpu_dur[i]), 3),
+                                    depth=0))
+    rows.sort(key=lambda r: (r.ts_us, r.kind, r.lane, r.depth))
     return rows
