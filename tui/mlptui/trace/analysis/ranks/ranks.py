@@ -26,6 +26,7 @@ from mlptui.trace.analysis.comms.collectives import bus_factor
 from mlptui.trace.analysis.ranks.rank_calls import Call, by_seq, match_calls, step_stragglers
 from mlptui.trace.analysis.ranks.rank_clock import shared_clock
 from mlptui.trace.analysis.ranks.rank_digest import RankDigest, comm_compute_us, rank_digest
+from mlptui.trace.analysis.ranks.rank_paths import rank_paths
 from mlptui.trace.model import Trace
 from mlptui.trace.parse.rank_hint import RankInfo, in_rank_order, rank_from_name
 from mlptui.trace.reports.ranks import CallRow, CollectiveRow, RankClock, RankRow, RanksReport, RankStep
@@ -128,7 +129,8 @@ def reduce_digests(digests: Sequence[RankDigest]) -> RanksReport:
                       matched_by="seq" if by_seq(ds) else "order")
     return RanksReport(world_size=world, backend=backend, clock=clock, ranks=rows,
                        stragglers=step_stragglers(calls), calls=call_rows,
-                       collectives=[row for d in ds for row in _collective_rows(d, calls)])
+                       collectives=[row for d in ds for row in _collective_rows(d, calls)],
+                       critical_path=rank_paths(ds, calls, shared))
 
 
 def ranks_report(ranked: Sequence[tuple[int, Trace]]) -> RanksReport:
