@@ -170,6 +170,8 @@ def critical_path_lines(cp: RanksCriticalPath) -> list[str]:
         lines += ["waiting on ranks: on-path collective kernel time before the last rank's matching kernel",
                   "started, counted as sync wait (the rest of the kernel counts as kernel)"]
     else:
-        lines += ["waiting on ranks: not measured, the ranks share no known clock; on-path collective kernels",
-                  "count as kernel time with their measured duration, as on one rank"]
+        lines += ["waiting on ranks: not measured, kernel starts cannot be compared across these ranks; on-path",
+                  "collective kernels count as kernel time with their measured duration, as on one rank"]
+    if len({r.step for r in cp.ranks}) > 1:
+        lines.append("the ranks' middle steps differ: each path is of the rank's own middle step")
     return lines

@@ -22,8 +22,8 @@ from mlptui.trace.reports.ranks import PathCollective, RankPath, RanksCriticalPa
 KERNEL, SYNC_WAIT = "kernel", "sync_wait"
 SHARED = ("the ranks share a clock: an on-path collective kernel waits on the other ranks (sync_wait) until the "
           "last rank's matching kernel starts, and only the rest is kernel time")
-NOT_SHARED = ("the ranks share no known clock, so their kernels' starts cannot be compared: on-path collective "
-              "kernels count as kernel time with their measured duration, as on one rank")
+NOT_SHARED = ("kernel starts cannot be compared across ranks (one rank, or no clock known to be shared): on-path "
+              "collective kernels count as kernel time with their measured duration, as on one rank")
 
 
 def _r(x: float) -> float:

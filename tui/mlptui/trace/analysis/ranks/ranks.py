@@ -8,7 +8,9 @@ in words why a set is not one.
 
 `ranks_report(ranked)` is the `ranks` section of `mlptui summary RUN_DIR --json`, a
 mlptui.trace.reports.ranks.RanksReport (each field described there); it reduces one small digest per rank
-(mlptui.trace.analysis.ranks.rank_digest), which `reduce_digests` takes directly.
+(mlptui.trace.analysis.ranks.rank_digest), which `reduce_digests` takes directly. Its `critical_path`
+(mlptui.trace.analysis.ranks.rank_paths) needs each digest's path, which the digest's maker adds
+(mlptui.trace.runs.rank_map, as `summary RUN_DIR` does): `ranks_report` leaves it None.
 
 Straggler, late by and comm wait are one measurement seen from several sides
 (mlptui.trace.analysis.ranks.rank_calls): the straggler of a call is the rank that arrived last, and every other
