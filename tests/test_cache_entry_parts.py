@@ -178,6 +178,10 @@ def _digest_variants(digest: dict[str, Any]) -> dict[str, Any]:
         "a call's duration negative": {**digest, "calls": [[*call[:6], -1.0, call[7]]]},
         "world_size a text": {**digest, "world_size": "4"},
         "a field more": {**digest, "extra": 1},
+        "a path not a path": {**digest, "path": [1, 2]},
+        "a path's collective not a call": {**digest, "path": {**digest["path"], "calls": [[len(digest["calls"]),
+                                                                                           0.0, 1.0]]}},
+        "a path's length negative": {**digest, "path": {**digest["path"], "length_us": -1.0}},
     }
 
 
@@ -193,6 +197,7 @@ def test_every_crafted_rank_digest_is_deleted_and_rebuilt(cache_home: Path, tmp_
     path = files[0][1]
     entry = digest_cache.entry_path(path)
     good = orjson.loads(entry.read_bytes())
+    assert good["digest"]["path"]["length_us"] > 0          # the critical path is carried
     assert summarize_run(files, workers=0).cached == 2
     for how, digest in _digest_variants(good["digest"]).items():
         entry.write_bytes(orjson.dumps({**good, "digest": digest}))

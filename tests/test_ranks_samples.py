@@ -109,7 +109,8 @@ def test_summary_json_of_a_run_folder_has_the_ranks_section(capsys: pytest.Captu
     assert main(["summary", str(folder), "--json"]) == 0
     doc = orjson.loads(capsys.readouterr().out)
     sec = doc["ranks"]
-    assert set(sec) == {"world_size", "backend", "clock", "ranks", "stragglers", "calls", "collectives"}
+    assert set(sec) == {"world_size", "backend", "clock", "ranks", "stragglers", "calls", "collectives",
+                        "critical_path"}
     assert (sec["world_size"], sec["backend"]) == (2, "nccl")
     for r in sec["ranks"]:
         assert set(r) == {"rank", "source", "steps", "compute_us", "comm_us", "overlap_share", "comm_wait_us",

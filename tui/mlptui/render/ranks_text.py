@@ -1,13 +1,14 @@
 """Text of the `ranks` section (`mlptui summary RUN_DIR`): step time per rank per step with each step's
 straggler (the rank that arrived last at its collectives) and the wait it caused, compute /
-communication / overlap / wait per rank, and the collectives with their bus bandwidth over the transfer
-(from the last rank's arrival) beside the link's peak and the wait."""
+communication / overlap / wait per rank, the collectives with their bus bandwidth over the transfer
+(from the last rank's arrival) beside the link's peak and the wait, and each rank's critical path of its
+aligned step with the time spent waiting on the other ranks."""
 
 from __future__ import annotations
 
 from mlptui.base.units import MISSING, bandwidth, duration, share, size
 from mlptui.trace.analysis.comms.links import Link
-from mlptui.trace.reports.ranks import RanksReport, Straggler
+from mlptui.trace.reports.ranks import RanksCriticalPath, RanksReport, Straggler
 
 
 def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
@@ -141,4 +142,36 @@ def render_ranks_text(report: RanksReport, link: Link | None) -> str:
         if link is not None:
             lines.append(f"% peak: bus bandwidth over {link.name}'s {bandwidth(link.peak_gbps)} per GPU one way "
                          "(mlptui.trace.analysis.comms.links)")
+    if report.critical_path is not None and report.critical_path.ranks:
+        lines += ["", *critical_path_lines(report.critical_path)]
     return "\n".join(lines) + "\n"
+
+
+def critical_path_table(cp: RanksCriticalPath) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows: per rank, its step, path length, time by kind (the kinds on any rank's path, in the
+    path's order) and the part spent waiting on the other ranks."""
+    kinds = [k for k in cp.ranks[0].breakdown_us if any(r.breakdown_us.get(k, 0.0) > 0 for r in cp.ranks)]
+    rows = []
+    for r in cp.ranks:
+        wait = MISSING if r.rank_wait_us is None else duration(r.rank_wait_us)
+        if r.rank_wait_us is not None and r.length_us > 0:
+            wait += f" ({share(r.rank_wait_us / r.length_us)})"
+        rows.append([str(r.rank), r.step, duration(r.length_us),
+                     *(duration(r.breakdown_us.get(k, 0.0)) for k in kinds), wait])
+    return ["rank", "step", "path", *(k.replace("_", " ") for k in kinds), "waiting on ranks"], rows
+
+
+def critical_path_lines(cp: RanksCriticalPath) -> list[str]:
+    headers, rows = critical_path_table(cp)
+    lines = _table(headers, rows, set(range(2, len(headers))))
+    lines += ["critical path of each rank's aligned step (its middle step): the chain of work the step waits on,",
+              "as long as the step window; by kind, and the part of it waiting on the other ranks"]
+    if cp.counting == "last arrival":
+        lines += ["waiting on ranks: on-path collective kernel time before the last rank's matching kernel",
+                  "started, counted as sync wait (the rest of the kernel counts as kernel)"]
+    else:
+        lines += ["waiting on ranks: not measured, kernel starts cannot be compared across these ranks; on-path",
+                  "collective kernels count as kernel time with their measured duration, as on one rank"]
+    if len({r.step for r in cp.ranks}) > 1:
+        lines.append("the ranks' middle steps differ: each path is of the rank's own middle step")
+    return lines

@@ -83,6 +83,62 @@ class CollectiveRow:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PathCollective:
+    """A collective kernel on a rank's critical path."""
+
+    collective: str
+    bytes: int | None
+    index: int              # the n-th call of its kind (from 0), as in `calls`
+    seq: int | None
+    dur_us: float           # its time on the path
+    wait_us: float | None   # of it, before the last rank's matching kernel started (None: not measured)
+    last_rank: int | None   # the rank that arrived last at the call (None: all together, or not measured)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankPath:
+    """One rank's critical path of its aligned step, its collectives' wait for the last rank counted apart."""
+
+    rank: int
+    step: str               # the step's name ("all" for a trace without steps)
+    length_us: float        # equals window_us (figures.md#critical-path)
+    window_us: float
+    breakdown_us: dict[str, float]  # by kind; sync_wait holds the wait for other ranks, kernel the rest
+    rank_wait_us: float | None      # on-path collective time spent waiting for the last rank (None: not measured)
+    collectives: list[PathCollective]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RanksCriticalPath:
+    """Every rank's critical path of one aligned step; `counting` says how on-path collectives count."""
+
+    counting: str           # "last arrival" (shared clock) or "measured duration" (one rank's view)
+    why: str
+    ranks: list[RankPath]
+
+
+@dataclass(frozen=True, slots=True)
+class PathCall:
+    """What a rank's digest carries of one collective kernel on its critical path (not in the JSON)."""
+
+    call: int               # index of its CallRecord in the digest's calls
+    ts: float               # start of its time on the path, µs on the rank's own clock (as CallRecord.ts)
+    dur: float              # its time on the path, µs
+
+
+@dataclass(frozen=True, slots=True)
+class StepPath:
+    """What a rank's digest carries of its aligned step's critical path (not in the JSON): the figures of
+    mlptui.trace.analysis.critical_path, counting collectives as one rank sees them."""
+
+    step: str
+    window_us: float
+    length_us: float
+    breakdown_us: tuple[tuple[str, float], ...]   # (kind, µs), every kind in the path's order
+    calls: tuple[PathCall, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RanksReport:
     world_size: int
     backend: str | None
@@ -91,3 +147,4 @@ class RanksReport:
     stragglers: list[Straggler]
     calls: list[CallRow]
     collectives: list[CollectiveRow]
+    critical_path: RanksCriticalPath | None = None     # None: no rank carries its path

@@ -28,7 +28,8 @@ from mlptui.trace.runs.digest_check import check_digest
 
 # the modules whose code a digest's figures depend on, besides the indexer's (already in the file key)
 _MODULES = ("analysis/ranks/rank_digest.py", "analysis/comms/collectives.py", "analysis/steps/steps.py", "analysis/events/intervals.py",
-            "analysis/events/launches.py", "analysis/events/tables.py", "analysis/ranks/rank_clock.py", "names/common.py")
+            "analysis/events/launches.py", "analysis/events/tables.py", "analysis/ranks/rank_clock.py", "names/common.py",
+            "analysis/critical_path", "analysis/events/op_owner.py")      # a folder: every module in it
 _CODE: str | None = None
 MAX_BYTES = 256 << 20      # a digest is a few numbers per step and per collective call: MBs for 100k calls
 
@@ -39,7 +40,9 @@ def _code() -> str:
         root = Path(__file__).resolve().parents[1]
         h = hashlib.blake2b(digest_size=12)
         for name in _MODULES:
-            h.update((root / name).read_bytes())
+            where = root / name
+            for path in sorted(where.glob("*.py")) if where.is_dir() else [where]:
+                h.update(path.read_bytes())
         _CODE = h.hexdigest()
     return _CODE
 

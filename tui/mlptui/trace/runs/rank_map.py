@@ -58,6 +58,7 @@ def digest_file(path: str, key: dict[str, Any] | None = None) -> DigestResult:
             hit = digest_cache.lookup(p, key)
             if hit is not None:
                 return DigestResult(path, hit, None, True, time.perf_counter() - start, _host())
+        from mlptui.trace.analysis.critical_path.rank_path import step_path
         from mlptui.trace.analysis.ranks.rank_digest import digest_to_dict, rank_digest
         from mlptui.trace.analysis.ranks.ranks import rank_info
         from mlptui.trace.parse.load import load_trace
@@ -70,7 +71,8 @@ def digest_file(path: str, key: dict[str, Any] | None = None) -> DigestResult:
             if info.rank is None:
                 return failed_result(path, "names no rank (no distributedInfo, no rank-N in its name)",
                                      time.perf_counter() - start)
-            doc = digest_to_dict(rank_digest(info.rank, trace, world_size=info.world_size, backend=info.backend))
+            doc = digest_to_dict(rank_digest(info.rank, trace, world_size=info.world_size, backend=info.backend,
+                                             path=step_path(trace)))
             del trace
         except MlptuiError as exc:
             return failed_result(path, str(exc), time.perf_counter() - start)

@@ -5,7 +5,9 @@
 
 A digest holds the rank's step times, its compute / communication busy time and their overlap, the host
 that recorded it when known (mlptui.trace.analysis.ranks.rank_clock), and one CallRecord per collective kernel
-(kind, size, start, duration, the step that launched it, NCCL's `Seq` when recorded). The cross-rank
+(kind, size, start, duration, the step that launched it, NCCL's `Seq` when recorded), and, where the maker
+passes it, the critical path of the rank's aligned step (mlptui.trace.analysis.critical_path.rank_path: its
+figures, and each on-path collective kernel's start and call). The cross-rank
 reduce (mlptui.trace.analysis.ranks.rank_calls, mlptui.trace.analysis.ranks.ranks) needs nothing else, so the
 process that reduces a run never holds a whole rank.
 """
@@ -16,13 +18,14 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from mlptui.trace.model import KERNEL, Trace
+from mlptui.trace.reports.ranks import PathCall, StepPath
 
 # The analyses that make a digest are imported where a digest is made: a process that only reduces
 # digests (or reads them from the cache) never loads them.
 
 # Bump when a field's meaning or the way it is computed changes: cached digests of another version are
 # not used.
-DIGEST_VERSION = 2
+DIGEST_VERSION = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,7 @@ class RankDigest:
     overlap_us: float                       # time both run at once
     calls: tuple[CallRecord, ...]           # collective kernels in time order
     host: str | None = None                 # who recorded it (rank_clock.recording_host); None: unknown
+    path: StepPath | None = None            # its aligned step's critical path; None: not computed
 
 
 def step_times(trace: Trace) -> list[tuple[str, float]]:
@@ -85,7 +89,8 @@ def comm_compute_us(trace: Trace) -> tuple[float, float, float]:
     return intervals.total(compute_u), intervals.total(comm_u), intervals.overlap(comm_u, compute_u)
 
 
-def rank_digest(rank: int, trace: Trace, *, world_size: int | None = None, backend: str | None = None) -> RankDigest:
+def rank_digest(rank: int, trace: Trace, *, world_size: int | None = None, backend: str | None = None,
+                path: StepPath | None = None) -> RankDigest:
     from mlptui.trace.analysis.comms.collectives import collectives
     from mlptui.trace.analysis.ranks.rank_clock import recording_host
 
@@ -97,14 +102,26 @@ def rank_digest(rank: int, trace: Trace, *, world_size: int | None = None, backe
                                 step, c.seq))
     compute, comm, overlap = comm_compute_us(trace)
     return RankDigest(rank, world_size, backend, trace.source, trace.device_name, tuple(step_times(trace)),
-                      compute, comm, overlap, tuple(calls), recording_host(trace))
+                      compute, comm, overlap, tuple(calls), recording_host(trace), path)
 
 
 def digest_to_dict(d: RankDigest) -> dict[str, Any]:
     doc = asdict(d)
     doc["calls"] = [list(asdict(c).values()) for c in d.calls]   # rows, not objects: 1000s of calls
     doc["steps"] = [list(s) for s in d.steps]
+    if d.path is not None:
+        doc["path"] = {"step": d.path.step, "window_us": d.path.window_us, "length_us": d.path.length_us,
+                       "breakdown_us": [list(kv) for kv in d.path.breakdown_us],
+                       "calls": [[c.call, c.ts, c.dur] for c in d.path.calls]}
     return doc
+
+
+def _path_from_dict(doc: dict[str, Any] | None) -> StepPath | None:
+    if doc is None:
+        return None
+    return StepPath(str(doc["step"]), float(doc["window_us"]), float(doc["length_us"]),
+                    tuple((str(k), float(us)) for k, us in doc["breakdown_us"]),
+                    tuple(PathCall(int(i), float(ts), float(dur)) for i, ts, dur in doc["calls"]))
 
 
 def digest_from_dict(doc: dict[str, Any]) -> RankDigest:
@@ -112,4 +129,4 @@ def digest_from_dict(doc: dict[str, Any]) -> RankDigest:
     steps = tuple((str(n), float(us)) for n, us in doc["steps"])
     return RankDigest(int(doc["rank"]), doc["world_size"], doc["backend"], str(doc["source"]), doc["device"],
                       steps, float(doc["compute_us"]), float(doc["comm_us"]), float(doc["overlap_us"]), calls,
-                      doc.get("host"))
+                      doc.get("host"), _path_from_dict(doc.get("path")))

@@ -8,7 +8,9 @@ in words why a set is not one.
 
 `ranks_report(ranked)` is the `ranks` section of `mlptui summary RUN_DIR --json`, a
 mlptui.trace.reports.ranks.RanksReport (each field described there); it reduces one small digest per rank
-(mlptui.trace.analysis.ranks.rank_digest), which `reduce_digests` takes directly.
+(mlptui.trace.analysis.ranks.rank_digest), which `reduce_digests` takes directly. Its `critical_path`
+(mlptui.trace.analysis.ranks.rank_paths) needs each digest's path, which the digest's maker adds
+(mlptui.trace.runs.rank_map, as `summary RUN_DIR` does): `ranks_report` leaves it None.
 
 Straggler, late by and comm wait are one measurement seen from several sides
 (mlptui.trace.analysis.ranks.rank_calls): the straggler of a call is the rank that arrived last, and every other
@@ -26,6 +28,7 @@ from mlptui.trace.analysis.comms.collectives import bus_factor
 from mlptui.trace.analysis.ranks.rank_calls import Call, by_seq, match_calls, step_stragglers
 from mlptui.trace.analysis.ranks.rank_clock import shared_clock
 from mlptui.trace.analysis.ranks.rank_digest import RankDigest, comm_compute_us, rank_digest
+from mlptui.trace.analysis.ranks.rank_paths import rank_paths
 from mlptui.trace.model import Trace
 from mlptui.trace.parse.rank_hint import RankInfo, in_rank_order, rank_from_name
 from mlptui.trace.reports.ranks import CallRow, CollectiveRow, RankClock, RankRow, RanksReport, RankStep
@@ -128,7 +131,8 @@ def reduce_digests(digests: Sequence[RankDigest]) -> RanksReport:
                       matched_by="seq" if by_seq(ds) else "order")
     return RanksReport(world_size=world, backend=backend, clock=clock, ranks=rows,
                        stragglers=step_stragglers(calls), calls=call_rows,
-                       collectives=[row for d in ds for row in _collective_rows(d, calls)])
+                       collectives=[row for d in ds for row in _collective_rows(d, calls)],
+                       critical_path=rank_paths(ds, calls, shared))
 
 
 def ranks_report(ranked: Sequence[tuple[int, Trace]]) -> RanksReport:
