@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import random
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,7 +25,9 @@ BAD_RANKS: dict[str, tuple[Callable[[Path], object], str]] = {
     "empty": (lambda p: p.write_bytes(b""), "empty file"),
     "named pipe": (os.mkfifo, "named pipe"),
     "not JSON": (lambda p: p.write_bytes(b"hello, not a trace"), "not JSON"),
-    "damaged": (lambda p: p.write_bytes(os.urandom(4096).replace(b"\x1f\x8b", b"xx")), "not JSON"),
+    # garbage that cannot begin a JSON document or a gzip stream (random bytes opening with `{` read as
+    # "not valid JSON (…)"), the same bytes every run
+    "damaged": (lambda p: p.write_bytes(b"\x00" + random.Random(4096).randbytes(4095)), "not JSON"),
     "gzip of zeros": (lambda p: p.write_bytes(gzip.compress(bytes(64 << 20))), "not JSON"),
     "gzip bomb": (lambda p: p.write_bytes(gzip.compress(b'{"traceEvents": [' + b" " * (64 << 20) + b"]}")),
                   "decompression bomb"),
