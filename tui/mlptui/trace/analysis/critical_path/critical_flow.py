@@ -133,16 +133,16 @@ class Flow:
         into = np.full(self.n, -1, dtype=np.int64)
         into[self.chain_dst] = self.chain_e
         other = ~((chosen >= 0) & (chosen == into))
-        stop = np.maximum.accumulate(np.where(other, np.arange(self.n), 0)).tolist()
-        edge = chosen.tolist()
+        # the walk makes few jumps: read the arrays where it lands rather than turn them into lists
+        stop = np.maximum.accumulate(np.where(other, np.arange(self.n), 0))
         src = g.src
         pieces = []
         v = 1
         while True:
-            s = stop[v]
+            s = int(stop[v])
             if s < v:
                 pieces.append(into[s + 1:v + 1])
-            e = edge[s]
+            e = int(chosen[s])
             if s == 0 or e < 0:
                 break
             pieces.append(np.array([e]))
