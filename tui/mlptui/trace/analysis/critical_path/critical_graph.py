@@ -115,8 +115,8 @@ class _Edges:
 
     def graph(self, start: float, end: float, time: np.ndarray) -> Graph:
         cols = [np.empty(self.count, dtype=d) for d in _FIELD_TYPES]
-        bounds = [first for first, _ in self.blocks[1:]] + [self.count]
-        for (first, fields), last in zip(self.blocks, bounds, strict=True):
+        for i, (first, fields) in enumerate(self.blocks):
+            last = self.blocks[i + 1][0] if i + 1 < len(self.blocks) else self.count
             for col, f in zip(cols, fields, strict=True):
                 col[first:last] = f
         return Graph(start, end, time, *cols)
