@@ -32,9 +32,17 @@ def _present(hint: Any) -> Any:
 
 
 def _dataclass_in(hint: Any) -> type | None:
-    """The dataclass a field's type holds directly or as `X | None`."""
+    """The report type (a dataclass, or a TypedDict for bulk rows) a field's type holds directly or as
+    `X | None`."""
     hint = _present(hint)
-    return typing.cast(type, hint) if dataclasses.is_dataclass(hint) else None
+    return typing.cast(type, hint) if dataclasses.is_dataclass(hint) or typing.is_typeddict(hint) else None
+
+
+def _fields(cls: type) -> list[str]:
+    """A report type's field names in order: a dataclass's fields, or a TypedDict's keys as declared."""
+    if typing.is_typeddict(cls):
+        return list(typing.get_type_hints(cls))
+    return [f.name for f in dataclasses.fields(cls)]
 
 
 def _items_of(hint: Any) -> type | None:
@@ -47,8 +55,9 @@ def keys_match(doc: Any, cls: type, where: str = "$") -> int:
     """Check `doc`'s keys against `cls`'s fields, recursively; the number of objects checked."""
     assert isinstance(doc, dict), f"{where}: {type(doc).__name__}, not an object"
     # a row of a subclass (a device that ran kernels, with its figures) has the subclass's fields
-    cls = next((sub for sub in cls.__subclasses__() if len(doc) == len(dataclasses.fields(sub))), cls)
-    names = [f.name for f in dataclasses.fields(cls)]
+    subclasses: list[type] = [] if typing.is_typeddict(cls) else cls.__subclasses__()
+    cls = next((sub for sub in subclasses if len(doc) == len(dataclasses.fields(sub))), cls)
+    names = _fields(cls)
     assert list(doc) == names, f"{where}: keys {list(doc)} != {cls.__name__}'s fields {names}"
     checked = 1
     for name, hint in typing.get_type_hints(cls).items():
@@ -112,6 +121,17 @@ def test_the_profile_sections_are_their_report(capsys: pytest.CaptureFixture[str
     assert keys_match(sections, ProfileSections) > 50
     assert doc["memory"]["ops"] and doc["modules"] and doc["recommendations"]
     assert any(len(d) == len(dataclasses.fields(UsedDevice)) for d in doc["overview"]["devices"])
+
+
+def test_the_critical_path_section_is_its_report(capsys: pytest.CaptureFixture[str]) -> None:
+    """Its segments are typed dictionaries (TypedDict), not dataclasses: their keys are checked the same way."""
+    from mlptui.trace.reports.summary import CriticalPathReport, PathSegment
+    assert typing.is_typeddict(PathSegment)
+    path = sorted(SAMPLES.glob("mlp-eager-*.gz"))[0]
+    doc = _cli_json(["summary", str(path), "--json"], capsys)
+    segments = sum(len(step["segments"]) for step in doc["critical_path"]["steps"])
+    assert segments > 0
+    assert keys_match(doc["critical_path"], CriticalPathReport) > segments
 
 
 def test_the_reports_import_only_the_standard_library_and_base() -> None:

@@ -22,6 +22,14 @@ TRACES = [next(SAMPLES.glob("attention/attention-sdpa-flash-eager-*.pt.trace.jso
           next(SAMPLES.glob("linear-eager-*-bf16-*.pt.trace.json.gz"))]
 
 
+def _fields(cls: Any) -> list[str]:
+    """A report type's field names in order: a dataclass's fields, or a TypedDict's keys (bulk rows are typed
+    dictionaries, written in the order their keys are declared)."""
+    if typing.is_typeddict(cls):
+        return list(typing.get_type_hints(cls))
+    return [f.name for f in dataclasses.fields(cls)]
+
+
 def _check(value: Any, hint: Any, where: str, seen: set[type]) -> None:
     """`value` (decoded JSON) has the shape of the type `hint`, recursively."""
     origin = typing.get_origin(hint)
@@ -36,9 +44,9 @@ def _check(value: Any, hint: Any, where: str, seen: set[type]) -> None:
         if value is not None:
             _check(value, options[0], where, seen)
         return
-    if dataclasses.is_dataclass(hint):
+    if dataclasses.is_dataclass(hint) or typing.is_typeddict(hint):
         assert isinstance(value, dict), f"{where}: {type(value).__name__}, not an object"
-        names = [f.name for f in dataclasses.fields(hint)]
+        names = _fields(hint)
         assert list(value) == names, f"{where}: keys {list(value)} are not the fields {names}"
         seen.add(hint)
         hints = typing.get_type_hints(hint)
@@ -69,6 +77,7 @@ def test_summary_json_has_exactly_the_report_fields(path: Path, capsys: pytest.C
     seen: set[type] = set()
     _check(doc, SummaryReport, "summary", seen)
     assert len(seen) >= 10           # the nested report types were reached, not only the top level
+    assert any(typing.is_typeddict(t) for t in seen)     # and the typed rows (the critical path's segments)
 
 
 def _report_types(cls: type, found: dict[str, type]) -> dict[str, type]:
@@ -79,7 +88,8 @@ def _report_types(cls: type, found: dict[str, type]) -> dict[str, type]:
         while stack:
             h = stack.pop()
             stack.extend(typing.get_args(h))
-            if dataclasses.is_dataclass(h) and isinstance(h, type) and h.__name__ not in found:
+            if (dataclasses.is_dataclass(h) or typing.is_typeddict(h)) and isinstance(h, type) \
+                    and h.__name__ not in found:
                 _report_types(h, found)
     return found
 
@@ -97,6 +107,6 @@ def test_docs_name_every_field_of_the_summary_report() -> None:
     listed = re.findall(r"`(\w+)`", order.group(1))
     assert listed == [f.name for f in dataclasses.fields(SummaryReport)]
     quoted = set(re.findall(r'"(\w+)"', section))
-    missing = {f"{name}.{f.name}" for name, cls in _report_types(SummaryReport, {}).items()
-               for f in dataclasses.fields(cls) if f.name not in quoted}
+    missing = {f"{name}.{field}" for name, cls in _report_types(SummaryReport, {}).items()
+               for field in _fields(cls) if field not in quoted}
     assert not missing, f"docs/json.md's summary section does not name {sorted(missing)}"

@@ -35,6 +35,10 @@ class Flow:
         chain = g.chain
         self.chain_dst = g.dst[chain]
         self.chain_e = np.flatnonzero(chain)
+        # per node, the chain edge into it, else one past the last edge (a column of zeros): each node's step
+        # along its run is one gather
+        self.chain_into = np.full(n, len(g.src), dtype=np.int64)
+        self.chain_into[self.chain_dst] = self.chain_e
         cross = np.flatnonzero(~chain)
         cross = cross[np.argsort(g.dst[cross], kind="stable")]
         self.cross_e = cross
@@ -71,9 +75,9 @@ class Flow:
         nodes only (column 1 is the sink's)."""
         w = weight if weight.ndim == 2 else weight[None, :]
         k = w.shape[0]
-        step = np.zeros((k, self.n))
-        step[:, self.chain_dst] = w[:, self.chain_e]
-        ran = np.cumsum(step, axis=1)
+        padded = np.zeros((k, w.shape[1] + 1))
+        padded[:, :-1] = w
+        ran = np.cumsum(padded.take(self.chain_into, axis=1), axis=1)
         kept_ran = ran[:, self.kept]
         cw = w[:, self.cross_e]
         m = len(self.kept)
@@ -133,16 +137,16 @@ class Flow:
         into = np.full(self.n, -1, dtype=np.int64)
         into[self.chain_dst] = self.chain_e
         other = ~((chosen >= 0) & (chosen == into))
-        stop = np.maximum.accumulate(np.where(other, np.arange(self.n), 0)).tolist()
-        edge = chosen.tolist()
+        # the walk makes few jumps: read the arrays where it lands rather than turn them into lists
+        stop = np.maximum.accumulate(np.where(other, np.arange(self.n), 0))
         src = g.src
         pieces = []
         v = 1
         while True:
-            s = stop[v]
+            s = int(stop[v])
             if s < v:
                 pieces.append(into[s + 1:v + 1])
-            e = edge[s]
+            e = int(chosen[s])
             if s == 0 or e < 0:
                 break
             pieces.append(np.array([e]))

@@ -92,10 +92,11 @@ _FIELD_TYPES = (np.int64, np.int64, np.float64, np.int8, np.int8, np.int64, bool
 
 
 class _Edges:
-    """Edges gathered block by block, each field broadcast from a scalar where the block shares it."""
+    """Edges gathered block by block, each field kept as a scalar where the block shares it; the columns are
+    filled once, slice by slice, when the graph is made."""
 
     def __init__(self) -> None:
-        self.blocks: list[tuple[np.ndarray, ...]] = []
+        self.blocks: list[tuple[int, tuple[np.ndarray | float | int | bool, ...]]] = []
         self.count = 0
 
     def add(self, src: np.ndarray, dst: np.ndarray | int, weight: np.ndarray | float, kind: np.ndarray | int,
@@ -107,15 +108,17 @@ class _Edges:
         if not n:
             return first
         w = np.asarray(weight, dtype=np.float64)
-        fields = (src, dst, np.where(w > 0, w, 0.0), kind, owner, owner_id, own, unexplained, chain)
-        self.blocks.append(tuple(np.full(n, f, dtype=d) if np.ndim(f) == 0 else np.asarray(f, dtype=d)
-                                 for f, d in zip(fields, _FIELD_TYPES, strict=True)))
+        self.blocks.append((first, (src, dst, np.where(w > 0, w, 0.0), kind, owner, owner_id, own, unexplained,
+                                    chain)))
         self.count += n
         return first
 
     def graph(self, start: float, end: float, time: np.ndarray) -> Graph:
-        cols = [np.concatenate([b[j] for b in self.blocks]) if self.blocks else np.zeros(0, dtype=d)
-                for j, d in enumerate(_FIELD_TYPES)]
+        cols = [np.empty(self.count, dtype=d) for d in _FIELD_TYPES]
+        for i, (first, fields) in enumerate(self.blocks):
+            last = self.blocks[i + 1][0] if i + 1 < len(self.blocks) else self.count
+            for col, f in zip(cols, fields, strict=True):
+                col[first:last] = f
         return Graph(start, end, time, *cols)
 
 
@@ -173,6 +176,7 @@ class _Rows:
     ops: dict[int, np.ndarray]          # by step: Op ids (id order: by thread, then start)
     gpu: dict[int, np.ndarray]          # by step: the GpuOp ids it launched
     by_start: np.ndarray                # every GpuOp id, by start
+    by_start_ts: np.ndarray             # their starts
     max_dur: float
     call_code: np.ndarray               # per Op: _NO_CALL, _LAUNCH_CALL or _SYNC_CALL
     stream_wait: np.ndarray             # per Op: a cudaStreamWaitEvent
@@ -195,6 +199,7 @@ def _rows_by_step(trace: Trace) -> _Rows:
     for cat, kind in DEVICE_KINDS.items():
         device[t.cat_ids((cat,))] = _K[kind]
     return _Rows(_split(np.arange(t.n_ops), t.op_step), _split(np.arange(t.n_gpu), t.gpu_step), by_start,
+                 t.gpu_ts[by_start],
                  float(t.gpu_dur.max()) if t.n_gpu else 0.0,
                  np.where(calls, code[t.op_name], _NO_CALL).astype(np.int8), calls & wait[t.op_name],
                  np.array([m.ts for m in syncs], dtype=np.float64), syncs, device[t.gpu_cat])
@@ -222,8 +227,7 @@ def _device_rows(t: TraceColumns, rows: _Rows, own: np.ndarray, step: int | None
     the step's work back on a stream); later steps' work is left out. All of it for the whole trace."""
     if step is None:
         return own
-    ts = t.gpu_ts[rows.by_start]
-    lo, hi = np.searchsorted(ts, [start - rows.max_dur, end], side="left")
+    lo, hi = np.searchsorted(rows.by_start_ts, [start - rows.max_dur, end], side="left")
     near = rows.by_start[lo:hi]
     near = near[(t.gpu_ts[near] + t.gpu_dur[near] > start) & (t.gpu_step[near] < step)]
     both = np.sort(np.concatenate([own, near]))

@@ -35,7 +35,7 @@ from mlptui.trace.model import Trace
 TOP = 5
 DEVICE_WORK = frozenset({"kernel", "memcpy", "memset"})
 OWN_TIME = frozenset({"cpu", "launch", *DEVICE_WORK})
-_OWN_CODES = [KINDS.index(k) for k in sorted(OWN_TIME)]
+_OWN_KIND = np.isin(np.arange(len(KINDS)), [KINDS.index(k) for k in OWN_TIME])     # by kind code
 ALL_NAME = "all"
 
 
@@ -111,7 +111,7 @@ def critical_path(trace: Trace, step: int | None) -> CriticalPath:
     breakdown = dict(zip(KINDS, np.bincount(g.kind_code[path], weights=weight[path], minlength=len(KINDS)).tolist(),
                          strict=True))
     names = _edge_names(trace, g)
-    mine = path[g.own[path] & np.isin(g.kind_code[path], _OWN_CODES)]
+    mine = path[g.own[path] & _OWN_KIND[g.kind_code[path]]]
     strings = trace.columns.strings
     keys, where = np.unique(names[mine] * len(KINDS) + g.kind_code[mine], return_inverse=True)
     sums = np.bincount(where.reshape(-1), weights=weight[mine], minlength=len(keys)).tolist()
@@ -121,8 +121,9 @@ def critical_path(trace: Trace, step: int | None) -> CriticalPath:
     what_if: list[tuple[str, float]] = []
     if ranked:
         without = np.repeat(weight[None, :], len(ranked), axis=0)
+        own_names = np.where(g.own, names, -1)
         for j, ((n, _k), _us) in enumerate(ranked):
-            without[j, g.own & (names == n)] = 0.0
+            without[j, own_names == n] = 0.0
         ends = flow.longest(without, sink_only=True)[:, 1].tolist()
         what_if = [(strings[n], us) for ((n, _k), _u), us in zip(ranked, ends, strict=True)]
     mark = trace.steps[step] if step is not None and trace.steps else None
@@ -145,12 +146,27 @@ def _edge_names(trace: Trace, g: Graph) -> np.ndarray:
     return names
 
 
+def _names(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """The trace's strings as object arrays, one with "" and one with None after the last, so that a name id
+    of -1 (no event, no op) reads as that: a path's names are then looked up all at once."""
+    strings = trace.columns.strings
+    with_empty = np.empty(len(strings) + 1, dtype=object)
+    with_empty[:-1] = strings
+    with_empty[-1] = ""
+    with_none = with_empty.copy()
+    with_none[-1] = None
+    return with_empty, with_none
+
+
+_KIND_OBJECTS = np.array(KINDS, dtype=object)
+
+
 def _segments(trace: Trace, g: Graph, path: np.ndarray, dist: np.ndarray) -> SegmentColumns:
     """Each path edge's kind, the name of the event it belongs to, its start and length, and the CPU
     operator that owns it (the op itself for a slice, the innermost op around a call, the launcher's op
     for device work)."""
     c = trace.columns
-    strings = c.strings
+    with_empty, with_none = trace.derive(_names)
     who = owners(trace)
     owner, ids = g.owner[path], g.owner_id[path]
     is_op, is_gpu = owner == OP, owner == GPU
@@ -162,10 +178,10 @@ def _segments(trace: Trace, g: Graph, path: np.ndarray, dist: np.ndarray) -> Seg
     top_name = np.full(len(path), -1, dtype=np.int64)
     top_name[top >= 0] = c.op_name[top[top >= 0]]
     return SegmentColumns(
-        kind=[KINDS[k] for k in g.kind_code[path].tolist()],
-        name=[strings[n] if n >= 0 else "" for n in name.tolist()],
+        kind=_KIND_OBJECTS[g.kind_code[path]].tolist(),
+        name=with_empty[name].tolist(),
         start_us=(g.start_us + dist[g.src[path]]).tolist(),
         dur_us=g.weight[path].tolist(),
-        op=[strings[n] if n >= 0 else None for n in top_name.tolist()],
+        op=with_none[top_name].tolist(),
         op_id=np.where(is_op, ids, -1).tolist(),
         gpu_id=np.where(is_gpu, ids, -1).tolist())

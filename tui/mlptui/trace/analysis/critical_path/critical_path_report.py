@@ -12,7 +12,7 @@ import numpy as np
 from mlptui.trace.analysis.critical_path.critical_path import CriticalPath, critical_paths
 from mlptui.trace.model import Trace
 from mlptui.trace.names.kernel import decode_kernel
-from mlptui.trace.reports.summary import CriticalPathReport, CriticalPathStep, PathSegment, PathShare, WhatIf
+from mlptui.trace.reports.summary import CriticalPathReport, CriticalPathStep, PathShare, WhatIf
 
 COLLECTIVES_NOTE = ("collective kernels count as device work with their measured duration (one rank's trace does "
                     "not say which rank each waited for)")
@@ -44,7 +44,7 @@ def path_report(p: CriticalPath) -> CriticalPathStep:
         breakdown_us={k: _r(v) for k, v in p.breakdown_us.items()},
         top=[PathShare(name=n, kind=k, us=_r(us)) for n, k, us in p.top],
         what_if=[WhatIf(name=n, step_us=_r(us)) for n, us in p.what_if],
-        segments=[PathSegment(kind=k, name=n, start_us=s, dur_us=d, op=o) for k, n, s, d, o in
+        segments=[{"kind": k, "name": n, "start_us": s, "dur_us": d, "op": o} for k, n, s, d, o in
                   zip(c.kind, c.name, _r_all(c.start_us), _r_all(c.dur_us), c.op, strict=True)],
     )
 
