@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import sys
 from typing import Any
 
 import orjson
@@ -18,11 +19,29 @@ import orjson
 from mlptui.base.text import MAX_DEPTH, printable, printable_tree
 
 
-def dumps_json(doc: Any) -> str:
+def json_bytes(doc: Any) -> bytes:
+    """The document as UTF-8 JSON, indented, with its closing newline."""
     try:
-        return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
+        return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
     except (TypeError, orjson.JSONEncodeError):
-        return json.dumps(_plain(doc), indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+        return (json.dumps(_plain(doc), indent=2, ensure_ascii=True, allow_nan=False) + "\n").encode()
+
+
+def dumps_json(doc: Any) -> str:
+    return json_bytes(doc).decode()
+
+
+def write_json(doc: Any) -> None:
+    """The document to standard output as bytes: a report of hundreds of MB is not turned into a str and
+    back (a str of non-ASCII text takes two or four bytes a character)."""
+    data = json_bytes(doc)
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:           # a stream without bytes under it (a test's StringIO)
+        sys.stdout.write(data.decode())
+        return
+    sys.stdout.flush()           # what was written as text goes first
+    buffer.write(data)
+    buffer.flush()
 
 
 def _plain(value: Any, depth: int = 0) -> Any:

@@ -92,7 +92,12 @@ def run(args: argparse.Namespace) -> int:
             rows = [_row(r) for r in getattr(report, args.csv) or []]
         sys.stdout.write(dict_rows_csv(safe_doc(rows)))
         return 0
-    sys.stdout.write(format_report(report, "json" if args.json else "md" if args.md else "text", top=args.top))
+    if args.json:
+        from mlptui.commands.output import write_json
+
+        write_json(report)
+        return 0
+    sys.stdout.write(format_report(report, "md" if args.md else "text", top=args.top))
     return 0
 
 
