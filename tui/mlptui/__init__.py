@@ -50,7 +50,6 @@ __all__ = [
 ]
 
 
-
 def _api() -> Any:
     import mlptui.api
 
