@@ -127,6 +127,19 @@ def x(name: str, cat: str, ts: float, dur: float, *, pid: int = 1, tid: int = 1,
     return event
 
 
+def raw_step_window(events: list[dict[str, Any]], step: dict[str, Any]) -> float:
+    """A step's window from the raw events (docs/figures.md): its start to the later of its end and the end
+    of the device work whose launch call starts in it (by correlation)."""
+    start, end = step["ts"], step["ts"] + step["dur"]
+    launched = {e["args"]["correlation"] for e in events if e.get("ph") == "X"
+                and e.get("cat") in ("cuda_runtime", "cuda_driver") and start <= e["ts"] < end
+                and "correlation" in e.get("args", {})}
+    ends = [e["ts"] + e["dur"] for e in events if e.get("ph") == "X"
+            and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+            and e.get("args", {}).get("correlation") in launched]
+    return max([end, *ends]) - start
+
+
 def trace_bytes(events: list[dict[str, Any]], *, gz: bool = False, **top: Any) -> bytes:
     doc = {"schemaVersion": 1, "traceEvents": events, **top}
     data = orjson.dumps(doc)

@@ -9,7 +9,7 @@ import json
 
 import pytest
 from app_support import wait_for_screen
-from conftest import CORPUS, find_sample
+from conftest import CORPUS, find_sample, raw_step_window
 from textual.widgets import Static
 
 import mlptui.screens.path_lit as path_lit
@@ -21,14 +21,9 @@ from mlptui.widgets.profile_tables import SegmentTable
 
 def _last_step_window(path) -> float:
     events = json.load(gzip.open(path))["traceEvents"]
-    x = [e for e in events if e.get("ph") == "X"]
-    step = max((e for e in x if str(e.get("name", "")).startswith("ProfilerStep#")), key=lambda e: e["ts"])
-    start, end = step["ts"], step["ts"] + step["dur"]
-    corr = {e["args"]["correlation"] for e in x if e.get("cat") in ("cuda_runtime", "cuda_driver")
-            and start <= e["ts"] < end and "correlation" in e.get("args", {})}
-    ends = [e["ts"] + e["dur"] for e in x if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
-            and e.get("args", {}).get("correlation") in corr]
-    return max([end, *ends]) - start
+    step = max((e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")),
+               key=lambda e: e["ts"])
+    return raw_step_window(events, step)
 
 
 async def test_c_lists_the_critical_path_of_the_step() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from conftest import raw_step_window
 from diff_support import sample
 
 from mlptui.base.units import duration
@@ -21,16 +22,10 @@ from mlptui.trace.reports.diff import DiffReport
 
 
 def _step_window(path: Path, name: str) -> float:
-    """The step's window from the raw events: its annotation's start to the later of its end and the end
-    of the device work its calls launched (by correlation)."""
-    x = [e for e in json.load(gzip.open(path))["traceEvents"] if e.get("ph") == "X"]
-    step = next(e for e in x if e.get("name") == name and e.get("cat") in ("user_annotation", "cpu_op"))
-    start, end = step["ts"], step["ts"] + step["dur"]
-    corr = {e["args"]["correlation"] for e in x if e.get("cat") in ("cuda_runtime", "cuda_driver")
-            and start <= e["ts"] < end and "correlation" in e.get("args", {})}
-    ends = [e["ts"] + e["dur"] for e in x if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
-            and e.get("args", {}).get("correlation") in corr]
-    return max([end, *ends]) - start
+    events = json.load(gzip.open(path))["traceEvents"]
+    step = next(e for e in events if e.get("ph") == "X" and e.get("name") == name
+                and e.get("cat") in ("user_annotation", "cpu_op"))
+    return raw_step_window(events, step)
 
 
 def _report() -> DiffReport:

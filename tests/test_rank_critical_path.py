@@ -15,13 +15,12 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import SAMPLES
+from conftest import SAMPLES, raw_step_window
 
 from mlptui.cli import main
 
 RUNS = sorted(SAMPLES.glob("*-x2-*"))
 IDS = [p.name.split("-64x")[0] + p.name.rsplit("-", 1)[1][:9] for p in RUNS]
-GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 ELEMENT_BYTES = 2       # the runs are bf16
 
 
@@ -59,17 +58,6 @@ def _middle_step(doc: dict[str, Any]) -> dict[str, Any]:
     return steps[(len(steps) - 1) // 2]
 
 
-def _window(doc: dict[str, Any], step: dict[str, Any]) -> float:
-    """The step's start to the later of its end and the end of the device work launched in it."""
-    events = doc["traceEvents"]
-    start, end = step["ts"], step["ts"] + step["dur"]
-    launched = {e["args"]["correlation"] for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")
-                and "correlation" in e.get("args", {}) and start <= e["ts"] <= end}
-    ends = [e["ts"] + e["dur"] for e in events if e.get("cat") in GPU_CATS
-            and e.get("args", {}).get("correlation") in launched]
-    return max([end, *ends]) - start
-
-
 def _section(folder: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     assert main(["summary", str(folder), "--json"]) == 0
     sec: dict[str, Any] = orjson.loads(capsys.readouterr().out)["ranks"]["critical_path"]
@@ -88,7 +76,7 @@ def _check_waits_against_raw(folder: Path, sec: dict[str, Any]) -> float:
         doc = docs[row["rank"]]
         step = _middle_step(doc)
         assert row["step"] == step["name"]
-        assert row["length_us"] == pytest.approx(_window(doc, step), abs=1e-2)
+        assert row["length_us"] == pytest.approx(raw_step_window(doc["traceEvents"], step), abs=1e-2)
         assert row["window_us"] == row["length_us"]
         assert sum(row["breakdown_us"].values()) == pytest.approx(row["length_us"], abs=0.01)
         waited = 0.0
