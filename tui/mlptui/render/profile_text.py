@@ -4,12 +4,8 @@ overview's n/a figures said why."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from mlptui.base.units import MISSING, duration, share, size
 from mlptui.render.tables import md_table, text_table
-from mlptui.trace.analysis.report.profile_sections import kernel_labels
 from mlptui.trace.analysis.steps.breakdown import CATEGORIES
 from mlptui.trace.reports.profile import (
     OverviewReport,
@@ -17,12 +13,6 @@ from mlptui.trace.reports.profile import (
     ProfileSections,
     UsedDevice,
 )
-
-
-def sections_of(d: Mapping[str, Any]) -> ProfileSections:
-    """The profiler views of a summary document (their keys in `summary --json`)."""
-    return ProfileSections(overview=d["overview"], recommendations=d["recommendations"], operators=d["operators"],
-                           kernel_stats=d["kernel_stats"], memory=d["memory"], modules=d["modules"])
 
 
 def na_notes(ov: OverviewReport) -> list[str]:
@@ -112,14 +102,13 @@ def _device_lines(ov: OverviewReport) -> list[str]:
     return lines
 
 
-def render_profile_text(d: Mapping[str, Any], top: int = 15) -> list[str]:
-    """The profiler views of a summary document, as lines of text."""
-    p = sections_of(d)
+def render_profile_text(p: ProfileSections, labels: dict[str, str], top: int = 15) -> list[str]:
+    """The profiler views of a summary, as lines of text; kernels named by `labels` (raw name -> label)."""
     out = [""] + _device_lines(p.overview)
     if p.recommendations:
         out += ["", "recommendations"] + [f"  [{r.rule}] {r.message} ({r.figures.get('device')}; the rule "
                                           f"applies to {r.applies_to})" for r in p.recommendations]
-    for title, head, rows in _tables(p, kernel_labels(d), top):
+    for title, head, rows in _tables(p, labels, top):
         if rows:
             out += ["", title] + ["  " + r for r in text_table(head, rows, set(range(1, len(head))))]
             if title == "overview":
@@ -127,14 +116,13 @@ def render_profile_text(d: Mapping[str, Any], top: int = 15) -> list[str]:
     return out
 
 
-def render_profile_markdown(d: Mapping[str, Any], top: int = 15) -> list[str]:
-    """The profiler views of a summary document, as Markdown lines."""
-    p = sections_of(d)
+def render_profile_markdown(p: ProfileSections, labels: dict[str, str], top: int = 15) -> list[str]:
+    """The profiler views of a summary, as Markdown lines; kernels named by `labels` (raw name -> label)."""
     out = ["", "#### Devices", ""] + [f"- {line}" for line in _device_lines(p.overview)]
     if p.recommendations:
         out += ["", "#### Recommendations", ""] + [f"- **{r.rule}**: {r.message} ({r.figures.get('device')}; "
                                                    f"the rule applies to {r.applies_to})" for r in p.recommendations]
-    for title, head, rows in _tables(p, kernel_labels(d), top):
+    for title, head, rows in _tables(p, labels, top):
         if rows:
             out += ["", f"#### {title[0].upper()}{title[1:]}", ""] + md_table(head, rows)
             if title == "overview":

@@ -14,6 +14,7 @@ from mlptui.trace.analysis.critical_path.critical_path_report import label
 from mlptui.trace.names.distinct import distinct_labels
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.reports.common import DeviceArch, StepStats
+from mlptui.trace.reports.profile import ProfileSections
 from mlptui.trace.reports.summary import CriticalPathStep, DeviceMarks, SummaryReport
 
 Table = Callable[[list[str], list[list[str]], set[int]], list[str]]
@@ -106,12 +107,9 @@ def kernel_labels(r: SummaryReport) -> dict[str, str]:
     return distinct_labels(names, lambda raw: shorts.get(raw) or decode_kernel(raw).short)
 
 
-def _profile_doc(r: SummaryReport) -> dict[str, Any]:
-    """The profiler views' sections as their renderers read them."""
-    return {"overview": r.overview, "recommendations": r.recommendations, "operators": r.operators,
-            "kernel_stats": r.kernel_stats, "memory": r.memory, "modules": r.modules,
-            "kernels": [{"name": k.name, "short": k.short} for k in r.kernels],
-            "dispatch": [{"gpu_kernels": d.gpu_kernels} for d in r.dispatch]}
+def _profile(r: SummaryReport) -> ProfileSections:
+    return ProfileSections(overview=r.overview, recommendations=r.recommendations, operators=r.operators,
+                           kernel_stats=r.kernel_stats, memory=r.memory, modules=r.modules)
 
 
 def render_text(r: SummaryReport, top: int = 15) -> str:
@@ -149,7 +147,7 @@ def render_text(r: SummaryReport, top: int = 15) -> str:
             out.append(f"  … {len(r.dispatch) - top} more paths (--json has them all)")
     out += _marks_text(r.device_marks)
     out += critical_path_text(r, text_table, top)
-    out += render_profile_text(_profile_doc(r), top)
+    out += render_profile_text(_profile(r), labels, top)
     return "\n".join(out) + "\n"
 
 
@@ -201,7 +199,7 @@ def render_markdown(r: SummaryReport, top: int = 15) -> str:
                          [[str(p.count), " → ".join(p.path), ", ".join(labels[k] for k in p.gpu_kernels) or "(no GPU)"]
                           for p in r.dispatch[:top]])
     out += critical_path_markdown(r, md_table, top)
-    out += render_profile_markdown(_profile_doc(r), top)
+    out += render_profile_markdown(_profile(r), labels, top)
     return "\n".join(out) + "\n"
 
 

@@ -4,9 +4,6 @@ one step. Their text and Markdown: mlptui.render.profile_text."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from mlptui.trace.analysis.advice.recommendations import recommendations
 from mlptui.trace.analysis.kernels.kernel_inputs import kernel_name
 from mlptui.trace.analysis.kernels.kernel_stats import KernelGroup, kernel_stats
@@ -16,8 +13,6 @@ from mlptui.trace.analysis.operators.operators import OpGroup, operators_in_step
 from mlptui.trace.analysis.steps.breakdown import CATEGORIES
 from mlptui.trace.analysis.steps.overview import overview
 from mlptui.trace.model import Trace
-from mlptui.trace.names.distinct import distinct_labels
-from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.reports.profile import (
     DevicePeak,
     KernelStat,
@@ -95,17 +90,3 @@ def breakdown_rows(ov: OverviewReport) -> list[dict[str, str | float]]:
     steps = ov.steps + ([ov.total] if len(ov.steps) > 1 else [])
     return [{"name": s.name, "duration_us": s.duration_us, **{f"{c}_us": s.breakdown_us[c] for c in CATEGORIES}}
             for s in steps]
-
-
-def kernel_labels(d: Mapping[str, Any]) -> dict[str, str]:
-    """Each kernel of a summary (its `kernels`, `kernel_stats` and `dispatch`) by its short name as the
-    report has it (dtype settled by the launching ops' inputs; the raw names are in --json), as the views
-    show it: kernels whose short names are alike get the words of their raw names that differ
-    (mlptui.trace.names.distinct), one label per raw name in every table of the summary."""
-    kernels: list[dict[str, Any]] = list(d.get("kernels") or ())
-    stats: list[KernelStat] = list(d.get("kernel_stats") or ())
-    shorts = {k["name"]: k["short"] for k in kernels if k.get("short")}
-    shorts.update({k.name: k.short for k in stats if k.short})
-    names = [k["name"] for k in kernels] + [k.name for k in stats] + \
-        [k for row in d.get("dispatch") or () for k in row["gpu_kernels"]]
-    return distinct_labels(names, lambda raw: shorts.get(raw) or decode_kernel(raw).short)
