@@ -57,9 +57,7 @@ class Trace:
         """The profiler views' sections over every step (None: the summary's own), or over one step, each
         computed once."""
         if index is None:
-            r = self.summary()
-            return ProfileSections(overview=r.overview, recommendations=r.recommendations, operators=r.operators,
-                                   kernel_stats=r.kernel_stats, memory=r.memory, modules=r.modules)
+            return self.summary().profile()
         if index not in self._computed:
             from mlptui.trace.analysis.report.profile_sections import profile_sections
 

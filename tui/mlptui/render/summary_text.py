@@ -14,7 +14,6 @@ from mlptui.trace.analysis.critical_path.critical_path_report import label
 from mlptui.trace.names.distinct import distinct_labels
 from mlptui.trace.names.kernel import decode_kernel
 from mlptui.trace.reports.common import DeviceArch, StepStats
-from mlptui.trace.reports.profile import ProfileSections
 from mlptui.trace.reports.summary import CriticalPathStep, DeviceMarks, SummaryReport
 
 Table = Callable[[list[str], list[list[str]], set[int]], list[str]]
@@ -107,11 +106,6 @@ def kernel_labels(r: SummaryReport) -> dict[str, str]:
     return distinct_labels(names, lambda raw: shorts.get(raw) or decode_kernel(raw).short)
 
 
-def _profile(r: SummaryReport) -> ProfileSections:
-    return ProfileSections(overview=r.overview, recommendations=r.recommendations, operators=r.operators,
-                           kernel_stats=r.kernel_stats, memory=r.memory, modules=r.modules)
-
-
 def render_text(r: SummaryReport, top: int = 15) -> str:
     out = [f"trace: {r.source}", _device_line(r.device, r.device_arch, r.counts.gpu_ops), _counts_line(r),
            _verdict_line(r)]
@@ -147,7 +141,7 @@ def render_text(r: SummaryReport, top: int = 15) -> str:
             out.append(f"  … {len(r.dispatch) - top} more paths (--json has them all)")
     out += _marks_text(r.device_marks)
     out += critical_path_text(r, text_table, top)
-    out += render_profile_text(_profile(r), labels, top)
+    out += render_profile_text(r.profile(), labels, top)
     return "\n".join(out) + "\n"
 
 
@@ -199,7 +193,7 @@ def render_markdown(r: SummaryReport, top: int = 15) -> str:
                          [[str(p.count), " → ".join(p.path), ", ".join(labels[k] for k in p.gpu_kernels) or "(no GPU)"]
                           for p in r.dispatch[:top]])
     out += critical_path_markdown(r, md_table, top)
-    out += render_profile_markdown(_profile(r), labels, top)
+    out += render_profile_markdown(r.profile(), labels, top)
     return "\n".join(out) + "\n"
 
 

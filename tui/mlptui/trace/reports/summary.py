@@ -17,6 +17,7 @@ from mlptui.trace.reports.profile import (
     ModuleStat,
     OperatorStat,
     OverviewReport,
+    ProfileSections,
     Recommendation,
 )
 
@@ -199,3 +200,9 @@ class SummaryReport:
     memory: MemorySection | None            # None: no allocator events
     modules: list[ModuleStat] | None        # None: no module frames
     ranks: None = None                      # a folder of rank traces has a "ranks" section instead
+
+    def profile(self) -> ProfileSections:
+        """The profiler views' sections (flat in the document) as one value."""
+        return ProfileSections(overview=self.overview, recommendations=self.recommendations,
+                               operators=self.operators, kernel_stats=self.kernel_stats, memory=self.memory,
+                               modules=self.modules)
