@@ -28,9 +28,20 @@ def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tuning_cache.forget_loaded()
 
 
+NAMES = list(fused_geglu_gateup_gemm_kernel.arg_names)
+CONSTEXPRS = NAMES.index("BLOCK_M")  # the kernel's compile-time arguments follow its tensors and sizes
+
+
+def _signature() -> dict[str, str]:
+    """The kernel's own argument order, as Triton's dispatcher records it (not alphabetical)."""
+    return {n: "*bf16" if n.endswith("_ptr") else "i32" if i < CONSTEXPRS else "constexpr"
+            for i, n in enumerate(NAMES)}
+
+
 def _compiled(constants: dict[Any, Any] | None = None) -> SimpleNamespace:
-    src = SimpleNamespace(signature={"x_ptr": "*bf16", "M": "i32", "BLOCK_M": "constexpr"},
-                          constants=constants if constants is not None else {(2,): 128, (3,): True, (4,): None})
+    src = SimpleNamespace(signature=_signature(),
+                          constants=constants if constants is not None else
+                          {(CONSTEXPRS,): 128, (CONSTEXPRS + 5,): True, (CONSTEXPRS + 9,): None})
     return SimpleNamespace(src=src, hash="ab" * 32, name="fused_geglu_gateup_gemm_kernel")
 
 
@@ -45,11 +56,35 @@ def test_a_record_keeps_what_triton_needs_to_rebuild_the_kernel() -> None:
     assert path.name.startswith("kernels-") and path.parent == tuning_cache.cache_folder()
     assert doc[key] == {"stamp": kept_kernels.source_stamp(), "hash": "ab" * 32,
                         "name": "fused_geglu_gateup_gemm_kernel",
-                        "signature": {"x_ptr": "*bf16", "M": "i32", "BLOCK_M": "constexpr"},
-                        "constants": [[[2], 128], [[3], True], [[4], None]]}
+                        "signature": [[n, t] for n, t in _signature().items()],
+                        "constants": [[[CONSTEXPRS], 128], [[CONSTEXPRS + 5], True], [[CONSTEXPRS + 9], None]]}
     # the grid and the row count's specialization are part of the key: another variant is another binary
     assert kept_kernels.record_key("e", "l", 132, 16) != kept_kernels.record_key("e", "l", 132, 1)
     assert kept_kernels.record_key("e", "l", 132, 16) != kept_kernels.record_key("e", "l", 66, 16)
+
+
+def test_the_rebuilt_source_keeps_the_launch_order_through_the_sorted_file() -> None:
+    """The launcher Triton makes from the source passes arguments in the signature's order: read back from
+    the file (written with sorted keys), the order must be the kernel's, not the alphabet's."""
+    path = _path()
+    kept_kernels.remember(path, "k", _compiled())
+    tuning_cache.forget_loaded()
+    src = kept_kernels.rebuilt_source(tuning_cache.record(path, "k"), fused_geglu_gateup_gemm_kernel)
+    assert src is not None
+    assert list(src.signature) == NAMES and list(src.signature.values()) == list(_signature().values())
+    assert src.constants == {(CONSTEXPRS,): 128, (CONSTEXPRS + 5,): True, (CONSTEXPRS + 9,): None}
+
+
+def test_a_record_whose_arguments_are_not_the_kernels_is_refused() -> None:
+    path = _path()
+    kept_kernels.remember(path, "k", _compiled())
+    record = tuning_cache.record(path, "k")
+    swapped = [record["signature"][1], record["signature"][0], *record["signature"][2:]]
+    for wrong in ({**record, "signature": swapped}, {**record, "signature": record["signature"][:-1]},
+                  {**record, "signature": dict(record["signature"])}, {**record, "name": "another_kernel"},
+                  {**record, "constants": [[[len(NAMES) + 3], 1]]}, {**record, "constants": [[[], 1]]}):
+        assert kept_kernels.rebuilt_source(wrong, fused_geglu_gateup_gemm_kernel) is None, wrong
+    assert kept_kernels.rebuilt_source(record, fused_geglu_gateup_gemm_kernel) is not None
 
 
 def test_constants_that_do_not_travel_as_json_are_not_recorded() -> None:

@@ -67,8 +67,9 @@ def _plain(value: Any) -> bool:
 
 
 def remember(path: Path, key: str, compiled: Any) -> None:
-    """Record a compiled kernel whose direct launch was checked. Kernels whose source or constants do not
-    travel as JSON are not recorded (their processes keep the dispatcher's first call)."""
+    """Record a compiled kernel whose direct launch was checked. Kernels whose signature or constants do not
+    travel as JSON are not recorded (their processes keep the dispatcher's first call). The signature is
+    kept as a list: its order is the launch's argument order (the records' file is written with sorted keys)."""
     src = getattr(compiled, "src", None)
     signature = getattr(src, "signature", None)
     constants = getattr(src, "constants", None)
@@ -80,26 +81,48 @@ def remember(path: Path, key: str, compiled: Any) -> None:
     if not all(isinstance(k, tuple) and all(type(i) is int for i in k) for k in constants) or \
             not all(_plain(v) for _, v in pairs):
         return
-    tuning_cache.store_record(path, key, {"stamp": source_stamp(), "hash": compiled.hash,
-                                          "name": compiled.name, "signature": signature, "constants": pairs})
+    tuning_cache.store_record(path, key, {"stamp": source_stamp(), "hash": compiled.hash, "name": compiled.name,
+                                          "signature": [[k, v] for k, v in signature.items()],
+                                          "constants": pairs})
+
+
+def rebuilt_source(record: Any, kernel: Any) -> Any:
+    """The ASTSource Triton compiled the recorded kernel from (its launcher is made from the signature and
+    constants), or None where the record does not fit `kernel`: another stamp, another name, or arguments
+    other than the kernel's, in its order."""
+    if not isinstance(record, dict) or record.get("stamp") != source_stamp():
+        return None
+    signature, constants = record.get("signature"), record.get("constants")
+    if record.get("name") != getattr(kernel, "__name__", None) or not isinstance(record.get("hash"), str) or \
+            not isinstance(signature, list) or not isinstance(constants, list):
+        return None
+    if not all(isinstance(p, list) and len(p) == 2 and all(isinstance(v, str) for v in p) for p in signature) or \
+            [name for name, _ in signature] != list(kernel.arg_names):
+        return None
+    if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], list) and p[0] and
+               all(type(i) is int and 0 <= i < len(signature) for i in p[0][:1]) and _plain(p[1]) for p in constants):
+        return None
+    from triton.compiler.compiler import ASTSource
+
+    return ASTSource(kernel, dict((name, ty) for name, ty in signature), {tuple(k): v for k, v in constants})
 
 
 def load(path: Path, key: str, kernel: Any) -> tuple[Any, Any, Any] | None:
     """(run, function, packed metadata) of the recorded kernel, loaded from Triton's cache, or None."""
     record = tuning_cache.record(path, key)
-    if not isinstance(record, dict) or record.get("stamp") != source_stamp():
+    src = rebuilt_source(record, kernel)
+    if src is None:
         return None
     try:
-        from triton.compiler.compiler import ASTSource, CompiledKernel
+        from triton.compiler.compiler import CompiledKernel
         from triton.runtime.cache import get_cache_manager
 
-        name, digest = record["name"], record["hash"]
-        group = get_cache_manager(digest).get_group(f"{name}.json")
+        group = get_cache_manager(record["hash"]).get_group(f"{record['name']}.json")
         if not group:
             return None
-        constants = {tuple(k): v for k, v in record["constants"]}
-        src = ASTSource(kernel, dict(record["signature"]), constants)
-        compiled = CompiledKernel(src, group, digest)
+        compiled = CompiledKernel(src, group, record["hash"])
+        if compiled.name != record["name"]:
+            return None
         run = compiled.run  # loads the module and makes the launcher (raises where the device cannot run it)
         return run, compiled.function, compiled.packed_metadata
     except Exception:  # noqa: BLE001 (any failure: the dispatcher's path, which reports its own errors)
