@@ -1,7 +1,8 @@
-"""The fused MLP's routes on the committed run-21 sweeps (benchmarks/results/run21, forward and training,
-bf16 and fp16): routed by the committed crossover table, the module is never more than 1.02x eager and
-within 2 % of the better of eager and the fused path forced on, in every verified cell. The figures are
-read from the reports' own rows; where the committed route differs from the path the sweep's module took
+"""The fused MLP's routes on the committed sweeps of runs 21 and 22 (benchmarks/results/run21 and run22,
+forward and training, bf16 and fp16): routed by the committed crossover table, the module is never more
+than 1.02x eager and within 2 % of the better of eager and the fused path forced on, in every verified
+cell of every committed sweep, also one whose verdicts a later run's replaced. The figures are read from
+the reports' own rows; where the committed route differs from the path the sweep's module took
 (it routed by its calibration, timed minutes earlier), the routed figure is the measured one of the path
 the table now takes: the forced fused path's paired ratio, or, for the unfused route, the worst ratio the
 unfused route read in any cell of that report and pass (it launches eager's kernels, and costs a little
@@ -18,9 +19,26 @@ import pytest
 from mlptui.runners.bench import verified
 from mlptui.runners.fused import crossover
 
-RUN = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "run21"
-REPORTS = sorted(RUN.glob("h[12]00-*16.json"))
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+RUNS = ("run21", "run22")
+REPORTS = [p for run in RUNS for p in sorted((RESULTS / run).glob("h[12]00-*16.json"))]
 FAMILIES = {"768x3072", "1024x2816", "2048x5632", "1536x8960", "4096x11008", "5120x13824"}
+
+
+def _newest_per_gpu_and_dtype(paths: list[Path]) -> list[Path]:
+    """The table holds one report's verdicts per GPU and dtype: the latest run's (RUNS is in run order)."""
+    newest: dict[tuple[str, str], Path] = {}
+    for p in paths:
+        doc = json.loads(p.read_text())
+        newest[(doc["device"], verified.report_dtype(doc))] = p
+    return sorted(newest.values())
+
+
+TABLE_SOURCES = _newest_per_gpu_and_dtype(REPORTS)
+
+
+def _id(path: Path) -> str:
+    return f"{path.parent.name}/{path.stem}"
 
 
 def _cells(doc: dict[str, Any]) -> dict[tuple[str, int, str], dict[str, dict[str, Any]]]:
@@ -32,11 +50,12 @@ def _cells(doc: dict[str, Any]) -> dict[tuple[str, int, str], dict[str, dict[str
 
 
 def test_a_sweep_of_every_family_was_committed() -> None:
+    assert {p.parent.name for p in REPORTS} == set(RUNS)
     docs = [json.loads(p.read_text()) for p in REPORTS]
     assert any(set(d["sweep"]["families"]) == FAMILIES for d in docs)
 
 
-@pytest.mark.parametrize("path", REPORTS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", REPORTS, ids=_id)
 def test_report_covers_every_family_both_passes_and_says_how_it_was_made(path: Path) -> None:
     doc = json.loads(path.read_text())
     for key in ("device", "torch", "triton", "cuda", "command"):
@@ -55,7 +74,7 @@ def test_report_covers_every_family_both_passes_and_says_how_it_was_made(path: P
     assert not [e for e in doc["errors"] if e["kind"] == "inaccurate"]
 
 
-@pytest.mark.parametrize("path", REPORTS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", TABLE_SOURCES, ids=_id)
 def test_committed_table_holds_this_reports_verified_cells(path: Path) -> None:
     """The table's verdicts for this GPU and dtype are this report's verification cells: eager's median and
     the forced path's paired ratio times it, recomputed here from the rows."""
@@ -74,7 +93,7 @@ def test_committed_table_holds_this_reports_verified_cells(path: Path) -> None:
         assert f == pytest.approx(eager * modes["fused-forced"]["paired_vs_eager"][0], abs=0.01)
 
 
-@pytest.mark.parametrize("path", REPORTS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", REPORTS, ids=_id)
 def test_routed_module_is_never_slower_than_eager_nor_behind_the_better_choice(path: Path) -> None:
     doc = json.loads(path.read_text())
     dtype = verified.report_dtype(doc)
