@@ -1,6 +1,7 @@
 """Longest distances through a step's dependency graph, for several sets of weights at once.
 
     Flow(g).longest(weight) -> dist        weight: (edges,) or (edges, k) -> dist: (nodes,) or (nodes, k)
+    Flow(g).sink_without(weight, gone, row, k) -> (k,)   the sink's distance with edges gone, k sets at once
     Flow(g).backtrack(dist, weight) -> path edges, source to sink
 
 The graph is runs of nodes joined by chain edges (a thread's instants, a stream's ops) and the edges
@@ -42,6 +43,8 @@ class Flow:
         cross = np.flatnonzero(~chain)
         cross = cross[np.argsort(g.dst[cross], kind="stable")]
         self.cross_e = cross
+        self.cross_at = np.full(len(g.src), -1, dtype=np.int64)     # an edge's position among `cross`
+        self.cross_at[cross] = np.arange(len(cross))
         starts = np.ones(n + 1, dtype=bool)
         starts[self.chain_dst] = False
         # the nodes an edge between runs touches, and each run's first: the others only pass time along their
@@ -50,6 +53,7 @@ class Flow:
         keep[:2] = True
         keep[g.src[cross]] = True
         keep[g.dst[cross]] = True
+        self.keep = keep
         self.kept = np.flatnonzero(keep)
         at = np.cumsum(keep) - 1                        # each node's kept node at or before it, on its run
         self.below = at
@@ -74,13 +78,48 @@ class Flow:
         one set of weights a row; the result is (nodes,) or (k, nodes)); with `sink_only`, to the kept
         nodes only (column 1 is the sink's)."""
         w = weight if weight.ndim == 2 else weight[None, :]
-        k = w.shape[0]
-        padded = np.zeros((k, w.shape[1] + 1))
+        padded = np.zeros((w.shape[0], w.shape[1] + 1))
         padded[:, :-1] = w
         ran = np.cumsum(padded.take(self.chain_into, axis=1), axis=1)
-        kept_ran = ran[:, self.kept]
-        cw = w[:, self.cross_e]
+        settled = self._rounds(ran[:, self.kept], w[:, self.cross_e])
+        if settled is None:
+            out = np.stack([self._in_order(row) for row in w])
+            return out if weight.ndim == 2 else out[0]
+        dist, top = settled
+        if sink_only:
+            return dist if weight.ndim == 2 else dist[0]
+        whole: np.ndarray = top[:, self.below] + ran
+        return whole if weight.ndim == 2 else whole[0]
+
+    def sink_without(self, weight: np.ndarray, gone: np.ndarray, row: np.ndarray, k: int) -> np.ndarray:
+        """The sink's longest distance for k what-ifs at once: what-if j is `weight` with the edges
+        gone[row == j] set to 0 (an edge at most once a row). Each what-if's running sums along the runs
+        are the base's less its removed chain weights summed up to each kept node, so no what-if gathers
+        and sums a whole row of weights."""
+        padded = np.zeros(len(weight) + 1)
+        padded[:-1] = weight
+        kept_ran = np.cumsum(padded.take(self.chain_into))[self.kept]
         m = len(self.kept)
+        on_chain = self.g.chain[gone]
+        d = self.g.dst[gone[on_chain]]
+        # a removed chain edge into node d takes its weight off every kept node from d's on (d's own kept
+        # node when d is kept, else the next one along its run)
+        first = self.below[d] + ~self.keep[d]
+        less = np.bincount(row[on_chain] * (m + 1) + first, weights=weight[gone[on_chain]], minlength=k * (m + 1))
+        ran = kept_ran[None, :] - np.cumsum(less.reshape(k, m + 1)[:, :m], axis=1)
+        cw = np.repeat(weight[None, self.cross_e], k, axis=0)
+        at = self.cross_at[gone[~on_chain]]
+        cw[row[~on_chain], at] = 0.0
+        settled = self._rounds(ran, cw)
+        if settled is None:
+            rows = np.repeat(weight[None, :], k, axis=0)
+            rows[row, gone] = 0.0
+            return np.array([self._in_order(r)[1] for r in rows])
+        return settled[0][:, 1]
+
+    def _rounds(self, kept_ran: np.ndarray, cw: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The rounds over the kept nodes: (distances, running maxima), or None past MAX_ROUNDS."""
+        k, m = kept_ran.shape
         dist = np.zeros((k, m))
         top = np.zeros((k, m))
         seen = None
@@ -90,19 +129,13 @@ class Flow:
                 x[:, self.cross_to] = np.maximum(np.maximum.reduceat(dist[:, self.cross_src] + cw, self.cross_first,
                                                                      axis=1), 0.0)
             if seen is not None and np.array_equal(x, seen):
-                break                                   # the same arrivals scan to the same distances
+                return dist, top                        # the same arrivals scan to the same distances
             seen = x
             top = x - kept_ran
             for a, b in self.runs:
                 np.maximum.accumulate(top[:, a:b], axis=1, out=top[:, a:b])
             dist = top + kept_ran
-        else:
-            out = np.stack([self._in_order(w[j]) for j in range(k)])
-            return out if weight.ndim == 2 else out[0]
-        if sink_only:
-            return dist if weight.ndim == 2 else dist[0]
-        whole: np.ndarray = top[:, self.below] + ran
-        return whole if weight.ndim == 2 else whole[0]
+        return None
 
     def _in_order(self, weight: np.ndarray) -> np.ndarray:
         """The same, edge by edge in a topological order (nodes by time, the order made breaking ties;

@@ -120,11 +120,10 @@ def critical_path(trace: Trace, step: int | None) -> CriticalPath:
     top = [(strings[n], k, us) for (n, k), us in ranked]
     what_if: list[tuple[str, float]] = []
     if ranked:
-        without = np.repeat(weight[None, :], len(ranked), axis=0)
-        own_names = np.where(g.own, names, -1)
-        for j, ((n, _k), _us) in enumerate(ranked):
-            without[j, own_names == n] = 0.0
-        ends = flow.longest(without, sink_only=True)[:, 1].tolist()
+        # what-if j: the own time of every event named ranked[j] gone
+        own = np.flatnonzero(g.own)
+        gone, row = np.nonzero(names[own][:, None] == np.array([n for (n, _k), _us in ranked])[None, :])
+        ends = flow.sink_without(weight, own[gone], row, len(ranked)).tolist()
         what_if = [(strings[n], us) for ((n, _k), _u), us in zip(ranked, ends, strict=True)]
     mark = trace.steps[step] if step is not None and trace.steps else None
     window = g.end_us - g.start_us
