@@ -121,9 +121,8 @@ def critical_path(trace: Trace, step: int | None) -> CriticalPath:
     what_if: list[tuple[str, float]] = []
     if ranked:
         # what-if j: the own time of every event named ranked[j] gone
-        own = np.flatnonzero(g.own)
-        gone, row = np.nonzero(names[own][:, None] == np.array([n for (n, _k), _us in ranked])[None, :])
-        ends = flow.sink_without(weight, own[gone], row, len(ranked)).tolist()
+        gone, row = _named(names, g.own, np.array([n for (n, _k), _us in ranked]))
+        ends = flow.sink_without(weight, gone, row, len(ranked)).tolist()
         what_if = [(strings[n], us) for ((n, _k), _u), us in zip(ranked, ends, strict=True)]
     mark = trace.steps[step] if step is not None and trace.steps else None
     window = g.end_us - g.start_us
@@ -143,6 +142,16 @@ def _edge_names(trace: Trace, g: Graph) -> np.ndarray:
     names[is_op] = c.op_name[g.owner_id[is_op]]
     names[is_gpu] = c.gpu_name[g.owner_id[is_gpu]]
     return names
+
+
+def _named(names: np.ndarray, own: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The own-time edges whose name is one of `wanted` (distinct name ids), and which one (its index)."""
+    order = np.argsort(wanted)
+    ranked = wanted[order]
+    edges = np.flatnonzero(own)
+    at = np.minimum(np.searchsorted(ranked, names[edges]), len(ranked) - 1)
+    hit = ranked[at] == names[edges]
+    return edges[hit], order[at[hit]]
 
 
 def _names(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
