@@ -301,9 +301,11 @@ class _Cpu:
         does, the innermost slice open after an instant is the slice that started there, or the parent of
         the one that ended."""
         parent = self.parent[th]
-        order = np.lexsort((np.arange(len(th)), parent, thread))
+        # one key per (thread, parent), roots of a thread apart; a stable sort keeps start order within each
+        group = np.where(parent >= 0, parent * n_threads + thread, -1 - thread)
+        order = np.argsort(group, kind="stable")
         i = th[order]
-        same = (thread[order][1:] == thread[order][:-1]) & (parent[order][1:] == parent[order][:-1])
+        same = group[order][1:] == group[order][:-1]
         overlap = same & (self.ts[i[1:]] < (self.ts + self.dur)[i[:-1]])
         bad = np.zeros(n_threads, dtype=bool)
         bad[thread[order][1:][overlap]] = True
@@ -313,13 +315,14 @@ class _Cpu:
                       ends: np.ndarray) -> int:
         """The chains of the threads whose slices nest properly, all at once: each thread's starts and ends
         in time order, each gap owned by the innermost slice open across it (its self time)."""
-        first_of = np.concatenate(([True], thread[1:] != thread[:-1]))
-        depth = np.arange(len(part)) - np.maximum.accumulate(np.where(first_of, np.arange(len(part)), 0))
+        # on a tie in time, within a thread: ends before starts, the later-started slice's end first, starts in
+        # start order (a slice's position in `part` orders its thread's slices as their start order does)
+        pos = np.arange(len(part))
         ts, dur = self.ts[part], self.dur[part]
         has_end = dur > 0
         mark_at = np.concatenate([ts, (ts + dur)[has_end]])
         is_start = np.concatenate([np.ones(len(part), bool), np.zeros(int(has_end.sum()), bool)])
-        tie = np.concatenate([depth, -depth[has_end]])
+        tie = np.concatenate([pos, -pos[has_end]])
         op = np.concatenate([part, part[has_end]])
         mark_thread = np.concatenate([thread, thread[has_end]])
         order = np.lexsort((tie, is_start, mark_at, mark_thread))
