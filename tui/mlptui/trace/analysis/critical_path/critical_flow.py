@@ -40,13 +40,13 @@ class Flow:
         # along its run is one gather
         self.chain_into = np.full(n, len(g.src), dtype=np.int64)
         self.chain_into[self.chain_dst] = self.chain_e
-        cross = np.flatnonzero(~chain)
+        starts = np.ones(n + 1, dtype=bool)
+        starts[self.chain_dst] = False
+        cross = _deciding(g, np.cumsum(starts[:n]) - 1)
         cross = cross[np.argsort(g.dst[cross], kind="stable")]
         self.cross_e = cross
         self.cross_at = np.full(len(g.src), -1, dtype=np.int64)     # an edge's position among `cross`
         self.cross_at[cross] = np.arange(len(cross))
-        starts = np.ones(n + 1, dtype=bool)
-        starts[self.chain_dst] = False
         # the nodes an edge between runs touches, and each run's first: the others only pass time along their
         # run, so the rounds work on these alone and the rest follow from their run's running sum
         keep = starts[:n].copy()
@@ -109,7 +109,7 @@ class Flow:
         ran = kept_ran[None, :] - np.cumsum(less.reshape(k, m + 1)[:, :m], axis=1)
         cw = np.repeat(weight[None, self.cross_e], k, axis=0)
         at = self.cross_at[gone[~on_chain]]
-        cw[row[~on_chain], at] = 0.0
+        cw[row[~on_chain][at >= 0], at[at >= 0]] = 0.0
         settled = self._rounds(ran, cw)
         if settled is None:
             rows = np.repeat(weight[None, :], k, axis=0)
@@ -186,6 +186,21 @@ class Flow:
             v = int(src[e])
         path = np.concatenate(pieces[::-1]) if pieces else np.zeros(0, dtype=np.int64)
         return path[weight[path] > 0]
+
+
+def _deciding(g: Graph, run: np.ndarray) -> np.ndarray:
+    """The edges between runs that can decide a distance. Distances never fall along a run (weights are not
+    negative), so of the edges of no weight that no what-if changes (not an event's own time) from one run
+    into the same node, the one from the run's latest node always arrives last: the others (the device ops'
+    ends into the sink, all but each stream's last) are left out of the rounds."""
+    cross = ~g.chain
+    free = np.flatnonzero(cross & (g.weight == 0) & ~g.own)
+    if len(free) > 1:
+        key = g.dst[free] * (int(run[-1]) + 1) + run[g.src[free]]          # (node, run it comes from)
+        order = np.lexsort((g.src[free], key))
+        key = key[order]
+        cross[free[order][:-1][key[1:] == key[:-1]]] = False               # all but the latest of each
+    return np.flatnonzero(cross)
 
 
 def _kahn(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
