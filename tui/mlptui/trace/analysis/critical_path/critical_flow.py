@@ -66,8 +66,8 @@ class Flow:
         else:
             self.cross_first = self.cross_to = np.zeros(0, dtype=np.int64)
         cut = np.flatnonzero(np.concatenate((starts[:n][self.kept], [True])))
-        runs = np.stack([cut[:-1], cut[1:]], axis=1)
-        self.runs = [(int(a), int(b)) for a, b in runs[runs[:, 1] - runs[:, 0] > 1]]
+        cuts = cut.tolist()
+        self.runs = [(a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True) if b - a > 1]
         self.by_dst = np.argsort(g.dst, kind="stable")
         dst = g.dst[self.by_dst]
         self.dst_first = np.flatnonzero(np.concatenate(([True], dst[1:] != dst[:-1]))) if len(dst) else dst

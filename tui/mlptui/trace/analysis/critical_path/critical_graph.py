@@ -321,12 +321,12 @@ class _Cpu:
         ts, dur = self.ts[part], self.dur[part]
         has_end = dur > 0
         mark_at = np.concatenate([ts, (ts + dur)[has_end]])
-        is_start = np.concatenate([np.ones(len(part), bool), np.zeros(int(has_end.sum()), bool)])
-        tie = np.concatenate([pos, -pos[has_end]])
+        tie = np.concatenate([pos + len(part), -pos[has_end]])          # every end's key below every start's
         op = np.concatenate([part, part[has_end]])
         mark_thread = np.concatenate([thread, thread[has_end]])
-        order = np.lexsort((tie, is_start, mark_at, mark_thread))
-        mark_at, is_start, op, mark_thread = mark_at[order], is_start[order], op[order], mark_thread[order]
+        order = np.lexsort((tie, mark_at, mark_thread))
+        is_start = order < len(part)
+        mark_at, op, mark_thread = mark_at[order], op[order], mark_thread[order]
         nodes = np.arange(at, at + len(mark_at))
         times.append(mark_at)
         self.start_node[op[is_start]] = nodes[is_start]
