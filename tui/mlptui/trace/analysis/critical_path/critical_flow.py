@@ -9,10 +9,13 @@ between runs (launches, syncs, waits, the source and the sink). Along a run the 
 maximum: dist[i] = max(x[i], dist[i-1] + w) is, with W the running sum of the run's weights,
 W[i] + max over j <= i of (x[j] - W[j]), one cumulative maximum. So each round gathers the edges between
 runs into x, then scans every run at once; rounds repeat until x no longer changes, which takes as many
-rounds as the longest path switches runs, and one more gathering. A graph that needs more rounds than
+rounds as the longest path switches runs, and one more gathering (left out where the distances the edges
+between runs leave from came out as in the round before: it would gather the same x). A graph that
+needs more rounds than
 MAX_ROUNDS (a step with hundreds of host-device round trips) is settled edge by edge in topological
 order instead. Only the nodes that edges between runs touch (and each run's first) take part in the
-rounds; the others follow from their run's running sum.
+rounds; the others follow from their run's running sum. Of the edges of no weight into one node from one
+run, only the one from the run's latest node takes part (distances never fall along a run).
 Every node starts at 0, so a node the source cannot reach stays at 0, as in the edge-by-edge pass.
 """
 
@@ -123,11 +126,11 @@ class Flow:
         dist = np.zeros((k, m))
         top = np.zeros((k, m))
         seen = None
-        for _ in range(MAX_ROUNDS):
+        sent = np.zeros((k, len(self.cross_src)))      # the distances the edges between runs leave from
+        for r in range(MAX_ROUNDS):
             x = np.zeros((k, m))
             if cw.shape[1]:
-                arrive = dist.take(self.cross_src, axis=1) + cw        # take: far quicker than [:, index]
-                x[:, self.cross_to] = np.maximum(np.maximum.reduceat(arrive, self.cross_first, axis=1), 0.0)
+                x[:, self.cross_to] = np.maximum(np.maximum.reduceat(sent + cw, self.cross_first, axis=1), 0.0)
             if seen is not None and np.array_equal(x, seen):
                 return dist, top                        # the same arrivals scan to the same distances
             seen = x
@@ -135,6 +138,9 @@ class Flow:
             for a, b in self.runs:
                 np.maximum.accumulate(top[:, a:b], axis=1, out=top[:, a:b])
             dist = top + kept_ran
+            was, sent = sent, dist.take(self.cross_src, axis=1)       # take: far quicker than [:, index]
+            if r + 1 < MAX_ROUNDS and np.array_equal(sent, was):
+                return dist, top                        # the next round would gather the same arrivals
         return None
 
     def _in_order(self, weight: np.ndarray) -> np.ndarray:
