@@ -71,10 +71,12 @@ class Flow:
         cut = np.flatnonzero(np.concatenate((starts[:n][self.kept], [True])))
         cuts = cut.tolist()
         self.runs = [(a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True) if b - a > 1]
-        self.by_dst = np.argsort(g.dst, kind="stable")
-        dst = g.dst[self.by_dst]
-        self.dst_first = np.flatnonzero(np.concatenate(([True], dst[1:] != dst[:-1]))) if len(dst) else dst
-        self.dst_of = dst[self.dst_first]
+        # every edge between runs, by the node it enters (a node has at most one chain edge into it)
+        other = np.flatnonzero(~chain)
+        self.other_e = other[np.argsort(g.dst[other], kind="stable")]
+        dst = g.dst[self.other_e]
+        self.other_first = np.flatnonzero(np.concatenate(([True], dst[1:] != dst[:-1]))) if len(dst) else dst
+        self.other_of = dst[self.other_first]
 
     def longest(self, weight: np.ndarray, sink_only: bool = False) -> np.ndarray:
         """Longest distance from the source to every node, for each row of `weight` ((edges,) or (k, edges):
@@ -169,13 +171,14 @@ class Flow:
         g = self.g
         tight = np.abs(dist[g.src] + weight - dist[g.dst]) <= TOL + 1e-12 * dist[g.dst]
         chosen = np.full(self.n, -1, dtype=np.int64)
-        if len(self.by_dst):
-            chosen[self.dst_of] = np.maximum.reduceat(np.where(tight[self.by_dst], self.by_dst, -1), self.dst_first)
+        chosen[self.chain_dst] = np.where(tight[self.chain_e], self.chain_e, -1)
+        if len(self.other_e):
+            best = np.maximum.reduceat(np.where(tight[self.other_e], self.other_e, -1), self.other_first)
+            chosen[self.other_of] = np.maximum(chosen[self.other_of], best)
         # along a run the walk steps back one chain edge at a time: jump to the run's last node above that
         # was reached some other way, and take the chain edges between as one piece
-        into = np.full(self.n, -1, dtype=np.int64)
-        into[self.chain_dst] = self.chain_e
-        other = ~((chosen >= 0) & (chosen == into))
+        into = self.chain_into                          # where a node has no chain edge, one past the last edge
+        other = chosen != into
         # the walk makes few jumps: read the arrays where it lands rather than turn them into lists
         stop = np.maximum.accumulate(np.where(other, np.arange(self.n), 0))
         src = g.src
