@@ -438,7 +438,8 @@ class _Device:
         self.device, self.stream = t.gpu_device[gpu], t.gpu_stream[gpu]
         self.start_node = 2 + len(cpu.time) + 2 * np.arange(m)
         self.end_node = self.start_node + 1
-        self.time = np.stack([self.ts, self.ends], axis=1).reshape(-1)
+        self.time = np.empty(2 * m)
+        self.time[0::2], self.time[1::2] = self.ts, self.ends
         rows = trace.derive(_rows_by_step)
         self.kind_code = rows.gpu_kind[gpu]
         self.call = cpu.local(t.gpu_launch[gpu])                       # position in cpu, -1: outside the window
