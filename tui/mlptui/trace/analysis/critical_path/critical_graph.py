@@ -107,9 +107,7 @@ class _Edges:
         first = self.count
         if not n:
             return first
-        w = np.asarray(weight, dtype=np.float64)
-        self.blocks.append((first, (src, dst, np.where(w > 0, w, 0.0), kind, owner, owner_id, own, unexplained,
-                                    chain)))
+        self.blocks.append((first, (src, dst, weight, kind, owner, owner_id, own, unexplained, chain)))
         self.count += n
         return first
 
@@ -119,6 +117,7 @@ class _Edges:
             last = self.blocks[i + 1][0] if i + 1 < len(self.blocks) else self.count
             for col, f in zip(cols, fields, strict=True):
                 col[first:last] = f
+        cols[2] = np.where(cols[2] > 0, cols[2], 0.0)        # the weights, once for every block
         return Graph(start, end, time, *cols)
 
 
@@ -329,10 +328,11 @@ class _Cpu:
         mark_at, op, mark_thread = mark_at[order], op[order], mark_thread[order]
         nodes = np.arange(at, at + len(mark_at))
         times.append(mark_at)
-        self.start_node[op[is_start]] = nodes[is_start]
-        zero = is_start & (self.dur[op] <= 0)
-        self.end_node[op[zero]] = nodes[zero]
-        self.end_node[op[~is_start]] = nodes[~is_start]
+        node_of = np.empty(len(order), dtype=np.int64)      # each mark's node: the starts', then the ends'
+        node_of[order] = nodes
+        self.start_node[part] = node_of[:len(part)]
+        self.end_node[part] = node_of[:len(part)]            # a zero-length slice is one instant
+        self.end_node[part[has_end]] = node_of[len(part):]
         head = np.concatenate(([True], mark_thread[1:] != mark_thread[:-1]))
         last = np.concatenate((head[1:], [True]))
         ends[mark_thread[last]] = nodes[last]
