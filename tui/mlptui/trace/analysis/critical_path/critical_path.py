@@ -145,13 +145,17 @@ def _edge_names(trace: Trace, g: Graph) -> np.ndarray:
 
 
 def _named(names: np.ndarray, own: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The own-time edges whose name is one of `wanted` (distinct name ids), and which one (its index)."""
-    order = np.argsort(wanted)
-    ranked = wanted[order]
+    """The own-time edges whose name is wanted[j], for each j: (edges, j of each). A name wanted twice (one
+    name ranked under two kinds) has its edges twice, once for each j."""
+    distinct, which = np.unique(wanted, return_inverse=True)
     edges = np.flatnonzero(own)
-    at = np.minimum(np.searchsorted(ranked, names[edges]), len(ranked) - 1)
-    hit = ranked[at] == names[edges]
-    return edges[hit], order[at[hit]]
+    at = np.minimum(np.searchsorted(distinct, names[edges]), len(distinct) - 1)
+    hit = distinct[at] == names[edges]
+    edges, at = edges[hit], at[hit]
+    if len(distinct) == len(wanted):
+        return edges, np.argsort(which)[at]
+    rows = [edges[at == w] for w in which.reshape(-1).tolist()]
+    return np.concatenate(rows), np.repeat(np.arange(len(rows)), [len(r) for r in rows])
 
 
 def _names(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
