@@ -81,7 +81,8 @@ class Flow:
     def longest(self, weight: np.ndarray, sink_only: bool = False) -> np.ndarray:
         """Longest distance from the source to every node, for each row of `weight` ((edges,) or (k, edges):
         one set of weights a row; the result is (nodes,) or (k, nodes)); with `sink_only`, to the kept
-        nodes only (column 1 is the sink's)."""
+        nodes only (column 1 is the sink's). A row is the graph's weights with some own time taken away:
+        the edges that are not own time keep theirs (the rounds leave some of those of no weight out)."""
         w = weight if weight.ndim == 2 else weight[None, :]
         padded = np.zeros((w.shape[0], w.shape[1] + 1))
         padded[:, :-1] = w
