@@ -134,7 +134,7 @@ class Flow:
             x = np.zeros((k, m))
             if cw.shape[1]:
                 x[:, self.cross_to] = np.maximum(np.maximum.reduceat(sent + cw, self.cross_first, axis=1), 0.0)
-            if seen is not None and np.array_equal(x, seen):
+            if seen is not None and bool((x == seen).all()):
                 return dist, top                        # the same arrivals scan to the same distances
             seen = x
             top = x - kept_ran
@@ -142,7 +142,7 @@ class Flow:
                 np.maximum.accumulate(top[:, a:b], axis=1, out=top[:, a:b])
             dist = top + kept_ran
             was, sent = sent, dist.take(self.cross_src, axis=1)       # take: far quicker than [:, index]
-            if r + 1 < MAX_ROUNDS and np.array_equal(sent, was):
+            if r + 1 < MAX_ROUNDS and bool((sent == was).all()):
                 return dist, top                        # the next round would gather the same arrivals
         return None
 
