@@ -72,8 +72,13 @@ def test_rounds_equal_the_plain_pass(path: Path) -> None:
         own = g.own & (g.owner == 2), g.own & (g.owner == 1)
         both = np.stack([np.where(o, 0.0, g.weight) for o in own])
         got2 = flow.longest(both)
+        plain = [_plain_longest(len(g.time), src, dst, both[j].tolist())[1] for j in range(2)]
         for j in range(2):
-            assert got2[j, 1] == pytest.approx(_plain_longest(len(g.time), src, dst, both[j].tolist())[1], abs=1e-6)
+            assert got2[j, 1] == pytest.approx(plain[j], abs=1e-6)
+        # the same two what-ifs given as the edges each removes
+        gone = np.concatenate([np.flatnonzero(o) for o in own])
+        row = np.repeat([0, 1], [int(o.sum()) for o in own])
+        assert flow.sink_without(g.weight, gone, row, 2).tolist() == pytest.approx(plain, abs=1e-6)
 
 
 def test_many_round_trips_fall_back_to_the_plain_pass() -> None:
@@ -83,9 +88,28 @@ def test_many_round_trips_fall_back_to_the_plain_pass() -> None:
     import mlptui.trace.analysis.critical_path.critical_flow as flow_module
     saved = flow_module.MAX_ROUNDS
     flow_module.MAX_ROUNDS = 1
+    gone = np.flatnonzero(g.own & (g.owner == 2))
     try:
-        got = Flow(g).longest(g.weight)
+        flow = Flow(g)
+        got = flow.longest(g.weight)
+        got_without = flow.sink_without(g.weight, gone, np.zeros(len(gone), dtype=np.int64), 1)
     finally:
         flow_module.MAX_ROUNDS = saved
     want = _plain_longest(len(g.time), g.src.tolist(), g.dst.tolist(), g.weight.tolist())
     assert np.allclose(got, want, rtol=0, atol=1e-6)
+    without = np.where(g.own & (g.owner == 2), 0.0, g.weight)
+    assert got_without[0] == pytest.approx(_plain_longest(len(g.time), g.src.tolist(), g.dst.tolist(),
+                                                          without.tolist())[1], abs=1e-6)
+
+
+def test_what_if_edges_by_name() -> None:
+    """Each what-if row gets every own-time edge of its name, a name ranked twice (under two kinds) in both
+    of its rows, and no edge that is not own time or has another name."""
+    from mlptui.trace.analysis.critical_path.critical_path import _named
+    names = np.array([7, 3, 7, -1, 5, 3, 9, 7])
+    own = np.array([True, True, False, True, True, True, True, True])
+    for wanted in ([7, 3], [3, 9, 7], [7, 3, 7], [4]):
+        edges, rows = _named(names, own, np.array(wanted))
+        got = sorted(zip(rows.tolist(), edges.tolist(), strict=True))
+        want = sorted((j, e) for j, n in enumerate(wanted) for e in range(len(names)) if own[e] and names[e] == n)
+        assert got == want, wanted

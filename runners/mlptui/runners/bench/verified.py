@@ -66,16 +66,33 @@ def family_verdicts(pairs: dict[Cell, tuple[float, float]]) -> list[dict[str, An
     return out
 
 
-def fold_verified(table: dict[str, Any], report: dict[str, Any], source: str) -> dict[str, Any]:
-    """The table with the report's verified verdicts put into its GPU's entry (module docstring)."""
-    device = str(report.get("device"))
+def worst_pairs(reports: list[dict[str, Any]]) -> dict[Cell, tuple[float, float]]:
+    """Every report's verified pairs; where several timed a cell, the one whose forced path did worst
+    against eager (the highest ratio)."""
+    out: dict[Cell, tuple[float, float]] = {}
+    for report in reports:
+        for cell, (fused, eager) in verified_pairs(report.get("results", [])).items():
+            kept = out.get(cell)
+            if kept is None or fused / eager > kept[0] / kept[1]:
+                out[cell] = (fused, eager)
+    return out
+
+
+def fold_verified(table: dict[str, Any], reports: list[dict[str, Any]], source: str) -> dict[str, Any]:
+    """The table with the reports' verified verdicts put into their GPU's entry (module docstring); the
+    reports are of one GPU and one dtype."""
+    if not reports:
+        raise MlptuiError("no report to fold")
+    device = str(reports[0].get("device"))
+    dtype = report_dtype(reports[0])
+    if any(str(r.get("device")) != device or report_dtype(r) != dtype for r in reports):
+        raise MlptuiError("reports of several GPUs or dtypes folded as one: fold each GPU and dtype apart")
     entry = table.get("devices", {}).get(device)
     if entry is None:
         raise MlptuiError(f"the table has no entry for {device}: measure its crossover first (bench mlp --sweep)")
-    fams = family_verdicts(verified_pairs(report.get("results", [])))
+    fams = family_verdicts(worst_pairs(reports))
     if not fams:
         raise MlptuiError(f"a report from {device} with no verification cell that timed {FORCED}")
-    dtype = report_dtype(report)
     entry = dict(entry)
     if dtype == entry.get("bench_dtype", "bf16"):
         by_dim = {(f["dim"], f["hidden"]): f for f in fams}
@@ -105,14 +122,18 @@ def main(argv: list[str] | None = None) -> int:
             table = json.loads(args.table.read_text())
         except (OSError, ValueError) as exc:
             raise MlptuiError(f"{args.table}: not a readable crossover table ({exc})") from None
+        groups: dict[tuple[str, str], list[tuple[Path, dict[str, Any]]]] = {}
         for p in args.reports:
             try:
                 report = json.loads(p.read_text())
             except (OSError, ValueError) as exc:
                 raise MlptuiError(f"{p}: not a readable bench report ({exc})") from None
-            source = "; ".join(report.get("commands") or [report.get("command") or str(p)])
-            table = fold_verified(table, report, f"verification of {p.name}: {source}")
-            print(f"{p.name}: {report['device']} {report_dtype(report)} folded")
+            groups.setdefault((str(report.get("device")), report_dtype(report)), []).append((p, report))
+        for (device, dtype), members in groups.items():
+            names = ", ".join(f"{p.parent.name}/{p.name}" for p, _ in members)
+            table = fold_verified(table, [r for _, r in members],
+                                  f"verification of {names}, per cell the forced path's worst")
+            print(f"{names}: {device} {dtype} folded")
         from mlptui.base.files import write_atomic
 
         write_atomic(args.table, (json.dumps(table, indent=1) + "\n").encode())

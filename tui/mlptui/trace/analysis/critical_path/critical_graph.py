@@ -107,9 +107,7 @@ class _Edges:
         first = self.count
         if not n:
             return first
-        w = np.asarray(weight, dtype=np.float64)
-        self.blocks.append((first, (src, dst, np.where(w > 0, w, 0.0), kind, owner, owner_id, own, unexplained,
-                                    chain)))
+        self.blocks.append((first, (src, dst, weight, kind, owner, owner_id, own, unexplained, chain)))
         self.count += n
         return first
 
@@ -119,6 +117,7 @@ class _Edges:
             last = self.blocks[i + 1][0] if i + 1 < len(self.blocks) else self.count
             for col, f in zip(cols, fields, strict=True):
                 col[first:last] = f
+        cols[2] = np.where(cols[2] > 0, cols[2], 0.0)        # the weights, once for every block
         return Graph(start, end, time, *cols)
 
 
@@ -301,9 +300,11 @@ class _Cpu:
         does, the innermost slice open after an instant is the slice that started there, or the parent of
         the one that ended."""
         parent = self.parent[th]
-        order = np.lexsort((np.arange(len(th)), parent, thread))
+        # one key per (thread, parent), roots of a thread apart; a stable sort keeps start order within each
+        group = np.where(parent >= 0, parent * n_threads + thread, -1 - thread)
+        order = np.argsort(group, kind="stable")
         i = th[order]
-        same = (thread[order][1:] == thread[order][:-1]) & (parent[order][1:] == parent[order][:-1])
+        same = group[order][1:] == group[order][:-1]
         overlap = same & (self.ts[i[1:]] < (self.ts + self.dur)[i[:-1]])
         bad = np.zeros(n_threads, dtype=bool)
         bad[thread[order][1:][overlap]] = True
@@ -313,23 +314,25 @@ class _Cpu:
                       ends: np.ndarray) -> int:
         """The chains of the threads whose slices nest properly, all at once: each thread's starts and ends
         in time order, each gap owned by the innermost slice open across it (its self time)."""
-        first_of = np.concatenate(([True], thread[1:] != thread[:-1]))
-        depth = np.arange(len(part)) - np.maximum.accumulate(np.where(first_of, np.arange(len(part)), 0))
+        # on a tie in time, within a thread: ends before starts, the later-started slice's end first, starts in
+        # start order (a slice's position in `part` orders its thread's slices as their start order does)
+        pos = np.arange(len(part))
         ts, dur = self.ts[part], self.dur[part]
         has_end = dur > 0
         mark_at = np.concatenate([ts, (ts + dur)[has_end]])
-        is_start = np.concatenate([np.ones(len(part), bool), np.zeros(int(has_end.sum()), bool)])
-        tie = np.concatenate([depth, -depth[has_end]])
+        tie = np.concatenate([pos + len(part), -pos[has_end]])          # every end's key below every start's
         op = np.concatenate([part, part[has_end]])
         mark_thread = np.concatenate([thread, thread[has_end]])
-        order = np.lexsort((tie, is_start, mark_at, mark_thread))
-        mark_at, is_start, op, mark_thread = mark_at[order], is_start[order], op[order], mark_thread[order]
+        order = np.lexsort((tie, mark_at, mark_thread))
+        is_start = order < len(part)
+        mark_at, op, mark_thread = mark_at[order], op[order], mark_thread[order]
         nodes = np.arange(at, at + len(mark_at))
         times.append(mark_at)
-        self.start_node[op[is_start]] = nodes[is_start]
-        zero = is_start & (self.dur[op] <= 0)
-        self.end_node[op[zero]] = nodes[zero]
-        self.end_node[op[~is_start]] = nodes[~is_start]
+        node_of = np.empty(len(order), dtype=np.int64)      # each mark's node: the starts', then the ends'
+        node_of[order] = nodes
+        self.start_node[part] = node_of[:len(part)]
+        self.end_node[part] = node_of[:len(part)]            # a zero-length slice is one instant
+        self.end_node[part[has_end]] = node_of[len(part):]
         head = np.concatenate(([True], mark_thread[1:] != mark_thread[:-1]))
         last = np.concatenate((head[1:], [True]))
         ends[mark_thread[last]] = nodes[last]
@@ -435,7 +438,8 @@ class _Device:
         self.device, self.stream = t.gpu_device[gpu], t.gpu_stream[gpu]
         self.start_node = 2 + len(cpu.time) + 2 * np.arange(m)
         self.end_node = self.start_node + 1
-        self.time = np.stack([self.ts, self.ends], axis=1).reshape(-1)
+        self.time = np.empty(2 * m)
+        self.time[0::2], self.time[1::2] = self.ts, self.ends
         rows = trace.derive(_rows_by_step)
         self.kind_code = rows.gpu_kind[gpu]
         self.call = cpu.local(t.gpu_launch[gpu])                       # position in cpu, -1: outside the window

@@ -120,11 +120,9 @@ def critical_path(trace: Trace, step: int | None) -> CriticalPath:
     top = [(strings[n], k, us) for (n, k), us in ranked]
     what_if: list[tuple[str, float]] = []
     if ranked:
-        without = np.repeat(weight[None, :], len(ranked), axis=0)
-        own_names = np.where(g.own, names, -1)
-        for j, ((n, _k), _us) in enumerate(ranked):
-            without[j, own_names == n] = 0.0
-        ends = flow.longest(without, sink_only=True)[:, 1].tolist()
+        # what-if j: the own time of every event named ranked[j] gone
+        gone, row = _named(names, g.own, np.array([n for (n, _k), _us in ranked]))
+        ends = flow.sink_without(weight, gone, row, len(ranked)).tolist()
         what_if = [(strings[n], us) for ((n, _k), _u), us in zip(ranked, ends, strict=True)]
     mark = trace.steps[step] if step is not None and trace.steps else None
     window = g.end_us - g.start_us
@@ -144,6 +142,20 @@ def _edge_names(trace: Trace, g: Graph) -> np.ndarray:
     names[is_op] = c.op_name[g.owner_id[is_op]]
     names[is_gpu] = c.gpu_name[g.owner_id[is_gpu]]
     return names
+
+
+def _named(names: np.ndarray, own: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The own-time edges whose name is wanted[j], for each j: (edges, j of each). A name wanted twice (one
+    name ranked under two kinds) has its edges twice, once for each j."""
+    distinct, which = np.unique(wanted, return_inverse=True)
+    edges = np.flatnonzero(own)
+    at = np.minimum(np.searchsorted(distinct, names[edges]), len(distinct) - 1)
+    hit = distinct[at] == names[edges]
+    edges, at = edges[hit], at[hit]
+    if len(distinct) == len(wanted):
+        return edges, np.argsort(which)[at]
+    rows = [edges[at == w] for w in which.reshape(-1).tolist()]
+    return np.concatenate(rows), np.repeat(np.arange(len(rows)), [len(r) for r in rows])
 
 
 def _names(trace: Trace) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,107 @@
+"""CPU time of the critical path section in one process, step by step and piece by piece.
+
+    python benchmarks/bench_critical_path.py TRACE                # critical_path() and the report's rows
+    python benchmarks/bench_critical_path.py TRACE --pieces       # and each piece of critical_path() alone
+    python benchmarks/bench_critical_path.py TRACE --every 9 --repeats 15
+
+The trace is loaded once; every `--every`-th step is taken, the set is timed `--repeats` times with the
+collector off (each time over the same steps, so per-trace results kept with the trace are paid before),
+and the best time is given per step and scaled to all the trace's steps. bench_summary.py times the
+section as `summary` pays it, in fresh processes, where the machine's load moves each figure by ±10 %;
+this one is for telling two versions of the code apart: run it with an older tree first on PYTHONPATH
+(the pieces' functions that an older tree does not have are left out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import timeit
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from mlptui.trace.analysis.critical_path import (
+    critical_flow,
+    critical_graph,
+    critical_path,
+    critical_path_report,
+)
+from mlptui.trace.parse.load import load_trace
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("trace")
+    parser.add_argument("--every", type=int, default=9, help="take every Nth step (default 9)")
+    parser.add_argument("--repeats", type=int, default=15, help="time the steps this many times; the best counts")
+    parser.add_argument("--pieces", action="store_true", help="also time each piece of critical_path() alone")
+    args = parser.parse_args()
+    trace = load_trace(args.trace)
+    if not trace.steps:
+        raise SystemExit("bench_critical_path: the trace has no steps")
+    steps = list(range(0, len(trace.steps), args.every))
+    paths = [critical_path.critical_path(trace, s) for s in steps]          # pays the per-trace results
+    gc.disable()
+
+    def line(label: str, fn: Callable[[], Any]) -> None:
+        best = min(timeit.repeat(fn, number=1, repeat=args.repeats)) / len(steps)
+        print(f"{label:<36} {best * 1e6:8.1f} µs a step {best * len(trace.steps):7.3f} s for "
+              f"{len(trace.steps)} steps")
+
+    print(f"{len(steps)} of {len(trace.steps)} steps, best of {args.repeats}")
+    line("critical_path()", lambda: [critical_path.critical_path(trace, s) for s in steps])
+    line("report rows (path_report)", lambda: [critical_path_report.path_report(p) for p in paths])
+    if args.pieces:
+        _pieces(trace, steps, line)
+    return 0
+
+
+def _pieces(trace: Any, steps: list[int], line: Callable[[str, Callable[[], Any]], None]) -> None:
+    graphs = [critical_graph.build_graph(trace, s) for s in steps]
+    flows = [critical_flow.Flow(g) for g in graphs]
+    dists = [f.longest(g.weight) for f, g in zip(flows, graphs, strict=True)]
+    walks = [f.backtrack(d, g.weight) for f, g, d in zip(flows, graphs, dists, strict=True)]
+    rows = trace.derive(critical_graph._rows_by_step)
+    line("  graph: CPU chains (_Cpu)", lambda: [critical_graph._Cpu(trace, trace.columns, rows.ops[s],
+                                                                     trace.steps[s].ts) for s in steps])
+    line("  graph: all (build_graph)", lambda: [critical_graph.build_graph(trace, s) for s in steps])
+    line("  Flow's indexes", lambda: [critical_flow.Flow(g) for g in graphs])
+    line("  longest distances of the path", lambda: [f.longest(g.weight) for f, g in zip(flows, graphs, strict=True)])
+    line("  walk back", lambda: [f.backtrack(d, g.weight) for f, g, d in zip(flows, graphs, dists, strict=True)])
+    line("  segments' columns", lambda: [critical_path._segments(trace, g, w, d)
+                                         for g, w, d in zip(graphs, walks, dists, strict=True)])
+    names = [critical_path._edge_names(trace, g) for g in graphs]
+    wanted = [_top_names(g, w, n) for g, w, n in zip(graphs, walks, names, strict=True)]
+    if hasattr(critical_flow.Flow, "sink_without"):
+        line("  what-ifs (their edges, the rounds)",
+             lambda: [f.sink_without(g.weight, *critical_path._named(n, g.own, top), len(top))
+                      for f, g, n, top in zip(flows, graphs, names, wanted, strict=True)])
+    else:       # an older tree: a row of weights per what-if, through longest()
+        line("  what-ifs (their edges, the rounds)",
+             lambda: [f.longest(_rows_without(g, n, top), sink_only=True)
+                      for f, g, n, top in zip(flows, graphs, names, wanted, strict=True)])
+
+
+def _rows_without(g: Any, names: np.ndarray, top: np.ndarray) -> np.ndarray:
+    without = np.repeat(g.weight[None, :], len(top), axis=0)
+    own_names = np.where(g.own, names, -1)
+    for j, n in enumerate(top.tolist()):
+        without[j, own_names == n] = 0.0
+    return without
+
+
+def _top_names(g: Any, walk: np.ndarray, names: np.ndarray) -> np.ndarray:
+    """The (up to five) names with the most own time on the path, as critical_path() ranks them, near enough
+    for timing (ties in time are not broken by name here)."""
+    mine = walk[g.own[walk] & critical_path._OWN_KIND[g.kind_code[walk]]]
+    key = names[mine] * len(critical_graph.KINDS) + g.kind_code[mine]
+    keys, where = np.unique(key, return_inverse=True)
+    sums = np.bincount(where.reshape(-1), weights=g.weight[mine], minlength=len(keys))
+    top: np.ndarray = np.unique(keys[np.argsort(-sums, kind="stable")][:critical_path.TOP] // len(critical_graph.KINDS))
+    return top
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
