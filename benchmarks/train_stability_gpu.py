@@ -12,7 +12,7 @@ call costs, on a CUDA GPU.
    so the spread between configurations can be set against the spread between processes.
 2. First call: a fresh process at the bucket the processes above tuned (Triton's kernel cache warm), its
    first call's wall time through Triton's dispatcher (MLPTUI_KEPT_KERNELS=off) and through the recorded
-   kernel, alternating, a cProfile of each, and the module's first forward against eager's.
+   kernel (=on), alternating, a cProfile of each, and the module's first forward against eager's.
 
 Writes $OUT/train_stability.json (or .bench/train_stability.json).
 """
@@ -177,7 +177,7 @@ def main() -> int:
     # the first-call probes read the tuning cache the first process left; the first probe also records
     # the checked kernel of the probe's bucket (if the processes above did not), then the dispatcher's
     # first call (records off) and the recorded kernel's alternate, each a fresh process
-    env = {**os.environ, "XDG_CACHE_HOME": shared}
+    env = {**os.environ, "XDG_CACHE_HOME": shared, "MLPTUI_KEPT_KERNELS": "on"}
     off = {**env, "MLPTUI_KEPT_KERNELS": "off"}
     prime = child(FIRST, env, shape)
     first_off, first_kept = [], []

@@ -24,7 +24,7 @@ from mlptui.runners.fused.kernels import fused_geglu_gateup_gemm_kernel  # noqa:
 def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
-    monkeypatch.delenv("MLPTUI_KEPT_KERNELS", raising=False)
+    monkeypatch.setenv("MLPTUI_KEPT_KERNELS", "on")
     tuning_cache.forget_loaded()
 
 
@@ -142,7 +142,10 @@ def test_the_stamp_follows_the_kernels_source(monkeypatch: pytest.MonkeyPatch) -
         kept_kernels.source_stamp.cache_clear()
 
 
-def test_records_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_records_are_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
     assert kept_kernels.enabled()
-    monkeypatch.setenv("MLPTUI_KEPT_KERNELS", "off")
+    for value in ("off", "1", ""):
+        monkeypatch.setenv("MLPTUI_KEPT_KERNELS", value)
+        assert not kept_kernels.enabled()
+    monkeypatch.delenv("MLPTUI_KEPT_KERNELS")
     assert not kept_kernels.enabled()

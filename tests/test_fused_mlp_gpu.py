@@ -201,7 +201,7 @@ def test_a_new_process_launches_the_recorded_kernel_without_the_dispatcher(tmp_p
     import sys
 
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg"), "TRITON_CACHE_DIR": str(tmp_path / "triton")}
-    env.pop("MLPTUI_KEPT_KERNELS", None)
+    env["MLPTUI_KEPT_KERNELS"] = "on"
     outs = []
     for which in ("first", "second"):
         out = tmp_path / f"{which}.pt"

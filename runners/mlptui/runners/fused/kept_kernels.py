@@ -9,9 +9,13 @@ check it records here what Triton needs to rebuild that compiled kernel from its
 hash, the kernel's name, its signature and constants. A later process with the same kernel sources, Triton
 and GPU model (the record's stamp) rebuilds it from those files and launches it directly.
 
-A record is only a pointer: where the stamp differs, the record is damaged, Triton's cache lost the files, a
-launch hook (a profiler) is set or anything in the rebuild raises, the caller takes the dispatcher's path as
-before (and records again). MLPTUI_KEPT_KERNELS=off turns the records off.
+A record is only a pointer: where the stamp differs, the record is damaged or its arguments are not the
+kernel's in order, Triton's cache lost the files, a launch hook (a profiler) is set or anything in the
+rebuild raises, the caller takes the dispatcher's path as before (and records again).
+
+Off unless MLPTUI_KEPT_KERNELS=on: a launch whose arguments do not match the binary corrupts the process's
+CUDA context, and this path has not yet been measured on a GPU in its present form (benchmarks/FUSED_NOTES.md,
+run 22: a first form that recorded the signature in the file's sorted order did exactly that).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ LAUNCH_LAYOUT = "x,w0,w1,h,gu,m,n,k,stride_x,stride_w0,stride_w1,stride_h,stride
 
 
 def enabled() -> bool:
-    return os.environ.get("MLPTUI_KEPT_KERNELS", "") != "off"
+    return os.environ.get("MLPTUI_KEPT_KERNELS", "") == "on"
 
 
 def records_file(tuning_file: Path) -> Path:
