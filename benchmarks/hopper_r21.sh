@@ -8,7 +8,7 @@
 # with `stability`, the article shape's training in three processes and a first call at a tuned bucket.
 # Everything lands in $OUT: GPU-env.txt, GPU-DTYPE.json and .log per dtype, GPU-stability.json and .log.
 # usage: [FAMILIES=DxH,…] benchmarks/hopper_r21.sh GPU DTYPES [stability]
-#        (GPU: h100, h200 or auto; DTYPES: bf16, fp16 or bf16,fp16; FAMILIES: another order or subset)
+#        (GPU: h100, h200 or auto; DTYPES: bf16, fp16, bf16,fp16 or - for none; FAMILIES: another order or subset)
 set -uo pipefail
 gpu=$1 dtypes=$2 extra=${3:-}
 if [ "$gpu" = auto ]; then  # the card that came: a call may get either Hopper
@@ -27,6 +27,7 @@ export PYTHONPATH="/tmp/site:$PWD/tui:$PWD/runners" PYTHONUNBUFFERED=1
 "triton", triton.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())'
 } > "$OUT/$gpu-env.txt" 2>&1
 for dt in ${dtypes//,/ }; do
+  [ "$dt" = - ] && continue
   start=$(date +%s)
   SWEEP_ARGS="--no-crossover --dtype $dt --sweep-modes eager,fused --sweep-rows $rows" \
     bash benchmarks/gpu_sweep.sh "$gpu-$dt" "$families" none || echo "sweep $gpu-$dt: exit $?"
@@ -36,7 +37,7 @@ for dt in ${dtypes//,/ }; do
 done
 if [ "$extra" = stability ]; then
   start=$(date +%s)
-  python3 benchmarks/train_stability_gpu.py --procs 3 --shared-cache --first-calls 2 --name "$gpu-stability.json" \
+  python3 benchmarks/train_stability_gpu.py --procs 3 --shared-cache --first-calls 3 --name "$gpu-stability.json" \
     2>&1 | tee "$OUT/$gpu-stability.log"
   echo "stability: $(( $(date +%s) - start )) s" | tee -a "$OUT/$gpu-env.txt"
 fi

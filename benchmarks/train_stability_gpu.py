@@ -11,7 +11,8 @@ call costs, on a CUDA GPU.
    to it: the module's forward+backward and the gate/up kernel alone (inference and training epilogue),
    so the spread between configurations can be set against the spread between processes.
 2. First call: a fresh process at the bucket the processes above tuned (Triton's kernel cache warm), its
-   first call's wall time and a cProfile of it (the top functions by cumulative time).
+   first call's wall time through Triton's dispatcher (MLPTUI_KEPT_KERNELS=off) and through the recorded
+   kernel (=on), alternating, a cProfile of each, and the module's first forward against eager's.
 
 Writes $OUT/train_stability.json (or .bench/train_stability.json).
 """
@@ -86,8 +87,7 @@ print("RESULT " + json.dumps(out))
 """
 
 FIRST = r"""
-import cProfile, io, json, pstats, sys, time
-t_import = time.perf_counter()
+import cProfile, io, json, os, pstats, sys, time
 import torch
 from mlptui.runners.fused.launcher import GateUpLauncher
 rows, dim, hidden = (int(v) for v in sys.argv[1:4])
@@ -96,44 +96,54 @@ wg = torch.randn(hidden, dim, device="cuda", dtype=torch.bfloat16)
 wu = torch.randn(hidden, dim, device="cuda", dtype=torch.bfloat16)
 x = torch.randn(rows, dim, device="cuda", dtype=torch.bfloat16)
 torch.cuda.synchronize()
-import os
-patched = []
-if os.environ.get("PROBE_TRITON_KEY"):
-    stored = open(os.environ["PROBE_TRITON_KEY"]).read()
-    for name, mod in list(sys.modules.items()):
-        if name.startswith("triton") and callable(getattr(mod, "triton_key", None)):
-            setattr(mod, "triton_key", lambda: stored)
-            patched.append(name)
 launcher = GateUpLauncher(wg, wu)
-prof = cProfile.Profile()
+prof = cProfile.Profile() if os.environ.get("PROBE_PROFILE") else None
 start = time.perf_counter()
-prof.enable()
+if prof:
+    prof.enable()
 launcher(x)
 torch.cuda.synchronize()
-prof.disable()
+if prof:
+    prof.disable()
 first = time.perf_counter() - start
-s = io.StringIO()
-pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(35)
-try:
-    from mlptui.runners.fused import kernel_key
-    settled = kernel_key._DONE[:]
-except ImportError:
-    settled = None
-print("RESULT " + json.dumps({"first_ms": first * 1e3, "patched": patched, "key_settled": settled, "plan": launcher.tuned(), "kept": launcher.direct_error,
-                              "profile": s.getvalue()[-9000:]}))
+steady = []
+for _ in range(20):
+    t = time.perf_counter(); launcher(x); torch.cuda.synchronize(); steady.append(time.perf_counter() - t)
+text = ""
+if prof:
+    s = io.StringIO()
+    pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(40)
+    text = s.getvalue()[-9000:]
+from mlptui.runners.fused import kernel_key
+plan = next(iter(launcher._plans.values()))
+print("RESULT " + json.dumps({"first_ms": first * 1e3, "steady_ms": sorted(steady)[10] * 1e3,
+                              "key_settled": kernel_key._DONE[:], "plan": launcher.tuned(),
+                              "direct": any(d is not None for d in plan.direct.values()),
+                              "direct_error": launcher.direct_error, "profile": text}))
 """
 
-KEY = r"""
+# The module's first forward (inference) in a new process, the fused module or the plain eager one: both
+# pay the process's first cuBLAS call (the down projection), which the launcher-level figure leaves out.
+MODULE_FIRST = r"""
 import json, sys, time
-t = time.perf_counter()
-import triton
-from triton.runtime.cache import triton_key
-t_import = time.perf_counter() - t
-t = time.perf_counter()
-key = triton_key()
-t_key = time.perf_counter() - t
-open(sys.argv[1], "w").write(key)
-print("RESULT " + json.dumps({"import_s": t_import, "key_s": t_key, "key_prefix": key[:40]}))
+import torch
+from mlptui.runners.fused import FusedGeGLUMLP
+from mlptui.runners.workloads.modules import SimpleGeGLUMLP
+rows, dim, hidden = (int(v) for v in sys.argv[1:4])
+which = sys.argv[4]
+torch.manual_seed(0)
+mlp = (FusedGeGLUMLP(dim, hidden, device="cuda", dtype=torch.bfloat16) if which == "fused"
+       else SimpleGeGLUMLP(dim, hidden).to("cuda", torch.bfloat16))
+x = torch.randn(rows, dim, device="cuda", dtype=torch.bfloat16)
+torch.cuda.synchronize()
+with torch.no_grad():
+    start = time.perf_counter(); mlp(x); torch.cuda.synchronize(); first = time.perf_counter() - start
+    steady = []
+    for _ in range(20):
+        t = time.perf_counter(); mlp(x); torch.cuda.synchronize(); steady.append(time.perf_counter() - t)
+route = mlp.path_for(rows) if which == "fused" else "eager"
+print("RESULT " + json.dumps({"which": which, "route": route, "first_ms": first * 1e3,
+                              "steady_ms": sorted(steady)[10] * 1e3}))
 """
 
 
@@ -164,22 +174,35 @@ def main() -> int:
         procs.append(result)
         print(f"process {i}: " + json.dumps({k: result.get(k) for k in
                                              ("median_us", "auto_over_eager", "plans_auto", "error")}), flush=True)
-    # the first-call probes read the tuning cache the first process left
-    first = [child(FIRST, {**os.environ, "XDG_CACHE_HOME": shared}, shape) for _ in range(args.first_calls)]
-    key_file = os.path.join(shared, "triton-key.txt")
-    keyed = child(KEY, {**os.environ, "XDG_CACHE_HOME": shared}, [key_file])
-    first_keyed = [child(FIRST, {**os.environ, "XDG_CACHE_HOME": shared, "PROBE_TRITON_KEY": key_file}, shape)
-                   for _ in range(args.first_calls)]
-    for f in first + first_keyed:
-        print(f"first call: {f.get('first_ms')} ms (key patched: {f.get('patched')})", flush=True)
+    # the first-call probes read the tuning cache the first process left; the first probe also records
+    # the checked kernel of the probe's bucket (if the processes above did not), then the dispatcher's
+    # first call (records off) and the recorded kernel's alternate, each a fresh process
+    env = {**os.environ, "XDG_CACHE_HOME": shared, "MLPTUI_KEPT_KERNELS": "on"}
+    off = {**env, "MLPTUI_KEPT_KERNELS": "off"}
+    prime = child(FIRST, env, shape)
+    first_off, first_kept = [], []
+    for _ in range(args.first_calls):
+        first_off.append(child(FIRST, off, shape))
+        first_kept.append(child(FIRST, env, shape))
+    profiled = {"dispatcher": child(FIRST, {**off, "PROBE_PROFILE": "1"}, shape),
+                "kept": child(FIRST, {**env, "PROBE_PROFILE": "1"}, shape)}
+    modules = [child(MODULE_FIRST, env, [*shape, which]) for _ in range(args.first_calls)
+               for which in ("fused", "eager")]
+    for name, runs in (("dispatcher", first_off), ("kept", first_kept)):
+        firsts = ", ".join(f"{f.get('first_ms', -1):.1f}" for f in runs)
+        steadies = ", ".join(f"{f.get('steady_ms', -1):.3f}" for f in runs)
+        print(f"first call, {name}: {firsts} ms (steady {steadies} ms; direct {[f.get('direct') for f in runs]})",
+              flush=True)
+    for m in modules:
+        print(f"module first forward: {json.dumps(m)}", flush=True)
     import torch
     import triton
 
     doc = {"command": " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]]), "rows": args.rows,
            "dims": args.dims, "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
            "triton": triton.__version__, "cuda": torch.version.cuda, "shared_cache": args.shared_cache,
-           "processes": procs, "first_call": first,
-           "triton_key": keyed, "first_call_key_from_file": first_keyed}
+           "processes": procs, "first_call_prime": prime, "first_call_dispatcher": first_off,
+           "first_call_kept": first_kept, "first_call_profiled": profiled, "module_first_forward": modules}
     folder = Path(os.environ.get("OUT", ".bench"))
     folder.mkdir(parents=True, exist_ok=True)
     name = args.name or ("train_stability_shared.json" if args.shared_cache else "train_stability.json")

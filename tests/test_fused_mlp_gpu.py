@@ -166,3 +166,52 @@ def test_direct_launch_is_taken_and_kernel_is_clean() -> None:
     compiled = lau._jit_launch(plan, x, h, h, 4096, 132)
     assert compiled.name == "fused_geglu_gateup_gemm_kernel"
     assert compiled.n_spills == 0
+
+
+KEPT_PROCESS = r"""
+import json, sys, time
+import torch
+from mlptui.runners.fused import launcher as launcher_mod
+
+second = sys.argv[1] == "second"
+if second:  # Triton's dispatcher must not be needed: the recorded binary is launched directly
+    def refuse(*_a, **_k):
+        raise SystemExit("the dispatcher was used")
+    launcher_mod.GateUpLauncher._jit_launch = refuse
+g = torch.Generator(device="cuda").manual_seed(7)
+x = torch.randn(1000, 768, device="cuda", generator=g).to(torch.bfloat16)
+wg = (torch.randn(3072, 768, device="cuda", generator=g) / 28).to(torch.bfloat16)
+wu = (torch.randn(3072, 768, device="cuda", generator=g) / 28).to(torch.bfloat16)
+torch.cuda.synchronize()
+lau = launcher_mod.GateUpLauncher(wg, wu)
+start = time.perf_counter()
+h = lau(x)
+torch.cuda.synchronize()
+first_ms = (time.perf_counter() - start) * 1e3
+torch.save(h.cpu(), sys.argv[2])
+print(json.dumps({"first_ms": first_ms, "direct_error": lau.direct_error}))
+"""
+
+
+def test_a_new_process_launches_the_recorded_kernel_without_the_dispatcher(tmp_path) -> None:
+    """Process 1 tunes, compiles, checks the direct launch and records it; process 2 (its dispatcher
+    refused) launches the same binary from the record and gives the same output bit for bit."""
+    import json
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg"), "TRITON_CACHE_DIR": str(tmp_path / "triton")}
+    env["MLPTUI_KEPT_KERNELS"] = "on"
+    outs = []
+    for which in ("first", "second"):
+        out = tmp_path / f"{which}.pt"
+        run = subprocess.run([sys.executable, "-c", KEPT_PROCESS, which, str(out)], env=env, capture_output=True,
+                             text=True)
+        assert run.returncode == 0, run.stderr[-2000:]
+        outs.append((json.loads(run.stdout.strip().splitlines()[-1]), torch.load(out)))
+    records = list((tmp_path / "xdg" / "mlptui" / "fused").glob("kernels-*.json"))
+    assert len(records) == 1 and json.loads(records[0].read_text())
+    assert outs[0][0]["direct_error"] is None
+    assert torch.equal(outs[0][1], outs[1][1])
+    x_ref = outs[0][1].float()
+    assert torch.isfinite(x_ref).all() and x_ref.abs().sum() > 0

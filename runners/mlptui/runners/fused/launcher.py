@@ -30,7 +30,7 @@ import torch
 import triton
 from triton.runtime.errors import OutOfResources
 
-from mlptui.runners.fused import kernel_key, tuning_cache
+from mlptui.runners.fused import kept_kernels, kernel_key, tuning_cache
 from mlptui.runners.fused.configs import GateUpConfig, candidate_configs, m_bucket, training_config
 from mlptui.runners.fused.kernels import fused_geglu_gateup_gemm_kernel, geglu_backward_kernel
 
@@ -227,12 +227,14 @@ class GateUpLauncher:
         return jit
 
     def _prepare(self, x: torch.Tensor, m: int, store_gu: bool) -> Callable[..., None]:
-        if self._cuda:
-            kernel_key.settle()  # before anything compiles or loads a kernel
         plan = self.plan_for(x, m, store_gu)
         cfg = plan.config
         programs = cfg.programs(m, self.n, self.sms)
         key = (programs, int_spec(m))
+        if key not in plan.direct:
+            kept = self._kept_launcher(plan, x, m, programs)
+            if kept is not None:
+                plan.direct[key] = kept
         if key not in plan.direct:
             try:
                 plan.direct[key] = self._direct_launcher(plan, x, m, programs)
@@ -259,7 +261,7 @@ class GateUpLauncher:
         plan = self._plans.get((bucket, store_gu))
         if plan is not None:
             return plan
-        aligned = self.k % 8 == 0 and self.n % 8 == 0 and tma_ok(x)
+        aligned = self._aligned(x)
         cands = candidate_configs(m)
         if not self.persistent:
             cands = [c for c in cands if not c.interleaved] or [GateUpConfig(64, 64, 64, 4, 3)]
@@ -268,8 +270,7 @@ class GateUpLauncher:
         paths = [True, False] if aligned and m <= 64 else [aligned]
         key = (str(self.device), self.n, self.k, self.dtype, bucket, aligned, self.persistent, store_gu)
         chosen = _TUNED.get(key) if self.tune else None
-        disk_key = tuning_cache.entry_key(self.n, self.k, str(self.dtype).removeprefix("torch."), bucket,
-                                          aligned, self.persistent, train=store_gu)
+        disk_key = self._entry_key(bucket, aligned, store_gu)
         if chosen is None and (self.tune or interpreting()):  # interpreted: what a warm-up chose
             chosen = tuning_cache.lookup(self.disk_cache(), disk_key, store_gu=store_gu)
             if chosen is not None and not self.persistent and chosen[0].interleaved:
@@ -285,6 +286,17 @@ class GateUpLauncher:
             plan = Plan(cands[0], paths[0], store_gu)
         self._plans[(bucket, store_gu)] = plan
         return plan
+
+    def _aligned(self, x: torch.Tensor) -> bool:
+        return self.k % 8 == 0 and self.n % 8 == 0 and tma_ok(x)
+
+    def _entry_key(self, bucket: int, aligned: bool, store_gu: bool) -> str:
+        return tuning_cache.entry_key(self.n, self.k, str(self.dtype).removeprefix("torch."), bucket, aligned,
+                                      self.persistent, train=store_gu)
+
+    def _kept_key(self, plan: Plan, x: torch.Tensor, m: int, programs: int) -> str:
+        entry = self._entry_key(m_bucket(m), self._aligned(x), plan.store_gu)
+        return kept_kernels.record_key(entry, plan.label(), programs, int_spec(m))
 
     def disk_cache(self) -> Any:
         """The tuning cache's file for this GPU model and Triton version."""
@@ -317,6 +329,8 @@ class GateUpLauncher:
     def _jit_launch(self, plan: Plan, x: torch.Tensor, h: torch.Tensor, gu: torch.Tensor, m: int,
                     programs: int) -> Any:
         args, meta = self._args(plan, x, h, gu, m, programs)
+        if self._cuda:
+            kernel_key.settle()  # before Triton's dispatcher first computes its cache key
         if plan.use_tma:
             triton.set_allocator(self._scratch)
         return fused_geglu_gateup_gemm_kernel[(programs,)](
@@ -343,7 +357,18 @@ class GateUpLauncher:
         if not ok:
             self.direct_error = "the direct launch's output differs from the JIT launch's"
             return None
+        if self.tune and kept_kernels.enabled():
+            kept_kernels.remember(kept_kernels.records_file(self.disk_cache()), self._kept_key(plan, x, m, programs),
+                                  compiled)
         return direct
+
+    def _kept_launcher(self, plan: Plan, x: torch.Tensor, m: int, programs: int) -> tuple[Any, Any, Any] | None:
+        """The compiled kernel's own launcher rebuilt from Triton's cache by a record an earlier process made
+        after checking it (kept_kernels), without the dispatcher; None where there is none to trust."""
+        if not (self._cuda and self.tune and kept_kernels.enabled()) or _capturing() or _launch_hooks_set():
+            return None
+        return kept_kernels.load(kept_kernels.records_file(self.disk_cache()), self._kept_key(plan, x, m, programs),
+                                 fused_geglu_gateup_gemm_kernel)
 
     def _bind(self, plan: Plan, programs: int, spec: int) -> Callable[..., None]:
         direct = plan.direct.get((programs, spec))

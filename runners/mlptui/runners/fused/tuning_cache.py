@@ -97,6 +97,16 @@ def store(path: Path, key: str, config: GateUpConfig, use_tma: bool) -> None:
     _write(path, key, {"config": config.as_dict(), "use_tma": use_tma})
 
 
+def record(path: Path, key: str) -> Any:
+    """The raw value kept for `key` in `path` (a JSON file of this module's format), read once per process."""
+    return _entries(path).get(key)
+
+
+def store_record(path: Path, key: str, value: Any) -> None:
+    """Add one raw JSON value to `path`, as `store` does: atomically, under the lock, errors not raised."""
+    _write(path, key, value)
+
+
 def _write(path: Path, key: str, value: Any) -> None:
     _entries(path)[key] = value
     try:
