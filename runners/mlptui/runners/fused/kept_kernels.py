@@ -14,8 +14,9 @@ kernel's in order, Triton's cache lost the files, a launch hook (a profiler) is 
 rebuild raises, the caller takes the dispatcher's path as before (and records again).
 
 Off unless MLPTUI_KEPT_KERNELS=on: a launch whose arguments do not match the binary corrupts the process's
-CUDA context, and this path has not yet been measured on a GPU in its present form (benchmarks/FUSED_NOTES.md,
-run 22: a first form that recorded the signature in the file's sorted order did exactly that).
+CUDA context, and this path has not yet been measured on a GPU in its present form. A first form, which
+kept the signature in the file's sorted key order, did exactly that (benchmarks/FUSED_NOTES.md, "The first
+call without Triton's dispatcher").
 """
 
 from __future__ import annotations
