@@ -722,3 +722,28 @@ def test_training_is_tuned_on_its_own_kernel_and_kept_under_its_own_key(monkeypa
     train = lau.plan_for(x, 16, True)
     assert tuned == [True] and train.store_gu  # the inference bucket was not tuned for it
     assert kept == ["n64-k32-float16-m16-aligned-persistent-train"]
+
+
+@interpreted_only
+def test_an_input_off_16_byte_alignment_reaches_the_bound_launch_aligned(interp: ModuleType) -> None:
+    """A row count's launch is bound once, for the first call's input; Triton specialises a binary on its
+    pointers' 16-byte alignment (and TMA needs it), so a later input at an odd offset (a contiguous view of a
+    larger buffer) must reach that launch as an aligned copy with the same values."""
+    x, wg, wu = _inputs(16, 32, 48, torch.bfloat16, seed=11)
+    launcher = interp.GateUpLauncher(wg, wu)
+    expected = launcher(x).clone()
+    seen: list[int] = []
+    bound = launcher._rows[(16, False)]
+
+    def watching(x_: torch.Tensor, h: torch.Tensor, gu: torch.Tensor, m: int) -> None:
+        seen.append(x_.data_ptr())
+        bound(x_, h, gu, m)
+
+    launcher._rows[(16, False)] = watching
+    buffer = torch.empty(16 * 32 + 1, dtype=torch.bfloat16)
+    shifted = buffer[1:].view(16, 32)  # contiguous, 2 bytes past an aligned start
+    shifted.copy_(x)
+    assert shifted.is_contiguous() and shifted.data_ptr() % 16
+    out = launcher(shifted)
+    assert seen and seen[0] % 16 == 0
+    assert torch.equal(out, expected)
