@@ -27,8 +27,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mlptui.trace.analysis.critical_path.critical_chains import Chains
 from mlptui.trace.analysis.critical_path.critical_flow import Flow
-from mlptui.trace.analysis.critical_path.critical_graph import GPU, KINDS, OP, Graph, build_graph
+from mlptui.trace.analysis.critical_path.critical_graph import (
+    GPU,
+    KINDS,
+    OP,
+    Graph,
+    build_graph,
+    every_step_chains,
+)
 from mlptui.trace.analysis.events.op_owner import owners
 from mlptui.trace.model import Trace
 
@@ -96,13 +104,15 @@ class CriticalPath:
 def critical_paths(trace: Trace) -> list[CriticalPath]:
     if not trace.steps:
         return [critical_path(trace, None)]
-    return [critical_path(trace, s.index) for s in trace.steps]
+    chains = every_step_chains(trace)           # every step's CPU chains in one pass, not one pass a step
+    return [critical_path(trace, s.index, chains) for s in trace.steps]
 
 
-def critical_path(trace: Trace, step: int | None) -> CriticalPath:
+def critical_path(trace: Trace, step: int | None, chains: Chains | None = None) -> CriticalPath:
+    """`chains`: every_step_chains(trace), for a caller that wants every step (the same path, made sooner)."""
     if step is not None and not 0 <= step < len(trace.steps):
         raise IndexError(f"no step {step} (the trace has {len(trace.steps)})")
-    g = build_graph(trace, step)
+    g = build_graph(trace, step, chains)
     flow = Flow(g)
     weight = g.weight
     longest = flow.longest(weight)
