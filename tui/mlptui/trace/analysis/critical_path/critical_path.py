@@ -60,22 +60,23 @@ class Segment:
 
 @dataclass(frozen=True, slots=True)
 class SegmentColumns:
-    """The path's segments as parallel lists (what the report reads; `rows()` makes the Segment objects)."""
+    """The path's segments as parallel columns (what the report reads; `rows()` makes the Segment objects):
+    the strings as lists, the numbers as arrays (the report rounds them as arrays)."""
 
     kind: list[str]
     name: list[str]
-    start_us: list[float]
-    dur_us: list[float]
+    start_us: np.ndarray
+    dur_us: np.ndarray
     op: list[str | None]
-    op_id: list[int]
-    gpu_id: list[int]
+    op_id: np.ndarray
+    gpu_id: np.ndarray
 
     def __len__(self) -> int:
         return len(self.kind)
 
     def rows(self) -> list[Segment]:
-        return [Segment(*r) for r in zip(self.kind, self.name, self.start_us, self.dur_us, self.op, self.op_id,
-                                         self.gpu_id, strict=True)]
+        return [Segment(*r) for r in zip(self.kind, self.name, self.start_us.tolist(), self.dur_us.tolist(), self.op,
+                                         self.op_id.tolist(), self.gpu_id.tolist(), strict=True)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,8 +203,8 @@ def _segments(trace: Trace, g: Graph, path: np.ndarray, dist: np.ndarray) -> Seg
     return SegmentColumns(
         kind=_KIND_OBJECTS[g.kind_code[path]].tolist(),
         name=with_empty[name].tolist(),
-        start_us=(g.start_us + dist[g.src[path]]).tolist(),
-        dur_us=g.weight[path].tolist(),
+        start_us=g.start_us + dist[g.src[path]],
+        dur_us=g.weight[path],
         op=with_none[top_name].tolist(),
-        op_id=np.where(is_op, ids, -1).tolist(),
-        gpu_id=np.where(is_gpu, ids, -1).tolist())
+        op_id=np.where(is_op, ids, -1),
+        gpu_id=np.where(is_gpu, ids, -1))
