@@ -1,6 +1,7 @@
-"""Every step's CPU chains made at once (critical_chains, what `summary` uses) give each step the same graph,
-array for array, as the step's own pass (what the app uses for the step on screen), however the steps are
-cut into parts; a step with a thread whose slices do not nest is left to its own pass."""
+"""Every step at once (what `summary` uses) against each step on its own (what the app uses for the step on
+screen): the CPU chains made for all steps give each step the same graph, array for array, however the
+steps are cut into parts (a step with a thread whose slices do not nest is left to its own pass); the
+paths found over the steps' graphs laid together are each step's own, to the last bit."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import numpy as np
 import pytest
 from conftest import find_sample
 
-from mlptui.trace.analysis.critical_path import critical_chains
+from mlptui.trace.analysis.critical_path import critical_batch, critical_chains, critical_flow
+from mlptui.trace.analysis.critical_path.critical_flow import MAX_ROUNDS
 from mlptui.trace.analysis.critical_path.critical_graph import Graph, build_graph, every_step_chains
+from mlptui.trace.analysis.critical_path.critical_path import CriticalPath, critical_path, critical_paths
 from mlptui.trace.model import Trace
 from mlptui.trace.parse.load import load_trace
 
@@ -47,3 +50,29 @@ def test_a_step_whose_slices_do_not_nest_takes_its_own_pass() -> None:
 
 def _ops(trace: Trace, step: int) -> np.ndarray:
     return np.flatnonzero(trace.columns.op_step == step)
+
+
+def _same_path(a: CriticalPath, b: CriticalPath) -> None:
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if f.name == "columns":
+            for col in dataclasses.fields(x):
+                u, v = getattr(x, col.name), getattr(y, col.name)
+                assert (np.array_equal(u, v) and u.dtype == v.dtype) if isinstance(u, np.ndarray) else u == v, col.name
+        else:
+            assert x == y, f.name
+
+
+@pytest.mark.parametrize(("group", "rounds"), [(2, MAX_ROUNDS), (16, MAX_ROUNDS), (16, 1)])
+def test_every_path_at_once_is_each_steps_own(group: int, rounds: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Laid together in groups (one that ends mid-trace too), and where a step needs more rounds than allowed
+    (then its group goes graph by graph), every figure is the step's own to the last bit."""
+    monkeypatch.setattr(critical_batch, "GROUP", group)
+    monkeypatch.setattr(critical_flow, "MAX_ROUNDS", rounds)
+    for sample in (find_sample("mlp", "eager", "bf16"), find_sample("mlp-train", "eager", "bf16")):
+        trace = load_trace(sample)
+        every = critical_paths(trace)
+        assert len(every) == len(trace.steps) >= 2
+        assert any(p.what_if for p in every)
+        for p in every:
+            _same_path(critical_path(trace, p.step), p)

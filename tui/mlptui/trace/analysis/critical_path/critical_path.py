@@ -35,7 +35,6 @@ from mlptui.trace.analysis.critical_path.critical_graph import (
     OP,
     Graph,
     build_graph,
-    every_step_chains,
 )
 from mlptui.trace.analysis.events.op_owner import owners
 from mlptui.trace.model import Trace
@@ -105,44 +104,60 @@ class CriticalPath:
 def critical_paths(trace: Trace) -> list[CriticalPath]:
     if not trace.steps:
         return [critical_path(trace, None)]
-    chains = every_step_chains(trace)           # every step's CPU chains in one pass, not one pass a step
-    return [critical_path(trace, s.index, chains) for s in trace.steps]
+    from mlptui.trace.analysis.critical_path.critical_batch import every_path  # it builds on this module
+    return every_path(trace)                    # every step at once
 
 
 def critical_path(trace: Trace, step: int | None, chains: Chains | None = None) -> CriticalPath:
-    """`chains`: every_step_chains(trace), for a caller that wants every step (the same path, made sooner)."""
+    """`chains`: every_step_chains(trace), for a caller that builds every step's graph."""
     if step is not None and not 0 <= step < len(trace.steps):
         raise IndexError(f"no step {step} (the trace has {len(trace.steps)})")
-    g = build_graph(trace, step, chains)
+    return path_of(trace, step, build_graph(trace, step, chains))
+
+
+def path_of(trace: Trace, step: int | None, g: Graph) -> CriticalPath:
+    """The path through a graph built for the step."""
     flow = Flow(g)
     weight = g.weight
     longest = flow.longest(weight)
     path = flow.backtrack(longest, weight)
-    columns = _segments(trace, g, path, longest)
-    breakdown = dict(zip(KINDS, np.bincount(g.kind_code[path], weights=weight[path], minlength=len(KINDS)).tolist(),
-                         strict=True))
-    names = _edge_names(trace, g)
-    mine = path[g.own[path] & _OWN_KIND[g.kind_code[path]]]
-    strings = trace.columns.strings
-    keys, where = np.unique(names[mine] * len(KINDS) + g.kind_code[mine], return_inverse=True)
-    sums = np.bincount(where.reshape(-1), weights=weight[mine], minlength=len(keys)).tolist()
-    on_path = [((n // len(KINDS), KINDS[n % len(KINDS)]), us) for n, us in zip(keys.tolist(), sums, strict=True)]
-    ranked = sorted(on_path, key=lambda r: (-r[1], strings[r[0][0]]))[:TOP]
-    top = [(strings[n], k, us) for (n, k), us in ranked]
-    what_if: list[tuple[str, float]] = []
-    if ranked:
+    part = _Part(trace, g, path)
+    ends = [] if part.gone is None else flow.sink_without(weight, *part.gone, len(part.ranked)).tolist()
+    return part.path(trace, step, longest, ends)
+
+
+class _Part:
+    """A step's path up to its what-ifs: its names, its top names and the edges each what-if takes away."""
+
+    def __init__(self, trace: Trace, g: Graph, path: np.ndarray) -> None:
+        self.g, self.on = g, path
+        names = _edge_names(trace, g)
+        weight = g.weight
+        mine = path[g.own[path] & _OWN_KIND[g.kind_code[path]]]
+        keys, where = np.unique(names[mine] * len(KINDS) + g.kind_code[mine], return_inverse=True)
+        sums = np.bincount(where.reshape(-1), weights=weight[mine], minlength=len(keys)).tolist()
+        on_path = [((n // len(KINDS), KINDS[n % len(KINDS)]), us) for n, us in zip(keys.tolist(), sums, strict=True)]
+        strings = trace.columns.strings
+        self.ranked = sorted(on_path, key=lambda r: (-r[1], strings[r[0][0]]))[:TOP]
         # what-if j: the own time of every event named ranked[j] gone
-        gone, row = _named(names, g.own, np.array([n for (n, _k), _us in ranked]))
-        ends = flow.sink_without(weight, gone, row, len(ranked)).tolist()
-        what_if = [(strings[n], us) for ((n, _k), _u), us in zip(ranked, ends, strict=True)]
-    mark = trace.steps[step] if step is not None and trace.steps else None
-    window = g.end_us - g.start_us
-    length = float(longest[1])
-    return CriticalPath(
-        step=-1 if mark is None else mark.index, name=ALL_NAME if mark is None else mark.name, start_us=g.start_us,
-        window_us=window, length_us=length, remainder_us=window - length,
-        unexplained_us=sum(weight[path[g.unexplained[path]]].tolist()),
-        columns=columns, breakdown_us=breakdown, top=top, what_if=what_if)
+        self.gone = _named(names, g.own, np.array([n for (n, _k), _us in self.ranked])) if self.ranked else None
+
+    def path(self, trace: Trace, step: int | None, longest: np.ndarray, ends: list[float]) -> CriticalPath:
+        g, path, weight = self.g, self.on, self.g.weight
+        strings = trace.columns.strings
+        columns = _segments(trace, g, path, longest)
+        breakdown = dict(zip(KINDS, np.bincount(g.kind_code[path], weights=weight[path],
+                                                minlength=len(KINDS)).tolist(), strict=True))
+        top = [(strings[n], k, us) for (n, k), us in self.ranked]
+        what_if = [(strings[n], us) for ((n, _k), _u), us in zip(self.ranked, ends, strict=True)]
+        mark = trace.steps[step] if step is not None and trace.steps else None
+        window = g.end_us - g.start_us
+        length = float(longest[1])
+        return CriticalPath(
+            step=-1 if mark is None else mark.index, name=ALL_NAME if mark is None else mark.name,
+            start_us=g.start_us, window_us=window, length_us=length, remainder_us=window - length,
+            unexplained_us=sum(weight[path[g.unexplained[path]]].tolist()),
+            columns=columns, breakdown_us=breakdown, top=top, what_if=what_if)
 
 
 def _edge_names(trace: Trace, g: Graph) -> np.ndarray:
