@@ -19,7 +19,6 @@ from mlptui.trace.analysis.critical_path.critical_graph import Graph, build_grap
 from mlptui.trace.analysis.critical_path.critical_path import CriticalPath, _Part, path_of
 from mlptui.trace.model import Step, Trace
 
-
 GROUP = 16         # steps laid together: enough to share the calls, few enough that the arrays stay in cache
 
 
