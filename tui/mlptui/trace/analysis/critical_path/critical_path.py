@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mlptui.trace.analysis.critical_path.critical_batch import every_path
 from mlptui.trace.analysis.critical_path.critical_chains import Chains
 from mlptui.trace.analysis.critical_path.critical_flow import Flow
 from mlptui.trace.analysis.critical_path.critical_graph import (
@@ -104,8 +105,7 @@ class CriticalPath:
 def critical_paths(trace: Trace) -> list[CriticalPath]:
     if not trace.steps:
         return [critical_path(trace, None)]
-    from mlptui.trace.analysis.critical_path.critical_batch import every_path  # it builds on this module
-    return every_path(trace)                    # every step at once
+    return every_path(trace, _Part, path_of)    # every step at once
 
 
 def critical_path(trace: Trace, step: int | None, chains: Chains | None = None) -> CriticalPath:
@@ -139,6 +139,7 @@ class _Part:
         on_path = [((n // len(KINDS), KINDS[n % len(KINDS)]), us) for n, us in zip(keys.tolist(), sums, strict=True)]
         strings = trace.columns.strings
         self.ranked = sorted(on_path, key=lambda r: (-r[1], strings[r[0][0]]))[:TOP]
+        self.what_ifs = len(self.ranked)
         # what-if j: the own time of every event named ranked[j] gone
         self.gone = _named(names, g.own, np.array([n for (n, _k), _us in self.ranked])) if self.ranked else None
 
