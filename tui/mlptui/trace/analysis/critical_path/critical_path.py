@@ -5,7 +5,8 @@
 
 The path is the longest path from the window's start to its end through the graph of
 mlptui.trace.analysis.critical_path.critical_graph (built per step, on demand, in time linear in its events),
-through mlptui.trace.analysis.critical_path.critical_flow (the what-ifs of a step in one pass). Its
+through mlptui.trace.analysis.critical_path.critical_flow (the what-ifs of a step in one pass);
+critical_paths makes every step's at once (critical_batch: the same figures, with fewer passes). Its
 length equals the step window of mlptui.trace.analysis.steps.steps (step start to the later of its end and
 the end of its own GPU work); `remainder_us` is any difference left (float rounding only, on the
 traces tested) and `unexplained_us` the time on the path that no recorded dependency explains.
