@@ -1,6 +1,7 @@
 """CPU time of the critical path section in one process, step by step and piece by piece.
 
-    python benchmarks/bench_critical_path.py TRACE                # critical_path() and the report's rows
+    python benchmarks/bench_critical_path.py TRACE                # critical_path() and the report's rows, and
+                                                                  # critical_paths() (every step, as summary does)
     python benchmarks/bench_critical_path.py TRACE --pieces       # and each piece of critical_path() alone
     python benchmarks/bench_critical_path.py TRACE --every 9 --repeats 15
 
@@ -53,6 +54,10 @@ def main() -> int:
     print(f"{len(steps)} of {len(trace.steps)} steps, best of {args.repeats}")
     line("critical_path()", lambda: [critical_path.critical_path(trace, s) for s in steps])
     line("report rows (path_report)", lambda: [critical_path_report.path_report(p) for p in paths])
+    # every step at once (summary's way; an older tree makes them step by step): the best of a few passes
+    every = min(timeit.repeat(lambda: critical_path.critical_paths(trace), number=1, repeat=max(args.repeats // 3, 1)))
+    print(f"{'critical_paths(), every step':<36} {every * 1e6 / len(trace.steps):8.1f} µs a step {every:7.3f} s for "
+          f"{len(trace.steps)} steps")
     if args.pieces:
         _pieces(trace, steps, line)
     return 0

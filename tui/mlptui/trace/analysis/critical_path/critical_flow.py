@@ -17,6 +17,11 @@ order instead. Only the nodes that edges between runs touch (and each run's firs
 rounds; the others follow from their run's running sum. Of the edges of no weight into one node from one
 run, only the one from the run's latest node takes part (distances never fall along a run).
 Every node starts at 0, so a node the source cannot reach stays at 0, as in the edge-by-edge pass.
+
+A Flow may also be made over several graphs laid one after another (`parts`: their node bounds; each part
+its own source and sink at its first two nodes, no edge from one part to another): the rounds then run
+over all of them at once, each part's running sums are its own (the same numbers as its graph alone
+gives), and past MAX_ROUNDS it raises TooManyRounds (the caller goes graph by graph).
 """
 
 from __future__ import annotations
@@ -31,11 +36,16 @@ MAX_ROUNDS = 24
 TOL = 1e-6                      # µs: two arrivals this close are the same instant
 
 
+class TooManyRounds(Exception):
+    """A Flow over several graphs needed more than MAX_ROUNDS rounds."""
+
+
 class Flow:
-    def __init__(self, g: Graph) -> None:
+    def __init__(self, g: Graph, parts: np.ndarray | None = None) -> None:
         n = len(g.time)
         self.n = n
         self.g = g
+        self.parts = parts                              # node bounds of the graphs g lays together, or None
         chain = g.chain
         self.chain_dst = g.dst[chain]
         self.chain_e = np.flatnonzero(chain)
@@ -54,12 +64,15 @@ class Flow:
         # run, so the rounds work on these alone and the rest follow from their run's running sum
         keep = starts[:n].copy()
         keep[:2] = True
+        if parts is not None:
+            keep[parts[:-1]] = keep[parts[:-1] + 1] = True
         keep[g.src[cross]] = True
         keep[g.dst[cross]] = True
         self.keep = keep
         self.kept = np.flatnonzero(keep)
         at = np.cumsum(keep) - 1                        # each node's kept node at or before it, on its run
         self.below = at
+        self.kept_parts = None if parts is None else at[parts[:-1]].tolist() + [len(self.kept)]
         self.cross_src = at[g.src[cross]]
         cdst = at[g.dst[cross]]
         if len(cdst):
@@ -86,8 +99,10 @@ class Flow:
         w = weight if weight.ndim == 2 else weight[None, :]
         padded = np.zeros((w.shape[0], w.shape[1] + 1))
         padded[:, :-1] = w
-        ran = np.cumsum(padded.take(self.chain_into, axis=1), axis=1)
+        ran = self._runsum(padded.take(self.chain_into, axis=1), self.parts)
         settled = self._rounds(ran.take(self.kept, axis=1), w.take(self.cross_e, axis=1))
+        if settled is None and self.parts is not None:
+            raise TooManyRounds
         if settled is None:
             out = np.stack([self._in_order(row) for row in w])
             return out if weight.ndim == 2 else out[0]
@@ -102,26 +117,48 @@ class Flow:
         gone[row == j] set to 0 (an edge at most once a row). Each what-if's running sums along the runs
         are the base's less its removed chain weights summed up to each kept node, so no what-if gathers
         and sums a whole row of weights."""
-        padded = np.zeros(len(weight) + 1)
-        padded[:-1] = weight
-        kept_ran = np.cumsum(padded.take(self.chain_into))[self.kept]
+        padded = np.zeros((1, len(weight) + 1))
+        padded[0, :-1] = weight
+        kept_ran = self._runsum(padded.take(self.chain_into, axis=1), self.parts)[0, self.kept]
         m = len(self.kept)
         on_chain = self.g.chain[gone]
         d = self.g.dst[gone[on_chain]]
         # a removed chain edge into node d takes its weight off every kept node from d's on (d's own kept
-        # node when d is kept, else the next one along its run)
+        # node when d is kept, else the next one along its run; past its part's last, none)
         first = self.below[d] + ~self.keep[d]
-        less = np.bincount(row[on_chain] * (m + 1) + first, weights=weight[gone[on_chain]], minlength=k * (m + 1))
-        ran = kept_ran[None, :] - np.cumsum(less.reshape(k, m + 1)[:, :m], axis=1)
+        w_gone, r_gone = weight[gone[on_chain]], row[on_chain]
+        if self.kept_parts is not None:
+            bounds = np.array(self.kept_parts)
+            inside = first < bounds[np.searchsorted(bounds, self.below[d], side="right")]
+            first, w_gone, r_gone = first[inside], w_gone[inside], r_gone[inside]
+        less = np.bincount(r_gone * (m + 1) + first, weights=w_gone, minlength=k * (m + 1))
+        ran = kept_ran[None, :] - self._runsum(less.reshape(k, m + 1)[:, :m], self.kept_parts)
         cw = np.repeat(weight[None, self.cross_e], k, axis=0)
         at = self.cross_at[gone[~on_chain]]
         cw[row[~on_chain][at >= 0], at[at >= 0]] = 0.0
         settled = self._rounds(ran, cw)
+        if settled is None and self.parts is not None:
+            raise TooManyRounds
         if settled is None:
             rows = np.repeat(weight[None, :], k, axis=0)
             rows[row, gone] = 0.0
             return np.array([self._in_order(r)[1] for r in rows])
+        if self.parts is not None:                      # (k, parts): each part's sink
+            at_sinks: np.ndarray = settled[0][:, self.below[self.parts[:-1] + 1]]
+            return at_sinks
         return settled[0][:, 1]
+
+    @staticmethod
+    def _runsum(a: np.ndarray, parts: np.ndarray | list[int] | None) -> np.ndarray:
+        """Cumulative sums along axis 1, each part's from its own first column (the same floats as summing
+        the part alone)."""
+        if parts is None:
+            return np.cumsum(a, axis=1)
+        out = np.empty_like(a)
+        bounds = parts.tolist() if isinstance(parts, np.ndarray) else parts
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+            np.cumsum(a[:, lo:hi], axis=1, out=out[:, lo:hi])
+        return out
 
     def _rounds(self, kept_ran: np.ndarray, cw: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """The rounds over the kept nodes: (distances, running maxima), or None past MAX_ROUNDS."""
@@ -169,6 +206,10 @@ class Flow:
         """The path's edges with a weight, source to sink: from the sink back, the edge that set each node's
         distance; among edges that tie, the last one added (a sync or wait edge is added after the edges it
         explains better)."""
+        return self.backtrack_parts(dist, weight, [0])[0]
+
+    def backtrack_parts(self, dist: np.ndarray, weight: np.ndarray, sources: list[int]) -> list[np.ndarray]:
+        """The same for each part, from its sink (source + 1) back to its source."""
         g = self.g
         tight = np.abs(dist[g.src] + weight - dist[g.dst]) <= TOL + 1e-12 * dist[g.dst]
         chosen = np.full(self.n, -1, dtype=np.int64)
@@ -183,19 +224,22 @@ class Flow:
         # the walk makes few jumps: read the arrays where it lands rather than turn them into lists
         stop = np.maximum.accumulate(np.where(other, np.arange(self.n), 0))
         src = g.src
-        pieces = []
-        v = 1
-        while True:
-            s = int(stop[v])
-            if s < v:
-                pieces.append(into[s + 1:v + 1])
-            e = int(chosen[s])
-            if s == 0 or e < 0:
-                break
-            pieces.append(np.array([e]))
-            v = int(src[e])
-        path = np.concatenate(pieces[::-1]) if pieces else np.zeros(0, dtype=np.int64)
-        return path[weight[path] > 0]
+        paths = []
+        for source in sources:
+            pieces = []
+            v = source + 1
+            while True:
+                s = int(stop[v])
+                if s < v:
+                    pieces.append(into[s + 1:v + 1])
+                e = int(chosen[s])
+                if s == source or e < 0:
+                    break
+                pieces.append(np.array([e]))
+                v = int(src[e])
+            path = np.concatenate(pieces[::-1]) if pieces else np.zeros(0, dtype=np.int64)
+            paths.append(path[weight[path] > 0])
+        return paths
 
 
 def _deciding(g: Graph, run: np.ndarray) -> np.ndarray:

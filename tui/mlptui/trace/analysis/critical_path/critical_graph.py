@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mlptui.trace.analysis.critical_path.critical_chains import Chains, StepChains, all_chains
 from mlptui.trace.analysis.critical_path.critical_syncs import recorded_waits
 from mlptui.trace.analysis.events.launches import call_kinds
 from mlptui.trace.analysis.events.tables import tables, unique_ids
@@ -130,7 +131,22 @@ def is_stream_wait(name: str) -> bool:
     return "StreamWaitEvent" in name
 
 
-def build_graph(trace: Trace, step: int | None) -> Graph:
+def every_step_chains(trace: Trace) -> Chains:
+    """The CPU chains of every step at once (for a caller that wants every step's graph)."""
+    t = tables(trace)
+    rows = trace.derive(_rows_by_step)
+    return all_chains(t, _cpu_kinds(rows.call_code), rows.call_code == _SYNC_CALL, len(trace.steps), OP, NONE,
+                      _K[CPU])
+
+
+def _cpu_kinds(code: np.ndarray) -> np.ndarray:
+    kinds: np.ndarray = np.where(code == _SYNC_CALL, _K[SYNC_WAIT],
+                                 np.where(code == _LAUNCH_CALL, _K[LAUNCH], _K[CPU])).astype(np.int8)
+    return kinds
+
+
+def build_graph(trace: Trace, step: int | None, chains: Chains | None = None) -> Graph:
+    """`chains`: every_step_chains(trace), where the caller builds every step's graph."""
     t = tables(trace)
     rows = trace.derive(_rows_by_step)
     if step is None or not trace.steps:
@@ -145,7 +161,8 @@ def build_graph(trace: Trace, step: int | None) -> Graph:
         end = max(s.ts + s.dur, float((t.gpu_ts[own] + t.gpu_dur[own]).max()) if len(own) else s.ts + s.dur)
         root = s.op
     edges = _Edges()
-    cpu = _Cpu(trace, t, ops, start)
+    made = chains.step(step, ops) if chains is not None and step is not None and len(ops) else None
+    cpu = _Cpu(trace, t, ops, start, made)
     root_at = cpu.local(np.array([root]))[0] if root >= 0 else -1
     if root_at >= 0:                # else a damaged step (its own slice left out of its rows): hang from its threads
         edges.add(np.zeros(1), cpu.start_node[root_at], 0.0, _K[CPU])
@@ -251,24 +268,32 @@ class _Cpu:
     """The CPU slices of the window (`ops`, by id; arrays below are by that position): their instants, one
     run of nodes per thread, in time order."""
 
-    def __init__(self, trace: Trace, t: TraceColumns, ops: np.ndarray, start: float) -> None:
+    def __init__(self, trace: Trace, t: TraceColumns, ops: np.ndarray, start: float,
+                 made: StepChains | None = None) -> None:
+        """made: the chains already made for the step (every_step_chains), where its threads all nest."""
         rows = trace.derive(_rows_by_step)
         self.ops = ops
         n = len(ops)
         self.ts, self.dur = t.op_ts[ops], t.op_dur[ops]
         code = rows.call_code[ops]
-        self.kind_code = np.where(code == _SYNC_CALL, _K[SYNC_WAIT],
-                                  np.where(code == _LAUNCH_CALL, _K[LAUNCH], _K[CPU])).astype(np.int8)
         self.sync_calls = np.flatnonzero(code == _SYNC_CALL)
         self.wait_calls: list[float] = sorted(self.ts[rows.stream_wait[ops]].tolist())
-        self.parent = self.local(t.op_parent[ops])          # -1: a root, or a parent outside the window
-        self.start_node = np.zeros(n, dtype=np.int64)
-        self.end_node = np.zeros(n, dtype=np.int64)
         self.leaf_weights: dict[int, float] = {}            # edge -> the least weight a sync's return gives it
         self.leaf_edge: dict[int, int] = {}                 # sync call (position) -> its start -> end edge
         self._leaf: dict[int, tuple[int, int]] = {}         # the same, as (block, offset) until add_edges
         self._blocks: list[tuple[np.ndarray, ...]] = []
         self._firsts: list[np.ndarray] = []
+        if made is not None:
+            self.time, self.start_node, self.end_node = made.time, made.start_node, made.end_node
+            self.thread_ends = made.thread_ends
+            self._firsts.append(made.firsts)
+            self._blocks.append(made.gaps)
+            self._leaf = {c: (0, j) for c, j in made.leaf.items()}
+            return
+        self.kind_code = _cpu_kinds(code)
+        self.parent = self.local(t.op_parent[ops])          # -1: a root, or a parent outside the window
+        self.start_node = np.zeros(n, dtype=np.int64)
+        self.end_node = np.zeros(n, dtype=np.int64)
         times: list[np.ndarray] = []
         self.thread_ends = np.zeros(0, dtype=np.int64)
         if not n:

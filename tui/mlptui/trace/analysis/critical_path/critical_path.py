@@ -5,7 +5,8 @@
 
 The path is the longest path from the window's start to its end through the graph of
 mlptui.trace.analysis.critical_path.critical_graph (built per step, on demand, in time linear in its events),
-through mlptui.trace.analysis.critical_path.critical_flow (the what-ifs of a step in one pass). Its
+through mlptui.trace.analysis.critical_path.critical_flow (the what-ifs of a step in one pass);
+critical_paths makes every step's at once (critical_batch: the same figures, with fewer passes). Its
 length equals the step window of mlptui.trace.analysis.steps.steps (step start to the later of its end and
 the end of its own GPU work); `remainder_us` is any difference left (float rounding only, on the
 traces tested) and `unexplained_us` the time on the path that no recorded dependency explains.
@@ -27,8 +28,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mlptui.trace.analysis.critical_path.critical_batch import every_path
+from mlptui.trace.analysis.critical_path.critical_chains import Chains
 from mlptui.trace.analysis.critical_path.critical_flow import Flow
-from mlptui.trace.analysis.critical_path.critical_graph import GPU, KINDS, OP, Graph, build_graph
+from mlptui.trace.analysis.critical_path.critical_graph import (
+    GPU,
+    KINDS,
+    OP,
+    Graph,
+    build_graph,
+)
 from mlptui.trace.analysis.events.op_owner import owners
 from mlptui.trace.model import Trace
 
@@ -52,22 +61,23 @@ class Segment:
 
 @dataclass(frozen=True, slots=True)
 class SegmentColumns:
-    """The path's segments as parallel lists (what the report reads; `rows()` makes the Segment objects)."""
+    """The path's segments as parallel columns (what the report reads; `rows()` makes the Segment objects):
+    the strings as lists, the numbers as arrays (the report rounds them as arrays)."""
 
     kind: list[str]
     name: list[str]
-    start_us: list[float]
-    dur_us: list[float]
+    start_us: np.ndarray
+    dur_us: np.ndarray
     op: list[str | None]
-    op_id: list[int]
-    gpu_id: list[int]
+    op_id: np.ndarray
+    gpu_id: np.ndarray
 
     def __len__(self) -> int:
         return len(self.kind)
 
     def rows(self) -> list[Segment]:
-        return [Segment(*r) for r in zip(self.kind, self.name, self.start_us, self.dur_us, self.op, self.op_id,
-                                         self.gpu_id, strict=True)]
+        return [Segment(*r) for r in zip(self.kind, self.name, self.start_us.tolist(), self.dur_us.tolist(), self.op,
+                                         self.op_id.tolist(), self.gpu_id.tolist(), strict=True)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,42 +106,60 @@ class CriticalPath:
 def critical_paths(trace: Trace) -> list[CriticalPath]:
     if not trace.steps:
         return [critical_path(trace, None)]
-    return [critical_path(trace, s.index) for s in trace.steps]
+    return every_path(trace, _Part, path_of)    # every step at once
 
 
-def critical_path(trace: Trace, step: int | None) -> CriticalPath:
+def critical_path(trace: Trace, step: int | None, chains: Chains | None = None) -> CriticalPath:
+    """`chains`: every_step_chains(trace), for a caller that builds every step's graph."""
     if step is not None and not 0 <= step < len(trace.steps):
         raise IndexError(f"no step {step} (the trace has {len(trace.steps)})")
-    g = build_graph(trace, step)
+    return path_of(trace, step, build_graph(trace, step, chains))
+
+
+def path_of(trace: Trace, step: int | None, g: Graph) -> CriticalPath:
+    """The path through a graph built for the step."""
     flow = Flow(g)
     weight = g.weight
     longest = flow.longest(weight)
     path = flow.backtrack(longest, weight)
-    columns = _segments(trace, g, path, longest)
-    breakdown = dict(zip(KINDS, np.bincount(g.kind_code[path], weights=weight[path], minlength=len(KINDS)).tolist(),
-                         strict=True))
-    names = _edge_names(trace, g)
-    mine = path[g.own[path] & _OWN_KIND[g.kind_code[path]]]
-    strings = trace.columns.strings
-    keys, where = np.unique(names[mine] * len(KINDS) + g.kind_code[mine], return_inverse=True)
-    sums = np.bincount(where.reshape(-1), weights=weight[mine], minlength=len(keys)).tolist()
-    on_path = [((n // len(KINDS), KINDS[n % len(KINDS)]), us) for n, us in zip(keys.tolist(), sums, strict=True)]
-    ranked = sorted(on_path, key=lambda r: (-r[1], strings[r[0][0]]))[:TOP]
-    top = [(strings[n], k, us) for (n, k), us in ranked]
-    what_if: list[tuple[str, float]] = []
-    if ranked:
+    part = _Part(trace, g, path)
+    ends = [] if part.gone is None else flow.sink_without(weight, *part.gone, len(part.ranked)).tolist()
+    return part.path(trace, step, longest, ends)
+
+
+class _Part:
+    """A step's path up to its what-ifs: its names, its top names and the edges each what-if takes away."""
+
+    def __init__(self, trace: Trace, g: Graph, path: np.ndarray) -> None:
+        self.g, self.on = g, path
+        names = _edge_names(trace, g)
+        weight = g.weight
+        mine = path[g.own[path] & _OWN_KIND[g.kind_code[path]]]
+        keys, where = np.unique(names[mine] * len(KINDS) + g.kind_code[mine], return_inverse=True)
+        sums = np.bincount(where.reshape(-1), weights=weight[mine], minlength=len(keys)).tolist()
+        on_path = [((n // len(KINDS), KINDS[n % len(KINDS)]), us) for n, us in zip(keys.tolist(), sums, strict=True)]
+        strings = trace.columns.strings
+        self.ranked = sorted(on_path, key=lambda r: (-r[1], strings[r[0][0]]))[:TOP]
+        self.what_ifs = len(self.ranked)
         # what-if j: the own time of every event named ranked[j] gone
-        gone, row = _named(names, g.own, np.array([n for (n, _k), _us in ranked]))
-        ends = flow.sink_without(weight, gone, row, len(ranked)).tolist()
-        what_if = [(strings[n], us) for ((n, _k), _u), us in zip(ranked, ends, strict=True)]
-    mark = trace.steps[step] if step is not None and trace.steps else None
-    window = g.end_us - g.start_us
-    length = float(longest[1])
-    return CriticalPath(
-        step=-1 if mark is None else mark.index, name=ALL_NAME if mark is None else mark.name, start_us=g.start_us,
-        window_us=window, length_us=length, remainder_us=window - length,
-        unexplained_us=sum(weight[path[g.unexplained[path]]].tolist()),
-        columns=columns, breakdown_us=breakdown, top=top, what_if=what_if)
+        self.gone = _named(names, g.own, np.array([n for (n, _k), _us in self.ranked])) if self.ranked else None
+
+    def path(self, trace: Trace, step: int | None, longest: np.ndarray, ends: list[float]) -> CriticalPath:
+        g, path, weight = self.g, self.on, self.g.weight
+        strings = trace.columns.strings
+        columns = _segments(trace, g, path, longest)
+        breakdown = dict(zip(KINDS, np.bincount(g.kind_code[path], weights=weight[path],
+                                                minlength=len(KINDS)).tolist(), strict=True))
+        top = [(strings[n], k, us) for (n, k), us in self.ranked]
+        what_if = [(strings[n], us) for ((n, _k), _u), us in zip(self.ranked, ends, strict=True)]
+        mark = trace.steps[step] if step is not None and trace.steps else None
+        window = g.end_us - g.start_us
+        length = float(longest[1])
+        return CriticalPath(
+            step=-1 if mark is None else mark.index, name=ALL_NAME if mark is None else mark.name,
+            start_us=g.start_us, window_us=window, length_us=length, remainder_us=window - length,
+            unexplained_us=sum(weight[path[g.unexplained[path]]].tolist()),
+            columns=columns, breakdown_us=breakdown, top=top, what_if=what_if)
 
 
 def _edge_names(trace: Trace, g: Graph) -> np.ndarray:
@@ -192,8 +220,8 @@ def _segments(trace: Trace, g: Graph, path: np.ndarray, dist: np.ndarray) -> Seg
     return SegmentColumns(
         kind=_KIND_OBJECTS[g.kind_code[path]].tolist(),
         name=with_empty[name].tolist(),
-        start_us=(g.start_us + dist[g.src[path]]).tolist(),
-        dur_us=g.weight[path].tolist(),
+        start_us=g.start_us + dist[g.src[path]],
+        dur_us=g.weight[path],
         op=with_none[top_name].tolist(),
-        op_id=np.where(is_op, ids, -1).tolist(),
-        gpu_id=np.where(is_gpu, ids, -1).tolist())
+        op_id=np.where(is_op, ids, -1),
+        gpu_id=np.where(is_gpu, ids, -1))

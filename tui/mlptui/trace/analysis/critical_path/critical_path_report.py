@@ -22,16 +22,16 @@ def _r(x: float) -> float:
     return round(x, 3)
 
 
-def _r_all(values: list[float]) -> list[float]:
+def _r_all(values: np.ndarray) -> list[float]:
     """round(x, 3) of each, through numpy: rint(x * 1000) / 1000 is the same float wherever x * 1000 is
     not within reach of a half (those, and values too large for it, are rounded one by one)."""
-    x = np.asarray(values, dtype=np.float64)
+    x = values.astype(np.float64, copy=False)
     y = x * 1000.0
     r = np.rint(y)
     out = r / 1000.0
     doubt = ~(np.abs(np.abs(y - r) - 0.5) > 1e-6) | ~(np.abs(y) < 2.0**50)
     for i in np.flatnonzero(doubt).tolist():
-        out[i] = round(values[i], 3)
+        out[i] = round(float(x[i]), 3)
     rounded: list[float] = out.tolist()
     return rounded
 

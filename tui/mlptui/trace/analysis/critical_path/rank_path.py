@@ -29,6 +29,7 @@ def step_path(trace: Trace) -> StepPath:
     key = {c.gpu: i for i, c in enumerate(collectives(trace))}
     c = p.columns
     calls = tuple(PathCall(key[g], start + trace.origin_us, dur)
-                  for kind, g, start, dur in zip(c.kind, c.gpu_id, c.start_us, c.dur_us, strict=True)
+                  for kind, g, start, dur in zip(c.kind, c.gpu_id.tolist(), c.start_us.tolist(), c.dur_us.tolist(),
+                                                   strict=True)
                   if kind == "kernel" and g in key)
     return StepPath(p.name, p.window_us, p.length_us, tuple(p.breakdown_us.items()), calls)
