@@ -197,12 +197,17 @@ def run_distributed(args: argparse.Namespace) -> int:
         rc = subprocess.call(torchrun_command(nproc, spec_path), env=worker_env(args.device),
                              stdout=sink, stderr=subprocess.STDOUT)
     records, errors = _rank_results(results, nproc)
-    if rc != 0 or errors or len(records) != nproc:
+    if errors or len(records) != nproc:
         for rec in records:
             Path(rec["tmp_trace"]).unlink(missing_ok=True)
         _remove_if_empty(folder)
         why = errors[0] if errors else f"torch.distributed.run exited with {rc}"
         raise MlptuiError(f"{title} failed: {why} (log: {log})")
+    if rc != 0:
+        # every rank wrote its trace and its record, which it does only once its work is done: a process that
+        # died after that (torch's native teardown can abort one) loses nothing, so the run is kept, and said
+        print(f"mlptui: warning: torch.distributed.run exited with {rc} after every rank had written its trace "
+              f"and results; the run is kept (log: {log})", file=sys.stderr)
     records.sort(key=lambda r: r["rank"])
     command = command_line(args, w, mode, shape, nproc)
     done = [_publish(rec, folder, w, mode, shape, args, command) for rec in records]
@@ -215,7 +220,8 @@ def run_distributed(args: argparse.Namespace) -> int:
         "command": command,
         **({"delay": spec["delay"]} if spec["delay"] else {}),
     })
-    shutil.rmtree(results, ignore_errors=True)
+    if rc == 0:
+        shutil.rmtree(results, ignore_errors=True)
     progress.results(done, str(folder))
     return 0
 
