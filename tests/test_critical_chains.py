@@ -76,3 +76,23 @@ def test_every_path_at_once_is_each_steps_own(group: int, rounds: int, monkeypat
         assert any(p.what_if for p in every)
         for p in every:
             _same_path(critical_path(trace, p.step), p)
+
+
+def test_a_part_of_steps_with_no_cpu_slice_has_no_chains() -> None:
+    """Steps that hold no CPU slice at all (a damaged trace's steps can be empty): their part has no marks,
+    and every step's chains are still made, the empty steps' empty."""
+    import mlptui.trace.analysis.critical_path.critical_graph as graph
+
+    trace = load_trace(find_sample("mlp", "eager", "bf16"))
+    t = graph.tables(trace)
+    rows = trace.derive(graph._rows_by_step)
+    steps = len(trace.steps)
+    extra = critical_chains.PART  # one more whole part of steps, none of which holds a slice
+    chains = critical_chains.all_chains(t, graph._cpu_kinds(rows.call_code), rows.call_code == graph._SYNC_CALL,
+                                        steps + extra, graph.OP, graph.NONE, graph._K[graph.CPU])
+    empty = np.empty(0, dtype=np.int64)
+    for s in range(steps, steps + extra):
+        got = chains.step(s, empty)
+        assert got is not None and len(got.time) == 0 and len(got.firsts) == 0 and len(got.gaps[0]) == 0
+    for s in trace.steps:  # the real steps are untouched
+        _same(build_graph(trace, s.index), build_graph(trace, s.index, every_step_chains(trace)))

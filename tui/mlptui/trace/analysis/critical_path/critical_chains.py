@@ -154,7 +154,7 @@ def _part(t: TraceColumns, sub: np.ndarray, base: int, n_steps: int, parent: np.
     made.end_node[order[has_end]] = node_of[n:]
     head = np.ones(len(op), dtype=bool)
     head[1:] = mark_group[1:] != mark_group[:-1]
-    last = np.concatenate((head[1:], [True]))
+    last = np.concatenate((head[1:], np.ones(min(len(op), 1), dtype=bool)))  # a part may hold no slice
     thread_lo = np.searchsorted(s_o[new], bounds, side="left")
     # the gap after an instant: the slice that started there (if it lasts), else the parent of the slice
     # that ended (or the zero-length one that happened) when that parent is in the step
