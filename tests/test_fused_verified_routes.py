@@ -14,6 +14,7 @@ in any cell of that report and pass (it launches eager's kernels, and costs a li
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -76,13 +77,19 @@ def test_report_covers_every_family_both_passes_and_says_how_it_was_made(path: P
     assert not [e for e in doc["errors"] if e["kind"] == "inaccurate"]
 
 
+@cache
+def _report_cells(path: Path) -> dict[tuple[str, int, str], dict[str, dict[str, Any]]]:
+    """A committed report's sweep cells, read once for all the tests (nothing here changes them)."""
+    return _cells(json.loads(path.read_text()))
+
+
 def _forced(path: Path) -> dict[tuple[str, int, str], float]:
-    return {k: m["fused-forced"]["paired_vs_eager"][0] for k, m in _cells(json.loads(path.read_text())).items()}
+    return {k: m["fused-forced"]["paired_vs_eager"][0] for k, m in _report_cells(path).items()}
 
 
 def _siblings(group: list[Path], path: Path, key: tuple[str, int, str]) -> list[dict[str, dict[str, Any]]]:
     """This cell as the other sweeps of the same GPU and dtype timed it."""
-    cells = [_cells(json.loads(p.read_text())) for p in group if p != path]
+    cells = [_report_cells(p) for p in group if p != path]
     return [c[key] for c in cells if key in c]
 
 
@@ -95,10 +102,10 @@ def test_committed_table_holds_the_worst_verified_cell_of_its_sweeps(group: tupl
     entry = json.loads(crossover.TABLE_FILE.read_text())["devices"][device]
     fams = entry["families"] if dtype == entry.get("bench_dtype", "bf16") else entry["dtypes"][dtype]["families"]
     by_dims = {(f["dim"], f["hidden"]): f for f in fams}
-    docs = [json.loads(p.read_text()) for p in GROUPS[group]]
-    for key in {k for d in docs for k in _cells(d)}:
+    sweeps = [_report_cells(p) for p in GROUPS[group]]
+    for key in {k for c in sweeps for k in c}:
         shape, rows, ps = key
-        timed = [_cells(d)[key] for d in docs if key in _cells(d)]
+        timed = [c[key] for c in sweeps if key in c]
         worst = max(timed, key=lambda m: m["fused-forced"]["paired_vs_eager"][0])
         dim, hidden = (int(v) for v in shape.split("x"))
         fam = by_dims[(dim, hidden)]

@@ -234,20 +234,19 @@ class GateUpLauncher:
         programs = cfg.programs(m, self.n, self.sms)
         key = (programs, int_spec(m))
         if key not in plan.direct:
-            kept = self._kept_launcher(plan, x, m, programs)
-            if kept is not None:
-                plan.direct[key] = kept
-        if key not in plan.direct:
-            try:
-                plan.direct[key] = self._direct_launcher(plan, x, m, programs)
-            except OutOfResources:
-                if plan.config.num_stages <= 2:
-                    raise
-                # the compiler needs more shared memory than fits() estimates: one stage fewer
-                smaller = Plan(replace(plan.config, num_stages=plan.config.num_stages - 1), plan.use_tma,
-                               plan.store_gu)
-                self._plans[(m_bucket(m), store_gu)] = smaller
-                return self._prepare(x, m, store_gu)
+            direct = self._kept_launcher(plan, x, m, programs)
+            if direct is None:
+                try:
+                    direct = self._direct_launcher(plan, x, m, programs)
+                except OutOfResources:
+                    if plan.config.num_stages <= 2:
+                        raise
+                    # the compiler needs more shared memory than fits() estimates: one stage fewer
+                    smaller = Plan(replace(plan.config, num_stages=plan.config.num_stages - 1), plan.use_tma,
+                                   plan.store_gu)
+                    self._plans[(m_bucket(m), store_gu)] = smaller
+                    return self._prepare(x, m, store_gu)
+            plan.direct[key] = direct
         launch = self._bind(plan, programs, key[1])
         if len(self._rows) >= ROWS_CACHE_MAX:
             self._rows.popitem(last=False)
