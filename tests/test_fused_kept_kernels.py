@@ -142,10 +142,11 @@ def test_the_stamp_follows_the_kernels_source(monkeypatch: pytest.MonkeyPatch) -
         kept_kernels.source_stamp.cache_clear()
 
 
-def test_records_are_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_records_are_on_unless_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MLPTUI_KEPT_KERNELS", raising=False)
     assert kept_kernels.enabled()
-    for value in ("off", "1", ""):
-        monkeypatch.setenv("MLPTUI_KEPT_KERNELS", value)
-        assert not kept_kernels.enabled()
-    monkeypatch.delenv("MLPTUI_KEPT_KERNELS")
+    monkeypatch.setenv("MLPTUI_KEPT_KERNELS", "off")
     assert not kept_kernels.enabled()
+    for value in ("on", "1", ""):
+        monkeypatch.setenv("MLPTUI_KEPT_KERNELS", value)
+        assert kept_kernels.enabled()

@@ -13,10 +13,10 @@ A record is only a pointer: where the stamp differs, the record is damaged or it
 kernel's in order, Triton's cache lost the files, a launch hook (a profiler) is set or anything in the
 rebuild raises, the caller takes the dispatcher's path as before (and records again).
 
-Off unless MLPTUI_KEPT_KERNELS=on: a launch whose arguments do not match the binary corrupts the process's
-CUDA context, and this path has not yet been measured on a GPU in its present form. A first form, which
-kept the signature in the file's sorted key order, did exactly that (benchmarks/FUSED_NOTES.md, "The first
-call without Triton's dispatcher").
+On unless MLPTUI_KEPT_KERNELS=off. A launch whose arguments do not match the binary corrupts the process's
+CUDA context; a first form, which kept the signature in the file's sorted key order, did exactly that, and
+a GPU test now launches a recorded kernel in a second process and compares its output bit for bit
+(benchmarks/FUSED_NOTES.md, "The first call without Triton's dispatcher", runs 22 and 23).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ LAUNCH_LAYOUT = "x,w0,w1,h,gu,m,n,k,stride_x,stride_w0,stride_w1,stride_h,stride
 
 
 def enabled() -> bool:
-    return os.environ.get("MLPTUI_KEPT_KERNELS", "") == "on"
+    return os.environ.get("MLPTUI_KEPT_KERNELS", "") != "off"
 
 
 def records_file(tuning_file: Path) -> Path:
