@@ -101,7 +101,7 @@ def main() -> int:
         del pad
     # Host and GPU apart: a 20 ms sleep kernel queued first keeps the GPU behind, so the wall time of a
     # call is its host (enqueue) time alone and the events around it time its kernels back to back.
-    from mlptui.runners.fused.launcher import geglu_backward
+    from mlptui.runners.fused.backward_launch import geglu_backward
 
     dh = torch.randn(rows, hidden, device="cuda", dtype=torch.bfloat16)
     gu = torch.randn(rows, 2 * hidden, device="cuda", dtype=torch.bfloat16)

@@ -747,3 +747,24 @@ def test_an_input_off_16_byte_alignment_reaches_the_bound_launch_aligned(interp:
     out = launcher(shifted)
     assert seen and seen[0] % 16 == 0
     assert torch.equal(out, expected)
+
+
+@interpreted_only
+def test_backward_pass_off_the_gpu_keeps_no_direct_launch(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlptui.runners.fused import backward_launch as bl
+
+    before = dict(bl._LAUNCHES)
+    g = torch.Generator().manual_seed(4)
+    dh, gu = torch.randn(5, 24, generator=g), torch.randn(5, 48, generator=g)
+    calls = []
+    jit = bl.geglu_backward_kernel
+
+    class Counting:
+        def __getitem__(self, grid: tuple[int, int]) -> object:
+            calls.append(grid)
+            return jit[grid]
+
+    monkeypatch.setattr(bl, "geglu_backward_kernel", Counting())
+    for _ in range(2):
+        bl.geglu_backward(dh, gu)
+    assert calls == [(5, 1), (5, 1)] and bl._LAUNCHES == before

@@ -215,3 +215,39 @@ def test_a_new_process_launches_the_recorded_kernel_without_the_dispatcher(tmp_p
     assert torch.equal(outs[0][1], outs[1][1])
     x_ref = outs[0][1].float()
     assert torch.isfinite(x_ref).all() and x_ref.abs().sum() > 0
+
+
+@pytest.mark.parametrize("shape", [(8192, 3072), (1, 3072), (333, 3001), (7, 1)], ids=lambda s: "x".join(map(str, s)))
+def test_backward_pass_takes_its_checked_direct_launch(shape) -> None:
+    """The backward's pointwise pass: the dispatcher's launch on a key's first call, the compiled kernel's own
+    launch afterwards, bit for bit the same output, and a key per specialization (an odd stride is another
+    binary than a multiple of 16)."""
+    from mlptui.runners.fused import backward_launch as bl
+
+    m, n = shape
+    g = torch.Generator(device="cuda").manual_seed(m + n)
+    dh = torch.randn(m, n, device="cuda", generator=g).to(torch.bfloat16)
+    gu = (torch.randn(m, 2 * n, device="cuda", generator=g) * 3).to(torch.bfloat16)
+    block = min(1024, 1 << (n - 1).bit_length())
+    key = bl.launch_key(dh, gu, torch.empty_like(gu), block, (n, dh.stride(0), gu.stride(0), 2 * n))
+    bl._LAUNCHES.pop(key, None)
+    first = bl.geglu_backward(dh, gu)
+    assert bl._LAUNCHES.get(key) is not None  # checked and kept
+    calls = []
+    jit = bl.geglu_backward_kernel
+
+    class Refuse:  # the dispatcher must not be reached once the key is kept
+        def __getitem__(self, grid):
+            calls.append(grid)
+            return jit[grid]
+
+    bl.geglu_backward_kernel = Refuse()
+    try:
+        again = bl.geglu_backward(dh, gu)
+    finally:
+        bl.geglu_backward_kernel = jit
+    torch.cuda.synchronize()
+    assert not calls and torch.equal(first, again)
+    gd, ud = gu[:, :n].double().requires_grad_(True), gu[:, n:].double().requires_grad_(True)
+    (F.gelu(gd, approximate="tanh") * ud).backward(dh.double())
+    assert _rel(again[:, :n], gd.grad) < 1e-2 and _rel(again[:, n:], ud.grad) < 1e-2

@@ -14,21 +14,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from mlptui.runners.fused.backward_launch import geglu_backward
     from mlptui.runners.fused.configs import GateUpConfig, candidate_configs, interleave_gate_up, m_bucket
-    from mlptui.runners.fused.launcher import (
-        GateUpLauncher,
-        fused_geglu_gateup,
-        geglu_backward,
-        tuned_configs,
-    )
+    from mlptui.runners.fused.launcher import GateUpLauncher, fused_geglu_gateup, tuned_configs
     from mlptui.runners.fused.module import FusedGeGLUMLP, build_fused_mlp
 
 # The names load on first use, so the torch-free parts (crossover.py, the route's model) import without torch.
 def __getattr__(name: str) -> Any:
     if name not in __all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from mlptui.runners.fused import configs, launcher, module
-    for home in (configs, launcher, module):
+    from mlptui.runners.fused import backward_launch, configs, launcher, module
+    for home in (configs, launcher, module, backward_launch):
         if hasattr(home, name):
             return getattr(home, name)
     raise AttributeError(name)

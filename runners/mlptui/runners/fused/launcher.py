@@ -32,7 +32,7 @@ from triton.runtime.errors import OutOfResources
 
 from mlptui.runners.fused import kept_kernels, kernel_key, tuning_cache
 from mlptui.runners.fused.configs import GateUpConfig, candidate_configs, m_bucket, training_config
-from mlptui.runners.fused.kernels import fused_geglu_gateup_gemm_kernel, geglu_backward_kernel
+from mlptui.runners.fused.kernels import fused_geglu_gateup_gemm_kernel
 
 ROWS_CACHE_MAX = 4096  # distinct row counts remembered per launcher (variable sequence lengths)
 TUNE_ROUNDS = 3  # timings of each candidate when tuning a bucket
@@ -455,19 +455,6 @@ def warm(n: int, k: int, dtype: torch.dtype, rows: list[int], device: str = "cud
         launcher(x)
         launcher(x, store_gu=True)
     return launcher.tuned()
-
-
-def geglu_backward(dh: torch.Tensor, gu: torch.Tensor) -> torch.Tensor:
-    """[dgate | dup] ([M, 2N]) from dh [M, N] and the saved pre-activations gu = [gate | up]."""
-    m, n = dh.shape
-    if dh.stride(-1) != 1:
-        dh = dh.contiguous()
-    dgu = torch.empty_like(gu)
-    if m and n:
-        block = min(1024, triton.next_power_of_2(n))
-        geglu_backward_kernel[(m, triton.cdiv(n, block))](dh, gu, dgu, n, dh.stride(0), gu.stride(0),
-                                                          dgu.stride(0), BLOCK_N=block, num_warps=4)
-    return dgu
 
 
 # Launchers for calls that come with bare weight tensors (the functional API and the registered op),

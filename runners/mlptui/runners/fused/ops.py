@@ -20,7 +20,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from mlptui.runners.fused.launcher import GateUpLauncher, geglu_backward, launcher_for
+from mlptui.runners.fused.backward_launch import geglu_backward
+from mlptui.runners.fused.launcher import GateUpLauncher, launcher_for
 
 
 @torch.library.custom_op("mlptui::geglu_gateup", mutates_args=())
