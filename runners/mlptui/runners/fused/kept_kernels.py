@@ -16,7 +16,7 @@ rebuild raises, the caller takes the dispatcher's path as before (and records ag
 On unless MLPTUI_KEPT_KERNELS=off. A launch whose arguments do not match the binary corrupts the process's
 CUDA context; a first form, which kept the signature in the file's sorted key order, did exactly that, and
 a GPU test now launches a recorded kernel in a second process and compares its output bit for bit
-(benchmarks/FUSED_NOTES.md, "The first call without Triton's dispatcher", runs 22 and 23).
+(benchmarks/FUSED_NOTES.md, "The first call without Triton's dispatcher").
 """
 
 from __future__ import annotations
