@@ -20,8 +20,9 @@ from typing import Protocol, TypeVar
 import numpy as np
 
 from mlptui.trace.analysis.critical_path.critical_chains import Chains
+from mlptui.trace.analysis.critical_path.critical_devices import group_graphs
 from mlptui.trace.analysis.critical_path.critical_flow import Flow, TooManyRounds
-from mlptui.trace.analysis.critical_path.critical_graph import Graph, build_graph, every_step_chains
+from mlptui.trace.analysis.critical_path.critical_graph import Graph, every_step_chains
 from mlptui.trace.analysis.critical_path.critical_tops import GroupTops, Ranked, group_tops
 from mlptui.trace.model import Step, Trace
 
@@ -51,7 +52,7 @@ def every_path(trace: Trace, part: Part[T], alone: Alone[T], top: int, own_kind:
 
 def _group(trace: Trace, steps: list[Step], chains: Chains, part: Part[T], alone: Alone[T],
            ranking: tuple[int, np.ndarray]) -> list[T]:
-    graphs = [build_graph(trace, s.index, chains) for s in steps]
+    graphs = group_graphs(trace, [s.index for s in steps], chains)
     whole, nodes, edges = _laid_together(graphs)
     flow = Flow(whole, nodes)
     weight = whole.weight
