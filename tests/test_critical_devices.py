@@ -1,5 +1,5 @@
 """The device half of a group of steps' graphs made at once (critical_devices) against each step's own
-graph (build_graph), array for array, on real traces whose steps take that way (the MI250 trace has one step
+graph (build_graph), array for array, and the steps laid together as one graph, on real traces whose steps take that way (the MI250 trace has one step
 that does and one, with a blocking call, that keeps its own pass, in the same group)."""
 
 from __future__ import annotations
@@ -41,9 +41,13 @@ def test_a_groups_graphs_are_each_steps_own(name: str, own_pass: int, monkeypatc
 
     monkeypatch.setattr(critical_devices, "build_graph", one)
     steps = [s.index for s in trace.steps]
-    got = critical_devices.group_graphs(trace, steps, chains)
+    got, whole, nodes, edges = critical_devices.group_graphs(trace, steps, chains)
     assert len(got) == len(steps) >= 2
     assert len(alone) == own_pass
-    for s, g in zip(steps, got, strict=True):
+    for k, (s, g) in enumerate(zip(steps, got, strict=True)):
         _same(build_graph(trace, s, chains), g)
         _same(build_graph(trace, s), g)
+        # the one graph holds each step's edges after the steps before it, node ids moved past theirs
+        a, b = int(edges[k]), int(edges[k + 1])
+        assert np.array_equal(whole.src[a:b], g.src + nodes[k]) and np.array_equal(whole.dst[a:b], g.dst + nodes[k])
+        assert np.array_equal(whole.weight[a:b], g.weight) and np.array_equal(whole.time[nodes[k]:nodes[k + 1]], g.time)

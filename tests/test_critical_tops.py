@@ -6,17 +6,17 @@ from __future__ import annotations
 import numpy as np
 from conftest import find_sample
 
-from mlptui.trace.analysis.critical_path import critical_batch, critical_path, critical_tops
+from mlptui.trace.analysis.critical_path import critical_path, critical_tops
+from mlptui.trace.analysis.critical_path.critical_devices import group_graphs
 from mlptui.trace.analysis.critical_path.critical_flow import Flow
-from mlptui.trace.analysis.critical_path.critical_graph import build_graph, every_step_chains
+from mlptui.trace.analysis.critical_path.critical_graph import every_step_chains
 from mlptui.trace.parse.load import load_trace
 
 
 def test_a_groups_tops_are_each_steps_own() -> None:
     trace = load_trace(find_sample("mlp-train", "eager", "bf16"))
     chains = every_step_chains(trace)
-    graphs = [build_graph(trace, s.index, chains) for s in trace.steps]
-    whole, nodes, edges = critical_batch._laid_together(graphs)
+    graphs, whole, nodes, edges = group_graphs(trace, [s.index for s in trace.steps], chains)
     flow = Flow(whole, nodes)
     walks = flow.backtrack_parts(flow.longest(whole.weight), whole.weight, nodes[:-1].tolist())
     tops = critical_tops.group_tops(trace, whole, walks, edges, critical_path.TOP, critical_path._OWN_KIND)

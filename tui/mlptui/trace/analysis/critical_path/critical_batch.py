@@ -1,10 +1,12 @@
 """Every step's critical path at once (what `summary` wants): the steps' graphs laid one after another as
 one graph, whose longest distances, walks back and what-ifs are each one pass over all the steps.
 
-    every_path(trace, part, alone) -> [path]       one per step (the trace has steps)
+    every_path(trace, part, alone, top, own_kind) -> [path]       one per step (the trace has steps)
 
-critical_path hands in how it finishes a step (`part`: a step's path up to its what-ifs; `alone`: a step's
-path from its graph, by itself), so that this module does not import it back.
+critical_path hands in how it finishes a step (`part`: a step's path from its walk and its ranked names;
+`alone`: a step's path from its graph, by itself), so that this module does not import it back. The
+graphs come laid together from critical_devices (their device halves made for the group at once), the
+top names and the what-ifs' edges from critical_tops (ranked for the group at once).
 
 No step's graph links to another's, so the longest distances over the whole are each step's own, and
 the running sums are taken step by step (critical_flow's `parts`): every figure is the same, to the last
@@ -52,8 +54,7 @@ def every_path(trace: Trace, part: Part[T], alone: Alone[T], top: int, own_kind:
 
 def _group(trace: Trace, steps: list[Step], chains: Chains, part: Part[T], alone: Alone[T],
            ranking: tuple[int, np.ndarray]) -> list[T]:
-    graphs = group_graphs(trace, [s.index for s in steps], chains)
-    whole, nodes, edges = _laid_together(graphs)
+    graphs, whole, nodes, edges = group_graphs(trace, [s.index for s in steps], chains)
     flow = Flow(whole, nodes)
     weight = whole.weight
     try:
@@ -76,20 +77,3 @@ def _what_ifs(flow: Flow, weight: np.ndarray, tops: GroupTops) -> list[list[floa
         return [[] for _ in tops.ranked]
     sinks = flow.sink_without(weight, tops.gone, tops.row, tops.k).T.tolist()
     return [sink[:len(r)] for r, sink in zip(tops.ranked, sinks, strict=True)]
-
-
-def _laid_together(graphs: list[Graph]) -> tuple[Graph, np.ndarray, np.ndarray]:
-    """One graph of the steps' graphs, node and edge ids moved past the graphs before; with the node and
-    edge bounds of each. Only what Flow and group_tops read is laid together."""
-    n_nodes = np.array([len(g.time) for g in graphs])
-    n_edges = np.array([len(g.src) for g in graphs])
-    nodes = np.concatenate(([0], np.cumsum(n_nodes)))
-    edges = np.concatenate(([0], np.cumsum(n_edges)))
-    shift = np.repeat(nodes[:-1], n_edges)
-    empty = np.zeros(0)
-    whole = Graph(0.0, 0.0, np.concatenate([g.time for g in graphs]),
-                  np.concatenate([g.src for g in graphs]) + shift, np.concatenate([g.dst for g in graphs]) + shift,
-                  np.concatenate([g.weight for g in graphs]), np.concatenate([g.kind_code for g in graphs]),
-                  np.concatenate([g.owner for g in graphs]), np.concatenate([g.owner_id for g in graphs]),
-                  np.concatenate([g.own for g in graphs]), empty, np.concatenate([g.chain for g in graphs]))
-    return whole, nodes, edges

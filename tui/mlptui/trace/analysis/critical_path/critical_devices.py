@@ -18,6 +18,7 @@ import numpy as np
 
 from mlptui.trace.analysis.critical_path.critical_chains import Chains
 from mlptui.trace.analysis.critical_path.critical_graph import (
+    _FIELD_TYPES,
     _K,
     _SYNC_CALL,
     GPU,
@@ -45,7 +46,10 @@ def _quiet_steps(trace: Trace) -> np.ndarray:
     return quiet
 
 
-def group_graphs(trace: Trace, steps: list[int], chains: Chains) -> list[Graph]:
+def group_graphs(trace: Trace, steps: list[int], chains: Chains) -> tuple[list[Graph], Graph, np.ndarray, np.ndarray]:
+    """Each step's graph, and the graphs laid one after another as one (what Flow reads: node and edge ids
+    moved past the graphs before), with the node and edge bounds of each. The steps' edge columns are
+    views into the one graph's (its node ids are the steps' own, moved)."""
     rows = trace.derive(_rows_by_step)
     quiet = trace.derive(_quiet_steps)
     halves: dict[int, CpuHalf] = {}
@@ -56,8 +60,45 @@ def group_graphs(trace: Trace, steps: list[int], chains: Chains) -> list[Graph]:
         if h.chained and h.root_at >= 0 and not _marks_in(rows, h.start, h.end):
             halves[s] = h
     fast = [s for s in steps if s in halves]
-    graphs = dict(zip(fast, _device_halves([halves[s] for s in fast], fast, chains), strict=True))
-    return [graphs[s] if s in graphs else build_graph(trace, s, chains) for s in steps]
+    made = dict(zip(fast, _device_halves([halves[s] for s in fast], fast, chains), strict=True))
+    return _laid([made[s] if s in made else build_graph(trace, s, chains) for s in steps])
+
+
+def _laid(items: list[tuple[CpuHalf, np.ndarray] | Graph]) -> tuple[list[Graph], Graph, np.ndarray, np.ndarray]:
+    """The columns of every step's edges filled once for the group (a step built on its own is copied in);
+    the weights of the steps made here clamped at 0 in one pass (build_graph's own are already)."""
+    counts = [len(x.src) if isinstance(x, Graph) else x[0].edges.count for x in items]
+    edges = np.concatenate(([0], np.cumsum(counts)))
+    total = int(edges[-1])
+    cols = [np.empty(total, dtype=d) for d in _FIELD_TYPES]
+    clamp = np.ones(total, dtype=bool)
+    times = []
+    for x, off in zip(items, edges[:-1].tolist(), strict=True):
+        if isinstance(x, Graph):
+            fields = (x.src, x.dst, x.weight, x.kind_code, x.owner, x.owner_id, x.own, x.unexplained, x.chain)
+            for col, f in zip(cols, fields, strict=True):
+                col[off:off + len(f)] = f
+            clamp[off:off + len(x.src)] = False
+            times.append(x.time)
+            continue
+        e = x[0].edges
+        for i, (first, fs) in enumerate(e.blocks):
+            last = e.blocks[i + 1][0] if i + 1 < len(e.blocks) else e.count
+            for col, v in zip(cols, fs, strict=True):
+                col[off + first:off + last] = v
+        times.append(x[1])
+    w = cols[2]
+    np.copyto(w, 0.0, where=clamp & ~(w > 0))           # as _Edges.graph: weights below 0 (or NaN) count as 0
+    nodes = np.concatenate(([0], np.cumsum([len(t) for t in times])))
+    bounds = edges.tolist()
+    graphs = []
+    for x, t, a, b in zip(items, times, bounds[:-1], bounds[1:], strict=True):
+        h = x if isinstance(x, Graph) else x[0]
+        graphs.append(Graph(h.start_us if isinstance(h, Graph) else h.start,
+                            h.end_us if isinstance(h, Graph) else h.end, t, *[c[a:b] for c in cols]))
+    shift = np.repeat(nodes[:-1], counts)
+    whole = Graph(0.0, 0.0, np.concatenate(times), cols[0] + shift, cols[1] + shift, *cols[2:])
+    return graphs, whole, nodes, edges
 
 
 def _marks_in(rows: _Rows, start: float, end: float) -> bool:
@@ -66,7 +107,7 @@ def _marks_in(rows: _Rows, start: float, end: float) -> bool:
     return hi > lo
 
 
-def _device_halves(halves: list[CpuHalf], steps: list[int], chains: Chains) -> list[Graph]:
+def _device_halves(halves: list[CpuHalf], steps: list[int], chains: Chains) -> list[tuple[CpuHalf, np.ndarray]]:
     if not halves:
         return []
     t = halves[0].t
@@ -123,7 +164,7 @@ def _device_halves(halves: list[CpuHalf], steps: list[int], chains: Chains) -> l
     by_id[order] = np.arange(len(ids))
     sink_src = end_node[by_id[own_row]]
     sink_lo = np.concatenate(([0], np.cumsum(np.bincount(row_at[own_row], minlength=len(per)))))
-    graphs = []
+    made: list[tuple[CpuHalf, np.ndarray]] = []
     for k, h in enumerate(halves):
         a, b = int(lo[k]), int(lo[k + 1])
         edges = h.edges
@@ -136,6 +177,5 @@ def _device_halves(halves: list[CpuHalf], steps: list[int], chains: Chains) -> l
         m = alone[sl]
         edges.add(np.zeros(int(m.sum())), start_node[sl][m], alone_w[sl][m], _K[IDLE], unexplained=True)
         edges.add(sink_src[int(sink_lo[k]):int(sink_lo[k + 1])], 1, 0.0, _K[IDLE])
-        graphs.append(edges.graph(h.start, h.end, np.concatenate(([h.start, h.end], h.cpu.time, time[2 * a:2 * b]))))
-    return graphs
-
+        made.append((h, np.concatenate(([h.start, h.end], h.cpu.time, time[2 * a:2 * b]))))
+    return made
