@@ -14,25 +14,28 @@ step's own ops into the sink.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from mlptui.trace.analysis.critical_path.critical_chains import Chains
 from mlptui.trace.analysis.critical_path.critical_graph import (
     _FIELD_TYPES,
     _K,
+    _NONE,
     _SYNC_CALL,
+    CPU,
     GPU,
     IDLE,
     LAUNCH,
     LAUNCH_DELAY,
     OP,
-    CpuHalf,
     Graph,
     _device_rows,
+    _Edges,
     _Rows,
     _rows_by_step,
     build_graph,
-    cpu_half,
 )
 from mlptui.trace.model import Trace
 
@@ -46,25 +49,61 @@ def _quiet_steps(trace: Trace) -> np.ndarray:
     return quiet
 
 
+@dataclass(frozen=True, slots=True)
+class _Half:
+    """A step's graph up to its device work (what build_graph adds before its device ops, for a quiet step)."""
+
+    own: np.ndarray             # the GpuOp ids the step launched
+    start: float
+    end: float
+    edges: _Edges
+    cpu_time: np.ndarray        # its CPU nodes' times (nodes from 2 on)
+
+
 def group_graphs(trace: Trace, steps: list[int], chains: Chains) -> tuple[list[Graph], Graph, np.ndarray, np.ndarray]:
     """Each step's graph, and the graphs laid one after another as one (what Flow reads: node and edge ids
     moved past the graphs before), with the node and edge bounds of each. The steps' edge columns are
     views into the one graph's (its node ids are the steps' own, moved)."""
     rows = trace.derive(_rows_by_step)
     quiet = trace.derive(_quiet_steps)
-    halves: dict[int, CpuHalf] = {}
+    halves: dict[int, _Half] = {}
     for s in steps:
-        if not quiet[s]:
-            continue
-        h = cpu_half(trace, s, chains)
-        if h.chained and h.root_at >= 0 and not _marks_in(rows, h.start, h.end):
+        h = _half(trace, rows, s, chains) if quiet[s] else None
+        if h is not None:
             halves[s] = h
     fast = [s for s in steps if s in halves]
-    made = dict(zip(fast, _device_halves([halves[s] for s in fast], fast, chains), strict=True))
+    made = dict(zip(fast, _device_halves(trace, [halves[s] for s in fast], fast, chains), strict=True))
     return _laid([made[s] if s in made else build_graph(trace, s, chains) for s in steps])
 
 
-def _laid(items: list[tuple[CpuHalf, np.ndarray] | Graph]) -> tuple[list[Graph], Graph, np.ndarray, np.ndarray]:
+def _half(trace: Trace, rows: _Rows, step: int, chains: Chains) -> _Half | None:
+    """build_graph's CPU edges for a step whose threads all nest and whose own slice is among its rows, read
+    straight from the chains (no list of the step's rows); None for any other step, or one with a recorded
+    sync in its window."""
+    t = trace.columns
+    s = trace.steps[step]
+    root = s.op
+    if root < 0 or t.op_step[root] != step:
+        return None
+    runs = chains.runs(step)
+    if runs is None:
+        return None
+    time, firsts, _lasts, gaps = runs
+    own = rows.gpu.get(step, _NONE)
+    start = s.ts
+    end = max(s.ts + s.dur, float((t.gpu_ts[own] + t.gpu_dur[own]).max()) if len(own) else s.ts + s.dur)
+    if _marks_in(rows, start, end):
+        return None
+    edges = _Edges()
+    edges.add(np.zeros(1), chains.start_node[root], 0.0, _K[CPU])
+    edges.add(np.zeros(len(firsts)), firsts, time[firsts - 2] - start, _K[IDLE], unexplained=True)
+    src, dst, w, kind, owner, owner_id, gap_own = gaps
+    edges.add(src, dst, w, kind, owner, owner_id, gap_own, chain=True)
+    edges.add(chains.end_node[root:root + 1], 1, 0.0, _K[IDLE])
+    return _Half(own, start, end, edges, time)
+
+
+def _laid(items: list[tuple[_Half, np.ndarray] | Graph]) -> tuple[list[Graph], Graph, np.ndarray, np.ndarray]:
     """The columns of every step's edges filled once for the group (a step built on its own is copied in);
     the weights of the steps made here clamped at 0 in one pass (build_graph's own are already)."""
     counts = [len(x.src) if isinstance(x, Graph) else x[0].edges.count for x in items]
@@ -107,11 +146,11 @@ def _marks_in(rows: _Rows, start: float, end: float) -> bool:
     return hi > lo
 
 
-def _device_halves(halves: list[CpuHalf], steps: list[int], chains: Chains) -> list[tuple[CpuHalf, np.ndarray]]:
+def _device_halves(trace: Trace, halves: list[_Half], steps: list[int], chains: Chains) -> list[tuple[_Half, np.ndarray]]:
     if not halves:
         return []
-    t = halves[0].t
-    rows = halves[0].rows
+    t = trace.columns
+    rows = trace.derive(_rows_by_step)
     per = [_device_rows(t, rows, h.own, s, h.start, h.end) for h, s in zip(halves, steps, strict=True)]
     n = np.array([len(p) for p in per])
     gpu_rows = np.concatenate(per)
@@ -119,7 +158,7 @@ def _device_halves(halves: list[CpuHalf], steps: list[int], chains: Chains) -> l
     step_ids = np.array(steps)
     own_row = t.gpu_step[gpu_rows] == step_ids[row_at]      # the step's own work (the rest was queued before it)
     starts = np.array([h.start for h in halves])
-    n_cpu = np.array([len(h.cpu.time) for h in halves])
+    n_cpu = np.array([len(h.cpu_time) for h in halves])
     # by (step, device, stream, start, id): within a step, the order build_graph's lexsort gives
     order = np.lexsort((gpu_rows, t.gpu_ts[gpu_rows], t.gpu_stream[gpu_rows], t.gpu_device[gpu_rows], row_at))
     ids, at = gpu_rows[order], row_at[order]
@@ -164,7 +203,7 @@ def _device_halves(halves: list[CpuHalf], steps: list[int], chains: Chains) -> l
     by_id[order] = np.arange(len(ids))
     sink_src = end_node[by_id[own_row]]
     sink_lo = np.concatenate(([0], np.cumsum(np.bincount(row_at[own_row], minlength=len(per)))))
-    made: list[tuple[CpuHalf, np.ndarray]] = []
+    made: list[tuple[_Half, np.ndarray]] = []
     for k, h in enumerate(halves):
         a, b = int(lo[k]), int(lo[k + 1])
         edges = h.edges
@@ -177,5 +216,5 @@ def _device_halves(halves: list[CpuHalf], steps: list[int], chains: Chains) -> l
         m = alone[sl]
         edges.add(np.zeros(int(m.sum())), start_node[sl][m], alone_w[sl][m], _K[IDLE], unexplained=True)
         edges.add(sink_src[int(sink_lo[k]):int(sink_lo[k + 1])], 1, 0.0, _K[IDLE])
-        made.append((h, np.concatenate(([h.start, h.end], h.cpu.time, time[2 * a:2 * b]))))
+        made.append((h, np.concatenate(([h.start, h.end], h.cpu_time, time[2 * a:2 * b]))))
     return made

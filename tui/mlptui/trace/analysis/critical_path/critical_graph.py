@@ -147,38 +147,6 @@ def _cpu_kinds(code: np.ndarray) -> np.ndarray:
 
 def build_graph(trace: Trace, step: int | None, chains: Chains | None = None) -> Graph:
     """`chains`: every_step_chains(trace), where the caller builds every step's graph."""
-    h = cpu_half(trace, step, chains)
-    t, rows, cpu, edges, own, start, end = h.t, h.rows, h.cpu, h.edges, h.own, h.start, h.end
-    device = _Device(trace, t, cpu, _device_rows(t, rows, own, step if h.root_at >= 0 else None, start, end),
-                     start, end)
-    device.add_edges(edges, cpu, start)
-    mine = device.local(own)
-    edges.add(device.end_node[mine[mine >= 0]], 1, 0.0, _K[IDLE])
-    _syncs(edges, cpu, device)
-    time = np.concatenate(([start, end], cpu.time, device.time))
-    g = edges.graph(start, end, time)
-    for e, w in cpu.leaf_weights.items():
-        g.weight[e] = min(g.weight[e], w)
-    return g
-
-
-@dataclass
-class CpuHalf:
-    """A step's graph up to its device work: the window, its rows, its CPU chains and their edges."""
-
-    t: TraceColumns
-    rows: _Rows
-    ops: np.ndarray
-    own: np.ndarray             # the GpuOp ids the step launched
-    start: float
-    end: float
-    edges: _Edges
-    cpu: _Cpu
-    root_at: int                # the step's own slice among `ops`, -1 where it is not there (a damaged step)
-    chained: bool               # its CPU chains came from every_step_chains
-
-
-def cpu_half(trace: Trace, step: int | None, chains: Chains | None = None) -> CpuHalf:
     t = tables(trace)
     rows = trace.derive(_rows_by_step)
     if step is None or not trace.steps:
@@ -195,7 +163,7 @@ def cpu_half(trace: Trace, step: int | None, chains: Chains | None = None) -> Cp
     edges = _Edges()
     made = chains.step(step, ops) if chains is not None and step is not None and len(ops) else None
     cpu = _Cpu(trace, t, ops, start, made)
-    root_at = int(cpu.local(np.array([root]))[0]) if root >= 0 else -1
+    root_at = cpu.local(np.array([root]))[0] if root >= 0 else -1
     if root_at >= 0:                # else a damaged step (its own slice left out of its rows): hang from its threads
         edges.add(np.zeros(1), cpu.start_node[root_at], 0.0, _K[CPU])
     cpu.add_edges(edges, start)
@@ -203,7 +171,17 @@ def cpu_half(trace: Trace, step: int | None, chains: Chains | None = None) -> Cp
         edges.add(cpu.end_node[root_at:root_at + 1], 1, 0.0, _K[IDLE])
     else:
         edges.add(cpu.thread_ends, 1, 0.0, _K[IDLE])
-    return CpuHalf(t, rows, ops, own, start, end, edges, cpu, root_at, made is not None)
+    device = _Device(trace, t, cpu, _device_rows(t, rows, own, step if root_at >= 0 else None, start, end),
+                     start, end)
+    device.add_edges(edges, cpu, start)
+    mine = device.local(own)
+    edges.add(device.end_node[mine[mine >= 0]], 1, 0.0, _K[IDLE])
+    _syncs(edges, cpu, device)
+    time = np.concatenate(([start, end], cpu.time, device.time))
+    g = edges.graph(start, end, time)
+    for e, w in cpu.leaf_weights.items():
+        g.weight[e] = min(g.weight[e], w)
+    return g
 
 
 _NONE = np.zeros(0, dtype=np.int64)
