@@ -1,7 +1,8 @@
 """CPU time of the critical path section in one process, step by step and piece by piece.
 
     python benchmarks/bench_critical_path.py TRACE                # critical_path() and the report's rows, and
-                                                                  # critical_paths() (every step, as summary does)
+                                                                  # critical_paths() and the rows of every step
+                                                                  # (as summary makes them)
     python benchmarks/bench_critical_path.py TRACE --pieces       # and each piece of critical_path() alone
     python benchmarks/bench_critical_path.py TRACE --every 9 --repeats 15
 
@@ -57,6 +58,18 @@ def main() -> int:
     # every step at once (summary's way; an older tree makes them step by step): the best of a few passes
     every = min(timeit.repeat(lambda: critical_path.critical_paths(trace), number=1, repeat=max(args.repeats // 3, 1)))
     print(f"{'critical_paths(), every step':<36} {every * 1e6 / len(trace.steps):8.1f} µs a step {every:7.3f} s for "
+          f"{len(trace.steps)} steps")
+    # the report's rows for every step, as critical_path_report makes them (an older tree: step by step)
+    all_paths = critical_path.critical_paths(trace)
+    report = critical_path_report
+    if hasattr(report, "_segment_rows"):
+        def rows() -> Any:
+            return [report._step_report(p, r) for p, r in zip(all_paths, report._segment_rows(all_paths), strict=True)]
+    else:
+        def rows() -> Any:
+            return [report.path_report(p) for p in all_paths]
+    made = min(timeit.repeat(rows, number=1, repeat=max(args.repeats // 3, 1)))
+    print(f"{'report rows, every step':<36} {made * 1e6 / len(trace.steps):8.1f} µs a step {made:7.3f} s for "
           f"{len(trace.steps)} steps")
     if args.pieces:
         _pieces(trace, steps, line)
