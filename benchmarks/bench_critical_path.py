@@ -1,8 +1,11 @@
 """CPU time of the critical path section in one process, step by step and piece by piece.
 
     python benchmarks/bench_critical_path.py TRACE                # critical_path() and the report's rows, and
-                                                                  # critical_paths() (every step, as summary does)
+                                                                  # critical_paths() and the rows of every step
+                                                                  # (as summary makes them)
     python benchmarks/bench_critical_path.py TRACE --pieces       # and each piece of critical_path() alone
+    python benchmarks/bench_critical_path.py TRACE --stages       # and each stage of critical_paths(), as summary
+                                                                  # runs them, summed over the groups of steps
     python benchmarks/bench_critical_path.py TRACE --every 9 --repeats 15
 
 The trace is loaded once; every `--every`-th step is taken, the set is timed `--repeats` times with the
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import time
 import timeit
 from collections.abc import Callable
 from typing import Any
@@ -38,6 +42,8 @@ def main() -> int:
     parser.add_argument("--every", type=int, default=9, help="take every Nth step (default 9)")
     parser.add_argument("--repeats", type=int, default=15, help="time the steps this many times; the best counts")
     parser.add_argument("--pieces", action="store_true", help="also time each piece of critical_path() alone")
+    parser.add_argument("--stages", action="store_true",
+                        help="also time each stage of critical_paths() over every step, group by group")
     args = parser.parse_args()
     trace = load_trace(args.trace)
     if not trace.steps:
@@ -58,9 +64,80 @@ def main() -> int:
     every = min(timeit.repeat(lambda: critical_path.critical_paths(trace), number=1, repeat=max(args.repeats // 3, 1)))
     print(f"{'critical_paths(), every step':<36} {every * 1e6 / len(trace.steps):8.1f} µs a step {every:7.3f} s for "
           f"{len(trace.steps)} steps")
+    # the report's rows for every step, as critical_path_report makes them (an older tree: step by step)
+    all_paths = critical_path.critical_paths(trace)
+    report = critical_path_report
+    if hasattr(report, "_segment_rows"):
+        def rows() -> Any:
+            return [report._step_report(p, r) for p, r in zip(all_paths, report._segment_rows(all_paths), strict=True)]
+    else:
+        def rows() -> Any:
+            return [report.path_report(p) for p in all_paths]
+    made = min(timeit.repeat(rows, number=1, repeat=max(args.repeats // 3, 1)))
+    print(f"{'report rows, every step':<36} {made * 1e6 / len(trace.steps):8.1f} µs a step {made:7.3f} s for "
+          f"{len(trace.steps)} steps")
     if args.pieces:
         _pieces(trace, steps, line)
+    if args.stages:
+        _stages(trace, args.repeats)
     return 0
+
+
+class _Ticks:
+    """CPU seconds since the last tick, summed by label."""
+
+    def __init__(self) -> None:
+        self.took: dict[str, float] = {}
+        self.clock = time.process_time()
+
+    def tick(self, label: str) -> None:
+        now = time.process_time()
+        self.took[label] = self.took.get(label, 0.0) + now - self.clock
+        self.clock = now
+
+
+def _stages(trace: Any, repeats: int) -> None:
+    """critical_paths()'s stages as critical_batch runs them, each summed over the groups of steps; the best of
+    `repeats // 3` passes of each (a tree without the groups' graphs and ranking says so)."""
+    from mlptui.trace.analysis.critical_path import critical_batch as batch
+
+    if not hasattr(batch, "group_graphs") or not hasattr(batch, "group_tops"):
+        print("stages: this tree builds its groups another way")
+        return
+    best: dict[str, float] = {}
+    for _ in range(max(repeats // 3, 1)):
+        ticks = _Ticks()
+        tick = ticks.tick
+        chains = critical_graph.every_step_chains(trace)
+        tick("CPU chains, every step (per trace)")
+        paths = []
+        for a in range(0, len(trace.steps), batch.GROUP):
+            group = trace.steps[a:a + batch.GROUP]
+            graphs, whole, nodes, edges = batch.group_graphs(trace, [s.index for s in group], chains)
+            tick("graphs, laid together")
+            flow = critical_flow.Flow(whole, nodes)
+            tick("Flow's indexes")
+            longest = flow.longest(whole.weight)
+            tick("longest distances")
+            walks = flow.backtrack_parts(longest, whole.weight, nodes[:-1].tolist())
+            tick("walks back")
+            tops = batch.group_tops(trace, whole, walks, edges, critical_path.TOP, critical_path._OWN_KIND)
+            tick("top names, what-ifs' edges")
+            ends = batch._what_ifs(flow, whole.weight, tops)
+            tick("what-ifs' rounds")
+            bounds, firsts = nodes.tolist(), edges[:-1].tolist()
+            for k, s in enumerate(group):
+                part = critical_path._Part(trace, graphs[k], walks[k] - firsts[k], tops.ranked[k])
+                paths.append(part.path(trace, s.index, longest[bounds[k]:bounds[k + 1]], ends[k]))
+            tick("segments' columns, paths")
+        report = critical_path_report
+        [report._step_report(p, r) for p, r in zip(paths, report._segment_rows(paths), strict=True)]
+        tick("report rows")
+        for label, took_s in ticks.took.items():
+            best[label] = min(best.get(label, took_s), took_s)
+    for label, took_s in best.items():
+        print(f"  {label:<34} {took_s:7.3f} s")
+    print(f"  {'all of them':<34} {sum(best.values()):7.3f} s")
 
 
 def _pieces(trace: Any, steps: list[int], line: Callable[[str, Callable[[], Any]], None]) -> None:

@@ -60,6 +60,18 @@ class Chains:
 
     def step(self, s: int, ops: np.ndarray) -> StepChains | None:
         """Step s's chains; `ops` are its rows (Op ids, ascending)."""
+        got = self.runs(s)
+        if got is None:
+            return None
+        time, firsts, lasts, gaps = got
+        leaf_gap = self.leaf_gap[ops]
+        at = np.flatnonzero(leaf_gap >= 0)
+        return StepChains(time, self.start_node[ops], self.end_node[ops], firsts, lasts, gaps,
+                          dict(zip(at.tolist(), leaf_gap[at].tolist(), strict=True)))
+
+    def runs(self, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, ...]] | None:
+        """Step s's node times, its threads' first and last nodes and its gaps (StepChains' fields that need
+        no list of the step's rows); None where a thread of it does not nest."""
         p = self.parts[s // self.size]
         s -= s // self.size * self.size
         if not p.ok[s]:
@@ -68,12 +80,8 @@ class Chains:
         src = p.gap_src[lo:hi]
         gaps = (src, src + 1, p.gap_w[lo:hi], p.gap_kind[lo:hi], p.gap_owner[lo:hi], p.gap_owner_id[lo:hi],
                 p.gap_own[lo:hi])
-        leaf_gap = self.leaf_gap[ops]
-        at = np.flatnonzero(leaf_gap >= 0)
         t0, t1 = int(p.thread_lo[s]), int(p.thread_lo[s + 1])
-        return StepChains(p.mark_at[int(p.mark_lo[s]):int(p.mark_lo[s + 1])], self.start_node[ops],
-                          self.end_node[ops], p.firsts[t0:t1], p.lasts[t0:t1], gaps,
-                          dict(zip(at.tolist(), leaf_gap[at].tolist(), strict=True)))
+        return p.mark_at[int(p.mark_lo[s]):int(p.mark_lo[s + 1])], p.firsts[t0:t1], p.lasts[t0:t1], gaps
 
 
 PART = 16          # steps made together: enough to share the calls, few enough that the arrays stay in cache

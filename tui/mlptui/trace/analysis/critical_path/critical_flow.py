@@ -46,6 +46,7 @@ class Flow:
         self.n = n
         self.g = g
         self.parts = parts                              # node bounds of the graphs g lays together, or None
+        self._base: tuple[np.ndarray, np.ndarray] | None = None     # longest()'s weights, their kept running sums
         chain = g.chain
         self.chain_dst = g.dst[chain]
         self.chain_e = np.flatnonzero(chain)
@@ -100,7 +101,10 @@ class Flow:
         padded = np.zeros((w.shape[0], w.shape[1] + 1))
         padded[:, :-1] = w
         ran = self._runsum(padded.take(self.chain_into, axis=1), self.parts)
-        settled = self._rounds(ran.take(self.kept, axis=1), w.take(self.cross_e, axis=1))
+        kept_ran = ran.take(self.kept, axis=1)
+        if weight.ndim == 1:
+            self._base = (weight, kept_ran[0])          # sink_without starts from these running sums
+        settled = self._rounds(kept_ran, w.take(self.cross_e, axis=1))
         if settled is None and self.parts is not None:
             raise TooManyRounds
         if settled is None:
@@ -117,9 +121,12 @@ class Flow:
         gone[row == j] set to 0 (an edge at most once a row). Each what-if's running sums along the runs
         are the base's less its removed chain weights summed up to each kept node, so no what-if gathers
         and sums a whole row of weights."""
-        padded = np.zeros((1, len(weight) + 1))
-        padded[0, :-1] = weight
-        kept_ran = self._runsum(padded.take(self.chain_into, axis=1), self.parts)[0, self.kept]
+        if self._base is not None and self._base[0] is weight:
+            kept_ran = self._base[1]
+        else:
+            padded = np.zeros((1, len(weight) + 1))
+            padded[0, :-1] = weight
+            kept_ran = self._runsum(padded.take(self.chain_into, axis=1), self.parts)[0, self.kept]
         m = len(self.kept)
         on_chain = self.g.chain[gone]
         d = self.g.dst[gone[on_chain]]

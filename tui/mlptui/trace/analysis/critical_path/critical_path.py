@@ -38,6 +38,8 @@ from mlptui.trace.analysis.critical_path.critical_graph import (
     Graph,
     build_graph,
 )
+from mlptui.trace.analysis.critical_path.critical_tops import Ranked
+from mlptui.trace.analysis.critical_path.critical_tops import edge_names as _edge_names
 from mlptui.trace.analysis.events.op_owner import owners
 from mlptui.trace.model import Trace
 
@@ -106,7 +108,7 @@ class CriticalPath:
 def critical_paths(trace: Trace) -> list[CriticalPath]:
     if not trace.steps:
         return [critical_path(trace, None)]
-    return every_path(trace, _Part, path_of)    # every step at once
+    return every_path(trace, _Part, path_of, TOP, _OWN_KIND)    # every step at once
 
 
 def critical_path(trace: Trace, step: int | None, chains: Chains | None = None) -> CriticalPath:
@@ -128,10 +130,15 @@ def path_of(trace: Trace, step: int | None, g: Graph) -> CriticalPath:
 
 
 class _Part:
-    """A step's path up to its what-ifs: its names, its top names and the edges each what-if takes away."""
+    """A step's path up to its what-ifs: its names, its top names and the edges each what-if takes away
+    (`ranked`: the top names already made for the step, critical_tops.group_tops; then no `gone`)."""
 
-    def __init__(self, trace: Trace, g: Graph, path: np.ndarray) -> None:
+    def __init__(self, trace: Trace, g: Graph, path: np.ndarray, ranked: Ranked | None = None) -> None:
         self.g, self.on = g, path
+        self.gone: tuple[np.ndarray, np.ndarray] | None = None
+        if ranked is not None:
+            self.ranked = ranked
+            return
         names = _edge_names(trace, g)
         weight = g.weight
         mine = path[g.own[path] & _OWN_KIND[g.kind_code[path]]]
@@ -140,7 +147,6 @@ class _Part:
         on_path = [((n // len(KINDS), KINDS[n % len(KINDS)]), us) for n, us in zip(keys.tolist(), sums, strict=True)]
         strings = trace.columns.strings
         self.ranked = sorted(on_path, key=lambda r: (-r[1], strings[r[0][0]]))[:TOP]
-        self.what_ifs = len(self.ranked)
         # what-if j: the own time of every event named ranked[j] gone
         self.gone = _named(names, g.own, np.array([n for (n, _k), _us in self.ranked])) if self.ranked else None
 
@@ -160,16 +166,6 @@ class _Part:
             start_us=g.start_us, window_us=window, length_us=length, remainder_us=window - length,
             unexplained_us=sum(weight[path[g.unexplained[path]]].tolist()),
             columns=columns, breakdown_us=breakdown, top=top, what_if=what_if)
-
-
-def _edge_names(trace: Trace, g: Graph) -> np.ndarray:
-    """The string id of each edge's owner's name (-1 for none)."""
-    c = trace.columns
-    names = np.full(len(g.owner), -1, dtype=np.int64)
-    is_op, is_gpu = g.owner == OP, g.owner == GPU
-    names[is_op] = c.op_name[g.owner_id[is_op]]
-    names[is_gpu] = c.gpu_name[g.owner_id[is_gpu]]
-    return names
 
 
 def _named(names: np.ndarray, own: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,50 @@
+"""The top names and the what-ifs' edges of a group of steps laid together (critical_tops) against each step
+on its own (critical_path._Part), and the edges of a name ranked under two kinds."""
+
+from __future__ import annotations
+
+import numpy as np
+from conftest import find_sample
+
+from mlptui.trace.analysis.critical_path import critical_path, critical_tops
+from mlptui.trace.analysis.critical_path.critical_devices import group_graphs
+from mlptui.trace.analysis.critical_path.critical_flow import Flow
+from mlptui.trace.analysis.critical_path.critical_graph import every_step_chains
+from mlptui.trace.parse.load import load_trace
+
+
+def test_a_groups_tops_are_each_steps_own() -> None:
+    trace = load_trace(find_sample("mlp-train", "eager", "bf16"))
+    chains = every_step_chains(trace)
+    graphs, whole, nodes, edges = group_graphs(trace, [s.index for s in trace.steps], chains)
+    flow = Flow(whole, nodes)
+    walks = flow.backtrack_parts(flow.longest(whole.weight), whole.weight, nodes[:-1].tolist())
+    tops = critical_tops.group_tops(trace, whole, walks, edges, critical_path.TOP, critical_path._OWN_KIND)
+    assert len(tops.ranked) == len(graphs) >= 2 and tops.k == critical_path.TOP
+    got: list[set[tuple[int, int]]] = [set() for _ in graphs]
+    for e, r in zip(tops.gone.tolist(), tops.row.tolist(), strict=True):
+        s = int(np.searchsorted(edges, e, side="right")) - 1
+        got[s].add((e - int(edges[s]), r))
+    for s, (g, walk) in enumerate(zip(graphs, walks, strict=True)):
+        alone = critical_path._Part(trace, g, walk - edges[s])
+        assert tops.ranked[s] == alone.ranked
+        assert alone.gone is not None
+        assert got[s] == set(zip(alone.gone[0].tolist(), alone.gone[1].tolist(), strict=True))
+
+
+def test_a_name_ranked_under_two_kinds_has_its_edges_in_both_rows() -> None:
+    # two steps of four edges each; step 0 ranks name 7 twice (j 0 and 2) and name 9 (j 1); step 1 ranks 7 (j 0)
+    names = np.array([7, 9, 7, 3, 7, 7, 9, -1])
+    own = np.array([True, True, True, True, True, False, True, False])
+    bounds = np.array([0, 4, 8])
+    span = 11
+    wanted = np.array([0 * span + 7 + 1, 0 * span + 9 + 1, 0 * span + 7 + 1, 1 * span + 7 + 1])
+    rank = np.array([0, 1, 2, 0])
+    gone, row = critical_tops._named(names, own, bounds, wanted, rank, span)
+    pairs = list(zip(gone.tolist(), row.tolist(), strict=True))
+    # by hand: edges 0 and 2 (step 0, name 7) in rows 0 and 2, edge 1 in row 1; edge 4 (step 1, name 7, own)
+    # in row 0; edge 5 is not own time, edge 6 is not a ranked name of step 1
+    assert sorted(pairs) == [(0, 0), (0, 2), (1, 1), (2, 0), (2, 2), (4, 0)]
+    for j in (0, 1, 2):             # within a what-if, the edges in id order (the sums' order step by step)
+        mine = [e for e, r in pairs if r == j]
+        assert mine == sorted(mine)
