@@ -151,6 +151,14 @@ def main() -> int:
         ratio = [statistics.median(a["whole"][j] / b["whole"][j] for a, b in zip(runs, bare, strict=True))
                  for j in (0, 1)]
         print(f"{'ratio with / without':<36} {ratio[0]:7.2f} {ratio[1]:7.2f}")
+        # the top-level lines of both kinds of child: where the with / without difference comes from (the
+        # lines before the summary do the same work in both, so a difference there is the machine's)
+        print(f"\n{'top-level lines, CPU s (medians)':<38} {'with':>7} {'without':>8}")
+        for label in [lb for lb in ("imports", "load + index", "report (summarize)", "JSON out")
+                      if lb in runs[0]["rows"]]:
+            a = statistics.median(r["rows"].get(label, [0.0])[0] for r in runs)
+            b = statistics.median(r["rows"].get(label, [0.0])[0] for r in bare)
+            print(f"  {label:<36} {a:7.3f} {b:8.3f}")
     with open("/proc/loadavg") as f:
         print(f"load average after: {f.read().split()[:3]}")
     return 0
