@@ -13,15 +13,13 @@ the three modes alternating call by call with L2 flushed before each (the sweep'
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
 
+from mlptui.runners.bench.gpu_record import write_gpu_record
 from mlptui.runners.bench.sweep import interleaved_times, pass_call
 from mlptui.runners.fused import FusedGeGLUMLP
 from mlptui.runners.fused import backward_launch as bl
@@ -69,15 +67,10 @@ def main() -> int:
               f"dispatcher/eager {over_j:.3f}", flush=True)
         del eager, fused, x, step_e, step_f, fns
         torch.cuda.empty_cache()
-    import triton
-
-    doc = {"command": f"backward_launch_gpu.py --calls {args.calls}", "device": torch.cuda.get_device_name(0),
-           "torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda,
-           "method": "synchronized calls, modes alternating, L2 flushed (sweep.interleaved_times); medians",
-           "cells": rows_out}
-    folder = Path(os.environ.get("OUT", ".bench"))
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "backward_launch.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    write_gpu_record("backward_launch.json", {
+        "command": f"backward_launch_gpu.py --calls {args.calls}",
+        "method": "synchronized calls, modes alternating, L2 flushed (sweep.interleaved_times); medians",
+        "cells": rows_out})
     return 0
 
 

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import time
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -125,14 +123,10 @@ def main() -> int:
         apart[name] = {"host_us": round(sorted(host)[7], 1), "gpu_us_back_to_back": round(sorted(gpu)[7], 1),
                        "host_us_all": [round(v) for v in host]}
         print(name, json.dumps(apart[name]), flush=True)
-    import triton
+    from mlptui.runners.bench.gpu_record import write_gpu_record
 
-    doc = {"host_and_gpu_apart": apart, "command": "python3 benchmarks/train_bimodal_gpu.py", "device": torch.cuda.get_device_name(0),
-           "torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda,
-           "epochs": epochs}
-    folder = Path(os.environ.get("OUT", ".bench"))
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "train_bimodal.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    write_gpu_record("train_bimodal.json", {"host_and_gpu_apart": apart,
+                                            "command": "python3 benchmarks/train_bimodal_gpu.py", "epochs": epochs})
     return 0
 
 
