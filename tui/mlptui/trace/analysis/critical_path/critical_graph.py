@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -189,7 +190,7 @@ _NONE = np.zeros(0, dtype=np.int64)
 
 @dataclass
 class _Rows:
-    ops: dict[int, np.ndarray]          # by step: Op ids (id order: by thread, then start)
+    op_step: np.ndarray                 # per Op: its step (`ops` is made from it when first asked for)
     gpu: dict[int, np.ndarray]          # by step: the GpuOp ids it launched
     by_start: np.ndarray                # every GpuOp id, by start
     by_start_ts: np.ndarray             # their starts
@@ -199,6 +200,12 @@ class _Rows:
     sync_ts: np.ndarray                 # the recorded syncs' starts, in time order
     syncs: list[DeviceMark]
     gpu_kind: np.ndarray                # per GpuOp: its kind's index in KINDS
+
+    @cached_property
+    def ops(self) -> dict[int, np.ndarray]:
+        """By step: Op ids (id order: by thread, then start). Only a step built on its own reads them
+        (the steps that `summary` builds together take their slices from the chains)."""
+        return _split(np.arange(len(self.op_step)), self.op_step)
 
 
 def _rows_by_step(trace: Trace) -> _Rows:
@@ -214,7 +221,7 @@ def _rows_by_step(trace: Trace) -> _Rows:
     device = np.full(len(t.strings), _K["kernel"], dtype=np.int8)
     for cat, kind in DEVICE_KINDS.items():
         device[t.cat_ids((cat,))] = _K[kind]
-    return _Rows(_split(np.arange(t.n_ops), t.op_step), _split(np.arange(t.n_gpu), t.gpu_step), by_start,
+    return _Rows(t.op_step, _split(np.arange(t.n_gpu), t.gpu_step), by_start,
                  t.gpu_ts[by_start],
                  float(t.gpu_dur.max()) if t.n_gpu else 0.0,
                  np.where(calls, code[t.op_name], _NO_CALL).astype(np.int8), calls & wait[t.op_name],

@@ -57,7 +57,7 @@ def group_tops(trace: Trace, whole: Graph, walks: list[np.ndarray], edge_bounds:
     keys, where = np.unique(key, return_inverse=True)
     sums = np.bincount(where.reshape(-1), weights=whole.weight[on], minlength=len(keys))
     k_step, k_name, k_kind = keys // (span * n_kinds), keys // n_kinds % span - 1, keys % n_kinds
-    distinct = np.unique(k_name)
+    distinct = _distinct(k_name)
     by_string = sorted(range(len(distinct)), key=lambda i: strings[int(distinct[i])])   # stable: ties by id
     rank = np.empty(len(distinct), dtype=np.int64)
     rank[by_string] = np.arange(len(distinct))
@@ -72,6 +72,13 @@ def group_tops(trace: Trace, whole: Graph, walks: list[np.ndarray], edge_bounds:
         ranked[s].append(((n, KINDS[kind]), us))
     gone, row = _named(names, whole.own, edge_bounds, b_step * span + b_name + 1, place[place < top], span)
     return GroupTops(ranked, gone, row, max((len(r) for r in ranked), default=0))
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """np.unique(values) of integers, made here because np.unique's plain form asks numpy.ma whether the array is
+    masked: its first call imports numpy.ma, which nothing else `summary` runs needs."""
+    s = np.sort(values)
+    return s[np.concatenate(([True], s[1:] != s[:-1]))] if len(s) else s
 
 
 def _named(names: np.ndarray, own: np.ndarray, edge_bounds: np.ndarray, wanted: np.ndarray, rank: np.ndarray,
