@@ -25,7 +25,7 @@ from mlptui.runners.bench import verified
 from mlptui.runners.fused import crossover
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
-RUNS = ("run21", "run22", "run23")
+RUNS = ("run21", "run22", "run23", "run24")
 REPORTS = [p for run in RUNS for p in sorted((RESULTS / run).glob("h[12]00-*16.json"))]
 FAMILIES = {"768x3072", "1024x2816", "2048x5632", "1536x8960", "4096x11008", "5120x13824"}
 
