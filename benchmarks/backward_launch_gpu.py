@@ -20,10 +20,8 @@ from typing import Any
 import torch
 
 from mlptui.runners.bench.gpu_record import write_gpu_record
-from mlptui.runners.bench.sweep import interleaved_times, pass_call
-from mlptui.runners.fused import FusedGeGLUMLP
+from mlptui.runners.bench.sweep import eager_and_forced, interleaved_times, pass_call
 from mlptui.runners.fused import backward_launch as bl
-from mlptui.runners.workloads.modules import SimpleGeGLUMLP
 
 SHAPES = [(1, 768, 3072), (128, 768, 3072), (2048, 768, 3072), (8192, 768, 3072), (128, 4096, 11008),
           (2048, 4096, 11008)]
@@ -42,10 +40,7 @@ def main() -> int:
     args = ap.parse_args()
     rows_out = []
     for rows, dim, hidden in SHAPES:
-        torch.manual_seed(0)
-        eager = SimpleGeGLUMLP(dim, hidden).to("cuda", torch.bfloat16)
-        fused = FusedGeGLUMLP(dim, hidden, policy="fused", device="cuda", dtype=torch.bfloat16)
-        fused.load_state_dict(eager.state_dict())
+        eager, fused = eager_and_forced(dim, hidden, torch.bfloat16)
         x = torch.randn(rows, dim, device="cuda", dtype=torch.bfloat16)
         step_e, step_f = pass_call(eager, x, True), pass_call(fused, x, True)
 

@@ -22,9 +22,8 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 from triton.testing import do_bench
 
-from mlptui.runners.bench.sweep import pass_call
-from mlptui.runners.fused import FusedGeGLUMLP, ops
-from mlptui.runners.workloads.modules import SimpleGeGLUMLP
+from mlptui.runners.bench.sweep import eager_and_forced, pass_call
+from mlptui.runners.fused import ops
 
 CONTIG = {"on": False}
 _input_grads = ops.input_grads
@@ -44,10 +43,7 @@ def main() -> int:
     args = ap.parse_args()
     ops.input_grads = input_grads  # GeGLUGateUp.backward reads the module's global
     rows, dim, hidden = 8192, 768, 3072
-    torch.manual_seed(0)
-    eager = SimpleGeGLUMLP(dim, hidden).to("cuda", torch.bfloat16)
-    fused = FusedGeGLUMLP(dim, hidden, policy="fused", device="cuda", dtype=torch.bfloat16)
-    fused.load_state_dict(eager.state_dict())
+    eager, fused = eager_and_forced(dim, hidden, torch.bfloat16)
     x = torch.randn(rows, dim, device="cuda", dtype=torch.bfloat16)
     step_e, step_f = pass_call(eager, x, True), pass_call(fused, x, True)
 

@@ -10,22 +10,14 @@ import dataclasses
 import numpy as np
 import pytest
 from conftest import find_sample
+from graph_checks import assert_same_graph
 
 from mlptui.trace.analysis.critical_path import critical_batch, critical_chains, critical_flow
 from mlptui.trace.analysis.critical_path.critical_flow import MAX_ROUNDS
-from mlptui.trace.analysis.critical_path.critical_graph import Graph, build_graph, every_step_chains
+from mlptui.trace.analysis.critical_path.critical_graph import build_graph, every_step_chains
 from mlptui.trace.analysis.critical_path.critical_path import CriticalPath, critical_path, critical_paths
 from mlptui.trace.model import Trace
 from mlptui.trace.parse.load import load_trace
-
-
-def _same(a: Graph, b: Graph) -> None:
-    for f in dataclasses.fields(a):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if isinstance(x, np.ndarray):
-            assert x.dtype == y.dtype and np.array_equal(x, y), f.name
-        else:
-            assert x == y, f.name
 
 
 @pytest.mark.parametrize("part", [1, 2, 16])
@@ -36,7 +28,7 @@ def test_every_step_at_once_gives_each_step_its_own_graph(part: int, monkeypatch
     rows = [s.index for s in trace.steps]
     assert len(rows) >= 3 and all(chains.step(s, _ops(trace, s)) is not None for s in rows)
     for s in rows:
-        _same(build_graph(trace, s), build_graph(trace, s, chains))
+        assert_same_graph(build_graph(trace, s), build_graph(trace, s, chains))
 
 
 def test_a_step_whose_slices_do_not_nest_takes_its_own_pass() -> None:
@@ -45,7 +37,7 @@ def test_a_step_whose_slices_do_not_nest_takes_its_own_pass() -> None:
     left = [s.index for s in trace.steps if chains.step(s.index, _ops(trace, s.index)) is None]
     assert left                         # this trace has such a step
     for s in trace.steps:
-        _same(build_graph(trace, s.index), build_graph(trace, s.index, chains))
+        assert_same_graph(build_graph(trace, s.index), build_graph(trace, s.index, chains))
 
 
 def _ops(trace: Trace, step: int) -> np.ndarray:
@@ -95,4 +87,4 @@ def test_a_part_of_steps_with_no_cpu_slice_has_no_chains() -> None:
         got = chains.step(s, empty)
         assert got is not None and len(got.time) == 0 and len(got.firsts) == 0 and len(got.gaps[0]) == 0
     for s in trace.steps:  # the real steps are untouched
-        _same(build_graph(trace, s.index), build_graph(trace, s.index, every_step_chains(trace)))
+        assert_same_graph(build_graph(trace, s.index), build_graph(trace, s.index, every_step_chains(trace)))

@@ -4,24 +4,14 @@ that does and one, with a blocking call, that keeps its own pass, in the same gr
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 from conftest import CORPUS
+from graph_checks import assert_same_graph
 
 from mlptui.trace.analysis.critical_path import critical_devices
 from mlptui.trace.analysis.critical_path.critical_graph import Graph, build_graph, every_step_chains
 from mlptui.trace.parse.load import load_trace
-
-
-def _same(a: Graph, b: Graph) -> None:
-    for f in dataclasses.fields(a):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if isinstance(x, np.ndarray):
-            assert x.dtype == y.dtype and np.array_equal(x, y), f.name
-        else:
-            assert x == y, f.name
 
 
 @pytest.mark.parametrize(("name", "own_pass"), [("amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz", 1),
@@ -45,8 +35,8 @@ def test_a_groups_graphs_are_each_steps_own(name: str, own_pass: int, monkeypatc
     assert len(got) == len(steps) >= 2
     assert len(alone) == own_pass
     for k, (s, g) in enumerate(zip(steps, got, strict=True)):
-        _same(build_graph(trace, s, chains), g)
-        _same(build_graph(trace, s), g)
+        assert_same_graph(build_graph(trace, s, chains), g)
+        assert_same_graph(build_graph(trace, s), g)
         # the one graph holds each step's edges after the steps before it, node ids moved past theirs
         a, b = int(edges[k]), int(edges[k + 1])
         assert np.array_equal(whole.src[a:b], g.src + nodes[k]) and np.array_equal(whole.dst[a:b], g.dst + nodes[k])

@@ -34,13 +34,16 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from mlptui.runners.bench.modes import enqueue_us, rel_err
 from mlptui.runners.bench.pairing import EAGER_AGAIN, balanced_orders, medians_us, noise, paired_ratio
 from mlptui.runners.workloads.modules import LigerConfig, SimpleGeGLUMLP, seeded
+
+if TYPE_CHECKING:
+    from mlptui.runners.fused.module import FusedGeGLUMLP
 
 FAMILIES: tuple[tuple[int, int], ...] = ((768, 3072), (1024, 2816), (2048, 5632), (1536, 8960), (4096, 11008),
                                          (5120, 13824))
@@ -111,18 +114,25 @@ def mode_modules(dim: int, hidden: int, dtype: torch.dtype, modes: tuple[str, ..
     return out
 
 
+def eager_and_forced(dim: int, hidden: int, dtype: torch.dtype) -> tuple[torch.nn.Module, FusedGeGLUMLP]:
+    """Eager SimpleGeGLUMLP and FusedGeGLUMLP with its fused path forced on, on the GPU, with the same seeded
+    weights (each its own copy)."""
+    from mlptui.runners.fused import FusedGeGLUMLP
+
+    state = seeded(functools.partial(SimpleGeGLUMLP, dim, hidden)).state_dict()
+    eager = SimpleGeGLUMLP(dim, hidden).to("cuda", dtype)
+    eager.load_state_dict(state)
+    fused = FusedGeGLUMLP(dim, hidden, policy="fused", device="cuda", dtype=dtype)
+    fused.load_state_dict(state)
+    return eager, fused
+
+
 def measure_crossover(families: tuple[tuple[int, int], ...], rows: tuple[int, ...], dtype: torch.dtype,
                       rep_ms: float, note: Callable[[str], None]) -> dict[str, Any]:
     """One GPU's crossover entry: per family, each path's GPU µs per row count and host µs per call."""
-    from mlptui.runners.fused import FusedGeGLUMLP
-
     fams = []
     for dim, hidden in families:
-        ref = seeded(functools.partial(SimpleGeGLUMLP, dim, hidden))
-        eager = SimpleGeGLUMLP(dim, hidden).to("cuda", dtype)
-        eager.load_state_dict(ref.state_dict())
-        fused = FusedGeGLUMLP(dim, hidden, policy="fused", device="cuda", dtype=dtype)
-        fused.load_state_dict(ref.state_dict())
+        eager, fused = eager_and_forced(dim, hidden, dtype)
         g_f, g_e, h_f, h_e = [], [], [], []
         start = time.perf_counter()
         with torch.no_grad():
