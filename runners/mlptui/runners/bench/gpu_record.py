@@ -1,5 +1,5 @@
 """The record a GPU benchmark script leaves: its figures with the device and the versions that made them,
-written whole (a temporary file renamed into place) under $OUT on the device machine, else under .bench/."""
+written whole (mlptui.base.files.write_atomic) under $OUT on the device machine, else under .bench/."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import json
 import os
 from pathlib import Path
 from typing import Any
+
+from mlptui.base.files import write_atomic
 
 
 def write_gpu_record(name: str, doc: dict[str, Any]) -> Path:
@@ -19,7 +21,5 @@ def write_gpu_record(name: str, doc: dict[str, Any]) -> Path:
     folder = Path(os.environ.get("OUT", ".bench"))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
-    part = path.with_name(f".{path.name}.part")
-    part.write_text(json.dumps(full, indent=1), encoding="utf-8")
-    os.replace(part, path)
+    write_atomic(path, json.dumps(full, indent=1).encode())
     return path
