@@ -6,7 +6,7 @@ against the same path through Triton's dispatcher, and eager, in one process on 
 Forward + backward (gradients of the input and the three weights) of FusedGeGLUMLP with its fused path
 forced on, and of eager SimpleGeGLUMLP, bf16, at host-bound and GPU-bound row counts: synchronized calls,
 the three modes alternating call by call with L2 flushed before each (the sweep's method,
-`interleaved_times`); medians, and the median of the per-round ratios. Writes $OUT/backward_launch.json
+`interleaved_times`); medians, and the median of the per-round ratios (pairing.paired_ratio). Writes $OUT/backward_launch.json
 (or .bench/backward_launch.json).
 """
 
@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from mlptui.runners.bench.gpu_record import write_gpu_record
+from mlptui.runners.bench.pairing import paired_ratio
 from mlptui.runners.bench.sweep import eager_and_forced, interleaved_times, pass_call
 from mlptui.runners.fused import backward_launch as bl
 
@@ -51,9 +52,8 @@ def main() -> int:
         times = interleaved_times(fns, args.calls)
         bl.DIRECT = True
         med = {k: statistics.median(v) * 1e6 for k, v in times.items()}
-        ratio = statistics.median(d / j for d, j in zip(times["direct"], times["dispatcher"], strict=True))
-        over = statistics.median(d / e for d, e in zip(times["direct"], times["eager"], strict=True))
-        over_j = statistics.median(j / e for j, e in zip(times["dispatcher"], times["eager"], strict=True))
+        ratio = paired_ratio(times, "direct", "dispatcher")[0]
+        over, over_j = paired_ratio(times, "direct")[0], paired_ratio(times, "dispatcher")[0]
         row = {"rows": rows, "dim": dim, "hidden": hidden, "median_us": med, "direct_over_dispatcher": ratio,
                "direct_over_eager": over, "dispatcher_over_eager": over_j}
         rows_out.append(row)
