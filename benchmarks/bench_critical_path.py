@@ -97,42 +97,24 @@ class _Ticks:
 
 
 def _stages(trace: Any, repeats: int) -> None:
-    """critical_paths()'s stages as critical_batch runs them, each summed over the groups of steps; the best of
-    `repeats // 3` passes of each (a tree without the groups' graphs and ranking says so)."""
+    """critical_paths()'s stages as critical_batch runs them (its `tick`), each summed over the groups of
+    steps, and the report's rows; the best of `repeats // 3` passes of each (a tree whose critical_batch
+    takes no tick says so)."""
+    import inspect
+
     from mlptui.trace.analysis.critical_path import critical_batch as batch
 
-    if not hasattr(batch, "group_graphs") or not hasattr(batch, "group_tops"):
+    if "tick" not in inspect.signature(batch.every_path).parameters:
         print("stages: this tree builds its groups another way")
         return
     best: dict[str, float] = {}
     for _ in range(max(repeats // 3, 1)):
         ticks = _Ticks()
-        tick = ticks.tick
-        chains = critical_graph.every_step_chains(trace)
-        tick("CPU chains, every step (per trace)")
-        paths = []
-        for a in range(0, len(trace.steps), batch.GROUP):
-            group = trace.steps[a:a + batch.GROUP]
-            graphs, whole, nodes, edges = batch.group_graphs(trace, [s.index for s in group], chains)
-            tick("graphs, laid together")
-            flow = critical_flow.Flow(whole, nodes)
-            tick("Flow's indexes")
-            longest = flow.longest(whole.weight)
-            tick("longest distances")
-            walks = flow.backtrack_parts(longest, whole.weight, nodes[:-1].tolist())
-            tick("walks back")
-            tops = batch.group_tops(trace, whole, walks, edges, critical_path.TOP, critical_path._OWN_KIND)
-            tick("top names, what-ifs' edges")
-            ends = batch._what_ifs(flow, whole.weight, tops)
-            tick("what-ifs' rounds")
-            bounds, firsts = nodes.tolist(), edges[:-1].tolist()
-            for k, s in enumerate(group):
-                part = critical_path._Part(trace, graphs[k], walks[k] - firsts[k], tops.ranked[k])
-                paths.append(part.path(trace, s.index, longest[bounds[k]:bounds[k + 1]], ends[k]))
-            tick("segments' columns, paths")
+        paths = batch.every_path(trace, critical_path._Part, critical_path.path_of, critical_path.TOP,
+                                 critical_path._OWN_KIND, tick=ticks.tick)
         report = critical_path_report
         [report._step_report(p, r) for p, r in zip(paths, report._segment_rows(paths), strict=True)]
-        tick("report rows")
+        ticks.tick("report rows")
         for label, took_s in ticks.took.items():
             best[label] = min(best.get(label, took_s), took_s)
     for label, took_s in best.items():

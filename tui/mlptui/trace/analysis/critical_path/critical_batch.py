@@ -2,6 +2,7 @@
 one graph, whose longest distances, walks back and what-ifs are each one pass over all the steps.
 
     every_path(trace, part, alone, top, own_kind) -> [path]       one per step (the trace has steps)
+    every_path(..., tick=f)                                        f(stage) after each stage (benchmarks)
 
 critical_path hands in how it finishes a step (`part`: a step's path from its walk and its ranked names;
 `alone`: a step's path from its graph, by itself), so that this module does not import it back. The
@@ -41,34 +42,50 @@ Part = Callable[[Trace, Graph, np.ndarray, Ranked], StepPart[T]]
 Alone = Callable[[Trace, int, Graph], T]
 
 GROUP = 16         # steps laid together: enough to share the calls, few enough that the arrays stay in cache
+Tick = Callable[[str], None]
 
 
-def every_path(trace: Trace, part: Part[T], alone: Alone[T], top: int, own_kind: np.ndarray) -> list[T]:
+def _no_tick(stage: str) -> None:
+    pass
+
+
+def every_path(trace: Trace, part: Part[T], alone: Alone[T], top: int, own_kind: np.ndarray,
+               tick: Tick = _no_tick) -> list[T]:
     """part: a step's path from its graph, its walk and its ranked names; top, own_kind: how many names a
-    step ranks, and per kind code whether it is own time (critical_tops.group_tops)."""
+    step ranks, and per kind code whether it is own time (critical_tops.group_tops); tick: called with each
+    stage's name as it ends (bench_critical_path.py times the stages this way)."""
     chains = every_step_chains(trace)
+    tick("CPU chains, every step (per trace)")
     steps = trace.steps
     return [p for a in range(0, len(steps), GROUP)
-            for p in _group(trace, steps[a:a + GROUP], chains, part, alone, (top, own_kind))]
+            for p in _group(trace, steps[a:a + GROUP], chains, part, alone, (top, own_kind), tick)]
 
 
 def _group(trace: Trace, steps: list[Step], chains: Chains, part: Part[T], alone: Alone[T],
-           ranking: tuple[int, np.ndarray]) -> list[T]:
+           ranking: tuple[int, np.ndarray], tick: Tick) -> list[T]:
     graphs, whole, nodes, edges = group_graphs(trace, [s.index for s in steps], chains)
+    tick("graphs, laid together")
     flow = Flow(whole, nodes)
+    tick("Flow's indexes")
     weight = whole.weight
     try:
         longest = flow.longest(weight)
+        tick("longest distances")
         walks = flow.backtrack_parts(longest, weight, nodes[:-1].tolist())
+        tick("walks back")
         tops = group_tops(trace, whole, walks, edges, *ranking)
+        tick("top names, what-ifs' edges")
         ends = _what_ifs(flow, weight, tops)
+        tick("what-ifs' rounds")
     except TooManyRounds:
         return [alone(trace, s.index, g) for s, g in zip(steps, graphs, strict=True)]
     bounds = nodes.tolist()
     firsts = edges[:-1].tolist()
     dists = [longest[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     parts = [part(trace, g, walk - e, r) for g, walk, e, r in zip(graphs, walks, firsts, tops.ranked, strict=True)]
-    return [p.path(trace, s.index, d, e) for p, s, d, e in zip(parts, steps, dists, ends, strict=True)]
+    paths = [p.path(trace, s.index, d, e) for p, s, d, e in zip(parts, steps, dists, ends, strict=True)]
+    tick("segments' columns, paths")
+    return paths
 
 
 def _what_ifs(flow: Flow, weight: np.ndarray, tops: GroupTops) -> list[list[float]]:
