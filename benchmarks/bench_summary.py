@@ -4,6 +4,8 @@
     python benchmarks/bench_summary.py TRACE --ops-first  # make the Op and GpuOp objects first, on their own line
     python benchmarks/bench_summary.py TRACE --runs 3     # each run in a fresh process; medians
     python benchmarks/bench_summary.py TRACE --runs 5 --without critical_path
+    python benchmarks/bench_summary.py TRACE --runs 5 --without critical_path --text
+                                                          # the same for plain `summary`, its text written
                                                           # and, in turn, runs without that section: the
                                                           # whole child's time with / without, side by side
 
@@ -71,10 +73,10 @@ def _timer(rows: dict[str, list[float]], label: str, fn: Callable[..., Any]) -> 
 
 # sections --without can leave out: (module, function, what it returns instead)
 _LEAVE_OUT = {"critical_path": ("mlptui.trace.analysis.report.summary", "critical_path_report",
-                                lambda trace: CriticalPathReport(steps=[], collectives=""))}
+                                lambda trace, **_: CriticalPathReport(steps=[], collectives=""))}
 
 
-def measure(path: str, ops_first: bool, without: str | None = None) -> dict[str, Any]:
+def measure(path: str, ops_first: bool, without: str | None = None, text: bool = False) -> dict[str, Any]:
     c0, t0 = time.process_time(), time.perf_counter()
     if without:
         module, name, stand_in = _LEAVE_OUT[without]
@@ -96,11 +98,16 @@ def measure(path: str, ops_first: bool, without: str | None = None) -> dict[str,
         if ops_first:
             _timer(rows, "Op and GpuOp objects", lambda: (len(trace.ops), len(trace.gpu)))()
             levels["Op and GpuOp objects"] = 0
-        report = _timer(rows, "report (summarize)", summarize)(trace)
+        # as the command asks: plain `summary` leaves the critical path's segments out
+        report = _timer(rows, "report (summarize)", summarize)(trace, **({"path_segments": False} if text else {}))
         levels["report (summarize)"] = 0
-    # what `summary --json` pays to make its output: the bytes it writes (an older tree: its str)
-    _timer(rows, "JSON out", getattr(output, "json_bytes", None) or output.dumps_json)(report)
-    levels["JSON out"] = 0
+    if text:    # what plain `summary` pays to make its output: the text it writes
+        from mlptui.commands.summary import format_report
+        _timer(rows, "text out", format_report)(report, "text")
+        levels["text out"] = 0
+    else:       # what `summary --json` pays to make its output: the bytes it writes (an older tree: its str)
+        _timer(rows, "JSON out", getattr(output, "json_bytes", None) or output.dumps_json)(report)
+        levels["JSON out"] = 0
     whole = [time.process_time() - c0, time.perf_counter() - t0]
     return {"rows": rows, "levels": levels, "made_ops": "ops" in trace.__dict__, "whole": whole}
 
@@ -111,18 +118,21 @@ def main() -> int:
     parser.add_argument("--ops-first", action="store_true", help="make the Op objects before the report")
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--without", choices=sorted(_LEAVE_OUT), help="also time runs without this section")
+    parser.add_argument("--text", action="store_true", help="time plain `summary` (its text) instead of --json")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child-without", choices=sorted(_LEAVE_OUT), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure(args.trace, args.ops_first, args.child_without)))
+        print(json.dumps(measure(args.trace, args.ops_first, args.child_without, args.text)))
         return 0
     env = {**os.environ, "MLPTUI_NO_CACHE": "1"}
     with open("/proc/loadavg") as f:
         print(f"load average before: {f.read().split()[:3]}")
     runs, bare = [], []
+    out_line = "text out" if args.text else "JSON out"
     for _ in range(args.runs):
         argv = [sys.executable, __file__, args.trace, "--child"] + (["--ops-first"] if args.ops_first else [])
+        argv += ["--text"] if args.text else []
         out = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
         if args.without:
@@ -134,8 +144,8 @@ def main() -> int:
     levels = runs[0]["levels"]
     outer = ("imports", "load + index", "Op and GpuOp objects", "report (summarize)")
     order = [(k, 0) for k in outer if k in levels]
-    order += [(k, v + 1) for k, v in levels.items() if k not in outer and k != "JSON out"]
-    order.append(("JSON out", 0))
+    order += [(k, v + 1) for k, v in levels.items() if k not in outer and k != out_line]
+    order.append((out_line, 0))
     for label, level in order:
         if label not in runs[0]["rows"]:
             continue
@@ -143,7 +153,7 @@ def main() -> int:
         wall = statistics.median(r["rows"].get(label, [0.0, 0.0])[1] for r in runs)
         print(f"{'  ' * level + label:<36} {cpu:7.3f} {wall:7.3f}")
     if bare:
-        print(f"\nwhole child, imports to JSON out (median of {len(runs)} pairs, run in turn):")
+        print(f"\nwhole child, imports to {out_line} (median of {len(runs)} pairs, run in turn):")
         print(f"{'':<36} {'CPU s':>7} {'wall s':>7}")
         for label, rs in ((f"with {args.without}", runs), (f"without {args.without}", bare)):
             print(f"{label:<36} {statistics.median(r['whole'][0] for r in rs):7.3f} "
@@ -154,7 +164,7 @@ def main() -> int:
         # the top-level lines of both kinds of child: where the with / without difference comes from (the
         # lines before the summary do the same work in both, so a difference there is the machine's)
         print(f"\n{'top-level lines, CPU s (medians)':<38} {'with':>7} {'without':>8}")
-        for label in [lb for lb in ("imports", "load + index", "report (summarize)", "JSON out")
+        for label in [lb for lb in ("imports", "load + index", "report (summarize)", out_line)
                       if lb in runs[0]["rows"]]:
             a = statistics.median(r["rows"].get(label, [0.0])[0] for r in runs)
             b = statistics.median(r["rows"].get(label, [0.0])[0] for r in bare)

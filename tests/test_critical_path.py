@@ -239,3 +239,19 @@ def test_hta_multi_stream_event_wait_edge() -> None:
     assert kernel1_end in into and kernel2_end not in into
     e = into[kernel1_end]
     assert (g.kind[e], g.weight[e]) == (SYNC_WAIT, 0.0)
+
+
+def test_plain_summary_leaves_the_segments_out_and_says_the_same() -> None:
+    """Plain `summary` (text, Markdown) never shows the path's segments, so it does not make them: the report
+    without them differs from the full one only in the empty segment lists, and renders to the same text."""
+    from mlptui.commands.summary import format_report
+    from mlptui.trace.analysis.report.summary import summarize
+
+    trace = load_trace(next(SAMPLES.glob("mlp-train-eager-64x2048x768x3072-bf16-h200-x2-20261122T143342/*rank-0*.gz")))
+    full, bare = summarize(trace), summarize(trace, path_segments=False)
+    assert all(s.segments for s in full.critical_path.steps)
+    assert [s.segments for s in bare.critical_path.steps] == [[] for _ in full.critical_path.steps]
+    emptied = [dataclasses.replace(s, segments=[]) for s in full.critical_path.steps]
+    assert dataclasses.replace(full, critical_path=dataclasses.replace(full.critical_path, steps=emptied)) == bare
+    for fmt in ("text", "md"):
+        assert format_report(bare, fmt) == format_report(full, fmt)

@@ -80,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         from mlptui.trace.analysis.report.summary import summarize
 
         trace = open_trace(args.path)
-        report = summarize(trace)
+        # the critical path's segments only in JSON: the text, Markdown and CSV never show them
+        report = summarize(trace, path_segments=bool(args.json))
     if getattr(args, "csv", None):
         from mlptui.viewmodels.table_export import dict_rows_csv
 

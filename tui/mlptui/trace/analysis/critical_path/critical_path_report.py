@@ -1,7 +1,7 @@
 """The critical path's part of `mlptui summary --json` (shape in docs/json.md), and the label a view gives a
 name on the path.
 
-    critical_path_report(trace) -> CriticalPathReport
+    critical_path_report(trace, segments=True) -> CriticalPathReport
     label(name, kind, shorts) -> str
 """
 
@@ -70,9 +70,12 @@ def _segment_rows(paths: list[CriticalPath]) -> list[list[PathSegment]]:
     return [rows[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-def critical_path_report(trace: Trace) -> CriticalPathReport:
+def critical_path_report(trace: Trace, *, segments: bool = True) -> CriticalPathReport:
+    """Every step's path; `segments=False` leaves the rows out (each step's `segments` empty) for a rendering
+    that shows only the breakdown, top names and what-ifs."""
     paths = critical_paths(trace)
-    return CriticalPathReport(steps=[_step_report(p, rows) for p, rows in zip(paths, _segment_rows(paths), strict=True)],
+    rows = _segment_rows(paths) if segments else [[] for _ in paths]
+    return CriticalPathReport(steps=[_step_report(p, r) for p, r in zip(paths, rows, strict=True)],
                               collectives=COLLECTIVES_NOTE)
 
 

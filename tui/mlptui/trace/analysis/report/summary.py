@@ -78,7 +78,10 @@ def _attention(trace: Trace) -> AttentionFacts | None:
     return attention_facts(trace)
 
 
-def summarize(trace: Trace) -> SummaryReport:
+def summarize(trace: Trace, *, path_segments: bool = True) -> SummaryReport:
+    """The whole report. `path_segments=False` leaves each critical-path step's segments out (an empty list): the
+    text and Markdown renderings never show them, and on a big trace they are most of the report (305,835 rows
+    on the 1M-event benchmark trace, which the text rendering's terminal-safe copy would walk one by one)."""
     t = tables(trace)
     memory = [MemoryOpGroup(name=name, kind="memcpy" if cat == MEMCPY else "memset", count=n, total_us=_r(total),
                             mean_us=_r(total / n))
@@ -106,7 +109,7 @@ def summarize(trace: Trace) -> SummaryReport:
                       for c in launch_calls(trace)],
         dispatch=dispatch_paths(trace),
         device_marks=_device_marks(trace),
-        critical_path=critical_path_report(trace),
+        critical_path=critical_path_report(trace, segments=path_segments),
         overview=profile.overview,
         recommendations=profile.recommendations,
         operators=profile.operators,
