@@ -20,11 +20,15 @@ from mlptui.base.text import MAX_DEPTH, printable, printable_tree
 
 
 def json_bytes(doc: Any) -> bytes:
-    """The document as UTF-8 JSON, indented, with its closing newline."""
-    try:
-        return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE)
-    except (TypeError, orjson.JSONEncodeError):
-        return (json.dumps(_plain(doc), indent=2, ensure_ascii=True, allow_nan=False) + "\n").encode()
+    """The document as UTF-8 JSON, indented, with its closing newline. Keys that are not strings (written as
+    their str) are rare and the option that allows them costs ~15 % on every document (0.02 s of the 1M-event
+    trace's `summary --json`), so it is asked for only when orjson refuses without it."""
+    for keys in (0, orjson.OPT_NON_STR_KEYS):
+        try:
+            return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE | keys)
+        except (TypeError, orjson.JSONEncodeError):
+            continue
+    return (json.dumps(_plain(doc), indent=2, ensure_ascii=True, allow_nan=False) + "\n").encode()
 
 
 def dumps_json(doc: Any) -> str:
