@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import os
 import statistics
@@ -98,8 +99,9 @@ def measure(path: str, ops_first: bool, without: str | None = None, text: bool =
         if ops_first:
             _timer(rows, "Op and GpuOp objects", lambda: (len(trace.ops), len(trace.gpu)))()
             levels["Op and GpuOp objects"] = 0
-        # as the command asks: plain `summary` leaves the critical path's segments out
-        report = _timer(rows, "report (summarize)", summarize)(trace, **({"path_segments": False} if text else {}))
+        # as the command asks: plain `summary` leaves the critical path's segments out (an older tree has them)
+        bare = text and "path_segments" in inspect.signature(summarize).parameters
+        report = _timer(rows, "report (summarize)", summarize)(trace, **({"path_segments": False} if bare else {}))
         levels["report (summarize)"] = 0
     if text:    # what plain `summary` pays to make its output: the text it writes
         from mlptui.commands.summary import format_report
