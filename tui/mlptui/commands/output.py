@@ -21,8 +21,8 @@ from mlptui.base.text import MAX_DEPTH, printable, printable_tree
 
 def json_bytes(doc: Any) -> bytes:
     """The document as UTF-8 JSON, indented, with its closing newline. Keys that are not strings (written as
-    their str) are rare and the option that allows them costs ~15 % on every document (0.02 s of the 1M-event
-    trace's `summary --json`), so it is asked for only when orjson refuses without it."""
+    their str) are rare and the option that allows them slows every document (benchmarks/results/critical_path),
+    so it is asked for only when orjson refuses without it."""
     for keys in (0, orjson.OPT_NON_STR_KEYS):
         try:
             return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE | keys)
