@@ -1,6 +1,6 @@
 """The fuzz target (tests/fuzz/fuzz_trace.py) run for a bounded time, as CI does: atheris (libFuzzer)
 mutates the seeds (slices of the bundled samples and ../shared/corpus, plus the known hostile inputs)
-for MLPTUI_FUZZ_SECONDS (default 60) and must finish without a crash, a hang over 15 s or an input over
+for MLPTUI_FUZZ_SECONDS (default 30) and must finish without a crash, a hang over 15 s or an input over
 1 GB of RSS. docs/inputs.md gives the command for a longer run."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ TARGET = ROOT / "tests" / "fuzz" / "fuzz_trace.py"
 
 
 def test_fuzz_target_runs_clean_for_a_bounded_time(tmp_path: Path) -> None:
-    seconds = int(os.environ.get("MLPTUI_FUZZ_SECONDS", "60"))
+    seconds = int(os.environ.get("MLPTUI_FUZZ_SECONDS", "30"))
     # libFuzzer checks the process's peak RSS, and Linux carries a parent's peak over fork and exec: under a
     # pytest that has grown, the fuzzer would start "over" 1 GB. The budget is 1 GB above what it inherits.
     rss_limit = 1024 + resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
