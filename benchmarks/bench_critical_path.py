@@ -136,35 +136,21 @@ def _pieces(trace: Any, steps: list[int], line: Callable[[str, Callable[[], Any]
     line("  walk back", lambda: [f.backtrack(d, g.weight) for f, g, d in zip(flows, graphs, dists, strict=True)])
     line("  segments' columns", lambda: [critical_path._segments(trace, g, w, d)
                                          for g, w, d in zip(graphs, walks, dists, strict=True)])
-    names = [critical_path._edge_names(trace, g) for g in graphs]
-    wanted = [_top_names(g, w, n) for g, w, n in zip(graphs, walks, names, strict=True)]
-    if hasattr(critical_flow.Flow, "sink_without"):
-        line("  what-ifs (their edges, the rounds)",
-             lambda: [f.sink_without(g.weight, *critical_path._named(n, g.own, top), len(top))
-                      for f, g, n, top in zip(flows, graphs, names, wanted, strict=True)])
-    else:       # an older tree: a row of weights per what-if, through longest()
-        line("  what-ifs (their edges, the rounds)",
-             lambda: [f.longest(_rows_without(g, n, top), sink_only=True)
-                      for f, g, n, top in zip(flows, graphs, names, wanted, strict=True)])
+    try:
+        from mlptui.trace.analysis.critical_path.critical_tops import group_tops
+    except ImportError:
+        print("  top names, what-ifs: this tree ranks its names another way")
+        return
+    top, own_kind = critical_path.TOP, critical_path._OWN_KIND
 
+    def tops_alone() -> list[Any]:      # each step's top names and the edges of its what-ifs, a group of one
+        return [group_tops(trace, g, [w], np.array([0, len(g.weight)]), top, own_kind)
+                for g, w in zip(graphs, walks, strict=True)]
 
-def _rows_without(g: Any, names: np.ndarray, top: np.ndarray) -> np.ndarray:
-    without = np.repeat(g.weight[None, :], len(top), axis=0)
-    own_names = np.where(g.own, names, -1)
-    for j, n in enumerate(top.tolist()):
-        without[j, own_names == n] = 0.0
-    return without
-
-
-def _top_names(g: Any, walk: np.ndarray, names: np.ndarray) -> np.ndarray:
-    """The (up to five) names with the most own time on the path, as critical_path() ranks them, near enough
-    for timing (ties in time are not broken by name here)."""
-    mine = walk[g.own[walk] & critical_path._OWN_KIND[g.kind_code[walk]]]
-    key = names[mine] * len(critical_graph.KINDS) + g.kind_code[mine]
-    keys, where = np.unique(key, return_inverse=True)
-    sums = np.bincount(where.reshape(-1), weights=g.weight[mine], minlength=len(keys))
-    top: np.ndarray = np.unique(keys[np.argsort(-sums, kind="stable")][:critical_path.TOP] // len(critical_graph.KINDS))
-    return top
+    line("  top names and their edges", tops_alone)
+    tops = tops_alone()
+    line("  what-ifs (the rounds)", lambda: [f.sink_without(g.weight, t.gone, t.row, len(t.ranked[0]))
+                                            for f, g, t in zip(flows, graphs, tops, strict=True)])
 
 
 if __name__ == "__main__":

@@ -100,16 +100,3 @@ def test_many_round_trips_fall_back_to_the_plain_pass() -> None:
     without = np.where(g.own & (g.owner == 2), 0.0, g.weight)
     assert got_without[0] == pytest.approx(_plain_longest(len(g.time), g.src.tolist(), g.dst.tolist(),
                                                           without.tolist())[1], abs=1e-6)
-
-
-def test_what_if_edges_by_name() -> None:
-    """Each what-if row gets every own-time edge of its name, a name ranked twice (under two kinds) in both
-    of its rows, and no edge that is not own time or has another name."""
-    from mlptui.trace.analysis.critical_path.critical_path import _named
-    names = np.array([7, 3, 7, -1, 5, 3, 9, 7])
-    own = np.array([True, True, False, True, True, True, True, True])
-    for wanted in ([7, 3], [3, 9, 7], [7, 3, 7], [4]):
-        edges, rows = _named(names, own, np.array(wanted))
-        got = sorted(zip(rows.tolist(), edges.tolist(), strict=True))
-        want = sorted((j, e) for j, n in enumerate(wanted) for e in range(len(names)) if own[e] and names[e] == n)
-        assert got == want, wanted

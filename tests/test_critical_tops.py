@@ -48,3 +48,18 @@ def test_a_name_ranked_under_two_kinds_has_its_edges_in_both_rows() -> None:
     for j in (0, 1, 2):             # within a what-if, the edges in id order (the sums' order step by step)
         mine = [e for e, r in pairs if r == j]
         assert mine == sorted(mine)
+
+
+def test_what_if_edges_by_name() -> None:
+    """Each what-if row gets every own-time edge of its name, a name ranked twice (under two kinds) in both
+    of its rows, and no edge that is not own time or has another name (one step: a group of one)."""
+    from mlptui.trace.analysis.critical_path.critical_tops import _named
+    names = np.array([7, 3, 7, -1, 5, 3, 9, 7])
+    own = np.array([True, True, False, True, True, True, True, True])
+    span = 11                                       # name ids moved up one, so -1 (none) is 0
+    for wanted in ([7, 3], [3, 9, 7], [7, 3, 7], [4]):
+        edges, rows = _named(names, own, np.array([0, len(names)]), np.array(wanted) + 1,
+                             np.arange(len(wanted)), span)
+        got = sorted(zip(rows.tolist(), edges.tolist(), strict=True))
+        want = sorted((j, e) for j, n in enumerate(wanted) for e in range(len(names)) if own[e] and names[e] == n)
+        assert got == want, wanted

@@ -38,8 +38,7 @@ from mlptui.trace.analysis.critical_path.critical_graph import (
     Graph,
     build_graph,
 )
-from mlptui.trace.analysis.critical_path.critical_tops import Ranked
-from mlptui.trace.analysis.critical_path.critical_tops import edge_names as _edge_names
+from mlptui.trace.analysis.critical_path.critical_tops import Ranked, group_tops
 from mlptui.trace.analysis.events.op_owner import owners
 from mlptui.trace.model import Trace
 
@@ -130,25 +129,17 @@ def path_of(trace: Trace, step: int | None, g: Graph) -> CriticalPath:
 
 
 class _Part:
-    """A step's path up to its what-ifs: its names, its top names and the edges each what-if takes away
-    (`ranked`: the top names already made for the step, critical_tops.group_tops; then no `gone`)."""
+    """A step's path up to its what-ifs: its top names and the edges each what-if takes away (`ranked`: the
+    top names already made for the step in its group, critical_tops.group_tops; then no `gone`)."""
 
     def __init__(self, trace: Trace, g: Graph, path: np.ndarray, ranked: Ranked | None = None) -> None:
         self.g, self.on = g, path
         self.gone: tuple[np.ndarray, np.ndarray] | None = None
-        if ranked is not None:
-            self.ranked = ranked
-            return
-        names = _edge_names(trace, g)
-        weight = g.weight
-        mine = path[g.own[path] & _OWN_KIND[g.kind_code[path]]]
-        keys, where = np.unique(names[mine] * len(KINDS) + g.kind_code[mine], return_inverse=True)
-        sums = np.bincount(where.reshape(-1), weights=weight[mine], minlength=len(keys)).tolist()
-        on_path = [((n // len(KINDS), KINDS[n % len(KINDS)]), us) for n, us in zip(keys.tolist(), sums, strict=True)]
-        strings = trace.columns.strings
-        self.ranked = sorted(on_path, key=lambda r: (-r[1], strings[r[0][0]]))[:TOP]
-        # what-if j: the own time of every event named ranked[j] gone
-        self.gone = _named(names, g.own, np.array([n for (n, _k), _us in self.ranked])) if self.ranked else None
+        if ranked is None:      # one step alone: a group of one
+            tops = group_tops(trace, g, [path], np.array([0, len(g.weight)]), TOP, _OWN_KIND)
+            ranked = tops.ranked[0]
+            self.gone = (tops.gone, tops.row) if ranked else None
+        self.ranked = ranked
 
     def path(self, trace: Trace, step: int | None, longest: np.ndarray, ends: list[float]) -> CriticalPath:
         g, path, weight = self.g, self.on, self.g.weight
@@ -166,20 +157,6 @@ class _Part:
             start_us=g.start_us, window_us=window, length_us=length, remainder_us=window - length,
             unexplained_us=sum(weight[path[g.unexplained[path]]].tolist()),
             columns=columns, breakdown_us=breakdown, top=top, what_if=what_if)
-
-
-def _named(names: np.ndarray, own: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The own-time edges whose name is wanted[j], for each j: (edges, j of each). A name wanted twice (one
-    name ranked under two kinds) has its edges twice, once for each j."""
-    distinct, which = np.unique(wanted, return_inverse=True)
-    edges = np.flatnonzero(own)
-    at = np.minimum(np.searchsorted(distinct, names[edges]), len(distinct) - 1)
-    hit = distinct[at] == names[edges]
-    edges, at = edges[hit], at[hit]
-    if len(distinct) == len(wanted):
-        return edges, np.argsort(which)[at]
-    rows = [edges[at == w] for w in which.reshape(-1).tolist()]
-    return np.concatenate(rows), np.repeat(np.arange(len(rows)), [len(r) for r in rows])
 
 
 def _names(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
