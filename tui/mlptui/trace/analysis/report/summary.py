@@ -80,8 +80,8 @@ def _attention(trace: Trace) -> AttentionFacts | None:
 
 def summarize(trace: Trace, *, path_segments: bool = True) -> SummaryReport:
     """The whole report. `path_segments=False` leaves each critical-path step's segments out (an empty list): the
-    text and Markdown renderings never show them, and on a big trace they are most of the report (305,835 rows
-    on the 1M-event benchmark trace, which the text rendering's terminal-safe copy would walk one by one)."""
+    text and Markdown renderings never show them, and on a big trace they are most of the report (a row per
+    segment of every step, which the text rendering's terminal-safe copy would walk one by one)."""
     t = tables(trace)
     memory = [MemoryOpGroup(name=name, kind="memcpy" if cat == MEMCPY else "memset", count=n, total_us=_r(total),
                             mean_us=_r(total / n))
