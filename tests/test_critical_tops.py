@@ -1,15 +1,19 @@
 """The top names and the what-ifs' edges of a group of steps laid together (critical_tops) against each step
-on its own (critical_path._Part), and the edges of a name ranked under two kinds."""
+on its own (critical_path._Part, a group of one), one step's against a ranking done by hand from the graph's
+edges, and the edges of a name ranked under two kinds."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import pytest
 from conftest import find_sample
 
 from mlptui.trace.analysis.critical_path import critical_path, critical_tops
 from mlptui.trace.analysis.critical_path.critical_devices import group_graphs
 from mlptui.trace.analysis.critical_path.critical_flow import Flow
-from mlptui.trace.analysis.critical_path.critical_graph import every_step_chains
+from mlptui.trace.analysis.critical_path.critical_graph import GPU, KINDS, OP, build_graph, every_step_chains
 from mlptui.trace.parse.load import load_trace
 
 
@@ -63,3 +67,40 @@ def test_what_if_edges_by_name() -> None:
         got = sorted(zip(rows.tolist(), edges.tolist(), strict=True))
         want = sorted((j, e) for j, n in enumerate(wanted) for e in range(len(names)) if own[e] and names[e] == n)
         assert got == want, wanted
+
+
+def _plain_tops(trace: Any, g: Any, walk: np.ndarray) -> tuple[list[tuple[tuple[int, str], float]], set[tuple[int, int]]]:
+    """A step's top names and what-if edges, by plain Python over the path's edges: own time summed by (name,
+    kind) in path order, ranked by time, then name as a string, then name id and kind; what-if j takes away
+    every own-time edge of the step named as the j-th name."""
+    c, strings = trace.columns, trace.columns.strings
+
+    def name(e: int) -> int:
+        o, i = int(g.owner[e]), int(g.owner_id[e])
+        return int(c.op_name[i]) if o == OP else int(c.gpu_name[i]) if o == GPU else -1
+
+    sums: dict[tuple[int, str], float] = {}
+    for e in walk.tolist():
+        kind = KINDS[int(g.kind_code[e])]
+        if g.own[e] and kind in critical_path.OWN_TIME:
+            sums[(name(e), kind)] = sums.get((name(e), kind), 0.0) + float(g.weight[e])
+    ranked = sorted(sums.items(), key=lambda r: (-r[1], strings[r[0][0]], r[0][0], KINDS.index(r[0][1])))
+    ranked = ranked[:critical_path.TOP]
+    gone = {(e, j) for j, ((n, _k), _us) in enumerate(ranked) for e in range(len(g.weight)) if g.own[e] and name(e) == n}
+    return ranked, gone
+
+
+@pytest.mark.parametrize("sample", [("mlp-train", "eager", "bf16"), ("mlp", "compile", "bf16"), ("fused-mlp", "eager")])
+def test_one_steps_tops_are_the_plain_ranking(sample: tuple[str, ...]) -> None:
+    """One step alone (the app's per-step path) against the ranking done by hand from the graph's edges."""
+    trace = load_trace(find_sample(*sample))
+    for step in trace.steps:
+        g = build_graph(trace, step.index)
+        flow = Flow(g)
+        walk = flow.backtrack(flow.longest(g.weight), g.weight)
+        part = critical_path._Part(trace, g, walk)
+        want, gone = _plain_tops(trace, g, walk)
+        assert [k for k, _us in part.ranked] == [k for k, _us in want]
+        assert [us for _k, us in part.ranked] == pytest.approx([us for _k, us in want], rel=1e-12, abs=1e-9)
+        got = set() if part.gone is None else set(zip(part.gone[0].tolist(), part.gone[1].tolist(), strict=True))
+        assert got == gone and want
