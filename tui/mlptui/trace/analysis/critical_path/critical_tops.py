@@ -1,14 +1,13 @@
-"""The top names of several steps' paths, and the edges each what-if takes away, in one pass over a group of
-steps laid together (critical_batch) instead of a few dozen numpy calls a step.
+"""The top names of steps' paths, and the edges each what-if takes away: in one pass over a group of steps
+laid together (critical_batch), or for one step alone as a group of one (critical_path, the app's per-step
+path), so both rank the same way.
 
-    edge_names(trace, g) -> names                                 per edge: its owner's name id, -1 for none
     group_tops(trace, whole, walks, edge_bounds, top, own_kind) -> GroupTops
 
-The ranking is critical_path._Part's for each step alone: a step's own time on its path summed by (name,
-kind) in path order (the same floats), ranked by time, then by name as a string, then by name id and kind
-(the order its stable sort of the sums by key leaves ties in); the `top` first of each step. What-if j of a
-step takes away the own time of every edge of that step named as its j-th name (a name ranked under two
-kinds has its edges in both rows); within one what-if the edges come in id order, as step by step.
+The ranking, for each step: its own time on its path summed by (name, kind) in path order, ranked by time,
+then by name as a string, then by name id and kind; the `top` first of each step. What-if j of a step takes
+away the own time of every edge of that step named as its j-th name (a name ranked under two kinds has its
+edges in both rows); within one what-if the edges come in id order.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ class GroupTops:
     k: int                          # the most what-ifs of any step
 
 
-def edge_names(trace: Trace, g: Graph) -> np.ndarray:
+def _edge_names(trace: Trace, g: Graph) -> np.ndarray:
     """The string id of each edge's owner's name (-1 for none)."""
     c = trace.columns
     names = np.full(len(g.owner), -1, dtype=np.int64)
@@ -48,7 +47,7 @@ def group_tops(trace: Trace, whole: Graph, walks: list[np.ndarray], edge_bounds:
     n_kinds = len(KINDS)
     strings = trace.columns.strings
     span = len(strings) + 1                             # name ids, moved up one so that -1 (none) is 0
-    names = edge_names(trace, whole)
+    names = _edge_names(trace, whole)
     path = np.concatenate(walks) if walks else np.zeros(0, dtype=np.int64)
     step_of = np.repeat(np.arange(len(walks)), [len(w) for w in walks])
     mine = whole.own[path] & own_kind[whole.kind_code[path]]
