@@ -41,7 +41,18 @@ CONFIGS = [
     dict(bm=128, bn=64, bk=64, stages=3, group_m=16),
     dict(bm=128, bn=64, bk=64, stages=3, maxnreg=None),
     dict(bm=64, bn=128, bk=64, stages=2),
+    # ping-pong over one shared ring whose consumers' main loops take turns (run 25)
+    dict(bm=128, bn=64, bk=64, stages=6, ordered=True),
+    dict(bm=128, bn=64, bk=64, stages=5, ordered=True),
+    dict(bm=128, bn=64, bk=64, stages=6, group_m=16, ordered=True),
 ]
+
+
+def kind(cfg: dict) -> str:
+    """single, pingpong (a ring per consumer) or ordered (one ring, main loops in turn)."""
+    if not cfg.get("pingpong", True):
+        return "single"
+    return "ordered" if cfg.get("ordered") else "pingpong"
 
 
 def one_case(pingpong: bool, m: int, n: int, k: int) -> int:
@@ -140,7 +151,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--diagnose", action="store_true")
     ap.add_argument("--case", nargs=4, type=int)
-    ap.add_argument("--only", choices=("single", "pingpong"), help="time only one-consumer or ping-pong configurations")
+    ap.add_argument("--only", choices=("single", "pingpong", "ordered"),
+                    help="time only one-consumer, ping-pong or turn-taking ping-pong configurations")
     args = ap.parse_args()
     if args.case:
         return one_case(bool(args.case[0]), *args.case[1:])
@@ -152,7 +164,7 @@ def main() -> int:
     if cap[0] != 9:
         print(f"needs Hopper (sm90), this is sm{cap[0]}{cap[1]}")
         return 2
-    configs = [c for c in CONFIGS if args.only is None or c.get("pingpong", True) == (args.only == "pingpong")]
+    configs = [c for c in CONFIGS if args.only is None or kind(c) == args.only]
     for dtype in (torch.bfloat16, torch.float16):
         time_dtype(dtype, configs[:2] if args.quick else configs, 1 if args.quick else 3, report)
     text = json.dumps(report, indent=1)

@@ -15,7 +15,10 @@ sides count slots with one running index g (slot g % STAGES, phase (g // STAGES)
 the program's tiles in order and consumer c takes tiles c, c + 2, …, so the indices agree.
 
 At the article shape it is correct in both forms and slower than the portable kernel
-(benchmarks/results/fused-mlp.md, "Warp-specialized kernel"), so nothing routes to it yet.
+(benchmarks/results/fused-mlp.md, "Warp-specialized kernel"), so nothing routes to it yet. A third form,
+`ordered`, shares one ring between the consumers and lets their main loops take turns, as a ping-pong
+kernel must for one ring to be safe: it compiles for sm90 and has not yet run on a GPU
+(benchmarks/FUSED_NOTES.md, run 25).
 
 Only Hopper runs it (Gluon's warp specialization and wgmma); Ampere, Blackwell and AMD keep the portable
 kernel. Imports Gluon at module import: import this module only where capability 9.x was checked.
@@ -49,7 +52,7 @@ def _tile(t, num_pid_m, num_pid_n, GROUP_M: gl.constexpr):
 
 
 @gluon.jit
-def _produce(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M,
+def _produce(x_desc, wg_desc, wu_desc, h_desc, ready, empty, turn, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M,
              RINGS: gl.constexpr):
     # values handed to a partition arrive as runtime values: the tile shape is read off the descriptors
     BM: gl.constexpr = x_desc.block_type.shape[0]
@@ -81,24 +84,26 @@ def _produce(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_b
 
 
 @gluon.jit
-def _produce_one_ring(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K,
+def _produce_one_ring(x_desc, wg_desc, wu_desc, h_desc, ready, empty, turn, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K,
                       GROUP_M):
-    _produce(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M, 1)
+    _produce(x_desc, wg_desc, wu_desc, h_desc, ready, empty, turn, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M, 1)
 
 
 @gluon.jit
-def _produce_two_rings(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K,
+def _produce_two_rings(x_desc, wg_desc, wu_desc, h_desc, ready, empty, turn, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K,
                        GROUP_M):
-    _produce(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M, 2)
+    _produce(x_desc, wg_desc, wu_desc, h_desc, ready, empty, turn, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M, 2)
 
 
 @gluon.jit
-def _consume(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M,
-             CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr = 2):
+def _consume(x_desc, wg_desc, wu_desc, h_desc, ready, empty, turn, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M,
+             CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr = 2, ORDERED: gl.constexpr = False):
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BN: gl.constexpr = wg_desc.block_type.shape[0]
-    RING: gl.constexpr = a_bufs.type.shape[0] // CONSUMERS  # this consumer's own ring of slots
+    # ORDERED: one ring shared by both consumers, whose main loops take turns; else a ring per consumer
+    RING: gl.constexpr = a_bufs.type.shape[0] if ORDERED else a_bufs.type.shape[0] // CONSUMERS
+    BASE: gl.constexpr = 0 if ORDERED else CONSUMER * RING
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BN, 256 // x_desc.dtype.primitive_bitwidth])
     NUM_PROGRAMS = gl.num_programs(0)
@@ -111,18 +116,28 @@ def _consume(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_b
         pid_m, pid_n = _tile(t, num_pid_m, num_pid_n, GROUP_M)
         acc_g = gl.zeros([BM, BN], gl.float32, acc_layout)
         acc_u = gl.zeros([BM, BN], gl.float32, acc_layout)
-        first = j * ksteps
+        if ORDERED:
+            # the producer fills the shared ring in the program's tile order; this is its tile 2j + CONSUMER.
+            # Wait until the other consumer's main loop before this tile has finished: then every slot waited
+            # on lies within one lap of the ring (a fresh mbarrier counts as having completed phase 1, so
+            # consumer 0's first wait passes at once)
+            first = (CONSUMERS * j + CONSUMER) * ksteps
+            mbarrier.wait(turn.index(CONSUMER), (j & 1) ^ (1 - CONSUMER))
+        else:
+            first = j * ksteps
         for kk in range(ksteps):
             c = first + kk
-            s = CONSUMER * RING + c % RING
+            s = BASE + c % RING
             mbarrier.wait(ready.index(s), (c // RING) & 1)
             acc_g = warpgroup_mma(a_bufs.index(s), g_bufs.index(s).permute((1, 0)), acc_g, is_async=True)
             acc_u = warpgroup_mma(a_bufs.index(s), u_bufs.index(s).permute((1, 0)), acc_u, is_async=True)
             # this step's two wgmmas stay in flight; the previous step's are retired: free its slot
             acc_g, acc_u = warpgroup_mma_wait(num_outstanding=2, deps=(acc_g, acc_u))
-            mbarrier.arrive(empty.index(CONSUMER * RING + (c + RING - 1) % RING), count=1, pred=kk > 0)
+            mbarrier.arrive(empty.index(BASE + (c + RING - 1) % RING), count=1, pred=kk > 0)
         acc_g, acc_u = warpgroup_mma_wait(num_outstanding=0, deps=(acc_g, acc_u))
-        mbarrier.arrive(empty.index(CONSUMER * RING + (first + ksteps - 1) % RING), count=1)
+        mbarrier.arrive(empty.index(BASE + (first + ksteps - 1) % RING), count=1)
+        if ORDERED:  # the other consumer's main loop may start: this epilogue runs under it
+            mbarrier.arrive(turn.index(1 - CONSUMER), count=1)
 
         # gelu_tanh(g) * u = g * u * sigmoid(2 sqrt(2/pi) (g + 0.044715 g^3)), one exp2 and one division
         z = acc_g * (1.5957691216057308 + 0.07135481627159072 * acc_g * acc_g)
@@ -136,45 +151,67 @@ def _consume(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_b
 
 
 @gluon.jit
-def _consume_even(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K,
+def _consume_even(x_desc, wg_desc, wu_desc, h_desc, ready, empty, turn, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K,
                   GROUP_M):
-    _consume(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M,
+    _consume(x_desc, wg_desc, wu_desc, h_desc, ready, empty, turn, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M,
              0)
 
 
 @gluon.jit
-def _consume_odd(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K,
+def _consume_odd(x_desc, wg_desc, wu_desc, h_desc, ready, empty, turn, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K,
                  GROUP_M):
-    _consume(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M,
+    _consume(x_desc, wg_desc, wu_desc, h_desc, ready, empty, turn, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M,
              1)
 
 
 @gluon.jit
-def _consume_all(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K,
+def _consume_even_ordered(x_desc, wg_desc, wu_desc, h_desc, ready, empty, turn, a_bufs, g_bufs, u_bufs, h_bufs, M, N,
+                          K, GROUP_M):
+    _consume(x_desc, wg_desc, wu_desc, h_desc, ready, empty, turn, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M,
+             0, 2, True)
+
+
+@gluon.jit
+def _consume_odd_ordered(x_desc, wg_desc, wu_desc, h_desc, ready, empty, turn, a_bufs, g_bufs, u_bufs, h_bufs, M, N,
+                         K, GROUP_M):
+    _consume(x_desc, wg_desc, wu_desc, h_desc, ready, empty, turn, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M,
+             1, 2, True)
+
+
+@gluon.jit
+def _consume_all(x_desc, wg_desc, wu_desc, h_desc, ready, empty, turn, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K,
                  GROUP_M):
-    _consume(x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M,
+    _consume(x_desc, wg_desc, wu_desc, h_desc, ready, empty, turn, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M,
              0, 1)
 
 
 @gluon.jit
 def gateup_ws_kernel(x_desc, wg_desc, wu_desc, h_desc, M, N, K, GROUP_M, STAGES: gl.constexpr,
-                     PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr, PINGPONG: gl.constexpr):
+                     PRODUCER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr, PINGPONG: gl.constexpr,
+                     ORDERED: gl.constexpr = False):
     # STAGES slots per consumer: each consumer has a ring of its own. With one ring shared, the second
     # consumer waits on a slot a whole tile (more than STAGES k-steps) ahead of the first, where an mbarrier's
     # phase parity cannot tell the phase it wants from one two laps earlier: it read stale slots and freed
-    # slots still in use (the first ping-pong version's fault)
-    SLOTS: gl.constexpr = STAGES * (2 if PINGPONG else 1)
+    # slots still in use (the first ping-pong version's fault). ORDERED keeps one shared ring of STAGES slots
+    # and lets the consumers' main loops take turns (`turn`), so no consumer waits a tile ahead of the other
+    SLOTS: gl.constexpr = STAGES * (2 if PINGPONG and not ORDERED else 1)
     a_bufs = gl.allocate_shared_memory(x_desc.dtype, [SLOTS] + x_desc.block_type.shape, x_desc.layout)
     g_bufs = gl.allocate_shared_memory(wg_desc.dtype, [SLOTS] + wg_desc.block_type.shape, wg_desc.layout)
     u_bufs = gl.allocate_shared_memory(wu_desc.dtype, [SLOTS] + wu_desc.block_type.shape, wu_desc.layout)
     h_bufs = gl.allocate_shared_memory(h_desc.dtype, [2] + h_desc.block_type.shape, h_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(SLOTS):
         mbarrier.init(ready.index(s), count=1)
         mbarrier.init(empty.index(s), count=1)
-    args = (x_desc, wg_desc, wu_desc, h_desc, ready, empty, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M)
-    if PINGPONG:
+    for s in gl.static_range(2):
+        mbarrier.init(turn.index(s), count=1)
+    args = (x_desc, wg_desc, wu_desc, h_desc, ready, empty, turn, a_bufs, g_bufs, u_bufs, h_bufs, M, N, K, GROUP_M)
+    if PINGPONG and ORDERED:  # one ring, filled in the program's tile order
+        gl.warp_specialize([(_consume_even_ordered, args), (_consume_odd_ordered, args), (_produce_one_ring, args)],
+                           [4, 4], [CONSUMER_REGS, PRODUCER_REGS])
+    elif PINGPONG:
         # the producer gets a whole warpgroup: with one warp, the compiler may place the second consumer's
         # four warps across a warpgroup boundary, where wgmma cannot run
         gl.warp_specialize([(_consume_even, args), (_consume_odd, args), (_produce_two_rings, args)],
@@ -189,10 +226,11 @@ GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 def gateup_ws(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, *, bm: int = 128, bn: int = 64,
               bk: int = 64, stages: int | None = None, group_m: int = 8, producer_regs: int = 40,
               consumer_regs: int = 232, maxnreg: int | None = 168, pingpong: bool = True,
-              out: torch.Tensor | None = None) -> torch.Tensor:
+              ordered: bool = False, out: torch.Tensor | None = None) -> torch.Tensor:
     """h [M, N] for x [M, K] and weights [N, K] (bf16 or fp16, unit last stride, 16-byte aligned rows).
-    `stages`: shared-memory slots per consumer (default 5 for one consumer, 3 each for ping-pong)."""
-    stages = stages if stages is not None else (3 if pingpong else 5)
+    `stages`: shared-memory slots per consumer (default 5 for one consumer, 3 each for ping-pong), or in all
+    for `ordered` ping-pong (one ring shared by consumers whose main loops take turns; default 6)."""
+    stages = stages if stages is not None else (6 if pingpong and ordered else 3 if pingpong else 5)
     m, k = x.shape
     n = w_gate.shape[0]
     h = out if out is not None else torch.empty((m, n), device=x.device, dtype=x.dtype)
@@ -208,5 +246,5 @@ def gateup_ws(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, *, bm: 
     if not pingpong and maxnreg is not None:
         extra["maxnreg"] = 232  # 4 consumer warps + 1 producer warp (two warpgroups)
     gateup_ws_kernel[(programs,)](x_desc, wg_desc, wu_desc, h_desc, m, n, k, group_m, stages, producer_regs,
-                                  consumer_regs, pingpong, num_warps=4, **extra)
+                                  consumer_regs, pingpong, pingpong and ordered, num_warps=4, **extra)
     return h
