@@ -17,8 +17,7 @@ the program's tiles in order and consumer c takes tiles c, c + 2, …, so the in
 At the article shape it is correct in both forms and slower than the portable kernel
 (benchmarks/results/fused-mlp.md, "Warp-specialized kernel"), so nothing routes to it yet. A third form,
 `ordered`, shares one ring between the consumers and lets their main loops take turns, as a ping-pong
-kernel must for one ring to be safe: it compiles for sm90 and has not yet run on a GPU
-(benchmarks/FUSED_NOTES.md, run 25).
+kernel must for one ring to be safe: it compiles for sm90 and has not yet run on a GPU.
 
 Only Hopper runs it (Gluon's warp specialization and wgmma); Ampere, Blackwell and AMD keep the portable
 kernel. Imports Gluon at module import: import this module only where capability 9.x was checked.
