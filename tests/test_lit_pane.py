@@ -53,14 +53,16 @@ async def test_the_focused_pane_and_only_it_is_lit() -> None:
 async def test_a_focus_move_restyles_the_two_panes_only() -> None:
     app = make_app([str(find_sample("mlp", "eager"))])
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for_screen(app, pilot, TraceScreen)
+        screen = await wait_for_screen(app, pilot, TraceScreen)
         await pilot.pause()
         restyled: list[str] = []
         update_nodes = app.stylesheet.update_nodes
 
         def counting(nodes, animate=False):
             nodes = list(nodes)
-            restyled.extend(type(n).__name__ for n in nodes)
+            # this screen's nodes only: the views screen composed ahead in the background (not shown) takes
+            # its own first focus when its timer fires, which on a busy machine lands inside this window
+            restyled.extend(type(n).__name__ for n in nodes if n.screen is screen)
             return update_nodes(nodes, animate=animate)
 
         app.stylesheet.update_nodes = counting      # type: ignore[method-assign]
