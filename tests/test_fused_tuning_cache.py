@@ -2,8 +2,10 @@
 process's first call at a tuned bucket reads it instead of tuning.
 
 Runs on the CPU through Triton's interpreter (TRITON_INTERPRET=1), where the tuner times candidates by
-wall clock; on a GPU the same code path times them with do_bench (the GPU figure is in
-benchmarks/FUSED_NOTES.md)."""
+wall clock; on a GPU the same code path times them with do_bench. The second process fails if its tuner runs
+at all, which is what keeps the first call cheap; how long that first call takes is a GPU figure, recorded by
+`benchmarks/train_stability_gpu.py --first-calls` (benchmarks/FUSED_NOTES.md), not timed here, where a busy
+CI machine's wall clock would decide the outcome."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from mlptui.runners.fused import tuning_cache  # noqa: E402
 from mlptui.runners.fused.configs import GateUpConfig  # noqa: E402
 
 SECOND_PROCESS = r"""
-import json, sys, time
+import json
 import torch
 from mlptui.runners.fused import launcher as launcher_mod
 
@@ -33,17 +35,12 @@ torch.manual_seed(0)
 wg = torch.randn(48, 32, dtype=torch.bfloat16)
 wu = torch.randn(48, 32, dtype=torch.bfloat16)
 x = torch.randn(16, 32, dtype=torch.bfloat16)
-# the interpreter's one-time set-up of the kernel (on a GPU: Triton's cache loading the binary) is paid
-# by a forced launch first, so the timed first call measures what the tuning cache decides
-from mlptui.runners.fused.configs import GateUpConfig
-launcher_mod.fused_geglu_gateup(x, wg, wu, config=GateUpConfig(64, 64, 64, 4, 4), use_tma=False)
 launcher = launcher_mod.GateUpLauncher(wg, wu)
 launcher.tune = True  # as on a GPU: a miss would tune
-start = time.perf_counter(); launcher(x); first = time.perf_counter() - start
-steady = []
-for _ in range(3):
-    start = time.perf_counter(); launcher(x); steady.append(time.perf_counter() - start)
-print(json.dumps({"first_ms": first * 1e3, "steady_ms": sorted(steady)[1] * 1e3, "tuned": launcher.tuned()}))
+out = launcher(x)
+reference = launcher_mod.fused_geglu_gateup(x, wg, wu, config=launcher_mod.GateUpConfig(64, 64, 64, 4, 4),
+                                            use_tma=False)
+print(json.dumps({"tuned": launcher.tuned(), "matches": bool(torch.allclose(out.float(), reference.float(), rtol=1e-2, atol=1e-2))}))
 """
 
 
@@ -69,9 +66,10 @@ def test_a_second_process_reads_the_warmed_bucket_without_tuning(tmp_path: Path)
     assert second.returncode == 0, second.stderr
     out = json.loads(second.stdout)
     label = out["tuned"]["m16-n48-k32-bfloat16"]
+    # the first call launched the kept choice (its tuner would have ended the process) and computed the same
+    # result as a fixed configuration, within bf16 rounding
     assert label == f"{cfg.label()}-{'tma' if entry['use_tma'] else 'ptr'}"
-    # what the first call pays beyond a steady call: reading the kept choice, never tuning
-    assert out["first_ms"] - out["steady_ms"] <= 50.0, out
+    assert out["matches"], out
 
 
 def test_damaged_or_unfitting_entries_are_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
